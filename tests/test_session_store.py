@@ -1,0 +1,492 @@
+"""The chapter's claims about SessionStore, one behaviour per test group."""
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import chapter_reference
+import pytest
+import s11_session
+from s11_session import (
+    FORMAT_VERSION,
+    ConflictError,
+    CorruptSession,
+    InvalidMessage,
+    InvalidSessionId,
+    SessionNode,
+    SessionNotFound,
+    SessionStore,
+    UnsupportedVersion,
+)
+
+CODE_DIR = Path(__file__).resolve().parent.parent / "code"
+
+
+def msg(role, content):
+    return {"role": role, "content": content}
+
+
+@pytest.fixture
+def store(tmp_path):
+    return SessionStore(tmp_path / "sessions")
+
+
+def file_bytes(store, session_id):
+    return Path(store.path_of(session_id)).read_bytes()
+
+
+def leftovers(folder):
+    return [p.name for p in Path(folder).iterdir() if p.name.endswith(".tmp")]
+
+
+# ── the chapter's API ──────────────────────────────────────────────────────────────────────
+class TestChapterApi:
+    def test_a_new_node_has_a_12_hex_id_and_a_readable_timestamp(self):
+        node = SessionNode()
+        assert re.fullmatch(r"[0-9a-f]{12}", node.session_id)
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", node.created_at)
+        assert (node.title, node.parent_id, node.messages) == ("未命名会话", None, [])
+
+    def test_to_dict_and_from_dict_are_inverses(self):
+        node = SessionNode("abc123", "标题 🌿", "parent1", [msg("user", "你好")], "2026-08-25 18:46:40",
+                           fork_point=1)
+        again = SessionNode.from_dict(node.to_dict())
+        assert again.to_dict() == node.to_dict()
+
+    def test_create_then_load_gives_back_the_messages(self, store):
+        sid = store.create_session("修复内存泄漏", [msg("user", "帮我看看")])
+        node = store.load(sid)
+        assert node.title == "修复内存泄漏" and node.messages == [msg("user", "帮我看看")]
+
+    def test_load_of_a_missing_session_is_none(self, store):
+        assert store.load("doesnotexist") is None
+
+    def test_list_is_newest_first_and_stable_within_one_second(self, store):
+        ids = [store.create_session(f"会话 {i}") for i in range(6)]   # all within the same second
+        listed = [s["session_id"] for s in store.list_sessions()]
+        assert listed == ids[::-1]
+        assert [s["session_id"] for s in SessionStore(store.storage_dir).list_sessions()] == listed
+        first = store.list_sessions()[0]
+        assert {"session_id", "title", "parent_id", "message_count", "created_at"} <= first.keys()
+
+    def test_fork_copies_history_adds_messages_and_names_the_branch(self, store):
+        parent_id = store.create_session("主会话", [msg("user", "a"), msg("assistant", "b")])
+        child = store.fork(parent_id, [msg("user", "c")])
+        assert child.parent_id == parent_id and child.title == "主会话 · 分支"
+        assert [m["content"] for m in store.load(child.session_id).messages] == ["a", "b", "c"]
+
+    def test_a_fork_never_touches_its_parent(self, store):
+        parent_id = store.create_session("主会话", [msg("user", "a")])
+        before = file_bytes(store, parent_id)
+        store.fork(parent_id, [msg("user", "b")])
+        assert file_bytes(store, parent_id) == before
+
+    def test_fork_of_a_missing_parent_is_a_value_error(self, store):
+        with pytest.raises(ValueError, match="nosuchparent"):
+            store.fork("nosuchparent")
+        with pytest.raises(SessionNotFound):
+            store.fork("nosuchparent")
+
+    def test_delete_returns_whether_something_was_deleted(self, store):
+        sid = store.create_session("x")
+        assert store.delete(sid) is True
+        assert store.load(sid) is None
+        assert store.delete(sid) is False
+
+    def test_the_demo_builds_main_and_two_forks_with_5_7_9_messages(self, store):
+        result = s11_session.demo_tree_branching(store)
+        counts = {key: len(store.load(result[key]).messages) for key in ("main_id", "branch_a_id", "branch_b_id")}
+        assert counts == {"main_id": 5, "branch_a_id": 7, "branch_b_id": 9}
+        branch_b = store.load(result["branch_b_id"])
+        assert branch_b.parent_id == result["main_id"] and branch_b.fork_point == 5
+        assert branch_b.messages[-1]["content"].startswith("✅ 已按弱引用方案完成重构")
+        assert "# 🗂️ 会话导出：修复登录服务内存泄漏 · 分支" in result["export_md"]
+        assert len(os.listdir(store.storage_dir)) == 4   # three sessions + the lock file
+
+
+# ── files the chapter's printed code wrote, and the other way round ─────────────────────────
+class TestChapterFileFormat:
+    def test_files_written_by_the_chapters_code_load(self, tmp_path):
+        old = chapter_reference.SessionStore(str(tmp_path))
+        main_id = old.create_session("旧会话", [msg("user", "a")])
+        fork = old.fork(main_id, [msg("assistant", "b")])
+        store = SessionStore(tmp_path)
+        loaded = store.load(fork.session_id)
+        assert loaded.messages == [msg("user", "a"), msg("assistant", "b")]
+        assert loaded.parent_id == main_id and loaded.revision == 0
+        assert {s["session_id"] for s in store.list_sessions()} == {main_id, fork.session_id}
+        assert store.check() == []
+
+    def test_a_chapter_file_is_upgraded_on_the_next_save(self, tmp_path):
+        sid = chapter_reference.SessionStore(str(tmp_path)).create_session("旧会话", [msg("user", "a")])
+        store = SessionStore(tmp_path)
+        node = store.load(sid)
+        node.messages.append(msg("assistant", "b"))
+        store.save(node)
+        data = json.loads(Path(store.path_of(sid)).read_text("utf-8"))
+        assert data["version"] == FORMAT_VERSION and data["revision"] == 1
+        assert len(data["messages"]) == 2
+
+    def test_files_written_by_this_store_load_in_the_chapters_code(self, store):
+        result = s11_session.demo_tree_branching(store)
+        old = chapter_reference.SessionStore(store.storage_dir)
+        for key in ("main_id", "branch_a_id", "branch_b_id"):
+            assert old.load(result[key]).messages == store.load(result[key]).messages
+        assert sorted(s["message_count"] for s in old.list_sessions()) == [5, 7, 9]
+
+    def test_the_export_keeps_the_chapters_layout(self, store):
+        result = s11_session.demo_tree_branching(store)
+        expected = chapter_reference.SessionStore(store.storage_dir).export_markdown(result["branch_b_id"])
+        ours = store.export_markdown(result["branch_b_id"]).split("\n")
+        position = 0
+        for line in expected.split("\n"):          # every chapter line, in the chapter's order
+            if line:
+                position = ours.index(line, position) + 1
+
+
+# ── the tree: fork from any message, children, lineage, rendering ────────────────────────────
+class TestTree:
+    @pytest.fixture
+    def tree(self, store):
+        root = store.create_session("根", [msg("user", str(i)) for i in range(5)])
+        a = store.fork(root, [msg("assistant", "方案 A")], at=2)
+        b = store.fork(root, [msg("assistant", "方案 B")])
+        a1 = store.fork(a.session_id, [msg("user", "深入 A")])
+        return store, root, a.session_id, b.session_id, a1.session_id
+
+    def test_fork_at_k_keeps_only_the_first_k_messages(self, tree):
+        store, root, a, _, _ = tree
+        node = store.load(a)
+        assert [m["content"] for m in node.messages] == ["0", "1", "方案 A"]
+        assert node.fork_point == 2
+
+    @pytest.mark.parametrize("at", [-1, 6, "2", 2.0, True])
+    def test_fork_at_an_impossible_position_is_refused(self, store, at):
+        root = store.create_session("根", [msg("user", str(i)) for i in range(5)])
+        with pytest.raises(ValueError, match="at="):
+            store.fork(root, at=at)
+        assert len(store.list_sessions()) == 1
+
+    def test_fork_at_zero_starts_from_an_empty_history(self, store):
+        root = store.create_session("根", [msg("user", "x")])
+        assert store.fork(root, [msg("user", "new")], at=0).messages == [msg("user", "new")]
+
+    def test_children_and_lineage(self, tree):
+        store, root, a, b, a1 = tree
+        assert [c["session_id"] for c in store.children(root)] == [a, b]
+        assert [s["session_id"] for s in store.lineage(a1)] == [root, a, a1]
+        assert store.children(a1) == []
+
+    def test_render_tree_shows_every_node_with_counts_and_what_it_added(self, tree):
+        store, root, a, b, a1 = tree
+        text = store.render_tree()
+        lines = text.splitlines()
+        assert len(lines) == 4
+        assert lines[0].startswith(f"根 [{root}] 5 条")
+        assert "├── " in lines[1] and a in lines[1] and "自第 2 条分叉" in lines[1] and "方案 A" in lines[1]
+        assert lines[2].startswith("│   └── ") and a1 in lines[2]
+        assert lines[3].startswith("└── ") and b in lines[3] and "+1" in lines[3]
+        assert store.render_tree(a).splitlines()[0].startswith(f"根 · 分支 [{a}]")
+
+    def test_deleting_a_node_never_loses_its_childrens_histories(self, tree):
+        store, root, a, b, a1 = tree
+        before = store.load(a1).messages
+        store.delete(a, purge=True)
+        assert store.load(a1).messages == before
+        assert a1 in store.render_tree()       # shown as a top-level tree of its own
+        assert [p.kind for p in store.check()] == ["missing_parent"]
+
+    def test_a_hand_made_parent_cycle_does_not_hang(self, store):
+        one, two = SessionNode("one", parent_id="two"), SessionNode("two", parent_id="one")
+        store.save(one)
+        store.save(two)
+        assert [s["session_id"] for s in store.lineage("one")] == ["two", "one"]
+        store.render_tree()
+
+
+# ── durability: all-or-nothing saves, damaged files kept as evidence ──────────────────────────
+class TestDurability:
+    @pytest.mark.parametrize("target", ["os.replace", "os.fsync", "write"])
+    def test_a_failing_save_leaves_the_old_file_byte_identical(self, store, monkeypatch, target):
+        sid = store.create_session("会话", [msg("user", "旧内容")])
+        before = file_bytes(store, sid)
+        node = store.load(sid)
+        node.messages.append(msg("assistant", "新内容"))
+
+        def boom(*args, **kwargs):
+            raise OSError(28, "No space left on device")
+        if target == "write":
+            real_fdopen = os.fdopen
+
+            class FailingFile:
+                def __init__(self, *a, **k):
+                    self.inner = real_fdopen(*a, **k)
+
+                def __enter__(self):
+                    return self
+
+                def __exit__(self, *exc):
+                    self.inner.close()
+
+                def write(self, data):
+                    self.inner.write(data[: len(data) // 2])   # half of it reaches the temp file
+                    boom()
+            monkeypatch.setattr(s11_session.os, "fdopen", FailingFile)
+        else:
+            module, name = target.split(".")
+            monkeypatch.setattr(s11_session.os, name, boom)
+        with pytest.raises(OSError, match="No space"):
+            store.save(node)
+        monkeypatch.undo()
+        assert file_bytes(store, sid) == before
+        assert leftovers(store.storage_dir) == []
+        node.revision = store.load(sid).revision
+        store.save(node)            # after the fault is gone the same node saves fine
+        assert len(store.load(sid).messages) == 2
+
+    def test_kill_9_during_saves_never_leaves_a_broken_file(self, tmp_path):
+        folder = tmp_path / "sessions"
+        writer = (
+            "import sys, s11_session as s\n"
+            "store = s.SessionStore(sys.argv[1])\n"
+            "node = s.SessionNode('victim', 'kill test')\n"
+            "for i in range(100000):\n"
+            "    node.messages.append({'role': 'user', 'content': 'x' * 20000 + str(i)})\n"
+            "    store.save(node)\n"
+            "    print(len(node.messages), flush=True)\n"
+        )
+        store = SessionStore(folder)
+        for round_number in range(25):
+            if store.load("victim"):
+                store.delete("victim", purge=True)
+            proc = subprocess.Popen([sys.executable, "-c", writer, str(folder)], stdout=subprocess.PIPE,
+                                    text=True, env={**os.environ, "PYTHONPATH": str(CODE_DIR)})
+            acknowledged = 0
+            deadline = time.monotonic() + 0.05 + round_number * 0.01
+            for line in proc.stdout:
+                acknowledged = int(line)
+                if time.monotonic() > deadline:
+                    break
+            time.sleep(random.uniform(0, 0.003))   # land anywhere inside the next save
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            remaining = proc.stdout.read().split()
+            acknowledged = int(remaining[-1]) if remaining else acknowledged
+            node = store.load("victim")        # parses: never a torn file
+            assert acknowledged <= len(node.messages) <= acknowledged + 1
+            assert node.messages[-1]["content"].endswith(str(len(node.messages) - 1))
+            assert {p.kind for p in store.check()} <= {"temp_file"}
+
+    @pytest.mark.parametrize("damage", [
+        lambda b: b[: len(b) // 2],          # the chapter's non-atomic save, interrupted
+        lambda b: b"",
+        lambda b: b"\xff\xfe not utf-8",
+        lambda b: b"[1, 2, 3]",
+        lambda b: b'{"session_id": "../../etc/passwd", "messages": []}',
+        lambda b: b.replace(b'"messages": [', b'"messages": ["just a string", '),
+    ], ids=["truncated", "empty", "not-utf8", "not-an-object", "hostile-id-inside", "bad-message"])
+    def test_a_damaged_file_is_reported_by_name_and_kept(self, store, damage):
+        sid = store.create_session("会话", [msg("user", "a")])
+        good = store.create_session("好会话")
+        path = Path(store.path_of(sid))
+        path.write_bytes(damage(path.read_bytes()))
+        evidence = path.read_bytes()
+        with pytest.raises(CorruptSession, match=sid):
+            store.load(sid)
+        assert [s["session_id"] for s in store.list_sessions()] == [good]
+        problems = store.check()
+        assert [(p.kind, p.path) for p in problems] == [("corrupt", str(path))]
+        with pytest.raises(CorruptSession):
+            store.save(SessionNode(sid, "覆盖它"))
+        assert path.read_bytes() == evidence
+
+    def test_a_file_from_a_newer_version_is_refused_and_never_overwritten(self, store):
+        sid = store.create_session("会话")
+        path = Path(store.path_of(sid))
+        data = json.loads(path.read_text("utf-8"))
+        data.update(version=FORMAT_VERSION + 1, new_field="以后的字段")
+        path.write_text(json.dumps(data, ensure_ascii=False), "utf-8")
+        evidence = path.read_bytes()
+        with pytest.raises(UnsupportedVersion, match=f"version {FORMAT_VERSION + 1}"):
+            store.load(sid)
+        with pytest.raises(UnsupportedVersion):
+            store.save(SessionNode(sid))
+        assert [p.kind for p in store.check()] == ["newer_version"]
+        assert store.list_sessions() == []
+        assert path.read_bytes() == evidence
+
+    def test_check_reports_leftover_temp_files(self, store):
+        store.create_session("会话")
+        Path(store.storage_dir, ".abc.json.x1y2.tmp").write_text("{", "utf-8")
+        assert [p.kind for p in store.check()] == ["temp_file"]
+
+    def test_delete_is_recoverable_unless_purged(self, store):
+        sid = store.create_session("会话", [msg("user", "别丢下我")])
+        store.delete(sid)
+        assert store.load(sid) is None and store.list_sessions() == []
+        assert store.restore(sid) is True
+        assert store.load(sid).messages == [msg("user", "别丢下我")]
+        store.delete(sid, purge=True)
+        assert store.restore(sid) is False
+
+    def test_restore_never_overwrites_a_live_session(self, store):
+        sid = store.create_session("旧")
+        store.delete(sid)
+        store.save(SessionNode(sid, "新"))
+        with pytest.raises(ConflictError):
+            store.restore(sid)
+        assert store.load(sid).title == "新"
+
+
+# ── safety: hostile ids and bad messages ──────────────────────────────────────────────────────
+HOSTILE_IDS = ["../x", "../../etc/passwd", "/abs", "a/b", "a\\b", "", "a\x00b", "x" * 65, "CON", "nul",
+               "com1", ".hidden", "a.b", " spaced", "id\n", 12345, None]
+
+
+class TestSafety:
+    @pytest.mark.parametrize("bad_id", HOSTILE_IDS, ids=repr)
+    def test_hostile_ids_are_rejected_before_any_path_is_built(self, tmp_path, bad_id):
+        store = SessionStore(tmp_path / "inner" / "sessions")
+        (tmp_path / "x.json").write_text('{"session_id": "x", "messages": []}', "utf-8")
+        before = sorted(p for p in tmp_path.rglob("*"))
+        for call in (store.load, store.delete, store.fork, store.lineage, store.children, store.path_of):
+            with pytest.raises(InvalidSessionId):
+                call(bad_id)
+        node = SessionNode("ok")
+        node.session_id = bad_id
+        with pytest.raises(InvalidSessionId):
+            store.save(node)
+        if bad_id is not None:
+            with pytest.raises(InvalidSessionId):
+                store.save(SessionNode("ok", parent_id=bad_id))
+        assert sorted(p for p in tmp_path.rglob("*")) == before
+
+    @pytest.mark.parametrize("messages", [
+        "not a list", [1], [{"content": "no role"}], [{"role": "", "content": "x"}],
+        [{"role": "user"}], [{"role": "user", "content": 42}], [{"role": "user", "content": ["a"]}],
+        [{"role": "user", "content": "x", "blob": object()}],
+    ], ids=["str", "int-item", "no-role", "empty-role", "no-content", "int-content", "str-blocks",
+            "unserialisable"])
+    def test_a_bad_save_leaves_the_old_file_byte_identical(self, store, messages):
+        sid = store.create_session("会话", [msg("user", "ok")])
+        before = file_bytes(store, sid)
+        node = store.load(sid)
+        node.messages = messages
+        with pytest.raises(InvalidMessage, match=sid):
+            store.save(node)
+        assert file_bytes(store, sid) == before
+        assert leftovers(store.storage_dir) == []
+
+    @pytest.mark.parametrize("content", [None, "", "纯文本", [{"type": "text", "text": "块"}]])
+    def test_valid_content_shapes_save(self, store, content):
+        sid = store.create_session("会话", [msg("user", content)])
+        assert store.load(sid).messages[0]["content"] == content
+
+
+# ── no lost turns ─────────────────────────────────────────────────────────────────────────────
+class TestNoLostTurns:
+    def test_saving_a_stale_node_raises_instead_of_erasing_the_other_turn(self, store):
+        sid = store.create_session("会话", [msg("user", "a")])
+        mine, theirs = store.load(sid), store.load(sid)
+        theirs.messages.append(msg("assistant", "他们的回答"))
+        store.save(theirs)
+        mine.messages.append(msg("assistant", "我的回答"))
+        with pytest.raises(ConflictError, match=sid):
+            store.save(mine)
+        assert store.load(sid).messages[-1]["content"] == "他们的回答"
+
+    def test_two_threads_saving_one_session_one_conflict_no_lost_turn(self, store):
+        sid = store.create_session("会话", [msg("user", "a")])
+        nodes = [store.load(sid), SessionStore(store.storage_dir).load(sid)]
+        barrier, outcomes = threading.Barrier(2), []
+
+        def worker(node, text):
+            node.messages.append(msg("assistant", text))
+            barrier.wait()
+            try:
+                (store if text == "t0" else SessionStore(store.storage_dir)).save(node)
+                outcomes.append(("saved", text))
+            except ConflictError:
+                outcomes.append(("conflict", text))
+        threads = [threading.Thread(target=worker, args=(n, f"t{i}")) for i, n in enumerate(nodes)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(kind for kind, _ in outcomes) == ["conflict", "saved"]
+        winner = next(text for kind, text in outcomes if kind == "saved")
+        assert store.load(sid).messages[-1]["content"] == winner
+
+    def test_many_threads_appending_with_retry_lose_nothing(self, store):
+        sid = store.create_session("会话")
+
+        def append(text):
+            local = SessionStore(store.storage_dir)
+            while True:
+                node = local.load(sid)
+                node.messages.append(msg("user", text))
+                try:
+                    local.save(node)
+                    return
+                except ConflictError:
+                    continue
+        threads = [threading.Thread(target=append, args=(f"m{i}",)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(m["content"] for m in store.load(sid).messages) == sorted(f"m{i}" for i in range(8))
+
+    def test_forks_never_conflict(self, store):
+        root = store.create_session("根", [msg("user", "a")])
+        forks = []
+        threads = [threading.Thread(target=lambda: forks.append(store.fork(root))) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len({f.session_id for f in forks}) == 6
+        assert len(store.children(root)) == 6
+
+
+# ── runnable like the chapter ─────────────────────────────────────────────────────────────────
+class TestCommandLine:
+    def run(self, *args, cwd):
+        return subprocess.run([sys.executable, str(CODE_DIR / "s11_session.py"), *args], cwd=cwd,
+                              capture_output=True, text=True, timeout=60)
+
+    def test_running_the_module_runs_the_demo_into_sessions(self, tmp_path):
+        out = self.run(cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert len(list((tmp_path / "sessions").glob("*.json"))) == 3
+        assert "修复登录服务内存泄漏 [" in out.stdout and "├── " in out.stdout
+        assert "# 🗂️ 会话导出：修复登录服务内存泄漏 · 分支" in out.stdout
+
+    def test_tree_show_export_and_check_on_a_real_folder(self, tmp_path):
+        folder = tmp_path / "store"
+        result = s11_session.demo_tree_branching(SessionStore(folder))
+        b = result["branch_b_id"]
+        tree = self.run("--dir", str(folder), "tree", cwd=tmp_path)
+        assert tree.returncode == 0 and b in tree.stdout
+        show = self.run("--dir", str(folder), "show", b, cwd=tmp_path)
+        assert "修复登录服务内存泄漏 · 分支" in show.stdout and "9. assistant" in show.stdout
+        html = self.run("--dir", str(folder), "export", b, "--html", cwd=tmp_path)
+        assert html.stdout.lstrip().lower().startswith("<!doctype html>")
+        check = self.run("--dir", str(folder), "check", cwd=tmp_path)
+        assert check.returncode == 0 and "没有发现问题" in check.stdout
+        Path(folder, f"{b}.json").write_text("{", "utf-8")
+        check = self.run("--dir", str(folder), "check", cwd=tmp_path)
+        assert check.returncode == 1 and "[corrupt]" in check.stdout and b in check.stdout
+
+    def test_bad_input_is_a_clear_error_not_a_traceback(self, tmp_path):
+        out = self.run("--dir", str(tmp_path), "show", "../etc", cwd=tmp_path)
+        assert out.returncode == 2 and "非法会话 ID" in out.stderr and "Traceback" not in out.stderr
+        out = self.run("--dir", str(tmp_path), "export", "nosuch", cwd=tmp_path)
+        assert out.returncode == 2 and "未找到会话" in out.stderr
