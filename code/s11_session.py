@@ -50,6 +50,13 @@ import uuid
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
+import s11_export  # Markdown / HTML 渲染（同目录的伴随模块）
+from s11_redact import redact  # 导出前脱敏：redact(text) -> str，也可从本模块导入
+
+__all__ = ["SessionNode", "SessionStore", "demo_tree_branching", "redact", "Problem", "FORMAT_VERSION",
+           "SessionError", "InvalidSessionId", "InvalidMessage", "CorruptSession", "UnsupportedVersion",
+           "ConflictError", "SessionNotFound"]
+
 try:  # POSIX: advisory lock shared by threads and processes
     import fcntl
 except ImportError:  # pragma: no cover - Windows
@@ -419,7 +426,6 @@ class SessionStore:
 
     def export_markdown(self, session_id: str, *, redact: bool = True) -> str:
         """📤 把该会话 messages 渲染成可读 Markdown 文本（默认先脱敏；存储的会话不变）"""
-        import s11_export
         session = self.load(session_id)
         if session is None:
             return f"(未找到会话: {session_id})"
@@ -427,7 +433,6 @@ class SessionStore:
 
     def export_html(self, session_id: str, *, redact: bool = True) -> str:
         """📤 导出成单个离线 HTML 页面（内联 CSS、无脚本、无外链）"""
-        import s11_export
         session = self.load(session_id)
         if session is None:
             raise SessionNotFound(f"未找到会话: {session_id}")

@@ -11,8 +11,9 @@ import threading
 import time
 from pathlib import Path
 
-import chapter_reference
 import pytest
+
+import chapter_reference
 import s11_session
 from s11_session import (
     FORMAT_VERSION,
