@@ -480,15 +480,21 @@ class SessionStore:
         return kids[::-1]
 
     def lineage(self, session_id: str) -> List[Dict[str, Any]]:
-        """从根到该节点的摘要链；父节点已删除时从能找到的最上层开始。"""
-        validate_session_id(session_id)
-        index = self._by_id()
-        chain, seen = [], set()
-        current = index.get(session_id)
-        while current is not None and current["session_id"] not in seen:   # seen：防止人为改坏的环
-            seen.add(current["session_id"])
-            chain.append(current)
-            current = index.get(current["parent_id"]) if current["parent_id"] else None
+        """从根到该节点的摘要链。沿 parent_id 逐个读文件（不扫描整个目录）；
+        父节点已删除或损坏时，从能找到的最上层开始。"""
+        chain: List[Dict[str, Any]] = []
+        current: Optional[str] = validate_session_id(session_id)
+        while current and current not in {s["session_id"] for s in chain}:   # 防止人为改坏的环
+            try:
+                chain.append(self._summary(self._path(current)))
+            except FileNotFoundError:
+                break
+            except SessionError as exc:
+                if not chain:
+                    raise
+                log.warning("会话 %s 的祖先无法读取，路径从这里截断：%s", session_id, exc)
+                break
+            current = chain[-1]["parent_id"]
         return chain[::-1]
 
     def render_tree(self, root_id: Optional[str] = None) -> str:

@@ -185,6 +185,15 @@ class TestTree:
         assert [s["session_id"] for s in store.lineage(a1)] == [root, a, a1]
         assert store.children(a1) == []
 
+    def test_lineage_stops_at_a_damaged_ancestor_and_ignores_unrelated_files(self, tree):
+        store, root, a, b, a1 = tree
+        Path(store.storage_dir, "unrelated.json").write_text("{", "utf-8")
+        assert [s["session_id"] for s in store.lineage(a1)] == [root, a, a1]
+        Path(store.path_of(root)).write_text("{", "utf-8")
+        assert [s["session_id"] for s in store.lineage(a1)] == [a, a1]
+        with pytest.raises(CorruptSession):
+            store.lineage(root)
+
     def test_render_tree_shows_every_node_with_counts_and_what_it_added(self, tree):
         store, root, a, b, a1 = tree
         text = store.render_tree()

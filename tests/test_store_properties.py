@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, precondition, rule
+
 from s11_session import ConflictError, SessionNode, SessionStore
 
 messages = st.lists(st.fixed_dictionaries({
