@@ -17,7 +17,13 @@ import os
 
 import gradio as gr
 
-from s11_workbench import display_path, files_markdown, run_demo_safely
+from s11_workbench import (
+    DRIFT_PLACEHOLDER,
+    display_path,
+    files_markdown,
+    run_demo_safely,
+    run_drift_demo_safely,
+)
 
 RUN_LABEL = "🌿 运行主会话 → 双分支 → 恢复 → 导出"
 TREE_PLACEHOLDER = ("#### 🌳 会话树\n\n👆 点击上方按钮，这里会画出本次运行的会话树："
@@ -54,6 +60,14 @@ def build(sessions_dir: str) -> None:
                                                   interactive=False, elem_id="s11-download-md")
             html_download = gr.DownloadButton("⬇️ 下载 HTML 导出 (.html)", value=None,
                                               interactive=False, elem_id="s11-download-html")
+
+    gr.Markdown("---\n### 🧭 会话 ≠ 代码：恢复前先对账\n\n会话分支保存的是推理历史，Git 分支保存的是代码状态。"
+                "`SessionStore(..., workspace=...)` 每次存档都记下工作区快照（提交、分支或文件摘要），"
+                "`resume()` 恢复前先对比。这个演示只用一个临时目录，跑完即删，不写入会话目录。")
+    drift_button = gr.Button("🔍 会话 ≠ 代码：恢复前先对账", variant="secondary", elem_id="s11-drift-run")
+    drift = gr.Markdown(DRIFT_PLACEHOLDER, elem_id="s11-drift", container=True, padding=True)
+    drift_button.click(run_drift_demo_safely, inputs=None, outputs=drift, api_name="drift_demo",
+                       concurrency_limit=16)
 
     def on_run():
         """/run_demo 的 API 输出：状态、会话树、导出预览、文件清单、.md 路径、.html 路径（失败时为 None）。"""

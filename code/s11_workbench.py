@@ -30,6 +30,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from s11_session import ROLE_ICONS, SessionError, SessionNode, SessionStore, demo_tree_branching
+from s11_workspace import demo_code_drift
 
 log = logging.getLogger(__name__)
 
@@ -312,3 +313,39 @@ def run_demo_safely(sessions_dir: str, **options) -> tuple[DemoRun | None, str |
     except Exception as error:  # 页面上只给一句话，完整堆栈留在服务器日志里
         log.exception("s11 demo run failed for %s", sessions_dir)
         return None, explain_error(error, sessions_dir)
+
+
+# ---------------------------------------------------------------- 第二个演示：会话 ≠ 代码
+
+DRIFT_PLACEHOLDER = "👆 点击按钮：主会话对着一个临时工作区存档 → 分支 B 重构了代码 → 恢复分支 A 之前先对账。"
+
+
+def drift_markdown(result: dict) -> str:
+    """demo_code_drift 的结果 -> 页面上的说明：存档时记录了什么、恢复时发现了什么。"""
+    saved = result["saved"] or {}
+    recorded = ", ".join(sorted(saved.get("files", {}))) or "（无）"
+    lines = [
+        "#### 🔍 恢复分支 A 之前先对账",
+        f"- 分支 A 存档时记录的代码状态：{saved.get('kind', '无')} 快照，文件摘要 {inline_code(recorded)}",
+        "- 之后分支 B 按“弱引用方案”改写了 `cache_store.py`，还新增了一个测试文件。",
+        "- 现在恢复分支 A，`SessionStore.resume()` 先把快照与工作区对比：",
+        "",
+    ]
+    if result["drift"]:
+        lines += ["⚠️ **代码已经变了**：分支 A 的推理基于旧代码，继续之前先核对这些变化——", "",
+                  fenced("\n".join(result["drift"]), "text")]
+    else:
+        lines.append("✅ 代码与存档时一致，可以放心续跑。")
+    return "\n".join(lines)
+
+
+def run_drift_demo_safely() -> str:
+    """在一次性的临时目录里跑完“会话 ≠ 代码”演示并删掉它；失败时返回一句中文提示。"""
+    base = tempfile.mkdtemp(prefix="s11_drift_")
+    try:
+        return drift_markdown(demo_code_drift(base))
+    except Exception as error:
+        log.exception("s11 drift demo failed")
+        return f"⚠️ 对账演示运行失败（{type(error).__name__}），详细信息已写入服务器日志。"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -39,6 +39,9 @@ def shoot(browser, url: str, scheme: str, path: Path) -> None:
     page.locator("#s11-tree svg[id^='mermaid']").first.wait_for(timeout=20_000)
     page.get_by_role("button", name="本次写入的文件").click()
     page.locator("#s11-files pre").first.wait_for()
+    page.get_by_role("button", name="会话 ≠ 代码").click()
+    page.locator("#s11-drift").get_by_text("文件已修改").wait_for(timeout=20_000)
+    page.mouse.move(0, 0)   # no hover highlight on the last clicked button
     page.wait_for_timeout(500)  # 让折叠动画与字体排版停下来
     page.screenshot(path=str(path), full_page=True, type="png")
     context.close()

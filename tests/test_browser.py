@@ -126,6 +126,18 @@ def test_dark_mode_still_renders_the_diagram(browser, app_server):
         context.close()
 
 
+def test_the_drift_demo_warns_before_resuming_branch_a(browser, app_server):
+    context, page, requests = open_page(browser, app_server, "light")
+    try:
+        page.get_by_role("button", name="会话 ≠ 代码").click()
+        drift = page.locator("#s11-drift")
+        drift.get_by_text("文件已修改：cache_store.py").wait_for(timeout=15_000)
+        assert "新增文件：weak_cache_test.py" in drift.inner_text()
+        assert_all_requests_local(requests)
+    finally:
+        context.close()
+
+
 def test_errors_show_a_chinese_message_not_a_stack_trace(browser, app_server, sessions_dir):
     blocked = Path(sessions_dir)
     backup = blocked.with_name(blocked.name + "-moved")

@@ -256,3 +256,16 @@ def test_no_module_level_mutable_state():
                  if not name.startswith("__") and isinstance(value, mutable)
                  and value is not getattr(s11_session, name, None)]  # the store's own constants are its business
     assert offenders == []
+
+
+def test_the_drift_demo_names_each_change_and_leaves_no_workspace_behind(monkeypatch, tmp_path):
+    monkeypatch.setattr(workbench.tempfile, "tempdir", str(tmp_path))
+    text = workbench.run_drift_demo_safely()
+    assert "文件已修改：cache_store.py" in text and "新增文件：weak_cache_test.py" in text
+    assert "代码已经变了" in text
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_drift_text_says_when_nothing_changed():
+    text = workbench.drift_markdown({"saved": {"kind": "files", "files": {"a.py": "x"}}, "drift": []})
+    assert "一致" in text and "代码已经变了" not in text
