@@ -363,13 +363,13 @@ def _file_lines(saved: dict, now: dict) -> list[str]:
 
 def _file_state(snap: dict, path: str, other: dict) -> tuple[bool, str | None]:
     """(exists, fingerprint) of path in snap. In git mode a path missing from "files" is clean: it
-    equals the commit, which has it unless the other side (same commit) lists it as new."""
+    equals the commit, which has it unless the other side lists it as new. Across two commits that is
+    the likely reading (an untracked file that appeared), not a certainty: the commit line says more."""
     if path in snap["files"]:
         return snap["files"][path] is not None, snap["files"][path]
     if snap["kind"] == "files":
         return False, None
-    knows_head = other["commit"] == snap["commit"]
-    return not (knows_head and path in other["added"]), "HEAD"
+    return path not in other["added"], "HEAD"
 
 
 def _change_label(before: tuple[bool, str | None], after: tuple[bool, str | None]) -> str | None:

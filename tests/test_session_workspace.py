@@ -70,10 +70,14 @@ def test_a_new_commit_shows_up(tmp_path):
     git(folder, "commit", "-qm", "one")
     store = SessionStore(tmp_path / "sessions", workspace=folder)
     sid = store.create_session("会话")
+    git(folder, "checkout", "-qb", "refactor")
     (folder / "a.py").write_text("a = 2\n", "utf-8")
     git(folder, "commit", "-qam", "two")
+    (folder / "notes.md").write_text("新笔记", "utf-8")
     _, drift = store.resume(sid)
-    assert any("提交" in line for line in drift)
+    assert any(line.startswith("代码提交已变化：") for line in drift)
+    assert "分支已切换：main → refactor" in drift
+    assert "新增文件：notes.md" in drift
 
 
 def test_a_fork_records_the_workspace_as_it_is_when_the_fork_is_saved(store, workspace):
