@@ -370,6 +370,8 @@ class SessionStore:
             data = _read_file(path)
         except FileNotFoundError:
             return None
+        if data["session_id"] != session_id:   # 被复制或改名的文件：存回去会写到另一个文件上
+            raise CorruptSession(f"{path}：文件里的 session_id 是 {data['session_id']}，与文件名不一致")
         return SessionNode.from_dict(data)
 
     def list_sessions(self) -> List[Dict[str, Any]]:

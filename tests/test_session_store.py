@@ -332,6 +332,14 @@ class TestDurability:
         assert store.list_sessions() == []
         assert path.read_bytes() == evidence
 
+    def test_a_copied_file_whose_id_does_not_match_its_name_is_refused(self, store):
+        sid = store.create_session("原件")
+        copy = Path(store.storage_dir, "copy123.json")
+        copy.write_bytes(Path(store.path_of(sid)).read_bytes())
+        with pytest.raises(CorruptSession, match="不一致"):
+            store.load("copy123")
+        assert [p.kind for p in store.check()] == ["stray_file"]
+
     def test_check_reports_leftover_temp_files(self, store):
         store.create_session("会话")
         Path(store.storage_dir, ".abc.json.x1y2.tmp").write_text("{", "utf-8")
