@@ -503,6 +503,17 @@ class TestCommandLine:
         check = self.run("--dir", str(folder), "check", cwd=tmp_path)
         assert check.returncode == 1 and "[corrupt]" in check.stdout and b in check.stdout
 
+    def test_export_redacts_unless_told_not_to(self, tmp_path):
+        store = SessionStore(tmp_path / "store")
+        sid = store.create_session("联系人", [msg("user", "我的邮箱是 zhang.san@example.com")])
+        masked = self.run("--dir", str(tmp_path / "store"), "export", sid, cwd=tmp_path)
+        assert "zhang.san@example.com" not in masked.stdout and "[已脱敏:邮箱]" in masked.stdout
+        plain = self.run("--dir", str(tmp_path / "store"), "export", sid, "--no-redact", cwd=tmp_path)
+        assert "zhang.san@example.com" in plain.stdout
+        html = self.run("--dir", str(tmp_path / "store"), "export", sid, "--html", cwd=tmp_path)
+        assert "zhang.san@example.com" not in html.stdout and "已脱敏" in html.stdout
+        assert "zhang.san@example.com" in store.load(sid).messages[0]["content"]   # the store is untouched
+
     def test_bad_input_is_a_clear_error_not_a_traceback(self, tmp_path):
         out = self.run("--dir", str(tmp_path), "show", "../etc", cwd=tmp_path)
         assert out.returncode == 2 and "非法会话 ID" in out.stderr and "Traceback" not in out.stderr
