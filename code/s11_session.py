@@ -226,10 +226,16 @@ def _check_fields(data: Any, path: str) -> None:
         raise CorruptSession(f"{path}：字段类型或取值不对：{', '.join(bad)}")
 
 
-def _read_file(path: str) -> Dict[str, Any]:
-    """读一个会话文件并升级到当前版本；坏文件抛 CorruptSession（文件不动）。"""
+def _stat_key(st: os.stat_result) -> Tuple[int, int, int]:
+    """(inode, 大小, 修改时间)：原子替换会换 inode，所以它一变就说明文件被重新保存过。"""
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _read_file(path: str) -> Tuple[Dict[str, Any], Tuple[int, int, int]]:
+    """读一个会话文件并升级到当前版本，连同读到的那一版的 _stat_key；坏文件抛 CorruptSession（文件不动）。"""
     try:
         with open(path, "rb") as f:
+            key = _stat_key(os.fstat(f.fileno()))
             raw = f.read()
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -237,7 +243,7 @@ def _read_file(path: str) -> Dict[str, Any]:
     if isinstance(data, dict):
         data = migrate(data, path)
     _check_fields(data, path)
-    return data
+    return data, key
 
 
 def _fsync_dir(folder: str) -> None:
@@ -254,25 +260,43 @@ def _fsync_dir(folder: str) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str, data: bytes, durable: bool = True) -> None:
-    """全有或全无地写文件：临时文件 → fsync → os.replace。失败时旧文件一个字节都不变。"""
-    folder = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=TMP_SUFFIX, dir=folder)
+def write_temp(path: str, data: bytes, durable: bool = True) -> str:
+    """第一步：把全部内容写进同目录的临时文件并 fsync，返回它的名字。此时 path 还完全没动。"""
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=TMP_SUFFIX,
+                               dir=os.path.dirname(path) or ".")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             if durable:
                 os.fsync(f.fileno())   # 先让数据落盘，再让名字指向它：否则断电后可能得到空文件
-        os.replace(tmp, path)           # 原子：读者要么看到旧文件，要么看到新文件
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        _discard(tmp)
+        raise
+    return tmp
+
+
+def commit_temp(tmp: str, path: str, durable: bool = True) -> None:
+    """第二步：os.replace 是原子的——读者要么看到旧文件，要么看到新文件，不会看到半个。"""
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        _discard(tmp)
         raise
     if durable:
-        _fsync_dir(folder)
+        _fsync_dir(os.path.dirname(path) or ".")   # 让改名本身也落盘
+
+
+def atomic_write(path: str, data: bytes, durable: bool = True) -> None:
+    """全有或全无地写文件：临时文件 → fsync → os.replace。失败时旧文件一个字节都不变。"""
+    commit_temp(write_temp(path, data, durable), path, durable)
+
+
+def _discard(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
 
 
 class Problem(NamedTuple):
@@ -331,20 +355,27 @@ class SessionStore:
         """💾 存档：把会话节点写回磁盘（原子写入；过期节点抛 ConflictError）"""
         path = self._path(session.session_id)
         payload = self._encode(session)  # 先校验：出错时磁盘上什么都没发生
-        with self._locked():
-            on_disk = self._current_revision(path)
-            if on_disk != session.revision:
-                raise ConflictError(
-                    f"会话 {session.session_id} 在你读入（修订 {session.revision}）之后已被保存为修订 "
-                    f"{on_disk}；请重新 load() 后再追加，否则会抹掉别人的消息")
-            payload["revision"] = on_disk + 1
+        payload["revision"] = session.revision + 1
+        try:
+            raw = json.dumps(payload, ensure_ascii=False, indent=2).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise InvalidMessage(f"会话 {session.session_id} 含有无法存成 JSON 的内容：{exc}") from None
+        tmp = write_temp(path, raw, self.durable)   # 慢的部分（写盘 + fsync）在锁外，并发点击互不排队
+        with self._locked():                          # 锁内只做：核对修订号 + 原子改名
             try:
-                raw = json.dumps(payload, ensure_ascii=False, indent=2).encode("utf-8")
-            except (TypeError, ValueError) as exc:
-                raise InvalidMessage(f"会话 {session.session_id} 含有无法存成 JSON 的内容：{exc}") from None
-            atomic_write(path, raw, self.durable)
-            session.revision = payload["revision"]
+                on_disk = self._current_revision(path)
+                if on_disk != session.revision:
+                    raise ConflictError(
+                        f"会话 {session.session_id} 在你读入（修订 {session.revision}）之后已被保存为修订 "
+                        f"{on_disk}；请重新 load() 后再追加，否则会抹掉别人的消息")
+            except BaseException:
+                _discard(tmp)
+                raise
+            commit_temp(tmp, path, durable=False)
             self._remember(path, payload)   # 下次保存不必重新解析自己刚写的文件
+        if self.durable:
+            _fsync_dir(self.storage_dir)
+        session.revision = payload["revision"]
 
     def _encode(self, session: SessionNode) -> Dict[str, Any]:
         validate_session_id(session.session_id)
@@ -367,9 +398,10 @@ class SessionStore:
         """📂 读档：从磁盘恢复指定会话（断点续跑）；不存在返回 None，损坏抛 CorruptSession"""
         path = self._path(session_id)
         try:
-            data = _read_file(path)
+            data, key = _read_file(path)
         except FileNotFoundError:
             return None
+        self._remember(path, data, key)   # 随后的 save() 核对修订号时不必再读一遍
         if data["session_id"] != session_id:   # 被复制或改名的文件：存回去会写到另一个文件上
             raise CorruptSession(f"{path}：文件里的 session_id 是 {data['session_id']}，与文件名不一致")
         return SessionNode.from_dict(data)
@@ -391,17 +423,14 @@ class SessionStore:
 
     def _summary(self, path: str) -> Dict[str, Any]:
         """一个文件的摘要；按 (inode, 大小, 修改时间) 缓存，目录很大时 list 不必每次重新解析。"""
-        st = os.stat(path)
-        key = (st.st_ino, st.st_size, st.st_mtime_ns)
         cached = self._summary_cache.get(path)
-        if cached and cached[0] == key:
+        if cached and cached[0] == _stat_key(os.stat(path)):
             return dict(cached[1])
-        return dict(self._remember(path, _read_file(path), key))
+        return dict(self._remember(path, *_read_file(path)))
 
     def _remember(self, path: str, data: Dict[str, Any], key=None) -> Dict[str, Any]:
         if key is None:
-            st = os.stat(path)
-            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+            key = _stat_key(os.stat(path))
         messages = data.get("messages", [])
         summary = {"session_id": data["session_id"], "title": data.get("title", "未命名会话"),
                    "parent_id": data.get("parent_id"), "message_count": len(messages),
@@ -513,18 +542,19 @@ class SessionStore:
         else:
             roots = kids.get(None, [])
         lines: List[str] = []
-        for root in roots:
-            self._render_subtree(root, kids, "", "", lines, set())
+        seen: set = set()
+        stack = [(root, "", "") for root in reversed(roots)]   # 显式栈：300 层、3000 层的分叉链都不会爆递归
+        while stack:
+            node, first_prefix, prefix = stack.pop()
+            if node["session_id"] in seen:   # 人为改坏的环
+                continue
+            seen.add(node["session_id"])
+            lines.append(first_prefix + _describe(node))
+            children = kids.get(node["session_id"], [])
+            for i, child in reversed(list(enumerate(children))):
+                last = i == len(children) - 1
+                stack.append((child, prefix + ("└── " if last else "├── "), prefix + ("    " if last else "│   ")))
         return "\n".join(lines) if lines else "（还没有会话）"
-
-    def _render_subtree(self, node, kids, first_prefix, prefix, lines, seen) -> None:
-        lines.append(first_prefix + _describe(node))
-        seen.add(node["session_id"])
-        children = [c for c in kids.get(node["session_id"], []) if c["session_id"] not in seen]
-        for i, child in enumerate(children):
-            last = i == len(children) - 1
-            self._render_subtree(child, kids, prefix + ("└── " if last else "├── "),
-                                 prefix + ("    " if last else "│   "), lines, seen)
 
     # ── 体检 ──────────────────────────────────────────────────────────────────
     def check(self) -> List[Problem]:

@@ -213,6 +213,15 @@ class TestTree:
         assert a1 in store.render_tree()       # shown as a top-level tree of its own
         assert [p.kind for p in store.check()] == ["missing_parent"]
 
+    def test_a_very_deep_fork_chain_renders_and_walks(self, tmp_path):
+        store = SessionStore(tmp_path, durable=False)
+        ids = [store.create_session("根", [msg("user", "0")])]
+        for depth in range(1, 1500):
+            ids.append(store.fork(ids[-1], [msg("user", str(depth))], at=0).session_id)
+        lines = store.render_tree().splitlines()
+        assert len(lines) == 1500 and ids[-1] in lines[-1]
+        assert [s["session_id"] for s in store.lineage(ids[-1])] == ids
+
     def test_a_hand_made_parent_cycle_does_not_hang(self, store):
         one, two = SessionNode("one", parent_id="two"), SessionNode("two", parent_id="one")
         store.save(one)
