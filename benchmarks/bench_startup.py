@@ -1,0 +1,169 @@
+"""bench_startup.py — how long `python app.py` takes until the page answers, and whose time it is.
+
+    python benchmarks/bench_startup.py            # 5 runs of each measurement
+    python benchmarks/bench_startup.py --quick    # 1 run of each
+
+    A. python -c pass                      interpreter start
+    B. python -c "import gradio"           interpreter + the gradio import (until it returns, not until exit:
+                                           shutting down an interpreter with gradio loaded takes ~0.3 s)
+    C. python app.py --port <free>         … until GET / answers HTTP 200 (end to end, a subprocess)
+    D. the same steps in one process, phase by phase:
+         import gradio │ import app + section modules │ build_app() │ launch() │ first 200
+
+Key insight: "our own work" is everything app.py does beyond importing gradio. D measures it directly
+(total − import gradio, in one process); C − B is the end-to-end cross-check. It subtracts two ~3 s
+numbers, so on a busy 2-core machine their run-to-run spread can be as large as the 0.5 s target.
+`python -X importtime -c "import gradio"` gives gradio's cumulative import time as a cross-check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import List, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as c  # noqa: E402
+
+TARGET_OWN_S = 0.5
+ENV = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}
+
+# D: runs in a fresh interpreter and prints the phase times as JSON on its last line
+PHASED = r"""
+import json, os, sys, time, urllib.request
+t0 = time.perf_counter()
+import gradio
+t1 = time.perf_counter()
+sys.path.insert(0, {repo!r})
+import app
+for _, module in app.SECTIONS:
+    __import__(module)
+t2 = time.perf_counter()
+demo = app.build_app({sessions!r})
+t3 = time.perf_counter()
+demo.launch(server_name="127.0.0.1", server_port={port}, prevent_thread_lock=True, quiet=True, **app.launch_options())
+t4 = time.perf_counter()
+while True:
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:{port}/", timeout=1) as r:
+            if r.status == 200:
+                break
+    except OSError:
+        time.sleep(0.01)
+t5 = time.perf_counter()
+demo.close()
+print(json.dumps({{"import gradio": t1 - t0, "import app + s11_tab": t2 - t1, "build_app()": t3 - t2,
+                  "launch() (+ theme/css)": t4 - t3, "until first HTTP 200": t5 - t4, "total": t5 - t0}}))
+"""
+
+
+def wall(command: List[str], timeout: float = 120) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, cwd=c.REPO, env=ENV, check=True, timeout=timeout,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def until_import_returns() -> float:
+    """Seconds from launching `python -c "import gradio"` until the import has returned (wall clock,
+    shared by both processes) — unlike wall(), this leaves out the interpreter's shutdown."""
+    started = time.time()
+    done = subprocess.run([sys.executable, "-c", "import time, gradio; print(repr(time.time()))"], cwd=c.REPO,
+                          env=ENV, check=True, timeout=120, capture_output=True, text=True)
+    return float(done.stdout.strip().splitlines()[-1]) - started
+
+
+def importtime_gradio() -> float:
+    """gradio's cumulative import time in seconds, from `-X importtime`."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import gradio"], cwd=c.REPO, env=ENV,
+                          capture_output=True, text=True, check=True, timeout=120)
+    for line in done.stderr.splitlines():
+        match = re.match(r"import time:\s+(\d+)\s+\|\s+(\d+)\s+\|\s?(\S+)$", line)
+        if match and match.group(3) == "gradio":
+            return int(match.group(2)) / 1e6
+    raise RuntimeError("no top-level gradio line in -X importtime output")
+
+
+def app_until_200(scratch: Path) -> float:
+    sessions = tempfile.mkdtemp(prefix="sessions-", dir=scratch)
+    app = c.AppProcess(sessions)
+    try:
+        return app.start(timeout=120)
+    finally:
+        app.stop()
+
+
+def phased(scratch: Path) -> dict:
+    sessions = tempfile.mkdtemp(prefix="sessions-", dir=scratch)
+    code = PHASED.format(repo=str(c.REPO), sessions=sessions, port=c.free_port())
+    done = subprocess.run([sys.executable, "-c", code], cwd=c.REPO, env=ENV, capture_output=True, text=True,
+                          timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one run of each measurement")
+    parser.add_argument("--runs", type=int, help="runs of each measurement (default 5)")
+    args = parser.parse_args(argv)
+    runs = args.runs or (1 if args.quick else 5)
+    import gradio  # only for its version in the header (this process's own import is not measured)
+    scratch = Path(tempfile.mkdtemp(prefix=".bench-startup-", dir=Path(__file__).resolve().parent))
+    c.print_header("bench_startup: python app.py until HTTP 200",
+                   {"gradio": gradio.__version__, "runs": f"{runs} per measurement (median)"})
+    try:
+        python = [sys.executable]
+        bare, imports, exits, self_reported, apps, phases = [], [], [], [], [], []
+        for _ in range(runs):   # interleaved, so a busy moment on the machine hits every measurement alike
+            bare.append(wall(python + ["-c", "pass"]))
+            imports.append(until_import_returns())
+            exits.append(wall(python + ["-c", "import gradio"]))
+            self_reported.append(importtime_gradio())
+            apps.append(app_until_200(scratch))
+            phases.append(phased(scratch))
+
+        own = c.median(apps) - c.median(imports)
+        paired = [a - b for a, b in zip(apps, imports)]
+        rows = [["A. python -c pass", f"{c.median(bare):.3f}", f"{min(bare):.3f}", f"{max(bare):.3f}"],
+                ["B. python -c 'import gradio' → import returned", f"{c.median(imports):.3f}", f"{min(imports):.3f}",
+                 f"{max(imports):.3f}"],
+                ["   (the same, until the process has exited)", f"{c.median(exits):.3f}", f"{min(exits):.3f}",
+                 f"{max(exits):.3f}"],
+                ["   (-X importtime: gradio cumulative)", f"{c.median(self_reported):.3f}",
+                 f"{min(self_reported):.3f}", f"{max(self_reported):.3f}"],
+                ["C. python app.py → HTTP 200", f"{c.median(apps):.3f}", f"{min(apps):.3f}", f"{max(apps):.3f}"],
+                ["C − B per run (paired)", f"{c.median(paired):.3f}", f"{min(paired):.3f}", f"{max(paired):.3f}"]]
+        c.print_table("1. end to end (subprocesses, seconds)", ["measurement", "median s", "min s", "max s"], rows,
+                      note=f"{runs} runs each, interleaved; C polls GET / every 20 ms; "
+                           f"median(C) − median(B) = {own:.3f} s")
+
+        keys = list(phases[0])
+        rows = [[key, f"{c.median([p[key] for p in phases]):.3f}", f"{min(p[key] for p in phases):.3f}",
+                 f"{max(p[key] for p in phases):.3f}"] for key in keys]
+        c.print_table("2. the same start in one process, phase by phase (seconds, after interpreter start)",
+                      ["phase", "median s", "min s", "max s"], rows)
+
+        in_process = [p["total"] - p["import gradio"] for p in phases]
+        verdicts = []
+        for label, value in (("in one process: total − import gradio", c.median(in_process)),
+                             ("cross-check, median(C) − median(B)", own)):
+            verdicts.append([label, f"{value:.3f}", f"{TARGET_OWN_S:.1f}", "met" if value <= TARGET_OWN_S else "MISSED"])
+        c.print_table("target: our own work ≤ 0.5 s beyond the gradio import",
+                      ["measure", "median s", "target s", "verdict"], verdicts)
+    finally:
+        import shutil
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
