@@ -70,11 +70,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="第 8 章配套 Gradio 工作台")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", DEFAULT_HOST),
                         help="监听地址（也可用环境变量 GRADIO_SERVER_NAME；默认只对本机开放）")
-    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", DEFAULT_PORT)),
-                        help="端口（也可用环境变量 GRADIO_SERVER_PORT）")
+    parser.add_argument("--port", type=int, default=None, help="端口（也可用环境变量 GRADIO_SERVER_PORT；默认 7860）")
     parser.add_argument("--sessions-dir", default=os.fspath(DEFAULT_SESSIONS_DIR),
                         help="演示会话写到哪里（默认仓库下的 gradio_sessions/）")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.port is None:
+        env_port = os.environ.get("GRADIO_SERVER_PORT", str(DEFAULT_PORT))
+        if not env_port.isdigit() or not 0 < int(env_port) < 65536:
+            parser.error(f"环境变量 GRADIO_SERVER_PORT={env_port!r} 不是有效端口（1–65535）")
+        args.port = int(env_port)
+    if not 0 < args.port < 65536:
+        parser.error(f"--port {args.port} 不是有效端口（1–65535）")
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:

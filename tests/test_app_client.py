@@ -57,6 +57,23 @@ def test_flags_win_over_gradio_env_vars(monkeypatch, env, argv, expected):
     assert args.sessions_dir.endswith("gradio_sessions")
 
 
+@pytest.mark.parametrize("env, argv, complaint", [
+    ({"GRADIO_SERVER_PORT": "abc"}, [], "GRADIO_SERVER_PORT='abc'"),
+    ({}, ["--port", "70000"], "--port 70000"),
+    ({}, ["--port", "x"], "invalid int value"),
+])
+def test_a_bad_port_is_a_clear_error_not_a_traceback(monkeypatch, capsys, env, argv, complaint):
+    import app
+
+    monkeypatch.delenv("GRADIO_SERVER_PORT", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as exit_info:
+        app.parse_args(argv)
+    assert exit_info.value.code == 2
+    assert complaint in capsys.readouterr().err
+
+
 def test_every_section_module_exposes_build():
     import importlib
 
