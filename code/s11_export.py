@@ -210,6 +210,8 @@ _SETEXT_UNDERLINE = re.compile(_CONTAINER_PREFIX + r"(?:=+|-+)[ \t]*$")
 _ANY_FENCE = re.compile(_CONTAINER_PREFIX + r"(?:`{3,}|~{3,})")
 _TOP_LEVEL_FENCE = re.compile(r"(`{3,})[^`]*$|(~{3,})")
 _RAW_HTML_OR_SCRIPT_URL = re.compile(r"<[A-Za-z/!?]|(?<![A-Za-z])(?:javascript|vbscript):", re.IGNORECASE)
+# Every rule below needs one of these characters; text without any of them is inert (a fast path).
+_MAYBE_STRUCTURE = re.compile(r"[<:#=`~-]")
 _INLINE_SPECIALS = re.compile(r"([\\`*_\[\]<>&~|#])")
 
 
@@ -299,6 +301,8 @@ def _is_inert_markdown(text: str) -> bool:
     >>> _is_inert_markdown("看这段：\\n```py\\nx = 1\\n```"), _is_inert_markdown("```py\\nx = 1")
     (True, False)
     """
+    if not _MAYBE_STRUCTURE.search(text):
+        return True
     if _RAW_HTML_OR_SCRIPT_URL.search(text):
         return False
     open_fence, previous = "", ""
@@ -334,6 +338,8 @@ def _code_span(text: str) -> str:
 
 
 def _longest_backtick_run(text: str) -> int:
+    if "`" not in text:
+        return 0
     return max((len(run) for run in re.findall(r"`+", text)), default=0)
 
 
