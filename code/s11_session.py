@@ -26,7 +26,8 @@ version 比本模块新的文件会被拒绝读写（UnsupportedVersion），绝
     任何时刻 kill -9，每个文件要么是上一次完整保存的内容，要么是这一次的；出错时临时文件会被删掉，
     只有进程被杀时才可能留下 ".<id>.json.*.tmp"，check() 会报告它们。
   * 不丢轮次：节点记住读入时的 revision；若别人在此期间保存过同一会话，save() 抛 ConflictError
-    而不是覆盖对方。同一目录的写入经 .lock 文件互斥（fcntl，跨线程也跨进程；无 fcntl 的系统只保证线程间）。
+    而不是覆盖对方。“核对修订号 + 改名”在 .lock 文件锁内完成（fcntl，跨线程也跨进程；无 fcntl 的系统只保证
+    线程间）；编码、写临时文件和 fsync 都在锁外，并发保存互不排队。
   * 坏文件是证据：解析失败的文件原样保留，load() 抛 CorruptSession 并给出文件名，list_sessions() 跳过它并记日志，
     check() 列出全部问题；save() 不会覆盖坏文件或更新版本的文件。
   * 删除可恢复：delete() 把文件移进 .trash/，restore() 放回；purge=True 才真正删除。
