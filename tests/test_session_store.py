@@ -451,6 +451,33 @@ class TestNoLostTurns:
         winner = next(text for kind, text in outcomes if kind == "saved")
         assert store.load(sid).messages[-1]["content"] == winner
 
+    def test_two_processes_saving_one_session_one_conflict_no_lost_turn(self, store, tmp_path):
+        sid = store.create_session("会话", [msg("user", "a")])
+        go = tmp_path / "go"
+        writer = (
+            "import os, sys, time, s11_session as s\n"
+            "store = s.SessionStore(sys.argv[1])\n"
+            "node = store.load(sys.argv[2])\n"
+            "node.messages.append({'role': 'assistant', 'content': sys.argv[4]})\n"
+            "open(sys.argv[3] + sys.argv[4], 'w').close()\n"   # ready: revision 1 is loaded
+            "while not os.path.exists(sys.argv[3]): time.sleep(0.001)\n"
+            "try:\n"
+            "    store.save(node); print('saved')\n"
+            "except s.ConflictError:\n"
+            "    print('conflict')\n"
+        )
+        procs = [subprocess.Popen([sys.executable, "-c", writer, store.storage_dir, sid, str(go), f"p{i}"],
+                                  stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(CODE_DIR)})
+                 for i in range(2)]
+        deadline = time.monotonic() + 30
+        while not all((tmp_path / f"gop{i}").exists() for i in range(2)) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        go.touch()               # both hold revision 1: now they race
+        outcomes = [p.communicate(timeout=30)[0].strip() for p in procs]
+        assert sorted(outcomes) == ["conflict", "saved"]
+        winner = f"p{outcomes.index('saved')}"
+        assert store.load(sid).messages[-1]["content"] == winner
+
     def test_many_threads_appending_with_retry_lose_nothing(self, store):
         sid = store.create_session("会话")
 
