@@ -66,7 +66,7 @@ except ImportError:  # pragma: no cover - Windows
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 2
-ROLE_ICONS = {"system": "🧠", "user": "👤", "assistant": "🤖", "tool": "🔧", "toolResult": "🔧"}
+ROLE_ICONS = s11_export.ROLE_ICONS   # 角色 → 图标，导出与工作台共用一份
 TRASH_DIR = ".trash"
 LOCK_FILE = ".lock"
 TMP_SUFFIX = ".tmp"
@@ -220,6 +220,8 @@ def _check_fields(data: Any, path: str) -> None:
     checks = {"title": isinstance(data.get("title", ""), str),
               "created_at": isinstance(data.get("created_at") or "", str),
               "revision": type(data.get("revision", 0)) is int,
+              "created_ns": type(data.get("created_ns", 0)) is int,
+              "workspace": data.get("workspace") is None or isinstance(data["workspace"], dict),
               "fork_point": fork_point is None or (type(fork_point) is int and
                                                    0 <= fork_point <= len(data.get("messages", [])))}
     bad = [name for name, ok in checks.items() if not ok]
@@ -286,11 +288,6 @@ def commit_temp(tmp: str, path: str, durable: bool = True) -> None:
         raise
     if durable:
         _fsync_dir(os.path.dirname(path) or ".")   # 让改名本身也落盘
-
-
-def atomic_write(path: str, data: bytes, durable: bool = True) -> None:
-    """全有或全无地写文件：临时文件 → fsync → os.replace。失败时旧文件一个字节都不变。"""
-    commit_temp(write_temp(path, data, durable), path, durable)
 
 
 def _discard(tmp: str) -> None:
@@ -532,29 +529,33 @@ class SessionStore:
     def render_tree(self, root_id: Optional[str] = None) -> str:
         """整棵会话树（或以 root_id 为根的子树）的文字图：ID、标题、消息数、每个分支新增了什么。"""
         index = self._by_id()
+        in_order = sorted(index.values(), key=lambda s: (s["created_at"], s["created_ns"], s["session_id"]))
         kids: Dict[Optional[str], List[Dict[str, Any]]] = {}
-        for s in sorted(index.values(), key=lambda s: (s["created_at"], s["created_ns"], s["session_id"])):
-            parent = s["parent_id"] if s["parent_id"] in index else None
+        for s in in_order:
+            parent = s["parent_id"] if s["parent_id"] in index else None   # 父节点已删除：自成一棵树
             kids.setdefault(parent, []).append(s)
         if root_id is not None:
             if validate_session_id(root_id) not in index:
                 raise SessionNotFound(f"未找到会话: {root_id}")
             roots = [index[root_id]]
-        else:
-            roots = kids.get(None, [])
+        else:   # 人为改坏的 parent_id 环里没有根：环上的节点排在最后，各自补作起点
+            roots = kids.get(None, []) + in_order
         lines: List[str] = []
         seen: set = set()
-        stack = [(root, "", "") for root in reversed(roots)]   # 显式栈：300 层、3000 层的分叉链都不会爆递归
-        while stack:
-            node, first_prefix, prefix = stack.pop()
-            if node["session_id"] in seen:   # 人为改坏的环
+        for root in roots:
+            if root["session_id"] in seen:
                 continue
-            seen.add(node["session_id"])
-            lines.append(first_prefix + _describe(node))
-            children = kids.get(node["session_id"], [])
-            for i, child in reversed(list(enumerate(children))):
-                last = i == len(children) - 1
-                stack.append((child, prefix + ("└── " if last else "├── "), prefix + ("    " if last else "│   ")))
+            stack = [(root, "", "")]   # 显式栈：几千层的分叉链也不会爆递归
+            while stack:
+                node, first_prefix, prefix = stack.pop()
+                if node["session_id"] in seen:
+                    continue
+                seen.add(node["session_id"])
+                lines.append(first_prefix + _describe(node))
+                children = kids.get(node["session_id"], [])
+                for i, child in reversed(list(enumerate(children))):
+                    last = i == len(children) - 1
+                    stack.append((child, prefix + ("└── " if last else "├── "), prefix + ("    " if last else "│   ")))
         return "\n".join(lines) if lines else "（还没有会话）"
 
     # ── 体检 ──────────────────────────────────────────────────────────────────

@@ -227,7 +227,8 @@ class TestTree:
         store.save(one)
         store.save(two)
         assert [s["session_id"] for s in store.lineage("one")] == ["two", "one"]
-        store.render_tree()
+        lines = store.render_tree().splitlines()      # neither is a root, yet both are shown, once
+        assert len(lines) == 2 and "[one]" in lines[0] and "[two]" in lines[1]
 
 
 # ── durability: all-or-nothing saves, damaged files kept as evidence ──────────────────────────
@@ -348,6 +349,18 @@ class TestDurability:
         with pytest.raises(CorruptSession, match="不一致"):
             store.load("copy123")
         assert [p.kind for p in store.check()] == ["stray_file"]
+
+    @pytest.mark.parametrize("field, value", [("created_ns", "soon"), ("workspace", "not a snapshot"),
+                                              ("fork_point", 99), ("created_at", 20260825)])
+    def test_a_hand_edited_field_of_the_wrong_type_is_a_damaged_file(self, store, field, value):
+        sid = store.create_session("会话", [msg("user", "a")])
+        path = Path(store.path_of(sid))
+        data = json.loads(path.read_text("utf-8"))
+        data[field] = value
+        path.write_text(json.dumps(data), "utf-8")
+        with pytest.raises(CorruptSession, match=field):
+            store.load(sid)
+        assert store.list_sessions() == [] and [p.kind for p in store.check()] == ["corrupt"]
 
     def test_check_reports_leftover_temp_files(self, store):
         store.create_session("会话")
