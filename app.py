@@ -2,7 +2,7 @@
 
     python app.py [--host 127.0.0.1] [--port 7860] [--sessions-dir gradio_sessions]
 
-    SECTIONS ──> 每个模块一个 build(sessions_dir) ──> gr.Tab
+    SECTIONS ──> 每个模块一个 build(ctx) ──> gr.Tab      ctx = TabContext(sessions_dir, spaces, visitor)
     新增一节 = 写一个 code/sNN_tab.py + 在 SECTIONS 里加一行。
 
 Key insight: 这里只是外壳。gradio 导入要 ~5 秒，所以先打印一句提示再导入；逻辑全在 code/ 里。
@@ -16,6 +16,7 @@ import importlib
 import os
 import sys
 from pathlib import Path
+from typing import Any, NamedTuple
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -47,6 +48,13 @@ CSS = """
 """
 
 
+class TabContext(NamedTuple):
+    """每个标签页的 build(ctx) 拿到的东西。按访客区分的数据只经由 visitor（gr.BrowserState）传进事件。"""
+    sessions_dir: str   # 会话根目录（--sessions-dir）
+    spaces: Any         # s11_spaces.Spaces：每个浏览器一个私有空间（尚未接入时为 None）
+    visitor: Any        # gr.BrowserState：本浏览器的空间令牌
+
+
 def launch_options() -> dict:
     """传给 launch() 的主题与样式（Gradio 6 起 theme/css 属于 launch，不属于 Blocks）。"""
     import gradio as gr
@@ -59,10 +67,11 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR):
     """搭好整个工作台并返回 gr.Blocks（测试可以在进程内 launch 它）。"""
     import gradio as gr
     with gr.Blocks(title="第 8 章 · Agent 工作台", delete_cache=DELETE_CACHE, analytics_enabled=False) as demo:
+        ctx = TabContext(os.fspath(sessions_dir), spaces=None, visitor=gr.BrowserState(None, storage_key="s11-space"))
         with gr.Tabs():
             for label, module_name in SECTIONS:
                 with gr.Tab(label):
-                    importlib.import_module(module_name).build(os.fspath(sessions_dir))
+                    importlib.import_module(module_name).build(ctx)
     return demo
 
 

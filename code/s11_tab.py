@@ -42,8 +42,9 @@ def intro(sessions_dir: str) -> str:
     )
 
 
-def build(sessions_dir: str) -> None:
-    """在当前 gr.Blocks / gr.Tab 上下文里搭好 8.11 的界面。"""
+def build(ctx) -> None:
+    """在当前 gr.Blocks / gr.Tab 上下文里搭好 8.11 的界面（ctx 见 app.TabContext）。"""
+    sessions_dir = ctx.sessions_dir
     gr.Markdown(intro(sessions_dir))
     run_button = gr.Button(RUN_LABEL, variant="primary", size="lg", elem_id="s11-run")
     status = gr.Markdown("", elem_id="s11-status")
