@@ -37,7 +37,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 
 def setup_paths() -> None:
-    """code/ first (the lesson modules), then tests/ (chapter_reference), then the repo (app.py)."""
+    """code/ first (the lesson modules), then tests/, then the repo (app.py)."""
     for folder in (REPO, TESTS_DIR, CODE_DIR):
         if str(folder) not in sys.path:
             sys.path.insert(0, str(folder))

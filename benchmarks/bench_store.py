@@ -3,7 +3,7 @@
     python benchmarks/bench_store.py            # full run (~1-2 min on 2 cores)
     python benchmarks/bench_store.py --quick    # tiny sizes, one run each (a smoke test)
 
-    workload ──> chapter store          (tests/chapter_reference.py: json.dump in place, no fsync)
+    workload ──> chapter store          (code/s11_book.py: json.dump in place, no fsync)
              ├─> ours durable=False     (atomic temp file + os.replace, no fsync)   ← compare with chapter
              └─> ours durable=True      (the default: + fsync of the file and of the folder)
 
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as c  # noqa: E402
 
 c.setup_paths()
-import chapter_reference  # noqa: E402
+import s11_book as chapter_reference  # noqa: E402
 import s11_session  # noqa: E402
 
 PROFILE_THRESHOLD = 1.15
@@ -455,7 +455,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     runs = args.runs or (1 if args.quick else 3)
     root = Path(tempfile.mkdtemp(prefix=".bench-store-", dir=Path(__file__).resolve().parent))
-    c.print_header("bench_store: SessionStore (code/s11_session.py) vs the chapter's (tests/chapter_reference.py)",
+    c.print_header("bench_store: SessionStore (code/s11_session.py) vs the chapter's (code/s11_book.py)",
                    {"scratch": f"{root} — {c.filesystem_of(root)}", "runs": f"{runs} per case"})
     try:
         only = [name.strip() for name in args.only.split(",") if name.strip()]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import chapter_reference
+import s11_book as chapter_reference
 import s11_session
 from s11_session import (
     FORMAT_VERSION,

@@ -1,8 +1,17 @@
-"""The chapter's printed SessionStore, verbatim (the oracle for compatibility tests).
+"""s11_book.py — 📖 书中原版：第 8.11 节印出来的 SessionNode / SessionStore，一字未改
 
-Copied from chapter 8.11 ("2️⃣ 会话仓库 SessionStore" and "3️⃣ 分叉与导出"); only the missing imports,
-ROLE_ICONS and `_path` (which the chapter uses but does not print) are added. Do not "fix" it: the tests
-need the chapter's real behaviour, including its non-atomic save.
+    书中原版 (本文件)                      本仓库 (s11_session.py 等)
+    save: open(path, "w") + json.dump      原子写入：临时文件 + os.replace
+    load: 不校验版本、不校验 id            版本号 + 迁移表、id 白名单、修订号冲突检测
+    export: 原样导出                       导出前脱敏
+
+Key insight: 读者会照抄印在书上的代码，所以实验室（s11_lab.py）和测试都拿这份原版当对照组——
+它的每个缺陷都是真的，不能"顺手修好"。
+
+Copied from chapter 8.11 ("1️⃣ 树节点 SessionNode", "2️⃣ 会话仓库 SessionStore" and "3️⃣ 分叉与导出");
+only the missing imports, ROLE_ICONS and `_path` (which the chapter uses but does not print) are added.
+Do not "fix" it: the tests and the lab need the chapter's real behaviour, including its non-atomic save,
+its unchecked ids and its silent last-writer-wins. This is the one copy in the repository.
 """
 
 import json
