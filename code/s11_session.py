@@ -54,8 +54,8 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 import s11_export  # Markdown / HTML 渲染（同目录的伴随模块）
 from s11_redact import redact  # 导出前脱敏：redact(text) -> str，也可从本模块导入
 
-__all__ = ["SessionNode", "SessionStore", "demo_tree_branching", "redact", "Problem", "FORMAT_VERSION",
-           "SessionError", "InvalidSessionId", "InvalidMessage", "CorruptSession", "UnsupportedVersion",
+__all__ = ["SessionNode", "SessionStore", "demo_tree_branching", "demo_code_drift", "redact", "Problem",
+           "FORMAT_VERSION", "SessionError", "InvalidSessionId", "InvalidMessage", "CorruptSession", "UnsupportedVersion",
            "ConflictError", "SessionNotFound"]
 
 try:  # POSIX: advisory lock shared by threads and processes
@@ -65,7 +65,7 @@ except ImportError:  # pragma: no cover - Windows
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 ROLE_ICONS = s11_export.ROLE_ICONS   # 角色 → 图标，导出与工作台共用一份
 TRASH_DIR = ".trash"
 LOCK_FILE = ".lock"
@@ -136,7 +136,7 @@ class SessionNode:
     """树状会话节点：一条完整消息历史，可被 fork 分叉出多个子分支"""
 
     def __init__(self, session_id=None, title="未命名会话", parent_id=None,
-                 messages=None, created_at=None, *, fork_point=None, workspace=None):
+                 messages=None, created_at=None, *, fork_point=None, workspace=None, source=None):
         self.session_id = session_id or uuid.uuid4().hex[:12]   # 🆔 全局唯一 ID
         self.title = title
         self.parent_id = parent_id                              # 🌳 父分支 ID，None 为根会话
@@ -144,6 +144,7 @@ class SessionNode:
         self.created_at = created_at or time.strftime("%Y-%m-%d %H:%M:%S")
         self.fork_point = fork_point    # 分叉时继承了父节点的前几条消息（根会话为 None）
         self.workspace = workspace      # 保存时的代码状态（见 s11_workspace），可为 None
+        self.source = source            # 从哪个 Agent 的记录导入（见 s11_import），手写的会话为 None
         self.revision = 0               # 读入时文件的修订号；0 = 从未保存过
         self.created_ns = _unique_ns()  # 同一秒内创建的会话也能稳定排序
 
@@ -152,7 +153,7 @@ class SessionNode:
         return {"session_id": self.session_id, "title": self.title,
                 "parent_id": self.parent_id, "messages": self.messages,
                 "created_at": self.created_at, "fork_point": self.fork_point,
-                "workspace": self.workspace}
+                "workspace": self.workspace, "source": self.source}
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "SessionNode":
@@ -160,7 +161,7 @@ class SessionNode:
         node = cls(session_id=data.get("session_id"), title=data.get("title", "未命名会话"),
                    parent_id=data.get("parent_id"), messages=data.get("messages", []),
                    created_at=data.get("created_at"), fork_point=data.get("fork_point"),
-                   workspace=data.get("workspace"))
+                   workspace=data.get("workspace"), source=data.get("source"))
         node.revision = data.get("revision", 0)
         node.created_ns = data.get("created_ns", 0)
         return node
@@ -188,7 +189,12 @@ def _v1_to_v2(data: Dict[str, Any]) -> Dict[str, Any]:
             "fork_point": data.get("fork_point"), "created_ns": data.get("created_ns", 0)}
 
 
-MIGRATIONS = {1: _v1_to_v2}   # 从版本 N 升到 N+1；加字段时在这里加一行
+def _v2_to_v3(data: Dict[str, Any]) -> Dict[str, Any]:
+    """version 3 记录节点从哪里导入（source）；以前的节点都是手写的。"""
+    return {**data, "version": 3, "source": data.get("source")}
+
+
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}   # 从版本 N 升到 N+1；加字段时在这里加一行
 
 
 def migrate(data: Dict[str, Any], source: str = "") -> Dict[str, Any]:
@@ -222,6 +228,7 @@ def _check_fields(data: Any, path: str) -> None:
               "revision": type(data.get("revision", 0)) is int,
               "created_ns": type(data.get("created_ns", 0)) is int,
               "workspace": data.get("workspace") is None or isinstance(data["workspace"], dict),
+              "source": data.get("source") is None or isinstance(data["source"], dict),
               "fork_point": fork_point is None or (type(fork_point) is int and
                                                    0 <= fork_point <= len(data.get("messages", [])))}
     bad = [name for name, ok in checks.items() if not ok]
@@ -655,6 +662,43 @@ def demo_tree_branching(store: SessionStore) -> Dict[str, Any]:
             "export_md": store.export_markdown(resumed.session_id)}
 
 
+# ── 演示：会话 ≠ 代码，恢复前先对账 ──────────────────────────────────────────────────────────
+_DEMO_CACHE_BEFORE = "cache_store = {}   # 全局缓存：只增不删（内存泄漏的元凶）\n"
+_DEMO_CACHE_AFTER = ("from weakref import WeakValueDictionary\n\n"
+                     "cache_store = WeakValueDictionary()   # 方案 B：弱引用，GC 自动回收\n")
+
+
+def demo_code_drift(base_dir: str) -> Dict[str, Any]:
+    """🎬 主会话对着工作区存档 → 分支 B 重构了 cache_store.py → 恢复分支 A 时先对账。
+
+    Returns {"workspace", "main_id", "branch_a_id", "branch_b_id", "drift", "saved"}: drift lists what
+    changed since branch A was saved, e.g. ["文件已修改：cache_store.py", "新增文件：weak_cache_test.py"].
+    """
+    workspace = os.path.join(base_dir, "workspace")
+    os.makedirs(workspace, exist_ok=True)
+    _write_text(os.path.join(workspace, "cache_store.py"), _DEMO_CACHE_BEFORE)
+    _write_text(os.path.join(workspace, "server.py"), "from cache_store import cache_store\n")
+    store = SessionStore(os.path.join(base_dir, "sessions"), workspace=workspace)
+    main_id = store.create_session("修复登录服务内存泄漏", [
+        {"role": "user", "content": "服务内存一路上涨，帮我定位根因。"},
+        {"role": "assistant", "content": "定位到 cache_store.py 里的全局缓存只增不删。"}])
+    branch_a = store.fork(main_id, [{"role": "assistant", "content": "方案 A：给 cache_store 加 LRU 上限。"}])
+    branch_b = store.fork(main_id, [{"role": "assistant", "content": "方案 B：改用弱引用缓存。"}])
+    _write_text(os.path.join(workspace, "cache_store.py"), _DEMO_CACHE_AFTER)      # 分支 B 动手改了代码……
+    _write_text(os.path.join(workspace, "weak_cache_test.py"), "def test_gc(): ...\n")
+    resumed_b = store.load(branch_b.session_id)
+    resumed_b.messages.append({"role": "assistant", "content": "✅ 已按弱引用方案重构 cache_store.py。"})
+    store.save(resumed_b)
+    node, changes = store.resume(branch_a.session_id)                       # ……再回到分支 A
+    return {"workspace": workspace, "main_id": main_id, "branch_a_id": branch_a.session_id,
+            "branch_b_id": branch_b.session_id, "drift": changes, "saved": node.workspace}
+
+
+def _write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
 # ── 命令行：python code/s11_session.py [demo|tree|show|export|check] [--dir DIR] ─────────────
 def _cmd_demo(store: SessionStore, args) -> int:
     result = demo_tree_branching(store)
@@ -695,7 +739,18 @@ def _cmd_check(store: SessionStore, args) -> int:
     return 1 if problems else 0
 
 
-COMMANDS = {"demo": _cmd_demo, "tree": _cmd_tree, "show": _cmd_show, "export": _cmd_export, "check": _cmd_check}
+def _cmd_import(store: SessionStore, args) -> int:
+    try:
+        import s11_import  # 导入器在仓库之上一层，按需加载（仓库本身不依赖它）
+    except ModuleNotFoundError as exc:
+        if exc.name != "s11_import":
+            raise
+        raise SessionError("导入功能不可用：找不到 s11_import 模块（code/s11_import.py）") from None
+    return s11_import.run_cli(store, args.paths)
+
+
+COMMANDS = {"demo": _cmd_demo, "tree": _cmd_tree, "show": _cmd_show, "export": _cmd_export, "check": _cmd_check,
+            "import": _cmd_import}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -711,6 +766,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     export.add_argument("--html", action="store_true", help="导出单个离线 HTML 页面")
     export.add_argument("--no-redact", action="store_true", help="不脱敏（仅限自己查看）")
     sub.add_parser("check", help="检查坏文件、新版本文件、父节点缺失、残留临时文件")
+    sub.add_parser("import", help="导入 Claude Code / Pi 的会话记录（文件或文件夹）").add_argument(
+        "paths", nargs="+", metavar="PATH")
     args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command or "demo"](SessionStore(args.dir), args)

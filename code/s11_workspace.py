@@ -383,44 +383,6 @@ def _change_label(before: tuple[bool, str | None], after: tuple[bool, str | None
     return None
 
 
-# ── 演示：会话 ≠ 代码，恢复前先对账 ──────────────────────────────────────────────────────────
-_DEMO_CACHE_BEFORE = "cache_store = {}   # 全局缓存：只增不删（内存泄漏的元凶）\n"
-_DEMO_CACHE_AFTER = ("from weakref import WeakValueDictionary\n\n"
-                     "cache_store = WeakValueDictionary()   # 方案 B：弱引用，GC 自动回收\n")
-
-
-def demo_code_drift(base_dir: str | os.PathLike) -> dict:
-    """🎬 主会话对着工作区存档 → 分支 B 重构了 cache_store.py → 恢复分支 A 时先对账。
-
-    Returns {"workspace", "main_id", "branch_a_id", "branch_b_id", "drift", "saved"}: drift lists what
-    changed since branch A was saved, e.g. ["文件已修改：cache_store.py", "新增文件：weak_cache_test.py"].
-    """
-    from s11_session import SessionStore  # the store imports this module lazily, so no cycle
-    workspace = os.path.join(base_dir, "workspace")
-    os.makedirs(workspace, exist_ok=True)
-    _write(os.path.join(workspace, "cache_store.py"), _DEMO_CACHE_BEFORE)
-    _write(os.path.join(workspace, "server.py"), "from cache_store import cache_store\n")
-    store = SessionStore(os.path.join(base_dir, "sessions"), workspace=workspace)
-    main_id = store.create_session("修复登录服务内存泄漏", [
-        {"role": "user", "content": "服务内存一路上涨，帮我定位根因。"},
-        {"role": "assistant", "content": "定位到 cache_store.py 里的全局缓存只增不删。"}])
-    branch_a = store.fork(main_id, [{"role": "assistant", "content": "方案 A：给 cache_store 加 LRU 上限。"}])
-    branch_b = store.fork(main_id, [{"role": "assistant", "content": "方案 B：改用弱引用缓存。"}])
-    _write(os.path.join(workspace, "cache_store.py"), _DEMO_CACHE_AFTER)      # 分支 B 动手改了代码……
-    _write(os.path.join(workspace, "weak_cache_test.py"), "def test_gc(): ...\n")
-    resumed_b = store.load(branch_b.session_id)
-    resumed_b.messages.append({"role": "assistant", "content": "✅ 已按弱引用方案重构 cache_store.py。"})
-    store.save(resumed_b)
-    node, changes = store.resume(branch_a.session_id)                       # ……再回到分支 A
-    return {"workspace": workspace, "main_id": main_id, "branch_a_id": branch_a.session_id,
-            "branch_b_id": branch_b.session_id, "drift": changes, "saved": node.workspace}
-
-
-def _write(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
 if __name__ == "__main__":
     target = sys.argv[1] if len(sys.argv) > 1 else "."
     print(json.dumps(snapshot(target), ensure_ascii=False, indent=2))

@@ -142,6 +142,36 @@ class TestChapterFileFormat:
             assert old.load(result[key]).messages == store.load(result[key]).messages
         assert sorted(s["message_count"] for s in old.list_sessions()) == [5, 7, 9]
 
+    def test_a_version_2_file_loads_and_is_saved_as_version_3(self, store):
+        v2 = {"version": 2, "session_id": "v2file", "title": "第二版", "parent_id": None,
+              "messages": [msg("user", "a")], "created_at": "2026-08-25 18:46:40", "fork_point": None,
+              "workspace": None, "revision": 4, "created_ns": 7}
+        Path(store.path_of("v2file")).write_text(json.dumps(v2, ensure_ascii=False), "utf-8")
+        node = store.load("v2file")
+        assert (node.source, node.revision, node.messages) == (None, 4, [msg("user", "a")])
+        store.save(node)
+        data = json.loads(Path(store.path_of("v2file")).read_text("utf-8"))
+        assert (data["version"], data["revision"], data["source"]) == (3, 5, None)
+
+    def test_a_node_records_where_it_was_imported_from_and_the_chapters_code_still_reads_it(self, store):
+        source = {"format": "pi", "file": "2026-session.jsonl", "session_id": "abc", "agent_version": "3",
+                  "cwd": "/home/u/p", "subagent": False, "active_end": True}
+        node = SessionNode(title="导入的会话", messages=[msg("user", "hi")], source=source)
+        store.save(node)
+        assert store.load(node.session_id).source == source
+        assert FORMAT_VERSION == 3
+        old = chapter_reference.SessionStore(store.storage_dir).load(node.session_id)
+        assert (old.title, old.messages) == ("导入的会话", [msg("user", "hi")])
+
+    def test_a_source_that_is_not_an_object_is_a_damaged_file(self, store):
+        sid = store.create_session("会话")
+        path = Path(store.path_of(sid))
+        data = json.loads(path.read_text("utf-8"))
+        data["source"] = "claude"
+        path.write_text(json.dumps(data), "utf-8")
+        with pytest.raises(CorruptSession, match="source"):
+            store.load(sid)
+
     def test_the_export_keeps_the_chapters_layout(self, store):
         result = s11_session.demo_tree_branching(store)
         expected = chapter_reference.SessionStore(store.storage_dir).export_markdown(result["branch_b_id"])
@@ -568,3 +598,9 @@ class TestCommandLine:
         assert out.returncode == 2 and "非法会话 ID" in out.stderr and "Traceback" not in out.stderr
         out = self.run("--dir", str(tmp_path), "export", "nosuch", cwd=tmp_path)
         assert out.returncode == 2 and "未找到会话" in out.stderr
+
+    def test_import_without_the_importer_is_a_clear_error(self, tmp_path, monkeypatch, capsys):
+        monkeypatch.setitem(sys.modules, "s11_import", None)     # as if code/s11_import.py were absent
+        assert s11_session.main(["--dir", str(tmp_path), "import", "x.jsonl"]) == 2
+        err = capsys.readouterr().err
+        assert "s11_import" in err and "Traceback" not in err

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import s11_workspace
-from s11_session import SessionNode, SessionNotFound, SessionStore
+from s11_session import SessionNode, SessionNotFound, SessionStore, demo_code_drift
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
@@ -119,7 +119,7 @@ def test_a_git_failure_never_breaks_a_save(store, monkeypatch):
 
 
 def test_the_drift_demo_warns_before_resuming_branch_a(tmp_path):
-    result = s11_workspace.demo_code_drift(tmp_path)
+    result = demo_code_drift(tmp_path)
     assert "文件已修改：cache_store.py" in result["drift"]
     assert "新增文件：weak_cache_test.py" in result["drift"]
     store = SessionStore(tmp_path / "sessions", workspace=result["workspace"])
