@@ -29,8 +29,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import NamedTuple
 
-from s11_session import ROLE_ICONS, SessionError, SessionNode, SessionStore, demo_tree_branching
-from s11_workspace import demo_code_drift
+from s11_session import (
+    ROLE_ICONS,
+    SessionError,
+    SessionNode,
+    SessionStore,
+    demo_code_drift,
+    demo_tree_branching,
+)
 
 log = logging.getLogger(__name__)
 
