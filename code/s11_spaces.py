@@ -1,0 +1,619 @@
+"""s11_spaces.py — 课堂版：每个浏览器一个私有空间，教师一个只读视图和一个共享书架
+
+    <sessions_dir>/
+    ├── .secret                  服务器密钥（0600，第一次启动时原子创建；重启后不变，学生的空间也就还在）
+    ├── spaces/
+    │   ├── 3f9a0c1d2e4b5a6c/    一个空间 = 一个普通的 SessionStore 目录（.json、.lock、.trash/）
+    │   └── 81d07be2c44f0a19/
+    ├── shelf/                   教师发布的会话（所有空间只读；分叉时复制进自己的空间）
+    └── spaces-trash/            remove-idle 移走的空间，empty-trash 才真正删除
+
+    令牌  = "<space_id>.<HMAC-SHA256(服务器密钥, space_id) 的前 32 个十六进制字符>"
+    浏览器 ──令牌──> open(token) ──验签──> Space(space_id, store, read_only)
+                                 └─ 伪造 / 改动 / 别的服务器签的 ──> SpaceError
+
+Key insight: 空间名本身是公开的文件夹名，能进门的只有服务器签过名的令牌——所以猜到、看到别人的
+space_id 都没用；每个请求都重新验签，服务器不需要记住任何会话。
+
+书架上的会话保留原来的 ID（连同整条祖先链一起复制）：父子关系原样成立，重复发布或重复分叉同一节点
+不会产生副本，只会更新成最新内容。学生从书架分叉时，祖先链先复制进自己的空间，再在自己的空间里 fork。
+
+限额（Limits）：每个空间的会话数、字节数（含回收站）、单个上传的大小，以及“新建”的速度（令牌桶：
+可以连点一阵，不能持续地刷）；磁盘剩余空间低于 min_free_bytes 时一律拒绝写入。
+同一个访客地址领取新空间的速度也有上限，脚本不能靠不停换新空间绕过限额。
+
+Scope: 不做账号和登录（空间跟着浏览器走，清掉浏览器数据就换了一个空间）；教师密钥每次启动重新生成；
+限速只在本进程内有效（多进程部署需要共享的计数器）。
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import secrets
+import shutil
+import sys
+import threading
+import time
+import unicodedata
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Tuple
+
+from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, SessionStore
+
+__all__ = ["SpaceError", "Limits", "Space", "Spaces", "TokenBucket", "ReadOnlyStore", "copy_lineage",
+           "local_addresses"]
+
+MB = 1024 * 1024
+SECRET_FILE = ".secret"
+SPACES_DIR = "spaces"
+SHELF_DIR = "shelf"
+SPACES_TRASH_DIR = "spaces-trash"
+SPACE_ID_HEX = 16          # 64 位随机数：只是文件夹名，不是凭据
+SIGNATURE_HEX = 32         # 128 位 HMAC：这才是凭据
+MAX_TOKEN_CHARS = 200      # 比真令牌长得多的输入直接拒绝，不做任何计算
+_SPACE_ID = re.compile(rf"[0-9a-f]{{{SPACE_ID_HEX}}}")
+_TOKEN = re.compile(rf"([0-9a-f]{{{SPACE_ID_HEX}}})\.([0-9a-f]{{{SIGNATURE_HEX}}})")
+_SIGN_PREFIX = b"s11-space:"
+
+
+class SpaceError(SessionError):
+    """空间层面的拒绝：令牌无效、超出限额、操作太快、只读空间、不是教师。消息是给同学看的中文。"""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """每个空间的限额。默认值按一堂课估算：演示一次 3 个会话，导入一个真实记录几 MB 到 20 MB。"""
+    max_sessions: int = 3000              # 会话（节点）个数
+    max_bytes: int = 256 * MB             # 空间目录的总字节数，回收站也算
+    max_upload_bytes: int = 32 * MB       # 单个上传文件（也传给 launch(max_file_size=...)）
+    creates_per_minute: int = 30          # “新建”类操作的持续速度（令牌桶每分钟补充的数量）
+    create_burst: int = 30                # 令牌桶容量：连续点 30 次都不会被拦
+    new_spaces_per_minute: int = 30       # 同一访客地址每分钟最多领取的新空间
+    min_free_bytes: int = 256 * MB        # 磁盘剩余低于这个值时拒绝一切写入，保护整台机器
+
+
+class TokenBucket:
+    """令牌桶：容量 capacity，每秒补充 per_second。take() 成功返回 0，否则返回还要等几秒。线程安全。
+
+    capacity=30, per_second=0.5：连点 30 次都通过，之后每 2 秒放行一次——正常点击不会碰到，
+    每秒 70 次的脚本第 31 次起被拦下。
+    """
+
+    def __init__(self, capacity: float, per_second: float, clock: Callable[[], float] = time.monotonic):
+        self.capacity, self.per_second, self._clock = float(capacity), float(per_second), clock
+        self._tokens, self._stamp = float(capacity), clock()
+        self._lock = threading.Lock()
+
+    def take(self, cost: float = 1.0) -> float:
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self.capacity, self._tokens + (now - self._stamp) * self.per_second)
+            self._stamp = now
+            if self._tokens >= cost:
+                self._tokens -= cost
+                return 0.0
+            return (cost - self._tokens) / self.per_second if self.per_second > 0 else float("inf")
+
+
+class ReadOnlyStore(SessionStore):
+    """只读的 SessionStore：读的方法照常，写的方法一律 SpaceError。书架和教师视图都用它，
+    即使某个处理函数忘了先调 writable()，也写不进去。"""
+
+    def _refuse(self, *args, **kwargs):
+        raise SpaceError(f"这是只读空间（{os.path.basename(self.storage_dir)}）：不能保存、删除或恢复；"
+                         "想改动请先分叉到自己的空间")
+
+    save = delete = restore = _refuse
+    empty_trash = purge = _refuse   # 仓库以后加的写方法也先挡住
+
+
+class Space:
+    """一个空间：space_id（公开的文件夹名）+ 它的 SessionStore + 是否只读。"""
+
+    def __init__(self, space_id: str, folder: str, *, limits: Limits, read_only: bool = False,
+                 bucket: Optional[TokenBucket] = None):
+        self.space_id = space_id
+        self.folder = folder
+        self.read_only = read_only
+        self.limits = limits
+        self.store: SessionStore = (ReadOnlyStore if read_only else SessionStore)(folder)
+        self._bucket = bucket
+
+    def __repr__(self) -> str:
+        return f"Space({self.space_id!r}{', 只读' if self.read_only else ''})"
+
+    # ── 限额 ────────────────────────────────────────────────────────────────
+    def usage(self) -> Tuple[int, int]:
+        """(会话个数, 目录总字节数)。字节数包括回收站：删掉的会话仍然占着磁盘。"""
+        return count_sessions(self.folder), folder_bytes(self.folder)
+
+    def require_room(self, *, sessions: int = 1, nbytes: int = 0) -> None:
+        """再新建 sessions 个会话、写入 nbytes 字节之后仍在限额内，否则 SpaceError（什么都没写）。"""
+        self.writable()
+        count, used = self.usage()
+        limits = self.limits
+        if count + sessions > limits.max_sessions:
+            raise SpaceError(f"空间 {self.space_id} 已有 {count} 个会话，上限是 {limits.max_sessions} 个："
+                             "请先删除一些不要的会话")
+        if used + nbytes > limits.max_bytes:
+            raise SpaceError(f"空间 {self.space_id} 已用 {used / MB:.1f} MB（含回收站），再写 {nbytes / MB:.1f} MB "
+                             f"会超过上限 {limits.max_bytes / MB:.0f} MB：请先删除并清空回收站")
+        free = shutil.disk_usage(self.folder).free
+        if free - nbytes < limits.min_free_bytes:
+            raise SpaceError(f"服务器磁盘只剩 {free / MB:.0f} MB，暂停写入：请告诉老师清理磁盘")
+
+    def require_upload(self, nbytes: int) -> None:
+        """一个上传文件的大小是否在限额内。"""
+        if nbytes > self.limits.max_upload_bytes:
+            raise SpaceError(f"上传的文件有 {nbytes / MB:.1f} MB，超过每个文件 "
+                             f"{self.limits.max_upload_bytes / MB:.0f} MB 的上限")
+
+    def throttle(self) -> None:
+        """每个“新建”类操作（运行演示、分叉、续写、导入……）先调一次；太快时 SpaceError。"""
+        self.writable()
+        wait = self._bucket.take() if self._bucket is not None else 0.0
+        if wait > 0:
+            raise SpaceError(f"操作太快了：每个空间每分钟最多新建 {self.limits.creates_per_minute} 次，"
+                             f"请 {max(1, round(wait))} 秒后再试")
+
+    def writable(self) -> "Space":
+        if self.read_only:
+            raise SpaceError(f"空间 {self.space_id} 是只读的（共享书架或教师查看）：想改动请先分叉到自己的空间")
+        return self
+
+    # ── 跨空间分叉（从书架开始）──────────────────────────────────────────────────
+    def fork_from(self, source: "Space", session_id: str, *, at: Optional[int] = None,
+                  new_messages: Optional[list] = None, title: Optional[str] = None) -> SessionNode:
+        """把 source 里 session_id 的祖先链复制进本空间（同样的 ID），再在本空间里 fork。
+        先检查限额（复制的节点 + 新分支）；不限速——调用方按一次操作先调 throttle()。"""
+        self.writable()
+        chain = _lineage_or_raise(source.store, session_id)
+        missing = [s for s in chain if not os.path.exists(self.store.path_of(s["session_id"]))]
+        nbytes = sum(_size(source.store.path_of(s["session_id"])) for s in chain) * 2
+        self.require_room(sessions=len(missing) + 1, nbytes=nbytes)
+        copy_lineage(source.store, session_id, self.store)
+        return self.store.fork(session_id, new_messages, at=at, title=title)
+
+
+class Spaces:
+    """全部空间的入口：签发和验证令牌、书架、教师视图、清理。"""
+
+    def __init__(self, sessions_dir, *, limits: Limits = Limits(), teacher_secret: Optional[str] = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.sessions_dir = os.fspath(sessions_dir)
+        self.limits = limits
+        self.teacher_secret = teacher_secret or secrets.token_urlsafe(24)
+        self._clock = clock
+        self.spaces_dir = os.path.join(self.sessions_dir, SPACES_DIR)
+        self.shelf_dir = os.path.join(self.sessions_dir, SHELF_DIR)
+        self.trash_dir = os.path.join(self.sessions_dir, SPACES_TRASH_DIR)
+        for folder in (self.spaces_dir, self.shelf_dir):
+            os.makedirs(folder, exist_ok=True)
+        self._key = load_or_create_secret(os.path.join(self.sessions_dir, SECRET_FILE))
+        self._lock = threading.Lock()
+        self._open: Dict[str, Space] = {}          # space_id → Space（令牌桶和摘要缓存跟着它）
+        self._mints: Dict[str, TokenBucket] = {}   # 访客地址 → 领取新空间的令牌桶
+        self._shelf: Optional[Space] = None
+
+    # ── 令牌 ────────────────────────────────────────────────────────────────
+    def _sign(self, space_id: str) -> str:
+        return hmac.new(self._key, _SIGN_PREFIX + space_id.encode("ascii"), hashlib.sha256).hexdigest()[:SIGNATURE_HEX]
+
+    def new_token(self) -> str:
+        space_id = secrets.token_hex(SPACE_ID_HEX // 2)
+        return f"{space_id}.{self._sign(space_id)}"
+
+    def browser_secret(self) -> str:
+        """给 gr.BrowserState 加密用的密钥：它会出现在页面配置里，所以只能是服务器密钥的单向派生，
+        且只为“重启后浏览器里存的令牌还能解开”。"""
+        return hmac.new(self._key, b"s11-browser-state", hashlib.sha256).hexdigest()[:32]
+
+    def open(self, token) -> Space:
+        """令牌 → 可写的 Space。None、空、太长、格式不对、签名不符（伪造或别的服务器签的）都抛 SpaceError。"""
+        return self._space(self.verify(token))
+
+    def verify(self, token) -> str:
+        """只验签，返回 space_id。"""
+        if token is None or token == "":
+            raise SpaceError("缺少空间令牌：请刷新页面，浏览器会自动领取一个私有空间")
+        if not isinstance(token, str) or len(token) > MAX_TOKEN_CHARS:
+            raise SpaceError("无效的空间令牌：不是本服务器签发的令牌，请刷新页面")
+        match = _TOKEN.fullmatch(token)
+        if match is None:
+            raise SpaceError("无效的空间令牌：格式不对，请刷新页面")
+        space_id, signature = match.groups()
+        if not hmac.compare_digest(signature, self._sign(space_id)):
+            raise SpaceError("无效的空间令牌：签名不符（伪造的，或来自另一台服务器），请刷新页面")
+        return space_id
+
+    def ensure(self, token, *, client: Optional[str] = None) -> Tuple[str, Space]:
+        """页面加载时调用：有效令牌原样返回；没有或无效就领一个新的（同一访客地址领得太快时 SpaceError）。"""
+        try:
+            return token, self.open(token)
+        except SpaceError:
+            pass
+        self._mint_allowed(client or "?")
+        token = self.new_token()
+        return token, self.open(token)
+
+    def _mint_allowed(self, client: str) -> None:
+        rate = self.limits.new_spaces_per_minute
+        with self._lock:
+            bucket = self._mints.get(client)
+            if bucket is None:
+                if len(self._mints) > 10_000:   # 地址表只增不减会变成内存泄漏：满了就从头再来
+                    self._mints.clear()
+                bucket = self._mints[client] = TokenBucket(rate, rate / 60, self._clock)
+        wait = bucket.take()
+        if wait > 0:
+            raise SpaceError(f"领取新空间太频繁：同一地址每分钟最多 {rate} 个，请 {max(1, round(wait))} 秒后刷新页面")
+
+    def _space(self, space_id: str) -> Space:
+        """同一 space_id 共用一个 Space（令牌桶才有记忆）；目录被 remove-idle 移走后重建一个空的。"""
+        folder = os.path.join(self.spaces_dir, space_id)
+        with self._lock:
+            space = self._open.get(space_id)
+            if space is None or not os.path.isdir(folder):
+                rate = self.limits.creates_per_minute
+                bucket = space._bucket if space is not None else TokenBucket(
+                    self.limits.create_burst, rate / 60, self._clock)
+                space = self._open[space_id] = Space(space_id, folder, limits=self.limits, bucket=bucket)
+            return space
+
+    # ── 教师 ────────────────────────────────────────────────────────────────
+    def is_teacher(self, secret) -> bool:
+        """恒定时间比较；非字符串（None、数字、列表）一律 False。"""
+        if not isinstance(secret, str) or not secret:
+            return False
+        return hmac.compare_digest(secret.encode("utf-8"), self.teacher_secret.encode("utf-8"))
+
+    def _require_teacher(self, secret, action: str) -> None:
+        if not self.is_teacher(secret):
+            raise SpaceError(f"{action}需要教师链接（启动时打印的 ?teacher=… 地址）")
+
+    def shelf(self) -> Space:
+        """共享书架：所有人只读。"""
+        with self._lock:
+            if self._shelf is None or not os.path.isdir(self.shelf_dir):
+                os.makedirs(self.shelf_dir, exist_ok=True)
+                self._shelf = Space(SHELF_DIR, self.shelf_dir, limits=self.limits, read_only=True)
+            return self._shelf
+
+    def publish(self, secret, space_id: str, session_id: str) -> str:
+        """把 space_id 空间里的一个会话（连同祖先链，ID 不变）放上书架；已在书架上的节点更新为最新内容。"""
+        self._require_teacher(secret, "发布到书架")
+        source = self._existing(space_id)
+        copy_lineage(source.store, session_id, SessionStore(self.shelf_dir))
+        return session_id
+
+    def unpublish(self, secret, session_id: str) -> bool:
+        """从书架撤下一个会话（进书架的回收站）；已经分叉到学生空间里的副本不受影响。"""
+        self._require_teacher(secret, "从书架撤下")
+        return SessionStore(self.shelf_dir).delete(session_id)
+
+    def list_spaces(self, secret) -> List[dict]:
+        """每个空间一行：space_id、sessions、bytes、last_activity（epoch 秒），最近活跃的在前。"""
+        self._require_teacher(secret, "查看所有空间")
+        return self._list()
+
+    def _list(self) -> List[dict]:
+        rows = []
+        for space_id in self._space_ids():
+            folder = os.path.join(self.spaces_dir, space_id)
+            try:
+                rows.append({"space_id": space_id, "sessions": count_sessions(folder),
+                             "bytes": folder_bytes(folder), "last_activity": last_activity(folder)})
+            except FileNotFoundError:   # 列举途中被清理掉
+                continue
+        rows.sort(key=lambda row: (-row["last_activity"], row["space_id"]))
+        return rows
+
+    def view(self, secret, space_id: str) -> Space:
+        """教师只读地打开任意一个学生的空间。"""
+        self._require_teacher(secret, "查看别人的空间")
+        return self._existing(space_id)
+
+    def _existing(self, space_id) -> Space:
+        """已存在的空间的只读视图；不会创建目录。"""
+        if not isinstance(space_id, str) or not _SPACE_ID.fullmatch(space_id):
+            raise SpaceError(f"空间名 {str(space_id)[:40]!r} 不对：应是 {SPACE_ID_HEX} 个十六进制字符")
+        folder = os.path.join(self.spaces_dir, space_id)
+        if not os.path.isdir(folder) or os.path.islink(folder):
+            raise SpaceError(f"没有空间 {space_id}（可能已被清理）")
+        return Space(space_id, folder, limits=self.limits, read_only=True)
+
+    def _space_ids(self) -> List[str]:
+        try:
+            names = os.listdir(self.spaces_dir)
+        except FileNotFoundError:
+            return []
+        return sorted(n for n in names if _SPACE_ID.fullmatch(n)
+                      and os.path.isdir(os.path.join(self.spaces_dir, n))
+                      and not os.path.islink(os.path.join(self.spaces_dir, n)))
+
+    # ── 课后清理（命令行）────────────────────────────────────────────────────────
+    def remove_idle(self, older_than_seconds: float) -> List[str]:
+        """把最后活动早于 older_than_seconds 秒之前的空间移进 spaces-trash/（可手动移回），返回它们的 ID。"""
+        if isinstance(older_than_seconds, bool) or not isinstance(older_than_seconds, (int, float)) \
+                or not older_than_seconds >= 0:
+            raise SpaceError(f"闲置时间 {older_than_seconds!r} 无效：应是不小于 0 的秒数")
+        cutoff = time.time() - older_than_seconds
+        os.makedirs(self.trash_dir, exist_ok=True)
+        moved = []
+        for row in self._list():
+            if row["last_activity"] >= cutoff:
+                continue
+            space_id = row["space_id"]
+            with self._lock:
+                os.replace(os.path.join(self.spaces_dir, space_id),
+                           os.path.join(self.trash_dir, f"{space_id}.{time.time_ns()}"))
+                self._open.pop(space_id, None)
+            moved.append(space_id)
+        return moved
+
+    def trash_entries(self) -> List[str]:
+        try:
+            return sorted(os.listdir(self.trash_dir))
+        except FileNotFoundError:
+            return []
+
+    def empty_trash(self) -> int:
+        """真正删除 spaces-trash/ 里的全部内容，返回删掉的条目数。"""
+        removed = 0
+        for name in self.trash_entries():
+            path = os.path.join(self.trash_dir, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+            removed += 1
+        return removed
+
+
+# ── 复制祖先链（发布到书架、从书架分叉都用它）──────────────────────────────────────
+def _lineage_or_raise(store: SessionStore, session_id: str) -> List[dict]:
+    chain = store.lineage(session_id)
+    if not chain or chain[-1]["session_id"] != session_id:
+        raise SessionNotFound(f"未找到会话: {session_id}")
+    return chain
+
+
+def _same_content(a: SessionNode, b: SessionNode) -> bool:
+    return a.to_dict() == b.to_dict()
+
+
+def copy_lineage(source: SessionStore, session_id: str, target: SessionStore) -> List[str]:
+    """把 session_id 及其祖先（根在前）以相同的 ID 复制进 target，返回实际写入的 ID。
+    target 里已有同样内容的节点跳过；内容不同的更新为 source 的版本（例：老师续写后重新发布）。
+
+        source: 根 ─ A ─ B        copy_lineage(source, "B", target)  →  target: 根 ─ A ─ B
+    """
+    written = []
+    for summary in _lineage_or_raise(source, session_id):
+        node = source.load(summary["session_id"])
+        if node is None:   # 列出祖先之后被删掉了
+            raise SessionNotFound(f"未找到会话: {summary['session_id']}")
+        for _attempt in range(2):   # 同一个人两个标签页同时复制：输的一方重读一次再比较
+            existing = target.load(node.session_id)
+            if existing is not None and _same_content(existing, node):
+                break
+            copy = SessionNode.from_dict({**node.to_dict(), "created_ns": node.created_ns})
+            copy.revision = existing.revision if existing is not None else 0
+            try:
+                target.save(copy)
+            except ConflictError:
+                continue
+            written.append(node.session_id)
+            break
+    return written
+
+
+# ── 文件夹统计 ──────────────────────────────────────────────────────────────────
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def count_sessions(folder: str) -> int:
+    with os.scandir(folder) as entries:
+        return sum(1 for e in entries if e.name.endswith(".json") and not e.name.startswith("."))
+
+
+def folder_bytes(folder: str) -> int:
+    """folder 及其子目录（回收站）里普通文件的总字节数；不跟随符号链接。"""
+    total, stack = 0, [folder]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                        elif entry.is_file(follow_symlinks=False):
+                            total += entry.stat(follow_symlinks=False).st_size
+                    except FileNotFoundError:
+                        continue
+        except FileNotFoundError:
+            continue
+    return total
+
+
+def last_activity(folder: str) -> float:
+    """目录和其中文件（含回收站）最晚的修改时间（epoch 秒）。"""
+    latest = os.stat(folder).st_mtime
+    for sub in (folder, os.path.join(folder, ".trash")):
+        try:
+            with os.scandir(sub) as entries:
+                for entry in entries:
+                    try:
+                        latest = max(latest, entry.stat(follow_symlinks=False).st_mtime)
+                    except FileNotFoundError:
+                        continue
+        except FileNotFoundError:
+            continue
+    return latest
+
+
+# ── 服务器密钥 ──────────────────────────────────────────────────────────────────
+def load_or_create_secret(path: str) -> bytes:
+    """读出服务器密钥；没有就原子地创建（先写临时文件，再 os.link 到正式名字——两个进程同时启动时
+    只有一个能成功，另一个读到的是完整的那份）。权限 0600：只有启动服务器的账号能读。"""
+    try:
+        return _read_secret(path)
+    except FileNotFoundError:
+        pass
+    tmp = f"{path}.{secrets.token_hex(4)}.partial"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_hex(32) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass   # 另一个进程先建好了：用它的
+    finally:
+        os.unlink(tmp)
+    return _read_secret(path)
+
+
+def _read_secret(path: str) -> bytes:
+    with open(path, encoding="ascii", errors="replace") as handle:
+        text = handle.read().strip()
+    if not re.fullmatch(r"[0-9a-f]{64}", text):
+        raise SpaceError(f"服务器密钥文件 {path} 已损坏。删除它会生成新密钥，但所有学生的空间令牌随之失效"
+                         "（空间文件夹还在，老师可用 show 查看）")
+    return bytes.fromhex(text)
+
+
+# ── 课堂地址：学生该打开哪个网址 ─────────────────────────────────────────────────
+def local_addresses() -> List[Tuple[str, str]]:
+    """本机各网卡的 IPv4 地址 [(网卡名, 地址)]，不含回环。只读本机配置，不向网络发送任何数据包：
+    Linux 上逐个网卡 ioctl(SIOCGIFADDR)，其他系统退回 getaddrinfo(主机名)。"""
+    found: List[Tuple[str, str]] = []
+    try:
+        found = _interface_addresses()
+    except (OSError, ImportError, AttributeError):
+        found = []
+    if not found:
+        import socket
+        try:
+            infos = socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
+        except OSError:
+            infos = []
+        found = [("", info[4][0]) for info in infos]
+    seen, result = set(), []
+    for name, address in found:
+        if address.startswith(("127.", "169.254.", "0.")) or address in seen:
+            continue
+        seen.add(address)
+        result.append((name, address))
+    return result
+
+
+def _interface_addresses() -> List[Tuple[str, str]]:
+    import fcntl
+    import socket
+    import struct
+    siocgifaddr = 0x8915   # Linux
+    if not sys.platform.startswith("linux"):
+        return []
+    result = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for _index, name in socket.if_nameindex():
+            try:
+                packed = fcntl.ioctl(probe.fileno(), siocgifaddr, struct.pack("256s", name[:15].encode()))
+            except OSError:   # 网卡没有 IPv4 地址
+                continue
+            result.append((name, socket.inet_ntoa(packed[20:24])))
+    return result
+
+
+# ── 命令行：python code/s11_spaces.py --dir gradio_sessions list|show|remove-idle|empty-trash ──
+_UNSAFE_CATEGORIES = {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"}
+
+
+def printable(text: str) -> str:
+    """终端输出前把控制字符、双向文字覆盖符等换成 \\uXXXX（换行保留）：标题伪造不了别的行，也改不了终端。"""
+    return "".join(ch if ch == "\n" or unicodedata.category(ch) not in _UNSAFE_CATEGORIES
+                   else f"\\u{ord(ch):04x}" for ch in text)
+
+
+def _when(epoch: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))
+
+
+def _cmd_list(spaces: Spaces, args) -> int:
+    rows = spaces.list_spaces(spaces.teacher_secret)
+    if not rows:
+        print("还没有任何学生空间")
+        return 0
+    print(f"{'空间':<18}{'会话数':>8}{'大小':>12}  最后活动")
+    for row in rows:
+        print(f"{row['space_id']:<18}{row['sessions']:>8}{row['bytes'] / MB:>10.1f}MB  {_when(row['last_activity'])}")
+    print(f"共 {len(rows)} 个空间；书架上有 {count_sessions(spaces.shelf_dir)} 个会话")
+    return 0
+
+
+def _cmd_show(spaces: Spaces, args) -> int:
+    space = spaces.view(spaces.teacher_secret, args.space_id)
+    count, used = space.usage()
+    print(f"空间 {space.space_id}：{count} 个会话，{used / MB:.1f} MB，最后活动 {_when(last_activity(space.folder))}")
+    print(printable(space.store.render_tree()))
+    return 0
+
+
+def _cmd_remove_idle(spaces: Spaces, args) -> int:
+    if not args.hours >= 0:
+        raise SpaceError(f"--hours {args.hours} 无效：应是不小于 0 的小时数")
+    moved = spaces.remove_idle(args.hours * 3600)
+    for space_id in moved:
+        print(f"已移入回收站：{space_id}")
+    print(f"共移走 {len(moved)} 个闲置超过 {args.hours:g} 小时的空间（在 {spaces.trash_dir}，"
+          "确认无误后运行 empty-trash 彻底删除）" if moved else f"没有闲置超过 {args.hours:g} 小时的空间")
+    return 0
+
+
+def _cmd_empty_trash(spaces: Spaces, args) -> int:
+    removed = spaces.empty_trash()
+    print(f"已彻底删除回收站里的 {removed} 个空间" if removed else "空间回收站是空的")
+    return 0
+
+
+_OS_ERRORS = {PermissionError: "权限不足", FileNotFoundError: "文件不存在", IsADirectoryError: "是一个文件夹",
+              NotADirectoryError: "不是文件夹", FileExistsError: "已经存在"}
+COMMANDS = {"list": _cmd_list, "show": _cmd_show, "remove-idle": _cmd_remove_idle, "empty-trash": _cmd_empty_trash}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    import argparse
+    parser = argparse.ArgumentParser(description="课后管理学生空间（8.11 工作台）")
+    parser.add_argument("--dir", default="gradio_sessions", help="工作台的会话目录（默认 ./gradio_sessions）")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="列出所有空间：会话数、大小、最后活动时间")
+    sub.add_parser("show", help="打印一个空间的会话树").add_argument("space_id")
+    idle = sub.add_parser("remove-idle", help="把闲置超过 N 小时的空间移进 spaces-trash/")
+    idle.add_argument("--hours", type=float, required=True)
+    sub.add_parser("empty-trash", help="彻底删除 spaces-trash/ 里的空间")
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.dir):
+        print(f"错误：会话目录 {args.dir} 不存在（用 --dir 指定工作台的 --sessions-dir）", file=sys.stderr)
+        return 2
+    try:
+        return COMMANDS[args.command](Spaces(args.dir), args)
+    except SessionError as exc:
+        print(f"错误：{printable(str(exc))}", file=sys.stderr)
+    except OSError as exc:   # 英文的 strerror 不进中文句子：只说哪个文件、哪一类错误
+        print(f"错误：无法读写 {printable(str(exc.filename or args.dir))}（{_OS_ERRORS.get(type(exc), type(exc).__name__)}）",
+              file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
