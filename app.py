@@ -160,8 +160,10 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
         visitor = gr.BrowserState(None, storage_key="s11-space", secret=spaces.browser_secret())
         teacher = gr.State(None)
 
-        def on_load(token, request: gr.Request):
+        def on_load(token, request):
             return enter_space(spaces, token, request)
+        # 本文件有 from __future__ import annotations，写在参数上的 gr.Request 只是字符串、gradio 解析不到（gr 是局部导入）
+        on_load.__annotations__["request"] = gr.Request
 
         ready = demo.load(on_load, inputs=[visitor], outputs=[visitor, teacher], api_visibility="private")
         ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready)

@@ -44,7 +44,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, SessionStore
 
 __all__ = ["SpaceError", "Limits", "Space", "Spaces", "TokenBucket", "ReadOnlyStore", "copy_lineage",
-           "local_addresses"]
+           "local_addresses", "classroom_links"]
 
 MB = 1024 * 1024
 SECRET_FILE = ".secret"
@@ -57,6 +57,7 @@ MAX_TOKEN_CHARS = 200      # 比真令牌长得多的输入直接拒绝，不做
 _SPACE_ID = re.compile(rf"[0-9a-f]{{{SPACE_ID_HEX}}}")
 _TOKEN = re.compile(rf"([0-9a-f]{{{SPACE_ID_HEX}}})\.([0-9a-f]{{{SIGNATURE_HEX}}})")
 _SIGN_PREFIX = b"s11-space:"
+UPLOAD_OVERHEAD_BYTES = 64 * 1024   # multipart 的边界和表头：上传请求体可以比文件本身大这么多
 
 
 class SpaceError(SessionError):
@@ -72,6 +73,7 @@ class Limits:
     creates_per_minute: int = 30          # “新建”类操作的持续速度（令牌桶每分钟补充的数量）
     create_burst: int = 30                # 令牌桶容量：连续点 30 次都不会被拦
     new_spaces_per_minute: int = 30       # 同一访客地址每分钟最多领取的新空间
+    uploads_per_minute: int = 20          # 同一访客地址每分钟最多上传几次（字节另有预算，见 admit_upload）
     min_free_bytes: int = 256 * MB        # 磁盘剩余低于这个值时拒绝一切写入，保护整台机器
 
 
@@ -196,6 +198,7 @@ class Spaces:
         self._lock = threading.Lock()
         self._open: Dict[str, Space] = {}          # space_id → Space（令牌桶和摘要缓存跟着它）
         self._mints: Dict[str, TokenBucket] = {}   # 访客地址 → 领取新空间的令牌桶
+        self._uploads: Dict[str, Tuple[TokenBucket, TokenBucket]] = {}   # 访客地址 → (次数, 字节)
         self._shelf: Optional[Space] = None
 
     # ── 令牌 ────────────────────────────────────────────────────────────────
@@ -239,17 +242,38 @@ class Spaces:
         token = self.new_token()
         return token, self.open(token)
 
+    def _per_client(self, table: dict, client: str, make: Callable[[], object]):
+        with self._lock:
+            entry = table.get(client)
+            if entry is None:
+                if len(table) > 10_000:   # 地址表只增不减会变成内存泄漏：满了就从头再来
+                    table.clear()
+                entry = table[client] = make()
+            return entry
+
     def _mint_allowed(self, client: str) -> None:
         rate = self.limits.new_spaces_per_minute
-        with self._lock:
-            bucket = self._mints.get(client)
-            if bucket is None:
-                if len(self._mints) > 10_000:   # 地址表只增不减会变成内存泄漏：满了就从头再来
-                    self._mints.clear()
-                bucket = self._mints[client] = TokenBucket(rate, rate / 60, self._clock)
+        bucket = self._per_client(self._mints, client, lambda: TokenBucket(rate, rate / 60, self._clock))
         wait = bucket.take()
         if wait > 0:
             raise SpaceError(f"领取新空间太频繁：同一地址每分钟最多 {rate} 个，请 {max(1, round(wait))} 秒后刷新页面")
+
+    def admit_upload(self, client: Optional[str], nbytes: Optional[int], folder: Optional[str] = None) -> None:
+        """上传请求进门之前（gradio 收下文件之前）：必须声明大小，不超过单个上限，同一访客地址的次数和字节
+        都按令牌桶限速（字节：可以连传两个最大的文件，之后每 5 分钟补一个），folder 所在磁盘留足余量。"""
+        limits = self.limits
+        if nbytes is None:
+            raise SpaceError("上传请求没有声明大小（Content-Length），已拒绝")
+        if nbytes > limits.max_upload_bytes + UPLOAD_OVERHEAD_BYTES:
+            raise SpaceError(f"上传的内容有 {nbytes / MB:.1f} MB，超过每个文件 {limits.max_upload_bytes / MB:.0f} MB 的上限")
+        count, volume = self._per_client(self._uploads, client or "?", lambda: (
+            TokenBucket(limits.uploads_per_minute, limits.uploads_per_minute / 60, self._clock),
+            TokenBucket(2 * limits.max_upload_bytes, limits.max_upload_bytes / 300, self._clock)))
+        wait = max(count.take(), volume.take(nbytes))
+        if wait > 0:
+            raise SpaceError(f"上传太频繁了：请 {max(1, round(wait))} 秒后再试")
+        if folder is not None and shutil.disk_usage(folder).free - nbytes < limits.min_free_bytes:
+            raise SpaceError("服务器磁盘空间不足，暂停接收上传：请告诉老师清理磁盘")
 
     def _space(self, space_id: str) -> Space:
         """同一 space_id 共用一个 Space（令牌桶才有记忆）；目录被 remove-idle 移走后重建一个空的。"""
@@ -515,6 +539,34 @@ def local_addresses() -> List[Tuple[str, str]]:
         seen.add(address)
         result.append((name, address))
     return result
+
+
+_ANY_HOST = {"0.0.0.0", "::", ""}
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def classroom_links(host: str, port: int, teacher_secret: str) -> List[str]:
+    """启动时打印的几行：学生该打开的地址（监听 0.0.0.0 时是本机的局域网地址）和教师链接。
+
+    classroom_links("0.0.0.0", 7860, "s3cret") ->
+      ["🧑‍🎓 学生打开（同一局域网）：http://192.168.1.23:7860/  [wlan0]",
+       "🧑‍🏫 教师链接（只在本机打开，别投到大屏上）：http://127.0.0.1:7860/?teacher=s3cret"]
+    """
+    lines = []
+    if host in _ANY_HOST:
+        found = local_addresses()
+        for name, address in found:
+            lines.append(f"🧑‍🎓 学生打开（同一局域网）：http://{address}:{port}/" + (f"  [{name}]" if name else ""))
+        if not found:
+            lines.append("🧑‍🎓 没有找到本机的局域网地址：请用 ip addr（Windows 上 ipconfig）查看，学生打开 http://<该地址>:"
+                         f"{port}/")
+    elif host not in _LOOPBACK:
+        lines.append(f"🧑‍🎓 学生打开：http://{host}:{port}/")
+    else:
+        lines.append("🔒 只对本机开放；上课时用 --host 0.0.0.0 启动，学生才能从自己的电脑打开")
+    teacher_host = "127.0.0.1" if host in _ANY_HOST or host in _LOOPBACK else host
+    lines.append(f"🧑‍🏫 教师链接（只在本机打开，别投到大屏上）：http://{teacher_host}:{port}/?teacher={teacher_secret}")
+    return lines
 
 
 def _interface_addresses() -> List[Tuple[str, str]]:
