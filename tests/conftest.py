@@ -42,7 +42,7 @@ def app_server(sessions_dir):
 
     demo = app.build_app(sessions_dir)
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
-                quiet=True, **app.launch_options())
+                quiet=True, **app.launch_options(demo))
     try:
         yield demo.local_url.rstrip("/")
     finally:
