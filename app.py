@@ -51,8 +51,10 @@ CSS = """
 #s11-result pre, #s11-result pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; word-break: break-word; }
 #s11-result pre { overflow: visible !important; max-height: none !important; }
 #s11-result .prose, #s11-result .prose * { overflow-wrap: anywhere; }
+#s11-result td code { overflow-wrap: normal; white-space: nowrap; }
 #s11-result .mermaid, #s11-result svg { max-width: 100%; height: auto; }
 #s11-status:empty { display: none; }
+@media (max-width: 520px) { #s11-result .block.padded { padding: 8px 6px; } }
 /* 导出预览的三个分组标题：继承 / 分叉新增 / 恢复后追加，各一种颜色（深色模式另配底色，文字对比度都 ≥ 4.5） */
 #s11-export h2 { font-size: 1rem; margin: 1.4em 0 .6em; padding: .45em .75em; border-left: 6px solid;
   border-radius: 6px; color: #111827; }
@@ -195,6 +197,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    from s11_workbench import check_sessions_dir  # 不依赖 gradio：目录用不了就立刻说，不等第一个同学点击
+    problem = check_sessions_dir(args.sessions_dir)
+    if problem is not None:
+        print(f"❌ {problem}", file=sys.stderr, flush=True)
+        raise SystemExit(2)
     print("正在加载 Gradio（约 5 秒）…", flush=True)
     demo = build_app(args.sessions_dir)
     print(f"会话文件目录：{os.path.abspath(args.sessions_dir)}", flush=True)

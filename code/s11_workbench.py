@@ -1,50 +1,53 @@
 """s11_workbench.py — 8.11 工作台的全部逻辑（不 import gradio，可单独测试）
 
+    python app.py ──> check_sessions_dir(dir)        建不了 / 不是文件夹 / 写不进：启动时就退出（exit 2）
     点击 🌿 ──> run_demo(sessions_dir)
-                 │  SessionStore(sessions_dir) + demo_tree_branching()
+                 │  RecordingStore(sessions_dir) + demo_tree_branching()   每次存档记下 (revision, 消息条数)
                  │  主会话(5) ──fork──> 分支 A(7)
-                 │            └─fork──> 分支 B(9, 📂 已恢复)
-                 ├─> tree_markdown    mermaid 会话树 + 文字摘要
-                 ├─> export_markdown  分支 B 的 Markdown 导出预览
-                 ├─> files            本次写入的 3 个 JSON（路径、字节数、格式化内容）
-                 └─> markdown_download / html_download   每次运行一个新的临时目录
+                 │            └─fork──> 分支 B(7) ──📂 读档恢复、追加 2 条、再存档──> 分支 B(9)
+                 ├─> tree_markdown      会话树（mermaid + 文字摘要）+ 五步：存档 · 读档 · 分叉 · 恢复 · 导出
+                 ├─> preview_markdown   分支 B 的导出，按 继承 1–5 / 分叉新增 6–7 / 恢复后追加 8–9 分组标注
+                 ├─> files_markdown     3 个会话文件各一张卡片：存档几次、哪个字段变了、文件原文
+                 └─> markdown_download / html_download   本进程私有（0700）下载目录里的一个新 run-* 目录
 
-Key insight: 每次点击都新建自己的 SessionStore 和自己的临时目录，模块里没有任何可变的全局状态，
-所以一个班 50 个同学同时点击，各自只看到自己这次运行的会话树。
+Key insight: 页面要讲清“哪几条是恢复后追加的”，靠的不是猜，而是记录：RecordingStore 记下每一次 save()，
+分支 B 第一次存档时有 7 条、再次存档时有 9 条，于是第 8–9 条就是恢复后追加的，revision 1 → 2 就是变化的字段。
+每次点击都新建自己的 store、自己的 run-* 目录，模块里没有按访客区分的全局状态。
 
 Scope: 不调用大模型；不清理 gradio_sessions/ 里的旧演示会话（那是学生要去翻看的“存档”）；
-下载用的临时目录只保留 EXPORT_KEEP_SECONDS 秒。
+下载副本只保留 EXPORT_KEEP_SECONDS 秒；页面上只显示会话目录的名字，不显示服务器上的完整路径。
 """
 
 from __future__ import annotations
 
+import atexit
 import errno
+import functools
 import json
 import logging
 import os
+import re
 import shutil
+import stat
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Iterator, NamedTuple
 
-from s11_session import (
-    ROLE_ICONS,
-    SessionError,
-    SessionNode,
-    SessionStore,
-    demo_code_drift,
-    demo_tree_branching,
-)
+from s11_export import message_parts
+from s11_session import ROLE_ICONS, SessionError, SessionNode, SessionStore, demo_tree_branching
 
 log = logging.getLogger(__name__)
 
 # Gradio 在事件返回时就把下载文件复制进自己的缓存，所以我们的副本只需活过这一次点击；留 15 分钟足够宽裕。
 EXPORT_KEEP_SECONDS = 15 * 60
-EXPORT_ROOT_NAME = "s11_exports"
+EXPORT_ROOT_PREFIX = "s11_exports-"
 LABEL_MAX_CHARS = 28
-ADDED_PREVIEW_CHARS = 24
+ADDED_PREVIEW_CHARS = 14
+SESSIONS_FOLDER = "会话目录"
+DOWNLOADS_FOLDER = "下载目录"
 
 # mermaid 的实体写法：标签里一旦出现这些字符就可能提前结束节点、开出新语句（如 `"]; click A call ...`）。
 # 一次 translate 完成替换，`#` 本身也被转义，所以不会出现二次转义。
@@ -55,22 +58,89 @@ MERMAID_ENTITIES = MappingProxyType(str.maketrans({
     "\n": " ", "\r": " ", "\t": " ",
 }))
 
+# errno → 中文原因。系统自带的 strerror 是英文的，不混进给同学看的句子里。
+OS_ERROR_TEXT = MappingProxyType({code: text for code, text in (
+    (errno.EACCES, "权限不足"),
+    (errno.EPERM, "操作不被允许（权限不足，或目录被设为不可修改）"),
+    (errno.ENOSPC, "磁盘空间不足"),
+    (getattr(errno, "EDQUOT", None), "超出了磁盘配额"),
+    (errno.EROFS, "这是一个只读文件系统"),
+    (errno.ENOTDIR, "路径上有一个同名的普通文件，不是文件夹"),
+    (errno.EEXIST, "路径上已有一个同名的文件，不是文件夹"),
+    (errno.EISDIR, "要写文件的地方是一个文件夹"),
+    (errno.ENOENT, "路径不存在（可能刚被删掉）"),
+    (errno.ENAMETOOLONG, "路径太长"),
+    (errno.ELOOP, "符号链接层数太多（可能是循环链接）"),
+    (errno.EIO, "磁盘读写出错"),
+    (errno.EMFILE, "同时打开的文件太多"),
+    (errno.ENFILE, "系统打开的文件太多"),
+    (errno.EBUSY, "目录正被占用"),
+) if code is not None})
+
+# 会话文件里章节原版没有的字段，各用一句话说明它为什么存在（页面在三个文件上方逐行列出）。
+FIELD_NOTES = (
+    ("version", "文件格式版本。章节原版文件没有这个键（算 version 1），读入时按 MIGRATIONS 逐步升级；"
+                "比程序还新的版本拒绝读写，绝不覆盖。"),
+    ("revision", "第几次存档。保存前先核对磁盘上的修订号：两处同时续跑同一会话时，后保存的一方得到 "
+                 "ConflictError，而不是悄悄抹掉对方的消息。"),
+    ("fork_point", "分叉点：从父会话继承了前几条消息（根会话为 null）。导出里的“以上 5 条继承自父分支”就来自它。"),
+    ("workspace", "存档时的代码状态（提交、分支或文件摘要），恢复前用来核对“会话 ≠ 代码”；"
+                  "本演示没有指定工作区，所以是 null。"),
+    ("created_ns", "纳秒级的创建时间：created_at 只精确到秒，同一秒里创建的会话靠它稳定排序。"),
+    ("source", "（version 3 起）导入的会话记下它来自哪个 Agent 的哪份记录：格式、文件名、会话 id；"
+               "本演示是直接创建的，所以是 null。"),
+)
+
+GROUP_BADGES = ("🟦", "🟩", "🟧")   # 继承 / 分叉新增 / 恢复后追加；CSS 按同样的顺序给三个分组标题上色
+PREVIEW_NOTE = ("彩色分组标题是页面加的标注，告诉你每条消息从哪来；下载的 .md 与书中 `export_markdown` "
+                "的格式一致，不含这些标题。")
+
+
+class SaveRecord(NamedTuple):
+    session_id: str
+    revision: int
+    message_count: int
+
 
 class WrittenFile(NamedTuple):
-    path: str
+    path: str                # 服务器上的路径（测试和日志用，不上页面）
+    shown_path: str          # 页面上显示的：会话目录名/文件名
     size_bytes: int
     pretty_json: str
+    name: str = "会话"       # 🌱 主会话 / 🌿 分支 A …
+    saves: tuple = ()        # 本次运行里这个文件的每次存档：((revision, 消息条数), ...)
 
 
 @dataclass(frozen=True)
 class DemoRun:
     ids: dict
     tree_markdown: str
-    export_markdown: str
-    files: list          # list[WrittenFile]，恰好是本次运行写下的 3 个会话文件
+    export_markdown: str     # 与 .md 下载逐字相同：章节的导出格式
+    preview_markdown: str    # export_markdown + 页面上的分组标题
+    files: list              # list[WrittenFile]，恰好是本次运行写下的 3 个会话文件
     markdown_download: str
-    html_download: str | None  # store 还没有 export_html 时为 None
+    html_download: str
     elapsed_ms: int
+
+
+class FolderUnavailable(SessionError):
+    """会话目录或下载目录用不了。消息只写目录的名字（页面不显示服务器上的完整路径）和中文原因。"""
+
+    def __init__(self, kind: str, folder: str, reason: str):
+        self.kind, self.folder, self.reason = kind, folder, reason
+        super().__init__(f"无法写入{kind} {public_name(folder)}：{reason}")
+
+
+class RecordingStore(SessionStore):
+    """一个普通的 SessionStore，只是把每次成功的 save() 记进 self.saves（每次点击一个新实例）。"""
+
+    def __init__(self, storage_dir: str, **options):
+        super().__init__(storage_dir, **options)
+        self.saves: list[SaveRecord] = []
+
+    def save(self, session: SessionNode) -> None:
+        super().save(session)
+        self.saves.append(SaveRecord(session.session_id, session.revision, len(session.messages)))
 
 
 # ---------------------------------------------------------------- 文本小工具
@@ -101,6 +171,34 @@ def inline_code(text: str) -> str:
     return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
+PART_PREFIXES = MappingProxyType({"thinking": "💭 ", "tool_call": "🔧 ", "tool_output": "📤 ", "image": "🖼️ "})
+
+
+def message_text(message: dict) -> str:
+    """一条消息的纯文字（内容块按导出的规则读成文字，不会出现 Python 的 [{'type': ...}]）。
+
+    {"content": [{"type": "text", "text": "hi"}, {"type": "tool_use", "name": "Bash", "input": {}}]} -> 'hi 🔧 Bash'
+    """
+    pieces = []
+    for part in message_parts(message):
+        body = part.caption if part.kind == "tool_call" else part.text
+        pieces.append(PART_PREFIXES.get(part.kind, "") + body)
+    return " ".join(piece for piece in pieces if piece.strip())
+
+
+def public_name(folder: str) -> str:
+    """'/srv/app/gradio_sessions' -> 'gradio_sessions'：页面上只说目录叫什么，不暴露服务器的目录结构。"""
+    return os.path.basename(os.path.normpath(os.path.abspath(os.fspath(folder)))) or os.sep
+
+
+def hide_server_paths(text: str, folders: list[str]) -> str:
+    """把消息里出现的完整目录路径换成目录名（store 的错误消息会带上文件的完整路径）。"""
+    for folder in folders:
+        for spelling in {os.path.abspath(folder), os.path.realpath(folder)}:
+            text = text.replace(spelling, public_name(folder))
+    return text
+
+
 # ---------------------------------------------------------------- 会话树
 
 def inherited_count(node: SessionNode, parent: SessionNode | None) -> int:
@@ -123,27 +221,30 @@ def first_added_message(node: SessionNode, inherited: int) -> str:
     if not added:
         return "（没有新增消息）"
     first = added[0]
-    return f"{ROLE_ICONS.get(first.get('role'), '📄')} {shorten(first.get('content', ''), ADDED_PREVIEW_CHARS)}"
+    return f"{ROLE_ICONS.get(first.get('role'), '📄')} {shorten(message_text(first), ADDED_PREVIEW_CHARS)}"
 
 
 def mermaid_tree(nodes: list[SessionNode], names: dict[str, str], resumed_id: str | None = None) -> str:
-    """nodes（父在前）-> `graph TD` 源码。mermaid 节点名用 n0/n1…，会话文字只出现在转义后的标签里。"""
+    """nodes（父在前）-> `graph TD` 源码。mermaid 节点名用 n0/n1…，会话文字只出现在转义后的标签里。
+
+    标签故意又短又窄（一行一件事；标题只写在根上）：两个分支并排也只有 ~330px 宽，手机上不必缩小。
+    """
     by_id = {node.session_id: node for node in nodes}
     alias = {node.session_id: f"n{index}" for index, node in enumerate(nodes)}
-    # 默认 200px 就换行，会把“修复登录服务内存泄漏 · 分支”的最后一个字挤到下一行
-    lines = ['%%{init: {"flowchart": {"wrappingWidth": 320}}}%%', "graph TD"]
+    lines = ['%%{init: {"flowchart": {"wrappingWidth": 150, "nodeSpacing": 24, "padding": 6}}}%%', "graph TD"]
     for node in nodes:
-        name = names.get(node.session_id, "会话")
-        resumed = " · 📂 已恢复" if node.session_id == resumed_id else ""
-        label = (f"{mermaid_text(name)}{resumed}<br/>{mermaid_text(node.title)}"
-                 f"<br/>💬 {len(node.messages)} 条消息<br/>🆔 {mermaid_text(node.session_id, 16)}")
+        name = mermaid_text(names.get(node.session_id, "会话"))
+        resumed = "<br/>📂 已恢复" if node.session_id == resumed_id else ""
+        title = "" if node.parent_id in by_id else f"<br/>{mermaid_text(node.title, 16)}"
+        label = (f"{name}{resumed}{title}<br/>💬 {len(node.messages)} 条消息"
+                 f"<br/>🆔 {mermaid_text(node.session_id, 16)}")
         lines.append(f'    {alias[node.session_id]}["{label}"]')
     for node in nodes:
         parent = by_id.get(node.parent_id)
         if parent is not None:
             inherited = inherited_count(node, parent)
             added = len(node.messages) - inherited
-            lines.append(f'    {alias[parent.session_id]} -->|"继承前 {inherited} 条 · 新增 {added} 条"| '
+            lines.append(f'    {alias[parent.session_id]} -->|"继承 {inherited} · 新增 {added}"| '
                          f"{alias[node.session_id]}")
     # 只改边框不改底色：底色交给 mermaid 主题，浅色、深色模式下文字都看得清
     lines.append("    classDef root stroke:#2563eb,stroke-width:2px")
@@ -156,14 +257,16 @@ def mermaid_tree(nodes: list[SessionNode], names: dict[str, str], resumed_id: st
 
 
 def text_summary(nodes: list[SessionNode], names: dict[str, str], resumed_id: str | None = None) -> str:
-    """文字版会话树（放进 ```text 代码块，会话文字不会被当成 Markdown/HTML）。每行都很短，窄屏也不用横向滚动：
+    """文字版会话树（放进 ```text 代码块，会话文字不会被当成 Markdown/HTML）。每行不超过 ~30 列，手机上也不折行：
 
-    🌱 主会话  id=5d38f60f4c00
-    │     「修复登录服务内存泄漏」 · 5 条
-    ├── 🌿 分支 A  id=4d67e2e6b66c
-    │     「修复登录服务内存泄漏 · 分支」
-    │     7 条 = 继承 5 + 新增 2（父 5d38f60f4c00）
-    │     新增：🤖 方案 A：为 cache_store 增加…
+    🌱 主会话 · 5 条
+    │  「修复登录服务内存泄漏」
+    │  id=5d38f60f4c00
+    ├─ 🌿 分支 A · 7 条
+    │    = 继承 5 + 新增 2
+    │    id=4d67e2e6b66c
+    │    parent_id=5d38f60f4c00
+    │    新增：🤖 方案 A：为 cache_s…
     """
     by_id = {node.session_id: node for node in nodes}
     branches = [node for node in nodes if node.parent_id in by_id]
@@ -171,53 +274,176 @@ def text_summary(nodes: list[SessionNode], names: dict[str, str], resumed_id: st
     for node in nodes:
         parent = by_id.get(node.parent_id)
         name = names.get(node.session_id, "会话") + (" 📂 已恢复" if node.session_id == resumed_id else "")
-        title = f"「{shorten(node.title, 24)}」"
         if parent is None:
-            lines += [f"{name}  id={node.session_id}", f"│     {title} · {len(node.messages)} 条"]
+            lines += [f"{name} · {len(node.messages)} 条", f"│  「{shorten(node.title, 12)}」",
+                      f"│  id={node.session_id}"]
             continue
         inherited = inherited_count(node, parent)
-        stem, indent = ("└── ", "      ") if node is branches[-1] else ("├── ", "│     ")
-        lines += [f"{stem}{name}  id={node.session_id}",
-                  f"{indent}{title}",
-                  f"{indent}{len(node.messages)} 条 = 继承 {inherited} + 新增 {len(node.messages) - inherited}"
-                  f"（父 {node.parent_id}）",
+        stem, indent = ("└─ ", "     ") if node is branches[-1] else ("├─ ", "│    ")
+        lines += [f"{stem}{name} · {len(node.messages)} 条",
+                  f"{indent}= 继承 {inherited} + 新增 {len(node.messages) - inherited}",
+                  f"{indent}id={node.session_id}",
+                  f"{indent}parent_id={node.parent_id}",
                   f"{indent}新增：{first_added_message(node, inherited)}"]
     return "\n".join(lines)
 
 
-def tree_markdown(nodes: list[SessionNode], names: dict[str, str], resumed_id: str | None = None) -> str:
-    return "\n\n".join([
-        "#### 🌳 本次运行的会话树",
-        fenced(mermaid_tree(nodes, names, resumed_id), "mermaid"),
-        "**文字摘要**",
-        fenced(text_summary(nodes, names, resumed_id), "text"),
+def save_history(saves: list[SaveRecord]) -> dict[str, tuple]:
+    """[SaveRecord('b', 1, 7), SaveRecord('b', 2, 9)] -> {'b': ((1, 7), (2, 9))}"""
+    history: dict[str, list] = {}
+    for record in saves:
+        history.setdefault(record.session_id, []).append((record.revision, record.message_count))
+    return {session_id: tuple(records) for session_id, records in history.items()}
+
+
+def resumed_range(saves: tuple) -> tuple[int, int] | None:
+    """分支 B 的存档记录 ((1, 7), (2, 9)) -> (8, 9)：最后一次存档比第一次多出来的消息编号（从 1 数）。"""
+    if len(saves) < 2 or saves[-1][1] <= saves[0][1]:
+        return None
+    return saves[0][1] + 1, saves[-1][1]
+
+
+def steps_markdown(ids: dict, history: dict[str, tuple], fork_point: int) -> str:
+    """这次点击按顺序做了什么：五个能力各一行，数字全部来自存档记录。"""
+    main, branch_a, branch_b = (history.get(ids[key], ((0, 0),)) for key in ("main_id", "branch_a_id", "branch_b_id"))
+    resumed = resumed_range(branch_b)
+    resumed_text = (f"追加第 {resumed[0]}–{resumed[1]} 条后再存档：`revision` {branch_b[0][0]} → {branch_b[-1][0]}"
+                    if resumed else "没有追加新消息")
+    return "\n".join([
+        "#### 🧭 这一次点击做了什么",
+        f"1. 💾 **存档**：新建主会话（{main[0][1]} 条），写成 `revision` {main[0][0]}",
+        f"2. 📂 **读档**：读回主会话，追加到 {main[-1][1]} 条再存档：`revision` {main[-1][0]}",
+        f"3. 🌿 **分叉**：分支 A、分支 B 各继承主会话前 {fork_point} 条，各自新增 "
+        f"{branch_a[0][1] - fork_point} / {branch_b[0][1] - fork_point} 条（共 {branch_a[0][1]} / {branch_b[0][1]} 条）",
+        f"4. ▶️ **恢复**：读档分支 B 接着干，{resumed_text}",
+        "5. 📤 **导出**：把分支 B 渲染成 Markdown 与离线 HTML（右侧预览，下方下载）",
     ])
 
 
-# ---------------------------------------------------------------- 文件与导出
+def tree_markdown(nodes: list[SessionNode], names: dict[str, str], resumed_id: str | None = None,
+                  steps: str = "") -> str:
+    return "\n\n".join(part for part in [
+        "#### 🌳 本次运行的会话树",
+        fenced(text_summary(nodes, names, resumed_id), "text"),
+        fenced(mermaid_tree(nodes, names, resumed_id), "mermaid"),
+        steps,
+    ] if part)
 
-def written_file(path: str) -> WrittenFile:
+
+# ---------------------------------------------------------------- 导出预览：按来历分组
+
+FENCE_LINE = re.compile(r"^(`{3,}|~{3,})")
+MESSAGE_HEADING = re.compile(r"^### (\d+)\. ")
+
+
+def annotate_export(markdown: str, groups: list[tuple[int, str]]) -> str:
+    """在导出的消息标题前插入分组标题：groups = [(从第几条开始, '## 🟦 …'), ...]，按消息编号升序。
+
+    只认代码围栏之外的 '### N. ' 行，所以消息正文（导出时可疑文本已装进围栏）伪造不了分组位置。
+    """
+    pending = sorted(groups)
+    out, fence = [], ""
+    for line in markdown.split("\n"):
+        if fence:
+            closer = line.rstrip(" \t")
+            fence = "" if len(closer) >= len(fence) and set(closer) == {fence[0]} else fence
+        elif opener := FENCE_LINE.match(line):
+            fence = opener.group(1)
+        elif (heading := MESSAGE_HEADING.match(line)) and pending and int(heading.group(1)) >= pending[0][0]:
+            out += [pending.pop(0)[1], ""]
+        out.append(line)
+    return "\n".join(out)
+
+
+def message_groups(fork_point: int, saves: tuple, parent_name: str) -> list[tuple[int, str]]:
+    """分支 B（fork_point 5，存档 (1, 7) 与 (2, 9)）-> 三组：继承 1–5、分叉新增 6–7、恢复后追加 8–9。"""
+    first_count = saves[0][1]
+    groups = []
+    if fork_point:
+        groups.append((1, f"## {GROUP_BADGES[0]} 第 1–{fork_point} 条 · 继承自{parent_name}"
+                          f"（`fork_point` = {fork_point}）"))
+    if first_count > fork_point:
+        groups.append((fork_point + 1, f"## {GROUP_BADGES[1]} 第 {fork_point + 1}–{first_count} 条 · 分叉时新增"
+                                       f"（第一次存档，`revision` {saves[0][0]}）"))
+    resumed = resumed_range(saves)
+    if resumed:
+        groups.append((resumed[0], f"## {GROUP_BADGES[2]} 第 {resumed[0]}–{resumed[1]} 条 · 📂 读档恢复后追加"
+                                   f"（再次存档，`revision` {saves[0][0]} → {saves[-1][0]}）"))
+    return groups
+
+
+def preview_markdown(export_markdown: str, fork_point: int, saves: tuple, parent_name: str) -> str:
+    groups = message_groups(fork_point, saves, parent_name)
+    return f"> ℹ️ {PREVIEW_NOTE}\n\n" + annotate_export(export_markdown, groups)
+
+
+# ---------------------------------------------------------------- 会话文件
+
+def written_file(path: str, sessions_dir: str, name: str = "会话", saves: tuple = ()) -> WrittenFile:
     with open(path, encoding="utf-8") as handle:
         pretty = json.dumps(json.load(handle), ensure_ascii=False, indent=2)
-    return WrittenFile(path, os.path.getsize(path), pretty)
+    shown = f"{public_name(sessions_dir)}/{os.path.basename(path)}"
+    return WrittenFile(path, shown, os.path.getsize(path), pretty, name, tuple(saves))
 
 
-def display_path(path: str) -> str:
-    """在当前目录之下就显示相对路径（gradio_sessions/xxx.json），否则显示绝对路径。"""
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:  # Windows：不在同一个盘符
-        return path
-    return path if relative.startswith("..") else relative
+def field_notes_markdown() -> str:
+    """三个文件上方的字段说明：章节原版没有的每个字段一行。"""
+    lines = ["#### 📄 本次写入的 3 个会话文件（一个节点一个文件，`parent_id` 把它们连成树）",
+             "章节原版就有的 `session_id`、`title`、`parent_id`、`messages`、`created_at` 之外，还多了：", ""]
+    lines += [f"- `{field}`：{note}" for field, note in FIELD_NOTES]
+    return "\n".join(lines)
 
 
-def files_markdown(files: list[WrittenFile]) -> str:
-    """“本次写入的文件”折叠区的内容：每个文件一个小标题 + JSON 代码块。"""
-    parts = [f"共 {len(files)} 个文件，每个文件是一个会话节点（`parent_id` 把它们连成树）。"]
-    for file in files:
-        parts.append(f"📄 **{inline_code(display_path(file.path))}** · {file.size_bytes:,} 字节")
-        parts.append(fenced(file.pretty_json, "json"))
+def changed_fields(saves: tuple) -> str:
+    """存了不止一次的文件：第一次和最后一次存档之间变了什么，写成一张小表。"""
+    (first_revision, first_count), (last_revision, last_count) = saves[0], saves[-1]
+    return "\n".join([
+        "| 字段 | 第一次存档 | 再次存档 |",
+        "| --- | --- | --- |",
+        f"| `revision` | {first_revision} | **{last_revision}** |",
+        f"| `messages` | {first_count} 条 | **{last_count} 条**（新增第 {first_count + 1}–{last_count} 条） |",
+    ])
+
+
+def file_card(file: WrittenFile, number: int) -> str:
+    """一个会话文件的卡片：名字、路径、大小、存档几次、变了什么、文件原文。"""
+    circled = "①②③④⑤⑥⑦⑧⑨"[number - 1] if 0 < number < 10 else f"{number}."
+    parts = [f"#### {circled} {file.name}",
+             f"{inline_code(file.shown_path)} · {file.size_bytes:,} 字节 · 本次存档 {len(file.saves)} 次"]
+    if len(file.saves) > 1 and file.saves[-1][1] > file.saves[0][1]:
+        parts += ["🔁 **再次存档时变了这两处**（文件里其余字段不变）：", changed_fields(file.saves)]
+    parts.append(fenced(file.pretty_json, "json"))
     return "\n\n".join(parts)
+
+
+def files_markdown(files: list[WrittenFile]) -> list[str]:
+    """每个文件一张卡片（页面上三张并排，窄屏时上下排）。"""
+    return [file_card(file, number) for number, file in enumerate(files, 1)]
+
+
+# ---------------------------------------------------------------- 下载：私有目录
+
+@functools.cache
+def private_export_root() -> str:
+    """本进程的下载目录：第一次用到时 mkdtemp 新建（0700、名字随机），进程退出时删掉。
+
+    不用固定的 /tmp/s11_exports：那个名字别的账号可以抢先建好（之后每次点击都失败），也能偷看导出。
+    """
+    folder = tempfile.mkdtemp(prefix=EXPORT_ROOT_PREFIX)
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def ensure_private_folder(folder: str) -> None:
+    """folder 不存在就以 0700 新建；已存在则必须是本账号的、别人进不去的真实目录，否则拒绝往里写导出。"""
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode):
+        raise FolderUnavailable(DOWNLOADS_FOLDER, folder, "它不是一个真实的文件夹（可能是符号链接）")
+    if os.name == "posix" and info.st_uid != os.getuid():
+        raise FolderUnavailable(DOWNLOADS_FOLDER, folder, "它属于别的账号")
+    if os.name == "posix" and info.st_mode & 0o077:
+        raise FolderUnavailable(DOWNLOADS_FOLDER, folder, "别的账号也能读写它（权限应为 0700）")
 
 
 def prune_old_exports(export_root: str, keep_seconds: float) -> None:
@@ -238,77 +464,111 @@ def prune_old_exports(export_root: str, keep_seconds: float) -> None:
             shutil.rmtree(entry.path, ignore_errors=True)
 
 
-def write_exports(store: SessionStore, session_id: str, markdown: str,
-                  export_root: str) -> tuple[str, str | None]:
-    """把导出写进一个全新的 run-* 目录，返回 (.md 路径, .html 路径或 None)。"""
-    os.makedirs(export_root, exist_ok=True)
+def write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def write_exports(session_id: str, markdown: str, html: str, export_root: str) -> tuple[str, str]:
+    """把两份导出写进 export_root 下一个全新的 run-* 目录，返回 (.md 路径, .html 路径)。"""
+    ensure_private_folder(export_root)
     run_dir = tempfile.mkdtemp(prefix="run-", dir=export_root)
     try:
         markdown_path = os.path.join(run_dir, f"session-{session_id}.md")
-        with open(markdown_path, "w", encoding="utf-8") as handle:
-            handle.write(markdown)
-        export_html = getattr(store, "export_html", None)  # 较新的 store 才有
-        if export_html is None:
-            return markdown_path, None
         html_path = os.path.join(run_dir, f"session-{session_id}.html")
-        with open(html_path, "w", encoding="utf-8") as handle:
-            handle.write(export_html(session_id, redact=True))
+        write_text(markdown_path, markdown)
+        write_text(html_path, html)
         return markdown_path, html_path
     except BaseException:
         shutil.rmtree(run_dir, ignore_errors=True)  # 失败时不留下半个导出目录
         raise
 
 
-def default_export_root() -> str:
-    return os.path.join(tempfile.gettempdir(), EXPORT_ROOT_NAME)
+@contextmanager
+def blame(kind: str, folder: str) -> Iterator[None]:
+    """这一段里的 OSError 都算在 kind（会话目录 / 下载目录）头上，换成带中文原因的 FolderUnavailable。"""
+    try:
+        yield
+    except OSError as error:
+        raise FolderUnavailable(kind, folder, os_error_text(error)) from error
 
 
 # ---------------------------------------------------------------- 一次完整运行
 
 def run_demo(sessions_dir: str, *, export_root: str | None = None,
              keep_seconds: float = EXPORT_KEEP_SECONDS) -> DemoRun:
-    """主会话 → 双分支 → 恢复 → 导出，跑一遍并把页面要显示的东西全部算好。失败时抛出原始异常。"""
+    """主会话 → 双分支 → 恢复 → 导出，跑一遍并把页面要显示的东西全部算好。
+
+    sessions_dir 是要写入的文件夹（整个站点的会话目录，或某位访客自己的空间目录）。
+    出错时抛 FolderUnavailable（写明是哪个目录）或 store 自己的 SessionError。
+    """
     started = time.perf_counter()
-    export_root = export_root or default_export_root()
-    prune_old_exports(export_root, keep_seconds)
+    with blame(SESSIONS_FOLDER, sessions_dir):
+        store = RecordingStore(sessions_dir)
+        ids = demo_tree_branching(store)
+        main_id, branch_a_id, branch_b_id = ids["main_id"], ids["branch_a_id"], ids["branch_b_id"]
+        nodes = [store.load(session_id) for session_id in (main_id, branch_a_id, branch_b_id)]
+        if any(node is None for node in nodes):
+            raise SessionError(f"演示会话写入后读不回来：{public_name(sessions_dir)}")
+        # demo 已按默认（脱敏）导出过分支 B 的 Markdown；HTML 也在这里渲染，读的是会话目录
+        html = store.export_html(branch_b_id)
+        names = {main_id: "🌱 主会话", branch_a_id: "🌿 分支 A", branch_b_id: "🌿 分支 B"}
+        history = save_history(store.saves)
+        files = [written_file(store.path_of(node.session_id), sessions_dir,
+                              names[node.session_id] + (" · 📂 已恢复" if node.session_id == branch_b_id else ""),
+                              history.get(node.session_id, ()))
+                 for node in nodes]
+    export_root = export_root or downloads_root()
+    with blame(DOWNLOADS_FOLDER, export_root):
+        prune_old_exports(export_root, keep_seconds)
+        markdown_download, html_download = write_exports(branch_b_id, ids["export_md"], html, export_root)
 
-    store = SessionStore(sessions_dir)
-    ids = demo_tree_branching(store)
-    main_id, branch_a_id, branch_b_id = ids["main_id"], ids["branch_a_id"], ids["branch_b_id"]
-    nodes = [store.load(session_id) for session_id in (main_id, branch_a_id, branch_b_id)]
-    if any(node is None for node in nodes):
-        raise SessionError(f"演示会话写入后读不回来：{sessions_dir}")
-    names = {main_id: "🌱 主会话", branch_a_id: "🌿 分支 A", branch_b_id: "🌿 分支 B"}
-
-    # demo 已按默认（脱敏）导出过分支 B；预览与 .md 下载复用这一份，不再重复扫描整个目录
-    export_markdown = ids["export_md"]
-    markdown_download, html_download = write_exports(store, branch_b_id, export_markdown, export_root)
+    branch_b = nodes[2]
+    fork_point = branch_b.fork_point or 0
     return DemoRun(
-        ids={key: ids[key] for key in ("main_id", "branch_a_id", "branch_b_id")},
-        tree_markdown=tree_markdown(nodes, names, resumed_id=branch_b_id),
-        export_markdown=export_markdown,
-        files=[written_file(store.path_of(node.session_id)) for node in nodes],
+        ids={"main_id": main_id, "branch_a_id": branch_a_id, "branch_b_id": branch_b_id},
+        tree_markdown=tree_markdown(nodes, names, resumed_id=branch_b_id,
+                                    steps=steps_markdown(ids, history, fork_point)),
+        export_markdown=ids["export_md"],
+        preview_markdown=preview_markdown(ids["export_md"], fork_point, history.get(branch_b_id, ((0, 0),)),
+                                          "主会话"),
+        files=files,
         markdown_download=markdown_download,
         html_download=html_download,
         elapsed_ms=round((time.perf_counter() - started) * 1000),
     )
 
 
+def downloads_root() -> str:
+    """默认的下载根目录；连临时目录都建不了时，算在下载目录（系统临时目录）头上。"""
+    with blame(DOWNLOADS_FOLDER, tempfile.gettempdir()):
+        return private_export_root()
+
+
+# ---------------------------------------------------------------- 出错时：一句中文
+
+def os_error_text(error: OSError) -> str:
+    """OSError -> 中文原因；不认识的 errno 只报编号（strerror 是英文，不用）。"""
+    if error.errno in OS_ERROR_TEXT:
+        return OS_ERROR_TEXT[error.errno]
+    return f"系统错误（errno {error.errno}）" if error.errno else f"系统错误（{type(error).__name__}）"
+
+
+FOLDER_ADVICE = MappingProxyType({
+    SESSIONS_FOLDER: "请换一个可写的目录（启动参数 `--sessions-dir`）。",
+    DOWNLOADS_FOLDER: "会话已经存好；只是导出文件没能写进服务器的临时目录，请检查临时目录所在磁盘（环境变量 TMPDIR）。",
+})
+
+
 def explain_error(error: BaseException, sessions_dir: str) -> str:
-    """异常 -> 给同学看的一句中文提示（不含堆栈）。"""
-    where = f"无法写入会话目录 {inline_code(str(sessions_dir))}"
-    if isinstance(error, PermissionError):
-        return f"⚠️ {where}：权限不足。请换一个可写的目录（`--sessions-dir`）。"
-    if isinstance(error, (NotADirectoryError, FileExistsError)):
-        return f"⚠️ {where}：路径上有一个同名的普通文件，不是文件夹。"
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-        return f"⚠️ {where}：磁盘空间不足。"
-    if isinstance(error, OSError) and error.errno == errno.EROFS:
-        return f"⚠️ {where}：这是一个只读文件系统。"
-    if isinstance(error, OSError):
-        return f"⚠️ {where}：{error.strerror or type(error).__name__}。"
+    """异常 -> 给同学看的一句中文提示（不含堆栈，不含服务器上的完整路径）。"""
+    if isinstance(error, FolderUnavailable):
+        return (f"⚠️ 无法写入{error.kind} {inline_code(public_name(error.folder))}：{error.reason}。"
+                f"{FOLDER_ADVICE.get(error.kind, '')}")
     if isinstance(error, SessionError):
-        return f"⚠️ 会话数据异常：{shorten(str(error), 200)}"
+        return f"⚠️ 会话数据异常：{shorten(hide_server_paths(str(error), [sessions_dir]), 200)}"
+    if isinstance(error, OSError):
+        return f"⚠️ 服务器读写文件时出错：{os_error_text(error)}。"
     return f"⚠️ 演示运行失败（{type(error).__name__}），详细信息已写入服务器日志。"
 
 
@@ -321,37 +581,37 @@ def run_demo_safely(sessions_dir: str, **options) -> tuple[DemoRun | None, str |
         return None, explain_error(error, sessions_dir)
 
 
-# ---------------------------------------------------------------- 第二个演示：会话 ≠ 代码
+# ---------------------------------------------------------------- 启动检查
 
-DRIFT_PLACEHOLDER = "👆 点击按钮：主会话对着一个临时工作区存档 → 分支 B 重构了代码 → 恢复分支 A 之前先对账。"
-
-
-def drift_markdown(result: dict) -> str:
-    """demo_code_drift 的结果 -> 页面上的说明：存档时记录了什么、恢复时发现了什么。"""
-    saved = result["saved"] or {}
-    recorded = ", ".join(sorted(saved.get("files", {}))) or "（无）"
-    lines = [
-        "#### 🔍 恢复分支 A 之前先对账",
-        f"- 分支 A 存档时记录的代码状态：{saved.get('kind', '无')} 快照，文件摘要 {inline_code(recorded)}",
-        "- 之后分支 B 按“弱引用方案”改写了 `cache_store.py`，还新增了一个测试文件。",
-        "- 现在恢复分支 A，`SessionStore.resume()` 先把快照与工作区对比：",
-        "",
-    ]
-    if result["drift"]:
-        lines += ["⚠️ **代码已经变了**：分支 A 的推理基于旧代码，继续之前先核对这些变化——", "",
-                  fenced("\n".join(result["drift"]), "text")]
-    else:
-        lines.append("✅ 代码与存档时一致，可以放心续跑。")
-    return "\n".join(lines)
+def first_non_folder(folder: str) -> str | None:
+    """从 folder 往上找第一个已存在的路径：是文件夹返回 None，否则返回它（普通文件、失效的链接……）。"""
+    current = os.path.abspath(folder)
+    while not os.path.lexists(current):
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+    return None if os.path.isdir(current) else current
 
 
-def run_drift_demo_safely() -> str:
-    """在一次性的临时目录里跑完“会话 ≠ 代码”演示并删掉它；失败时返回一句中文提示。"""
-    base = tempfile.mkdtemp(prefix="s11_drift_")
+def check_sessions_dir(path: str | os.PathLike) -> str | None:
+    """`python app.py` 启动时调用：会话目录能建、是文件夹、真的写得进去，返回 None；否则返回一句中文说明。
+
+    “写得进去”靠真的建一个临时文件来验证：os.access 对 root 和只读挂载都会说谎。
+    这句话给运行服务器的人看，所以写完整路径。
+    """
+    folder = os.path.abspath(os.fspath(path))
+    advice = "请用 --sessions-dir 换一个可写的文件夹。"
+    blocker = first_non_folder(folder)
+    if blocker is not None:
+        what = "一个普通文件" if os.path.isfile(blocker) else "一个不是文件夹的东西（例如失效的符号链接）"
+        where = "它" if blocker == folder else f"路径上的 {blocker} "
+        return f"会话目录 {folder} 不能用：{where}是{what}，不是文件夹。{advice}"
     try:
-        return drift_markdown(demo_code_drift(base))
-    except Exception as error:
-        log.exception("s11 drift demo failed")
-        return f"⚠️ 对账演示运行失败（{type(error).__name__}），详细信息已写入服务器日志。"
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+        os.makedirs(folder, exist_ok=True)
+        handle, probe = tempfile.mkstemp(prefix=".write-check-", dir=folder)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as error:
+        return f"会话目录 {folder} 不能用：{os_error_text(error)}，写不进文件。{advice}"
+    return None
