@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+REPO = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
 
@@ -15,21 +20,29 @@ def test_run_demo_endpoint_returns_tree_preview_files_and_downloads(app_server, 
 
     before = set(Path(sessions_dir).glob("*.json"))
     client = Client(app_server, verbose=False)
-    status, tree, preview, files, markdown_file, html_file = client.predict(api_name="/run_demo")
+    outputs = client.predict(api_name="/run_demo")
+    status, tree, preview, *cards, markdown_file, html_file = outputs
 
     assert status.startswith("✅") and "3 个会话文件" in status
     assert "```mermaid" in tree and "📂 已恢复" in tree
-    assert "会话导出" in preview and "方案 B" in preview
+    assert "会话导出" in preview and "方案 B" in preview and "第 8–9 条" in preview
 
     written = set(Path(sessions_dir).glob("*.json")) - before
-    assert len(written) == 3
-    for path in written:
-        assert path.name in files
-        assert json.loads(path.read_text(encoding="utf-8"))["session_id"] == path.stem
+    assert len(written) == 3 and len(cards) == 3
+    shown_ids = []
+    for card in cards:   # one card per file: the file's name relative to the sessions folder, and its JSON
+        data = json.loads(card.split("```json\n", 1)[1].rsplit("\n```", 1)[0])
+        assert f"`{Path(sessions_dir).name}/{data['session_id']}.json`" in card
+        shown_ids.append(data["session_id"])
+    assert sorted(shown_ids) == sorted(path.stem for path in written)
+    assert "| `revision` | 1 | **2** |" in cards[2]
+    for text in (status, tree, preview, *cards):
+        assert str(sessions_dir) not in text   # no server paths on the page
 
-    assert Path(markdown_file).read_text(encoding="utf-8").strip() == preview.strip()
-    if html_file is not None:
-        assert "方案 B" in Path(html_file).read_text(encoding="utf-8")
+    markdown = Path(markdown_file).read_text(encoding="utf-8")
+    assert markdown.startswith("# 🗂️ 会话导出") and "## 🟧" not in markdown   # the chapter's format
+    assert all(line in preview for line in markdown.splitlines() if line)
+    assert "方案 B" in Path(html_file).read_text(encoding="utf-8")
 
 
 def test_api_lists_run_demo_under_its_stable_name(app_server):
@@ -82,3 +95,29 @@ def test_every_section_module_exposes_build():
     assert app.SECTIONS[0] == ("8.11 会话持久化与多分支", "s11_tab")
     for _label, module_name in app.SECTIONS:
         assert callable(importlib.import_module(module_name).build)
+
+
+def run_app(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "app.py"), *args], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "GRADIO_SERVER_PORT": "7860"})
+
+
+def test_app_refuses_to_start_when_the_sessions_folder_is_a_file(tmp_path):
+    blocker = tmp_path / "gradio_sessions"
+    blocker.write_text("x", encoding="utf-8")
+    result = run_app("--sessions-dir", str(blocker))
+    assert result.returncode == 2
+    assert "会话目录" in result.stderr and "是一个普通文件，不是文件夹" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "正在加载 Gradio" not in result.stdout   # refused before the slow import
+
+
+def test_app_refuses_to_start_when_the_sessions_folder_is_under_a_file(tmp_path, capsys):
+    import app
+
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("x", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        app.main(["--sessions-dir", str(blocker / "sessions")])
+    assert exit_info.value.code == 2
+    assert f"路径上的 {blocker} 是一个普通文件" in capsys.readouterr().err
