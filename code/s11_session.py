@@ -8,70 +8,92 @@
                                                         ├── 0994dd416b46.json
                                                         ├── .lock               写入时的互斥锁
                                                         └── .trash/             delete() 的回收站
+                                                            └── <id>.<纳秒>.json
 
 关键洞察：一个节点就是一份完整的消息历史——分叉时复制父节点的前 k 条消息，
 所以删掉任何节点都不会让别的分支丢失历史，而“存档”只需要一次原子替换。
 
-文件格式（version 2，仍是第 8.11 节打印代码能读的 JSON：它只取自己认识的键）::
+这个文件按章节的顺序读：SessionNode、SessionStore（save / create_session / load / list_sessions / fork /
+export_markdown / delete，其后是章节之外的 restore / empty_trash / 会话树 / check / resume），
+然后是每条工程建议对应的一个小函数（ID 检查、消息检查、迁移表、修订号核对、编码），最后是演示和命令行。
+怎样把字节安全地写上磁盘、读回来（原子写入、目录锁、只读普通文件）在 s11_storage；
+脱敏表在 s11_redact；代码快照在 s11_workspace；Markdown / HTML 渲染在 s11_export。
 
-    {"version": 2, "session_id": "0994dd416b46", "title": "...", "parent_id": "5d38f60f4c00",
+文件格式（version 3，仍是第 8.11 节打印代码能读的 JSON：它只取自己认识的键）::
+
+    {"version": 3, "revision": 3, "session_id": "0994dd416b46", "title": "...", "parent_id": "5d38f60f4c00",
      "messages": [{"role": "user", "content": "..."}], "created_at": "2026-08-25 18:46:40",
-     "fork_point": 5, "workspace": null, "revision": 3, "created_ns": 1787654000123456789}
+     "fork_point": 5, "workspace": null, "source": null, "created_ns": 1787654000123456789}
 
-没有 "version" 的文件是章节原版格式（version 1），读入时经 MIGRATIONS 升级，下次保存写成 version 2；
-version 比本模块新的文件会被拒绝读写（UnsupportedVersion），绝不覆盖。
+没有 "version" 的文件是章节原版格式（version 1），读入时经 MIGRATIONS 一步步升级（2 加修订号与分叉点，
+3 加 source：从哪个 Agent 的记录导入），下次保存写成 version 3；version 比本模块新的文件拒绝读写
+（UnsupportedVersion），绝不覆盖。
 
 保存的保证（durable=True，默认）：
-  * 全有或全无：先写同目录临时文件，flush + fsync，再 os.replace 原子替换，最后 fsync 目录（POSIX）。
-    任何时刻 kill -9，每个文件要么是上一次完整保存的内容，要么是这一次的；出错时临时文件会被删掉，
-    只有进程被杀时才可能留下 ".<id>.json.*.tmp"，check() 会报告它们。
-  * 不丢轮次：节点记住读入时的 revision；若别人在此期间保存过同一会话，save() 抛 ConflictError
-    而不是覆盖对方。“核对修订号 + 改名”在 .lock 文件锁内完成（fcntl，跨线程也跨进程；无 fcntl 的系统只保证
-    线程间）；编码、写临时文件和 fsync 都在锁外，并发保存互不排队。
-  * 坏文件是证据：解析失败的文件原样保留，load() 抛 CorruptSession 并给出文件名，list_sessions() 跳过它并记日志，
-    check() 列出全部问题；save() 不会覆盖坏文件或更新版本的文件。
-  * 删除可恢复：delete() 把文件移进 .trash/，restore() 放回；purge=True 才真正删除。
+  * 全有或全无：先写同目录临时文件并 fsync，再 os.replace 原子替换，最后 fsync 目录。任何时刻 kill -9，
+    每个文件要么是上一次完整保存的内容，要么是这一次的；任何一步出错（包括 .lock 打不开）临时文件都会删掉，
+    只有进程被杀时才可能留下 ".<id>.json.*.tmp"，check() 只报告没有写入者锁着、又放了一会儿的那些。
+  * 不丢轮次：节点记住读入时的 revision；若别人在此期间保存过同一会话，save() 抛 ConflictError 而不是覆盖。
+    核对在 .lock 文件锁内、读磁盘上的文件本身（不信任 inode / 大小 / 修改时间）：字节与本实例上次读到或写下的
+    完全相同（sha256）时直接用已知的修订号，否则完整解析一遍。编码、写临时文件和 fsync 都在锁外。
+  * 读回来的就是存进去的：半个 emoji（孤立代理项）写成 \\udXXX 转义，读回原样；嵌套超过 MAX_NESTING 层的
+    内容在保存时拒绝（InvalidMessage，写明会话和第几条消息），因为它在较深的调用栈里会读不回来。
+  * 坏文件是证据：解析失败的文件原样保留，load() 抛 CorruptSession 并给出文件名；目录、FIFO、套接字、
+    符号链接、没有权限的文件同样如此（UnreadableSession），从不跟随链接、从不因 FIFO 卡住。
+    list_sessions() / 会话树跳过它们并记日志，check() 逐个列出；save() 不会覆盖读不懂的文件。
+  * 删除可恢复：delete() 把文件移进 .trash/，restore() 放回；purge=True 连同回收站里的旧副本一起删除，
+    empty_trash() 清空回收站。
 
 已知限制（刻意不做）：不做跨机器同步与合并；不压缩、不加密（导出前用 redact 脱敏）；每次保存重写整个文件，
-所以单个会话的保存开销随消息数线性增长（Pi / Claude Code 用只追加的 JSONL 避免这一点）；
-durable=False 只用于基准测试，断电时可能丢失最近的保存。
+所以单个会话的保存开销随消息数线性增长（Pi / Claude Code 用只追加的 JSONL 避免这一点）；list_sessions() 的
+摘要按 (inode, 大小, 修改时间) 缓存，同一时钟刻内被原地改写成同样大小的文件可能短暂显示旧摘要（修订号核对
+不受影响）；两个相邻的孤立代理项（高 + 低）读回来会合成一个字符；durable=False 只用于基准测试。
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import re
+import stat
 import sys
-import tempfile
 import threading
 import time
 import uuid
-from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import s11_export  # Markdown / HTML 渲染（同目录的伴随模块）
+import s11_workspace  # 会话 ≠ 代码：保存时记下工作区，恢复前对账
 from s11_redact import redact  # 导出前脱敏：redact(text) -> str，也可从本模块导入
+from s11_storage import (
+    DirectoryLock,
+    NotRegularFile,
+    PendingWrite,
+    describe_os_error,
+    entry_kind,
+    fsync_dir,
+    is_abandoned_temp,
+    read_regular_file,
+)
 
-__all__ = ["SessionNode", "SessionStore", "demo_tree_branching", "demo_code_drift", "redact", "Problem",
-           "FORMAT_VERSION", "SessionError", "InvalidSessionId", "InvalidMessage", "CorruptSession", "UnsupportedVersion",
-           "ConflictError", "SessionNotFound"]
-
-try:  # POSIX: advisory lock shared by threads and processes
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None
+__all__ = ["SessionNode", "SessionStore", "demo_tree_branching", "demo_code_drift", "redact", "printable",
+           "Problem", "FORMAT_VERSION", "MIGRATIONS", "migrate", "validate_session_id", "validate_messages",
+           "SessionError", "InvalidSessionId", "InvalidMessage", "CorruptSession", "UnreadableSession",
+           "UnsupportedVersion", "ConflictError", "SessionNotFound"]
 
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 3
 ROLE_ICONS = s11_export.ROLE_ICONS   # 角色 → 图标，导出与工作台共用一份
 TRASH_DIR = ".trash"
-LOCK_FILE = ".lock"
-TMP_SUFFIX = ".tmp"
 MAX_ID_LENGTH = 64
+MAX_NESTING = 100          # 一条消息内部最多嵌套几层列表 / 字典（JSON 解析器在深调用栈里会先耗尽递归）
+MAX_TREE_INDENT = 16       # 会话树最多缩进几层；更深的节点标出层数，不再加宽
+MAX_TITLE_SHOWN = 60       # 树状图里一个标题最多显示几个字
 _ID_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_ID_LENGTH}}}")
+_TRASH_NAME = re.compile(rf"([A-Za-z0-9_-]{{1,{MAX_ID_LENGTH}}})\.(\d+)\.json")
 _WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)), *(f"LPT{i}" for i in range(10))}
 
 
@@ -85,11 +107,15 @@ class InvalidSessionId(SessionError):
 
 
 class InvalidMessage(SessionError):
-    """节点内容不合法（messages 不是消息列表、标题不是字符串……）。"""
+    """节点内容不合法（messages 不是消息列表、标题不是字符串、嵌套太深……）。"""
 
 
 class CorruptSession(SessionError):
     """文件存在但读不出来：被截断、不是 JSON、字段类型不对。文件保持原样。"""
+
+
+class UnreadableSession(CorruptSession):
+    """名字像会话文件，却打不开：没有权限，或者是目录、FIFO、套接字、符号链接。原样保留。"""
 
 
 class UnsupportedVersion(SessionError):
@@ -104,34 +130,7 @@ class SessionNotFound(SessionError):
     """要分叉 / 恢复 / 导出的会话不存在（load() 本身按章节约定返回 None）。"""
 
 
-def validate_session_id(session_id: Any) -> str:
-    """在拼任何路径之前检查 ID：'5d38f60f4c00' 通过，'../x'、'a/b'、''、'CON' 抛 InvalidSessionId。"""
-    if not isinstance(session_id, str) or not _ID_PATTERN.fullmatch(session_id):
-        shown = repr(session_id)[:80]
-        raise InvalidSessionId(f"非法会话 ID {shown}：只允许 1–{MAX_ID_LENGTH} 个字母、数字、- 或 _")
-    if session_id.upper() in _WINDOWS_RESERVED:
-        raise InvalidSessionId(f"非法会话 ID {session_id!r}：这是 Windows 保留的设备名")
-    return session_id
-
-
-def validate_messages(messages: Any, where: str = "") -> None:
-    """messages 必须是 [{"role": 非空字符串, "content": 字符串 | 内容块列表 | None}, ...]。"""
-    if not isinstance(messages, list):
-        raise InvalidMessage(f"{where}messages 必须是列表，收到 {type(messages).__name__}")
-    for i, msg in enumerate(messages):
-        if not isinstance(msg, dict):
-            raise InvalidMessage(f"{where}第 {i + 1} 条消息必须是字典，收到 {type(msg).__name__}")
-        role = msg.get("role")
-        if not isinstance(role, str) or not role.strip():
-            raise InvalidMessage(f"{where}第 {i + 1} 条消息缺少非空字符串 role")
-        if "content" not in msg:
-            raise InvalidMessage(f"{where}第 {i + 1} 条消息缺少 content 键")
-        content = msg["content"]
-        if not (content is None or isinstance(content, str) or
-                (isinstance(content, list) and all(isinstance(b, dict) for b in content))):
-            raise InvalidMessage(f"{where}第 {i + 1} 条消息的 content 必须是字符串、内容块（字典）列表或 null")
-
-
+# ── 1️⃣ 树节点 SessionNode：一条可被分叉的消息历史 ────────────────────────────────────────
 class SessionNode:
     """树状会话节点：一条完整消息历史，可被 fork 分叉出多个子分支"""
 
@@ -182,7 +181,419 @@ def _unique_ns() -> int:
         return _last_ns
 
 
-# ── 版本迁移：旧格式的字典 → 新格式的字典，一步一个函数 ───────────────────────────────
+class Problem(NamedTuple):
+    """check() 报告的一个问题。kind ∈ corrupt / unreadable / newer_version / missing_parent / temp_file / stray_file"""
+    kind: str
+    path: str
+    detail: str
+
+
+class SessionFile(NamedTuple):
+    """读一次会话文件得到的全部：升级后的内容、当时的 lstat、字节的 sha256。"""
+    data: Dict[str, Any]
+    info: os.stat_result
+    digest: bytes
+
+
+# ── 2️⃣ 会话仓库 SessionStore ─────────────────────────────────────────────────────────────────
+class SessionStore:
+    """🗄️ 会话仓库：以 JSON 文件持久化会话树，支持存档/读档/分叉/导出"""
+
+    def __init__(self, storage_dir: str = "sessions", *, workspace: Optional[str] = None,
+                 durable: bool = True):
+        self.storage_dir = _absolute_folder(storage_dir, "会话目录")   # 之后 chdir 也不会换地方
+        self.workspace = _absolute_folder(workspace, "工作区目录") if workspace is not None else None
+        self.durable = durable
+        os.makedirs(self.storage_dir, exist_ok=True)  # 📁 自动创建会话目录
+        self._lock = DirectoryLock(self.storage_dir)
+        self._summary_cache: Dict[str, Tuple[Tuple[int, int, int], Dict[str, Any]]] = {}
+        self._known: Dict[str, Tuple[bytes, int]] = {}   # 路径 → (读到或写下的字节的 sha256, 修订号)
+
+    def _path(self, session_id: str) -> str:
+        return os.path.join(self.storage_dir, validate_session_id(session_id) + ".json")
+
+    path_of = _path
+
+    # ── 章节 API ───────────────────────────────────────────────────────────────
+    def save(self, session: SessionNode) -> None:
+        """💾 存档：把会话节点写回磁盘（原子写入；过期节点抛 ConflictError）"""
+        path = self._path(session.session_id)
+        payload = self._encode(session)                 # 先校验：出错时磁盘上什么都没发生
+        raw = encode_session(payload, session.session_id)
+        with PendingWrite(path, raw, self.durable) as pending:   # 写临时文件 + fsync：慢，放在锁外
+            with self._lock:                                     # 锁内只做：核对修订号 + 原子改名
+                self._check_revision(path, session)
+                pending.commit()
+                info = os.lstat(path)
+        self._remember(path, payload, info, hashlib.sha256(raw).digest())
+        if self.durable:
+            fsync_dir(self.storage_dir)   # 让改名本身也落盘
+        session.revision = payload["revision"]
+
+    def create_session(self, title: str, messages: Optional[List[Dict[str, Any]]] = None) -> str:
+        """🆕 新建根会话并立即存档，返回 session_id"""
+        session = SessionNode(title=title, messages=messages or [])
+        self.save(session)
+        return session.session_id
+
+    def load(self, session_id: str) -> Optional[SessionNode]:
+        """📂 读档：从磁盘恢复指定会话（断点续跑）；不存在返回 None，损坏抛 CorruptSession"""
+        path = self._path(session_id)
+        try:
+            found = read_session_file(path)
+        except FileNotFoundError:
+            return None
+        self._remember(path, found.data, found.info, found.digest)   # 随后的 save() 不必再解析一遍
+        if found.data["session_id"] != session_id:   # 被复制或改名的文件：存回去会写到另一个文件上
+            raise CorruptSession(f"{path}：文件里的 session_id 是 {found.data['session_id']}，与文件名不一致")
+        return SessionNode.from_dict(found.data)
+
+    def list_sessions(self) -> List[Dict[str, Any]]:
+        """📋 返回全部会话摘要（按创建时间倒序；读不了的条目跳过并记日志，用 check() 查看）"""
+        summaries = []
+        for fname in sorted(os.listdir(self.storage_dir)):
+            if not _is_session_name(fname):
+                continue
+            try:
+                summaries.append(self._summary(os.path.join(self.storage_dir, fname)))
+            except FileNotFoundError:
+                continue   # 刚被别的线程删掉
+            except SessionError as exc:
+                log.warning("跳过无法读取的会话文件：%s", exc)
+        summaries.sort(key=lambda s: (s["created_at"], s["created_ns"], s["session_id"]), reverse=True)
+        return summaries
+
+    def fork(self, parent_id: str, new_messages: Optional[List[Dict[str, Any]]] = None, *,
+             at: Optional[int] = None, title: Optional[str] = None) -> SessionNode:
+        """🌿 分叉：继承父会话前 at 条（默认全部）历史并追加新消息，生成指向父节点的子分支"""
+        parent = self.load(parent_id)
+        if parent is None:
+            raise SessionNotFound(f"❌ 未找到父会话: {parent_id}，无法分叉！")
+        keep = len(parent.messages) if at is None else at
+        if isinstance(keep, bool) or not isinstance(keep, int) or not 0 <= keep <= len(parent.messages):
+            raise SessionError(f"分叉位置 at={at!r} 无效：会话 {parent_id} 只有 {len(parent.messages)} 条消息")
+        child = SessionNode(title=title or f"{parent.title} · 分支", parent_id=parent.session_id,
+                            messages=list(parent.messages[:keep]) + list(new_messages or []),
+                            fork_point=keep)
+        self.save(child)   # 新 ID、修订 0：分叉永远不会冲突
+        return child
+
+    def export_markdown(self, session_id: str, *, redact: bool = True) -> str:
+        """📤 把该会话 messages 渲染成可读 Markdown 文本（默认先脱敏；存储的会话不变）"""
+        session = self.load(session_id)
+        if session is None:
+            return f"(未找到会话: {session_id})"
+        return s11_export.render_markdown(session.to_dict(), self.lineage(session_id), redact=redact)
+
+    def delete(self, session_id: str, *, purge: bool = False) -> bool:
+        """🗑️ 删除指定会话：默认移进 .trash/（可 restore）；purge=True 连同回收站里的旧副本一起真正删除。
+        子分支不受影响。返回是否删掉了什么。"""
+        path = self._path(session_id)
+        with self._lock:
+            removed = self._remove_live_file(path, session_id, purge)
+            if purge:
+                removed = self._remove_from_trash(session_id) > 0 or removed
+            if removed and self.durable:
+                fsync_dir(self.storage_dir)
+        self._forget(path)
+        return removed
+
+    # ── 章节之外：回收站、会话树、体检、对账 ────────────────────────────────────────────
+    def export_html(self, session_id: str, *, redact: bool = True) -> str:
+        """📤 导出成单个离线 HTML 页面（内联 CSS、无脚本、无外链）"""
+        session = self.load(session_id)
+        if session is None:
+            raise SessionNotFound(f"未找到会话: {session_id}")
+        return s11_export.render_html(session.to_dict(), self.lineage(session_id), redact=redact)
+
+    def restore(self, session_id: str) -> bool:
+        """♻️ 从回收站放回最近一次删除的版本；同名会话还在时拒绝（ConflictError），绝不覆盖。"""
+        path = self._path(session_id)
+        trash = self._trash_dir()
+        with self._lock:
+            copies = self._trash_copies(session_id)
+            if not copies:
+                return False
+            if os.path.lexists(path):
+                raise ConflictError(f"会话 {session_id} 已存在，不能用回收站里的版本覆盖它")
+            os.replace(os.path.join(trash, copies[-1]), path)
+            if self.durable:
+                fsync_dir(self.storage_dir)   # 新名字落盘……
+                fsync_dir(trash)              # ……旧名字的消失也落盘
+        return True
+
+    def empty_trash(self) -> int:
+        """🧹 清空回收站：被删会话的每一份副本都真正删除。返回删掉了几个文件。"""
+        with self._lock:
+            removed = sum(self._remove_from_trash(session_id) for session_id in self._trashed_ids())
+            if removed and self.durable:
+                fsync_dir(self._trash_dir())
+        return removed
+
+    def children(self, session_id: str) -> List[Dict[str, Any]]:
+        """直接子分支的摘要，按创建先后排序。"""
+        validate_session_id(session_id)
+        kids = [s for s in self.list_sessions() if s["parent_id"] == session_id]
+        return kids[::-1]
+
+    def lineage(self, session_id: str) -> List[Dict[str, Any]]:
+        """从根到该节点的摘要链。沿 parent_id 逐个读文件（不扫描整个目录，深度多少就读多少个）；
+        祖先已删除或读不了时，从能找到的最上层开始。"""
+        chain: List[Dict[str, Any]] = []
+        seen: set = set()
+        current: Optional[str] = validate_session_id(session_id)
+        while current and current not in seen:   # seen 挡住人为改坏的环
+            seen.add(current)
+            try:
+                chain.append(self._summary(self._path(current)))
+            except FileNotFoundError:
+                break
+            except SessionError as exc:
+                if not chain:
+                    raise
+                log.warning("会话 %s 的祖先无法读取，路径从这里截断：%s", session_id, exc)
+                break
+            current = chain[-1]["parent_id"]
+        return chain[::-1]
+
+    def render_tree(self, root_id: Optional[str] = None) -> str:
+        """整棵会话树（或以 root_id 为根的子树）的文字图：ID、标题、消息数、每个分支新增了什么。
+        标题经 printable() 处理，缩进最多 MAX_TREE_INDENT 层：每个节点一行，几百个字以内。"""
+        index = {s["session_id"]: s for s in self.list_sessions()}
+        in_order = sorted(index.values(), key=lambda s: (s["created_at"], s["created_ns"], s["session_id"]))
+        kids: Dict[Optional[str], List[Dict[str, Any]]] = {}
+        for s in in_order:
+            parent = s["parent_id"] if s["parent_id"] in index else None   # 父节点已删除：自成一棵树
+            kids.setdefault(parent, []).append(s)
+        if root_id is not None:
+            if validate_session_id(root_id) not in index:
+                raise SessionNotFound(f"未找到会话: {root_id}")
+            roots = [index[root_id]]
+        else:   # 人为改坏的 parent_id 环里没有根：环上的节点排在最后，各自补作起点
+            roots = kids.get(None, []) + in_order
+        lines: List[str] = []
+        seen: set = set()
+        for root in roots:
+            if root["session_id"] not in seen:
+                _render_subtree(root, kids, seen, lines)
+        return "\n".join(lines) if lines else "（还没有会话）"
+
+    def check(self) -> List[Problem]:
+        """列出仓库里的全部问题：坏文件、读不了的条目（含悬空链接）、更新版本的文件、父节点不在的分支、
+        真正残留的临时文件。扫描途中消失的文件不算问题；正在写的临时文件不算残留。从不修改任何文件。"""
+        problems, parents = [], {}
+        for fname in sorted(os.listdir(self.storage_dir)):
+            path = os.path.join(self.storage_dir, fname)
+            if fname.endswith(".tmp"):
+                problems += _check_temp(path)
+            elif _is_session_name(fname):
+                summary = self._check_entry(path, fname, problems)
+                if summary is not None:
+                    parents[summary["session_id"]] = summary["parent_id"]
+        for sid, parent in sorted(parents.items()):
+            if parent and parent not in parents:
+                problems.append(Problem("missing_parent", self._path(sid),
+                                        f"会话 {sid} 的父会话 {parent} 不在仓库中（可能已删除，历史仍完整保留在本文件）"))
+        return problems
+
+    def resume(self, session_id: str, workspace: Optional[str] = None) -> Tuple[SessionNode, List[str]]:
+        """读档并与工作区对账：返回 (节点, 差异说明)。只对比调用方选定的目录（参数 workspace，
+        或 SessionStore(workspace=...)），从不去快照会话文件里写着的目录——文件可能来自别人。
+        会话没有快照时差异为空列表；有快照但没选目录时，差异里写明没有对账。"""
+        node = self.load(session_id)
+        if node is None:
+            raise SessionNotFound(f"未找到会话: {session_id}")
+        if not node.workspace:
+            return node, []
+        folder = workspace if workspace is not None else self.workspace
+        if folder is None:
+            return node, ["未指定工作区目录，没有与存档时的代码对账（用 SessionStore(workspace=...) "
+                          "或 resume(..., workspace=...) 指定）"]
+        folder = _absolute_folder(folder, "工作区目录")
+        return node, s11_workspace.drift(node.workspace, folder, exclude=[self.storage_dir])
+
+    # ── 内部：编码、修订号核对、摘要缓存、回收站 ───────────────────────────────────────────
+    def _encode(self, session: SessionNode) -> Dict[str, Any]:
+        """校验节点并拼出要写的字典：version 与 revision 放在最前面，打开文件第一眼就能看到。"""
+        validate_session_id(session.session_id)
+        if session.parent_id is not None:
+            validate_session_id(session.parent_id)
+        if not isinstance(session.title, str):
+            raise InvalidMessage(f"会话 {session.session_id} 的 title 必须是字符串")
+        where = f"会话 {session.session_id}："
+        validate_messages(session.messages, where)
+        check_nesting(session.messages, where)
+        if session.source is not None and not isinstance(session.source, dict):
+            raise InvalidMessage(f"{where}source 必须是字典或 None")
+        if self.workspace is not None:
+            session.workspace = s11_workspace.snapshot(self.workspace, exclude=[self.storage_dir])
+        return {"version": FORMAT_VERSION, "revision": session.revision + 1, **session.to_dict(),
+                "created_ns": session.created_ns}
+
+    def _check_revision(self, path: str, session: SessionNode) -> None:
+        """锁内：磁盘上这份文件现在的修订号必须等于节点读入时的修订号，否则 ConflictError。
+
+        读的是文件本身，不是 (inode, 大小, 修改时间) 缓存——ext4 会复用 inode，粗粒度时钟下两次同样大小的
+        保存看起来一模一样。字节与本实例上次读到或写下的完全相同（sha256）时，修订号就是当时那个；
+        否则完整解析（坏文件、新版本文件在这里抛错，所以绝不会被覆盖）。"""
+        try:
+            raw, _ = read_regular_file(path)
+        except FileNotFoundError:
+            on_disk = 0
+        except OSError as exc:
+            raise _unreadable(path, exc) from None
+        else:
+            digest = hashlib.sha256(raw).digest()
+            known = self._known.get(path)
+            if known is not None and known[0] == digest:
+                on_disk = known[1]
+            else:
+                data = decode_session(raw, path)
+                self._known[path] = (digest, data["revision"])
+                on_disk = data["revision"]
+        if on_disk != session.revision:
+            raise ConflictError(
+                f"会话 {session.session_id} 在你读入（修订 {session.revision}）之后已被保存为修订 "
+                f"{on_disk}；请重新 load() 后再追加，否则会抹掉别人的消息")
+
+    def _summary(self, path: str) -> Dict[str, Any]:
+        """一个文件的摘要；按 (inode, 大小, 修改时间) 缓存，目录很大时 list 不必每次重新解析。"""
+        try:
+            key = _stat_key(os.lstat(path))
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise _unreadable(path, exc) from None
+        cached = self._summary_cache.get(path)
+        if cached and cached[0] == key:
+            return dict(cached[1])
+        found = read_session_file(path)
+        return dict(self._remember(path, found.data, found.info, found.digest))
+
+    def _remember(self, path: str, data: Dict[str, Any], info: os.stat_result, digest: bytes) -> Dict[str, Any]:
+        messages = data.get("messages", [])
+        summary = {"session_id": data["session_id"], "title": data.get("title", "未命名会话"),
+                   "parent_id": data.get("parent_id"), "message_count": len(messages),
+                   "created_at": data.get("created_at") or "", "fork_point": data.get("fork_point"),
+                   "revision": data.get("revision", 0), "created_ns": data.get("created_ns", 0),
+                   "first_added": _first_added(messages, data.get("fork_point"))}
+        self._summary_cache[path] = (_stat_key(info), summary)
+        self._known[path] = (digest, summary["revision"])
+        return summary
+
+    def _forget(self, path: str) -> None:
+        self._summary_cache.pop(path, None)
+        self._known.pop(path, None)
+
+    def _check_entry(self, path: str, fname: str, problems: List[Problem]) -> Optional[Dict[str, Any]]:
+        """check() 的一个 *.json 条目：读得了返回摘要，读不了往 problems 里记一条（消失了什么都不记）。"""
+        try:
+            summary = self._summary(path)
+        except FileNotFoundError:
+            return None   # 扫描途中被删掉：不是问题
+        except UnsupportedVersion as exc:
+            problems.append(Problem("newer_version", path, str(exc)))
+            return None
+        except UnreadableSession as exc:
+            problems.append(Problem("unreadable", path, str(exc)))
+            return None
+        except SessionError as exc:
+            problems.append(Problem("corrupt", path, str(exc)))
+            return None
+        if fname != summary["session_id"] + ".json":
+            problems.append(Problem("stray_file", path, f"文件名与其中的 session_id {summary['session_id']} 不一致"))
+        return summary
+
+    def _remove_live_file(self, path: str, session_id: str, purge: bool) -> bool:
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISREG(mode):
+            raise UnreadableSession(f"{path} 不是会话文件（{entry_kind(path)}），仓库不删除它，请手动处理")
+        if purge:
+            os.remove(path)
+        else:
+            trash = self._trash_dir()
+            os.makedirs(trash, exist_ok=True)
+            os.replace(path, os.path.join(trash, f"{session_id}.{time.time_ns()}.json"))
+        return True
+
+    def _trash_dir(self) -> str:
+        return os.path.join(self.storage_dir, TRASH_DIR)
+
+    def _trash_names(self) -> List[str]:
+        try:
+            return sorted(os.listdir(self._trash_dir()))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def _trash_copies(self, session_id: str) -> List[str]:
+        """回收站里这个会话的全部副本，旧的在前：'<id>.<删除时的纳秒>.json'。"""
+        found = [(int(m.group(2)), name) for name in self._trash_names()
+                 if (m := _TRASH_NAME.fullmatch(name)) and m.group(1) == session_id]
+        return [name for _, name in sorted(found)]
+
+    def _trashed_ids(self) -> List[str]:
+        return sorted({m.group(1) for name in self._trash_names() if (m := _TRASH_NAME.fullmatch(name))})
+
+    def _remove_from_trash(self, session_id: str) -> int:
+        removed = 0
+        for name in self._trash_copies(session_id):
+            try:
+                os.remove(os.path.join(self._trash_dir(), name))
+                removed += 1
+            except FileNotFoundError:
+                pass
+        return removed
+
+
+# ── 3️⃣ 每条工程建议一个小函数 ────────────────────────────────────────────────────────────────
+# 📛 ID 检查：ID 会变成文件名，所以在拼任何路径之前先检查
+def validate_session_id(session_id: Any) -> str:
+    """在拼任何路径之前检查 ID：'5d38f60f4c00' 通过，'../x'、'a/b'、''、'CON' 抛 InvalidSessionId。"""
+    if not isinstance(session_id, str) or not _ID_PATTERN.fullmatch(session_id):
+        shown = printable(repr(session_id)[:80])
+        raise InvalidSessionId(f"非法会话 ID {shown}：只允许 1–{MAX_ID_LENGTH} 个字母、数字、- 或 _")
+    if session_id.upper() in _WINDOWS_RESERVED:
+        raise InvalidSessionId(f"非法会话 ID {session_id!r}：这是 Windows 保留的设备名")
+    return session_id
+
+
+# ✉️ 消息检查：存进去的必须能原样读回来
+def validate_messages(messages: Any, where: str = "") -> None:
+    """messages 必须是 [{"role": 非空字符串, "content": 字符串 | 内容块列表 | None}, ...]。"""
+    if not isinstance(messages, list):
+        raise InvalidMessage(f"{where}messages 必须是列表，收到 {type(messages).__name__}")
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict):
+            raise InvalidMessage(f"{where}第 {i + 1} 条消息必须是字典，收到 {type(msg).__name__}")
+        role = msg.get("role")
+        if not isinstance(role, str) or not role.strip():
+            raise InvalidMessage(f"{where}第 {i + 1} 条消息缺少非空字符串 role")
+        if "content" not in msg:
+            raise InvalidMessage(f"{where}第 {i + 1} 条消息缺少 content 键")
+        content = msg["content"]
+        if not (content is None or isinstance(content, str) or
+                (isinstance(content, list) and all(isinstance(b, dict) for b in content))):
+            raise InvalidMessage(f"{where}第 {i + 1} 条消息的 content 必须是字符串、内容块（字典）列表或 null")
+
+
+def check_nesting(messages: List[Dict[str, Any]], where: str = "") -> None:
+    """一条消息内部嵌套超过 MAX_NESTING 层就拒绝：这样的文件今天存得下，明天在更深的调用栈里就读不回来。
+
+    {"role": "user", "content": "hi"} 是 1 层；content 是内容块列表时是 3 层（消息 → 列表 → 块）。"""
+    for number, message in enumerate(messages, 1):
+        pending = [(message, 1)]
+        while pending:   # 显式栈：检查本身也不能递归
+            value, depth = pending.pop()
+            if depth > MAX_NESTING:
+                raise InvalidMessage(f"{where}第 {number} 条消息嵌套超过 {MAX_NESTING} 层，存下来会读不回来")
+            children = value.values() if isinstance(value, dict) else value
+            pending.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+
+
+# 🔢 版本迁移：旧格式的字典 → 新格式的字典，一步一个函数
 def _v1_to_v2(data: Dict[str, Any]) -> Dict[str, Any]:
     """章节原版文件没有 version / revision / fork_point：补上默认值。"""
     return {**data, "version": 2, "revision": data.get("revision", 0),
@@ -201,7 +612,7 @@ def migrate(data: Dict[str, Any], source: str = "") -> Dict[str, Any]:
     """把任意旧版本的字典升级到 FORMAT_VERSION；更新的版本抛 UnsupportedVersion。"""
     version = data.get("version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise CorruptSession(f"{source}：version 字段无效 {version!r}")
+        raise CorruptSession(f"{source}：version 字段无效 {printable(repr(version)[:40])}")
     if version > FORMAT_VERSION:
         raise UnsupportedVersion(f"{source} 是 version {version} 的文件，本程序只认识到 version "
                                  f"{FORMAT_VERSION}；请升级程序，文件保持原样")
@@ -236,401 +647,176 @@ def _check_fields(data: Any, path: str) -> None:
         raise CorruptSession(f"{path}：字段类型或取值不对：{', '.join(bad)}")
 
 
-def _stat_key(st: os.stat_result) -> Tuple[int, int, int]:
-    """(inode, 大小, 修改时间)：原子替换会换 inode，所以它一变就说明文件被重新保存过。"""
-    return st.st_ino, st.st_size, st.st_mtime_ns
+# 📦 编码与解码：字节 ⇄ 字典
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _read_file(path: str) -> Tuple[Dict[str, Any], Tuple[int, int, int]]:
-    """读一个会话文件并升级到当前版本，连同读到的那一版的 _stat_key；坏文件抛 CorruptSession（文件不动）。"""
+def encode_session(payload: Dict[str, Any], session_id: str) -> bytes:
+    """字典 → UTF-8 字节。孤立代理项（半个 emoji，真实记录里见过）写成 \\udXXX 转义：
+
+    {"t": "cut \\ud83d"} -> b'{\\n  "t": "cut \\\\ud83d"\\n}'   读回来仍是 "cut \\ud83d"。"""
     try:
-        with open(path, "rb") as f:
-            key = _stat_key(os.fstat(f.fileno()))
-            raw = f.read()
+        text = json.dumps(payload, ensure_ascii=False, indent=2)
+    except (TypeError, ValueError):
+        number = _first_unencodable(payload.get("messages", []))
+        where = f"第 {number} 条消息" if number else "标题、工作区或 source"
+        raise InvalidMessage(f"会话 {session_id} 的{where}含有无法存成 JSON 的值") from None
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:   # JSON 的结构字符都是 ASCII，代理项只可能在字符串里：原地换成转义
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
+def _first_unencodable(messages: List[Any]) -> int:
+    for number, message in enumerate(messages, 1):
+        try:
+            json.dumps(message)
+        except (TypeError, ValueError):
+            return number
+    return 0
+
+
+def decode_session(raw: bytes, path: str) -> Dict[str, Any]:
+    """UTF-8 字节 → 升级到当前版本、字段检查过的字典；读不懂一律 CorruptSession（文件不动）。"""
+    try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptSession(f"会话文件已损坏（可能写入被中断）：{path}：{exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CorruptSession(f"会话文件已损坏：{path}：第 {exc.start + 1} 个字节起不是 UTF-8 文本") from None
+    except json.JSONDecodeError as exc:
+        raise CorruptSession(f"会话文件已损坏（可能写入被中断）：{path}：第 {exc.lineno} 行第 {exc.colno} 列"
+                             f"无法按 JSON 解析") from None
+    except RecursionError:
+        raise CorruptSession(f"会话文件已损坏：{path}：嵌套层数太深，无法解析") from None
+    except ValueError:   # 比如上万位的整数
+        raise CorruptSession(f"会话文件已损坏：{path}：含有无法解析的数值") from None
     if isinstance(data, dict):
         data = migrate(data, path)
     _check_fields(data, path)
-    return data, key
+    return data
 
 
-def _fsync_dir(folder: str) -> None:
-    """让 rename 本身也落盘；Windows 等不支持打开目录的系统直接跳过。"""
+def read_session_file(path: str) -> SessionFile:
+    """读一个会话文件（只读普通文件，见 s11_storage.read_regular_file）；不存在抛 FileNotFoundError。"""
     try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def write_temp(path: str, data: bytes, durable: bool = True) -> str:
-    """第一步：把全部内容写进同目录的临时文件并 fsync，返回它的名字。此时 path 还完全没动。"""
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=TMP_SUFFIX,
-                               dir=os.path.dirname(path) or ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            if durable:
-                os.fsync(f.fileno())   # 先让数据落盘，再让名字指向它：否则断电后可能得到空文件
-    except BaseException:
-        _discard(tmp)
-        raise
-    return tmp
-
-
-def commit_temp(tmp: str, path: str, durable: bool = True) -> None:
-    """第二步：os.replace 是原子的——读者要么看到旧文件，要么看到新文件，不会看到半个。"""
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        _discard(tmp)
-        raise
-    if durable:
-        _fsync_dir(os.path.dirname(path) or ".")   # 让改名本身也落盘
-
-
-def _discard(tmp: str) -> None:
-    try:
-        os.unlink(tmp)
+        raw, info = read_regular_file(path)
     except FileNotFoundError:
-        pass
+        raise
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+    return SessionFile(decode_session(raw, path), info, hashlib.sha256(raw).digest())
 
 
-class Problem(NamedTuple):
-    """check() 报告的一个问题。kind ∈ corrupt / newer_version / missing_parent / temp_file / stray_file"""
-    kind: str
-    path: str
-    detail: str
+def _unreadable(path: str, exc: OSError) -> UnreadableSession:
+    if isinstance(exc, NotRegularFile):
+        return UnreadableSession(f"{path} 不是会话文件：它是{exc.kind}；仓库不打开、不覆盖它，请手动处理")
+    return UnreadableSession(f"无法读取会话文件 {describe_os_error(exc)}")
 
 
-_dir_locks: Dict[str, threading.Lock] = {}
-_dir_locks_guard = threading.Lock()
+# 🖨️ 给终端看的文字：控制字符、转义序列、换行、双向文字控制符一律显示成可见的转义
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNPRINTABLE_KEEP_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e"
+                                     "\u2066-\u2069\ud800-\udfff]")
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
-class SessionStore:
-    """🗄️ 会话仓库：以 JSON 文件持久化会话树，支持存档/读档/分叉/导出"""
+def printable(text: Any, *, keep_newlines: bool = False) -> str:
+    """命令行打印会话里的任何文字都先过这里：标题里的换行伪造不了树的行，ESC 序列清不了屏，
+    U+202E 翻转不了后面的字。keep_newlines=True 保留换行和制表符（导出的 Markdown 用）。
 
-    def __init__(self, storage_dir: str = "sessions", *, workspace: Optional[str] = None,
-                 durable: bool = True):
-        self.storage_dir = os.fspath(storage_dir)
-        self.workspace = os.fspath(workspace) if workspace is not None else None
-        self.durable = durable
-        os.makedirs(self.storage_dir, exist_ok=True)  # 📁 自动创建会话目录
-        key = os.path.realpath(self.storage_dir)
-        with _dir_locks_guard:   # 同一目录的所有 SessionStore 实例共用一把线程锁
-            self._thread_lock = _dir_locks.setdefault(key, threading.Lock())
-        self._summary_cache: Dict[str, Tuple[Tuple[int, int, int], Dict[str, Any]]] = {}
-
-    # ── 路径与锁 ────────────────────────────────────────────────────────────────
-    def _path(self, session_id: str) -> str:
-        return os.path.join(self.storage_dir, validate_session_id(session_id) + ".json")
-
-    path_of = _path
-
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        """目录级写锁：线程锁挡住本进程的其他线程，flock 挡住其他进程。"""
-        with self._thread_lock:
-            if fcntl is None:
-                yield
-                return
-            with open(os.path.join(self.storage_dir, LOCK_FILE), "a+b") as lock_file:
-                fcntl.flock(lock_file.fileno(), fcntl.LOCK_EX)
-                try:
-                    yield
-                finally:
-                    fcntl.flock(lock_file.fileno(), fcntl.LOCK_UN)
-
-    def _current_revision(self, path: str) -> int:
-        """磁盘上这份文件的修订号；文件不存在为 0。坏文件/新版本文件在这里就抛错，保证不会被覆盖。"""
-        if not os.path.exists(path):
-            return 0
-        return self._summary(path)["revision"]
-
-    # ── 章节 API ───────────────────────────────────────────────────────────────
-    def save(self, session: SessionNode) -> None:
-        """💾 存档：把会话节点写回磁盘（原子写入；过期节点抛 ConflictError）"""
-        path = self._path(session.session_id)
-        payload = self._encode(session)  # 先校验：出错时磁盘上什么都没发生
-        payload["revision"] = session.revision + 1
-        try:
-            raw = json.dumps(payload, ensure_ascii=False, indent=2).encode("utf-8")
-        except (TypeError, ValueError) as exc:
-            raise InvalidMessage(f"会话 {session.session_id} 含有无法存成 JSON 的内容：{exc}") from None
-        tmp = write_temp(path, raw, self.durable)   # 慢的部分（写盘 + fsync）在锁外，并发点击互不排队
-        with self._locked():                          # 锁内只做：核对修订号 + 原子改名
-            try:
-                on_disk = self._current_revision(path)
-                if on_disk != session.revision:
-                    raise ConflictError(
-                        f"会话 {session.session_id} 在你读入（修订 {session.revision}）之后已被保存为修订 "
-                        f"{on_disk}；请重新 load() 后再追加，否则会抹掉别人的消息")
-            except BaseException:
-                _discard(tmp)
-                raise
-            commit_temp(tmp, path, durable=False)
-            self._remember(path, payload)   # 下次保存不必重新解析自己刚写的文件
-        if self.durable:
-            _fsync_dir(self.storage_dir)
-        session.revision = payload["revision"]
-
-    def _encode(self, session: SessionNode) -> Dict[str, Any]:
-        validate_session_id(session.session_id)
-        if session.parent_id is not None:
-            validate_session_id(session.parent_id)
-        if not isinstance(session.title, str):
-            raise InvalidMessage(f"会话 {session.session_id} 的 title 必须是字符串")
-        validate_messages(session.messages, f"会话 {session.session_id}：")
-        if self.workspace is not None:
-            session.workspace = _workspace_snapshot(self.workspace, exclude=[self.storage_dir])
-        return {"version": FORMAT_VERSION, **session.to_dict(), "created_ns": session.created_ns}
-
-    def create_session(self, title: str, messages: Optional[List[Dict[str, Any]]] = None) -> str:
-        """🆕 新建根会话并立即存档，返回 session_id"""
-        session = SessionNode(title=title, messages=messages or [])
-        self.save(session)
-        return session.session_id
-
-    def load(self, session_id: str) -> Optional[SessionNode]:
-        """📂 读档：从磁盘恢复指定会话（断点续跑）；不存在返回 None，损坏抛 CorruptSession"""
-        path = self._path(session_id)
-        try:
-            data, key = _read_file(path)
-        except FileNotFoundError:
-            return None
-        self._remember(path, data, key)   # 随后的 save() 核对修订号时不必再读一遍
-        if data["session_id"] != session_id:   # 被复制或改名的文件：存回去会写到另一个文件上
-            raise CorruptSession(f"{path}：文件里的 session_id 是 {data['session_id']}，与文件名不一致")
-        return SessionNode.from_dict(data)
-
-    def list_sessions(self) -> List[Dict[str, Any]]:
-        """📋 返回全部会话摘要（按创建时间倒序；坏文件跳过并记日志，用 check() 查看）"""
-        summaries = []
-        for fname in sorted(os.listdir(self.storage_dir)):
-            if not fname.endswith(".json") or fname.startswith("."):
-                continue
-            try:
-                summaries.append(self._summary(os.path.join(self.storage_dir, fname)))
-            except FileNotFoundError:
-                continue   # 刚被别的线程删掉
-            except SessionError as exc:
-                log.warning("跳过无法读取的会话文件：%s", exc)
-        summaries.sort(key=lambda s: (s["created_at"], s["created_ns"], s["session_id"]), reverse=True)
-        return summaries
-
-    def _summary(self, path: str) -> Dict[str, Any]:
-        """一个文件的摘要；按 (inode, 大小, 修改时间) 缓存，目录很大时 list 不必每次重新解析。"""
-        cached = self._summary_cache.get(path)
-        if cached and cached[0] == _stat_key(os.stat(path)):
-            return dict(cached[1])
-        return dict(self._remember(path, *_read_file(path)))
-
-    def _remember(self, path: str, data: Dict[str, Any], key=None) -> Dict[str, Any]:
-        if key is None:
-            key = _stat_key(os.stat(path))
-        messages = data.get("messages", [])
-        summary = {"session_id": data["session_id"], "title": data.get("title", "未命名会话"),
-                   "parent_id": data.get("parent_id"), "message_count": len(messages),
-                   "created_at": data.get("created_at") or "", "fork_point": data.get("fork_point"),
-                   "revision": data.get("revision", 0), "created_ns": data.get("created_ns", 0),
-                   "first_added": _first_added(messages, data.get("fork_point"))}
-        self._summary_cache[path] = (key, summary)
-        return summary
-
-    def fork(self, parent_id: str, new_messages: Optional[List[Dict[str, Any]]] = None, *,
-             at: Optional[int] = None, title: Optional[str] = None) -> SessionNode:
-        """🌿 分叉：继承父会话前 at 条（默认全部）历史并追加新消息，生成指向父节点的子分支"""
-        parent = self.load(parent_id)
-        if parent is None:
-            raise SessionNotFound(f"❌ 未找到父会话: {parent_id}，无法分叉！")
-        keep = len(parent.messages) if at is None else at
-        if isinstance(keep, bool) or not isinstance(keep, int) or not 0 <= keep <= len(parent.messages):
-            raise SessionError(f"分叉位置 at={at!r} 无效：会话 {parent_id} 只有 {len(parent.messages)} 条消息")
-        child = SessionNode(title=title or f"{parent.title} · 分支", parent_id=parent.session_id,
-                            messages=list(parent.messages[:keep]) + list(new_messages or []),
-                            fork_point=keep)
-        self.save(child)   # 新 ID、修订 0：分叉永远不会冲突
-        return child
-
-    def export_markdown(self, session_id: str, *, redact: bool = True) -> str:
-        """📤 把该会话 messages 渲染成可读 Markdown 文本（默认先脱敏；存储的会话不变）"""
-        session = self.load(session_id)
-        if session is None:
-            return f"(未找到会话: {session_id})"
-        return s11_export.render_markdown(session.to_dict(), self.lineage(session_id), redact=redact)
-
-    def export_html(self, session_id: str, *, redact: bool = True) -> str:
-        """📤 导出成单个离线 HTML 页面（内联 CSS、无脚本、无外链）"""
-        session = self.load(session_id)
-        if session is None:
-            raise SessionNotFound(f"未找到会话: {session_id}")
-        return s11_export.render_html(session.to_dict(), self.lineage(session_id), redact=redact)
-
-    def delete(self, session_id: str, *, purge: bool = False) -> bool:
-        """🗑️ 删除指定会话：默认移进 .trash/（可 restore），purge=True 才真正删除。子分支不受影响。"""
-        path = self._path(session_id)
-        with self._locked():
-            if not os.path.exists(path):
-                return False
-            if purge:
-                os.remove(path)
-            else:
-                trash = os.path.join(self.storage_dir, TRASH_DIR)
-                os.makedirs(trash, exist_ok=True)
-                os.replace(path, os.path.join(trash, f"{session_id}.{time.time_ns()}.json"))
-            if self.durable:
-                _fsync_dir(self.storage_dir)
-        self._summary_cache.pop(path, None)
-        return True
-
-    def restore(self, session_id: str) -> bool:
-        """♻️ 从回收站放回最近一次删除的版本；同名会话还在时拒绝（ConflictError），绝不覆盖。"""
-        path = self._path(session_id)
-        trash = os.path.join(self.storage_dir, TRASH_DIR)
-        with self._locked():
-            copies = sorted(f for f in (os.listdir(trash) if os.path.isdir(trash) else [])
-                            if f.startswith(session_id + ".") and f.endswith(".json"))
-            if not copies:
-                return False
-            if os.path.exists(path):
-                raise ConflictError(f"会话 {session_id} 已存在，不能用回收站里的版本覆盖它")
-            os.replace(os.path.join(trash, copies[-1]), path)
-        return True
-
-    # ── 会话树（Pi 的 /tree）─────────────────────────────────────────────────────
-    def _by_id(self) -> Dict[str, Dict[str, Any]]:
-        return {s["session_id"]: s for s in self.list_sessions()}
-
-    def children(self, session_id: str) -> List[Dict[str, Any]]:
-        """直接子分支的摘要，按创建先后排序。"""
-        validate_session_id(session_id)
-        kids = [s for s in self.list_sessions() if s["parent_id"] == session_id]
-        return kids[::-1]
-
-    def lineage(self, session_id: str) -> List[Dict[str, Any]]:
-        """从根到该节点的摘要链。沿 parent_id 逐个读文件（不扫描整个目录）；
-        父节点已删除或损坏时，从能找到的最上层开始。"""
-        chain: List[Dict[str, Any]] = []
-        current: Optional[str] = validate_session_id(session_id)
-        while current and current not in {s["session_id"] for s in chain}:   # 防止人为改坏的环
-            try:
-                chain.append(self._summary(self._path(current)))
-            except FileNotFoundError:
-                break
-            except SessionError as exc:
-                if not chain:
-                    raise
-                log.warning("会话 %s 的祖先无法读取，路径从这里截断：%s", session_id, exc)
-                break
-            current = chain[-1]["parent_id"]
-        return chain[::-1]
-
-    def render_tree(self, root_id: Optional[str] = None) -> str:
-        """整棵会话树（或以 root_id 为根的子树）的文字图：ID、标题、消息数、每个分支新增了什么。"""
-        index = self._by_id()
-        in_order = sorted(index.values(), key=lambda s: (s["created_at"], s["created_ns"], s["session_id"]))
-        kids: Dict[Optional[str], List[Dict[str, Any]]] = {}
-        for s in in_order:
-            parent = s["parent_id"] if s["parent_id"] in index else None   # 父节点已删除：自成一棵树
-            kids.setdefault(parent, []).append(s)
-        if root_id is not None:
-            if validate_session_id(root_id) not in index:
-                raise SessionNotFound(f"未找到会话: {root_id}")
-            roots = [index[root_id]]
-        else:   # 人为改坏的 parent_id 环里没有根：环上的节点排在最后，各自补作起点
-            roots = kids.get(None, []) + in_order
-        lines: List[str] = []
-        seen: set = set()
-        for root in roots:
-            if root["session_id"] in seen:
-                continue
-            stack = [(root, "", "")]   # 显式栈：几千层的分叉链也不会爆递归
-            while stack:
-                node, first_prefix, prefix = stack.pop()
-                if node["session_id"] in seen:
-                    continue
-                seen.add(node["session_id"])
-                lines.append(first_prefix + _describe(node))
-                children = kids.get(node["session_id"], [])
-                for i, child in reversed(list(enumerate(children))):
-                    last = i == len(children) - 1
-                    stack.append((child, prefix + ("└── " if last else "├── "), prefix + ("    " if last else "│   ")))
-        return "\n".join(lines) if lines else "（还没有会话）"
-
-    # ── 体检 ──────────────────────────────────────────────────────────────────
-    def check(self) -> List[Problem]:
-        """列出仓库里的全部问题：坏文件、更新版本的文件、父节点不在的分支、残留的临时文件。"""
-        problems, parents = [], {}
-        for fname in sorted(os.listdir(self.storage_dir)):
-            path = os.path.join(self.storage_dir, fname)
-            if fname.endswith(TMP_SUFFIX):
-                problems.append(Problem("temp_file", path, "写入被中断留下的临时文件，可以删除"))
-            elif fname.endswith(".json") and not fname.startswith("."):
-                try:
-                    summary = self._summary(path)
-                except UnsupportedVersion as exc:
-                    problems.append(Problem("newer_version", path, str(exc)))
-                    continue
-                except SessionError as exc:
-                    problems.append(Problem("corrupt", path, str(exc)))
-                    continue
-                if fname != summary["session_id"] + ".json":
-                    problems.append(Problem("stray_file", path, f"文件名与其中的 session_id "
-                                                                f"{summary['session_id']} 不一致"))
-                parents[summary["session_id"]] = summary["parent_id"]
-        for sid, parent in sorted(parents.items()):
-            if parent and parent not in parents:
-                problems.append(Problem("missing_parent", self._path(sid),
-                                        f"会话 {sid} 的父会话 {parent} 不在仓库中（可能已删除，历史仍完整保留在本文件）"))
-        return problems
-
-    # ── 会话 ≠ 代码：恢复前先对账（见 s11_workspace）────────────────────────────────
-    def resume(self, session_id: str) -> Tuple[SessionNode, List[str]]:
-        """读档并与当前工作区对账：返回 (节点, 差异说明)。没有快照或一切一致时差异为空列表。"""
-        node = self.load(session_id)
-        if node is None:
-            raise SessionNotFound(f"未找到会话: {session_id}")
-        if not node.workspace:
-            return node, []
-        import s11_workspace
-        folder = self.workspace or node.workspace.get("root")
-        return node, s11_workspace.drift(node.workspace, folder, exclude=[self.storage_dir])
+    'a\\nb\\x1b[31m\\u202e' -> 'a\\\\nb\\\\x1b[31m\\\\u202e'"""
+    pattern = _UNPRINTABLE_KEEP_LINES if keep_newlines else _UNPRINTABLE
+    return pattern.sub(_visible_escape, str(text))
 
 
-def _workspace_snapshot(folder: str, exclude: List[str]) -> Optional[Dict[str, Any]]:
-    import s11_workspace
-    return s11_workspace.snapshot(folder, exclude=exclude)
+def _visible_escape(match: "re.Match[str]") -> str:
+    char = match.group()
+    return _ESCAPES.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+
+
+# ── 小工具 ─────────────────────────────────────────────────────────────────────────────────
+def _absolute_folder(folder: Any, what: str) -> str:
+    """'sessions' -> '/当前目录/sessions'：构造时就定下来，之后 chdir 不会让仓库换地方。"""
+    if not isinstance(folder, (str, os.PathLike)) or isinstance(os.fspath(folder), bytes) \
+            or not os.fspath(folder):
+        raise SessionError(f"{what}必须是非空的路径字符串，收到 {printable(repr(folder)[:80])}")
+    return os.path.abspath(os.fspath(folder))
+
+
+def _is_session_name(fname: str) -> bool:
+    return fname.endswith(".json") and not fname.startswith(".")
+
+
+def _stat_key(info: os.stat_result) -> Tuple[int, int, int]:
+    """(inode, 大小, 修改时间)：只给列表摘要做缓存键；修订号核对从不依赖它。"""
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def _check_temp(path: str) -> List[Problem]:
+    """check() 的一个 *.tmp 条目：只有真正没人要的才报告（见 s11_storage.is_abandoned_temp）。"""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        return [Problem("unreadable", path, describe_os_error(exc))]
+    if not stat.S_ISREG(mode):
+        return [Problem("unreadable", path, f"名字像临时文件，却是{entry_kind(path)}；请手动处理")]
+    if is_abandoned_temp(path):
+        return [Problem("temp_file", path, "写入被中断留下的临时文件（没有写入者锁着它，也有一阵没动了），可以删除")]
+    return []
+
+
+def _content_text(content: Any) -> str:
+    """消息内容的纯文字：字符串原样；内容块取 text / name / type。"""
+    if isinstance(content, list):
+        content = " ".join(str(b.get("text") or b.get("name") or b.get("type", "")) for b in content)
+    return " ".join(str(content or "").split())
 
 
 def _first_added(messages: List[Dict[str, Any]], fork_point: Optional[int]) -> str:
     """分支新增的第一条消息的前 24 个字，用在树状图里说明“这个分支做了什么”。"""
     if not fork_point or fork_point >= len(messages):
         return ""
-    content = messages[fork_point].get("content")
-    if isinstance(content, list):
-        content = " ".join(str(b.get("text") or b.get("name") or b.get("type", "")) for b in content)
-    text = " ".join(str(content or "").split())
+    text = _content_text(messages[fork_point].get("content"))
     return text[:24] + ("…" if len(text) > 24 else "")
 
 
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def _describe(summary: Dict[str, Any]) -> str:
-    """'标题 [id] 7 条（自第 5 条分叉 +2：方案 A…）'"""
-    text = f"{summary['title']} [{summary['session_id']}] {summary['message_count']} 条"
+    """'标题 [id] 7 条（自第 5 条分叉，+2：方案 A…）'；标题和新增内容都经过 printable()。"""
+    title = _shorten(printable(summary["title"]), MAX_TITLE_SHOWN)
+    text = f"{title} [{summary['session_id']}] {summary['message_count']} 条"
     if summary["fork_point"] is not None:
         added = summary["message_count"] - summary["fork_point"]
         text += f"（自第 {summary['fork_point']} 条分叉，+{added}"
-        text += f"：{summary['first_added']}）" if summary["first_added"] else "）"
+        text += f"：{printable(summary['first_added'])}）" if summary["first_added"] else "）"
     return text
 
 
+def _render_subtree(root: Dict[str, Any], kids: Dict[Optional[str], List[Dict[str, Any]]], seen: set,
+                    lines: List[str]) -> None:
+    """显式栈的深度优先遍历：几千层的分叉链也不会爆递归。超过 MAX_TREE_INDENT 层后缩进不再变宽，
+    改在行首标出层数：'│   │ … …（第 4999 层）└── 标题 [id] 1 条'。"""
+    stack = [(root, 0, "", "")]   # (节点, 层数, 本行前缀, 子节点的缩进)
+    while stack:
+        node, depth, lead, indent = stack.pop()
+        if node["session_id"] in seen:
+            continue
+        seen.add(node["session_id"])
+        lines.append(lead + _describe(node))
+        children = kids.get(node["session_id"], [])
+        deep = depth + 1 > MAX_TREE_INDENT
+        marker = f"…（第 {depth + 1} 层）" if deep else ""
+        for i, child in reversed(list(enumerate(children))):
+            last = i == len(children) - 1
+            child_indent = indent if deep else indent + ("    " if last else "│   ")
+            stack.append((child, depth + 1, indent + marker + ("└── " if last else "├── "), child_indent))
+
+
+# ── 演示 ───────────────────────────────────────────────────────────────────────────────────
 def demo_tree_branching(store: SessionStore) -> Dict[str, Any]:
     """🎬 演示：创建主会话 → 模拟对话 → 分叉 2 个方案 → 恢复其一 → 导出 Markdown"""
     main_id = store.create_session("修复登录服务内存泄漏", [
@@ -699,17 +885,18 @@ def _write_text(path: str, text: str) -> None:
         f.write(text)
 
 
-# ── 命令行：python code/s11_session.py [demo|tree|show|export|check] [--dir DIR] ─────────────
+# ── 命令行：python code/s11_session.py [--dir DIR] [demo|tree|show|export|check|import|empty-trash] ─────
+# 会话里的文字一律经 printable() 再打印；任何错误都是一句中文，不出 Traceback。
 def _cmd_demo(store: SessionStore, args) -> int:
     result = demo_tree_branching(store)
-    print(f"会话文件已写入 {os.path.abspath(store.storage_dir)}/\n")
+    print(f"会话文件已写入 {printable(store.storage_dir)}/\n")
     print(store.render_tree(result["main_id"]), "\n")
-    print(result["export_md"])
+    print(printable(result["export_md"], keep_newlines=True))
     return 0
 
 
 def _cmd_tree(store: SessionStore, args) -> int:
-    print(store.render_tree(args.session_id))
+    print(store.render_tree(args.session_id))   # render_tree 里的标题已经过 printable()
     return 0
 
 
@@ -717,9 +904,9 @@ def _cmd_show(store: SessionStore, args) -> int:
     node = store.load(args.session_id)
     if node is None:
         raise SessionNotFound(f"未找到会话: {args.session_id}")
-    print(" → ".join(f"{s['title']} [{s['session_id']}]" for s in store.lineage(args.session_id)))
+    print(" → ".join(f"{printable(s['title'])} [{s['session_id']}]" for s in store.lineage(args.session_id)))
     for i, msg in enumerate(node.messages, 1):
-        print(f"{i:>4}. {msg['role']}: {str(msg.get('content'))[:100]}")
+        print(f"{i:>4}. {printable(msg['role'])}: {printable(_content_text(msg.get('content'))[:100])}")
     return 0
 
 
@@ -727,14 +914,14 @@ def _cmd_export(store: SessionStore, args) -> int:
     export = store.export_html if args.html else store.export_markdown
     if store.load(args.session_id) is None:
         raise SessionNotFound(f"未找到会话: {args.session_id}")
-    print(export(args.session_id, redact=not args.no_redact))
+    print(printable(export(args.session_id, redact=not args.no_redact), keep_newlines=True))
     return 0
 
 
 def _cmd_check(store: SessionStore, args) -> int:
     problems = store.check()
     for problem in problems:
-        print(f"[{problem.kind}] {problem.path}\n    {problem.detail}")
+        print(f"[{problem.kind}] {printable(problem.path)}\n    {printable(problem.detail)}")
     print(f"共 {len(problems)} 个问题" if problems else "✅ 仓库完好，没有发现问题")
     return 1 if problems else 0
 
@@ -749,11 +936,16 @@ def _cmd_import(store: SessionStore, args) -> int:
     return s11_import.run_cli(store, args.paths)
 
 
+def _cmd_empty_trash(store: SessionStore, args) -> int:
+    print(f"🧹 回收站已清空：删除了 {store.empty_trash()} 个文件")
+    return 0
+
+
 COMMANDS = {"demo": _cmd_demo, "tree": _cmd_tree, "show": _cmd_show, "export": _cmd_export, "check": _cmd_check,
-            "import": _cmd_import}
+            "import": _cmd_import, "empty-trash": _cmd_empty_trash}
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def _parser():
     import argparse
     parser = argparse.ArgumentParser(description="8.11 会话持久化与多分支：演示与仓库工具")
     parser.add_argument("--dir", default="sessions", help="会话目录（默认 ./sessions）")
@@ -765,15 +957,30 @@ def main(argv: Optional[List[str]] = None) -> int:
     export.add_argument("session_id")
     export.add_argument("--html", action="store_true", help="导出单个离线 HTML 页面")
     export.add_argument("--no-redact", action="store_true", help="不脱敏（仅限自己查看）")
-    sub.add_parser("check", help="检查坏文件、新版本文件、父节点缺失、残留临时文件")
+    sub.add_parser("check", help="检查坏文件、读不了的条目、新版本文件、父节点缺失、残留临时文件")
     sub.add_parser("import", help="导入 Claude Code / Pi 的会话记录（文件或文件夹）").add_argument(
         "paths", nargs="+", metavar="PATH")
-    args = parser.parse_args(argv)
+    sub.add_parser("empty-trash", help="清空回收站（被删会话的副本全部真正删除）")
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parser().parse_args(argv)
     try:
         return COMMANDS[args.command or "demo"](SessionStore(args.dir), args)
-    except (SessionError, OSError) as exc:
-        print(f"错误：{exc}", file=sys.stderr)
-        return 2
+    except SessionError as exc:
+        message = str(exc)
+    except OSError as exc:
+        message = describe_os_error(exc)
+    except KeyboardInterrupt:
+        print("已中断", file=sys.stderr)
+        return 130
+    except Exception as exc:   # 最后一道防线：读者看到的是一句中文，不是 Traceback
+        log.debug("命令行内部错误", exc_info=True)
+        print(f"内部错误（{type(exc).__name__}）：这是程序的缺陷，请把命令和这句话报告给维护者", file=sys.stderr)
+        return 3
+    print(f"错误：{printable(message)}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

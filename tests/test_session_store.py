@@ -273,25 +273,15 @@ class TestDurability:
         def boom(*args, **kwargs):
             raise OSError(28, "No space left on device")
         if target == "write":
-            real_fdopen = os.fdopen
+            real_write = os.write
 
-            class FailingFile:
-                def __init__(self, *a, **k):
-                    self.inner = real_fdopen(*a, **k)
-
-                def __enter__(self):
-                    return self
-
-                def __exit__(self, *exc):
-                    self.inner.close()
-
-                def write(self, data):
-                    self.inner.write(data[: len(data) // 2])   # half of it reaches the temp file
-                    boom()
-            monkeypatch.setattr(s11_session.os, "fdopen", FailingFile)
+            def half_then_fail(fd, data):
+                real_write(fd, bytes(data[: len(data) // 2]))   # half of it reaches the temp file
+                boom()
+            monkeypatch.setattr(os, "write", half_then_fail)
         else:
             module, name = target.split(".")
-            monkeypatch.setattr(s11_session.os, name, boom)
+            monkeypatch.setattr(os, name, boom)
         with pytest.raises(OSError, match="No space"):
             store.save(node)
         monkeypatch.undo()
@@ -394,8 +384,12 @@ class TestDurability:
 
     def test_check_reports_leftover_temp_files(self, store):
         store.create_session("会话")
-        Path(store.storage_dir, ".abc.json.x1y2.tmp").write_text("{", "utf-8")
+        leftover = Path(store.storage_dir, ".abc.json.x1y2.tmp")
+        leftover.write_text("{", "utf-8")
+        long_ago = time.time() - 3600      # nobody holds its lock and nobody touched it for an hour
+        os.utime(leftover, (long_ago, long_ago))
         assert [p.kind for p in store.check()] == ["temp_file"]
+        assert leftover.exists()           # reported, never deleted
 
     def test_delete_is_recoverable_unless_purged(self, store):
         sid = store.create_session("会话", [msg("user", "别丢下我")])

@@ -102,8 +102,16 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(sid=consumes(live))
     def purge(self, sid):
-        assert self.store.delete(sid, purge=True) is (sid in self.model)
+        """Purging removes the live file and every copy in the trash."""
+        assert self.store.delete(sid, purge=True) is (sid in self.model or sid in self.trash)
         self.model.pop(sid, None)
+        self.trash.pop(sid, None)
+        assert self.store.restore(sid) is False
+
+    @rule()
+    def empty_trash(self):
+        assert self.store.empty_trash() == sum(len(versions) for versions in self.trash.values())
+        self.trash.clear()
 
     @invariant()
     def store_matches_model(self):

@@ -1,0 +1,259 @@
+"""s11_storage.py — 会话仓库脚下的文件机制：原子写入、目录锁、只读普通文件
+
+s11_session 只说“存档 / 读档 / 分叉”；怎样把字节安全地放上磁盘、再安全地读回来，都在这里：
+
+    save(node)                                            load(id) / list_sessions() / check()
+      │ bytes ──► PendingWrite: .x.json.k3j9.tmp            │
+      │           写完 + fsync，flock 一直握着（锁外）        ▼
+      │ with DirectoryLock(folder):   ← .lock，跨线程跨进程   read_regular_file(x.json)
+      │     核对修订号（s11_session）                         O_NOFOLLOW | O_NONBLOCK 打开，fstat 确认
+      │     pending.commit()  → os.replace(tmp, x.json)      是普通文件才读：目录、管道、套接字、
+      ▼ fsync_dir(folder)     → 改名本身也落盘               符号链接一律 NotRegularFile，绝不跟随、绝不卡住
+
+关键洞察：读者要么看到旧文件、要么看到新文件——只要“写内容”和“换名字”是两步，
+而换名字（os.replace）是原子的；出任何错，临时文件都随 PendingWrite 一起消失。
+
+临时文件在写入期间一直被写入者 flock 着：check() 只把“没人锁着、而且 TEMP_GRACE_SECONDS 内没动过”
+的临时文件报告为残留（进程被 kill -9 才会留下它们），正在写的那一份不会被当成垃圾删掉。
+没有 fcntl 的系统（Windows）只按年龄判断（TEMP_GRACE_SECONDS_WITHOUT_LOCKS）。
+
+本模块不 import 任何 s11_* 模块；报错用 OSError（及其子类 NotRegularFile），由上层翻译成会话错误。
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+import threading
+import time
+from typing import Dict, Optional, Tuple
+
+try:  # POSIX: advisory locks shared by threads and processes
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+
+TMP_SUFFIX = ".tmp"
+LOCK_FILE = ".lock"
+TEMP_GRACE_SECONDS = 10.0                      # mkstemp → flock 之间的瞬间，留足余量
+TEMP_GRACE_SECONDS_WITHOUT_LOCKS = 3600.0      # 没有 flock 可查时，只有这么旧的才算残留
+
+_READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+               | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+_LOCK_FLAGS = (os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+               | getattr(os, "O_BINARY", 0))
+_KIND_NAMES = {stat.S_IFDIR: "目录", stat.S_IFIFO: "命名管道（FIFO）", stat.S_IFSOCK: "套接字",
+               stat.S_IFLNK: "符号链接", stat.S_IFCHR: "字符设备", stat.S_IFBLK: "块设备"}
+
+
+# ── 只读普通文件 ──────────────────────────────────────────────────────────────────────────────
+class NotRegularFile(OSError):
+    """名字对了，却不是普通文件（目录、管道、套接字、符号链接……）：不打开、不跟随。"""
+
+    def __init__(self, path: str, kind: str):
+        super().__init__(errno.EINVAL, f"不是普通文件（{kind}）", path)
+        self.kind = kind
+
+
+def entry_kind(path: str) -> str:
+    """'目录'、'符号链接（指向的文件不存在）'……；用在报告里说明一个怪条目是什么。"""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return "无法查看"
+    kind = _KIND_NAMES.get(stat.S_IFMT(mode), "普通文件" if stat.S_ISREG(mode) else "未知类型")
+    if stat.S_ISLNK(mode) and not os.path.exists(path):
+        kind += "（指向的文件不存在）"
+    return kind
+
+
+def read_regular_file(path: str) -> Tuple[bytes, os.stat_result]:
+    """读出一个普通文件的全部字节和它的 fstat；文件不存在抛 FileNotFoundError。
+
+    O_NOFOLLOW：名字是符号链接时不跟随（悬空链接、指向仓库外的链接都读不到东西）；
+    O_NONBLOCK：名字是 FIFO 时 open 立刻返回而不是永远等一个写入者；fstat 再确认是普通文件才读。
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):   # O_NOFOLLOW 遇到链接（BSD 报 EMLINK）
+            raise NotRegularFile(path, entry_kind(path)) from None
+        if exc.errno == errno.ENXIO:                   # Linux 打开套接字文件
+            raise NotRegularFile(path, "套接字") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFile(path, _KIND_NAMES.get(stat.S_IFMT(info.st_mode), "未知类型"))
+        chunks = []
+        while True:   # 按 fstat 的大小读，但以读到 EOF 为准（文件可能正被原地改写）
+            chunk = os.read(fd, max(info.st_size + 1, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks), info
+    finally:
+        os.close(fd)
+
+
+# ── 原子写入：两步，中间随时可以放弃 ───────────────────────────────────────────────────────────
+class PendingWrite:
+    """同目录临时文件里已经完整落盘的新内容；commit() 之前 path 完全没动。
+
+        with PendingWrite(path, data) as pending:     # 写临时文件 + fsync（慢，放在锁外）
+            with DirectoryLock(folder):
+                ...核对...                               # 出错 → with 结束时临时文件被删掉
+                pending.commit()                        # os.replace：原子地换成新内容
+
+    写入期间临时文件一直被 flock 着，check() 据此认出“有人正在写”，不会劝人删掉它。
+    """
+
+    def __init__(self, path: str, data: bytes, durable: bool = True):
+        self.path = path
+        folder = os.path.dirname(path) or "."
+        fd, self.temp_path = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=TMP_SUFFIX,
+                                              dir=folder)
+        self._fd: Optional[int] = fd
+        self.committed = False
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)   # 新建的文件没人锁着，不会等待
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if durable:
+                os.fsync(fd)   # 先让数据落盘，再让名字指向它：否则断电后可能得到空文件
+        except BaseException:
+            self.discard()
+            raise
+
+    def commit(self) -> None:
+        """第二步：os.replace 是原子的——读者要么看到旧文件，要么看到新文件，不会看到半个。"""
+        os.replace(self.temp_path, self.path)
+        self.committed = True
+        self._close()
+
+    def discard(self) -> None:
+        """放弃：删掉临时文件（已经不在也不要紧）。"""
+        if not self.committed:
+            try:
+                os.unlink(self.temp_path)
+            except FileNotFoundError:
+                pass
+        self._close()
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)   # 关闭即释放 flock
+
+    def __enter__(self) -> "PendingWrite":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.discard()
+
+
+def fsync_dir(folder: str) -> None:
+    """让 rename / unlink 本身也落盘；Windows 等不支持打开目录的系统直接跳过。"""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def is_abandoned_temp(path: str, now: Optional[float] = None) -> bool:
+    """一个临时文件是不是真的没人要了：没有写入者锁着它，而且最近 TEMP_GRACE_SECONDS 秒没被改过。
+    文件已经消失（写入者刚提交或放弃）返回 False。"""
+    now = time.time() if now is None else now
+    try:
+        age = now - os.lstat(path).st_mtime
+    except FileNotFoundError:
+        return False
+    if fcntl is None:
+        return age > TEMP_GRACE_SECONDS_WITHOUT_LOCKS
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return age > TEMP_GRACE_SECONDS   # 打不开（权限）：只能看年龄
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False                       # 写入者还活着，正握着它
+    finally:
+        os.close(fd)
+    return age > TEMP_GRACE_SECONDS
+
+
+# ── 目录锁 ─────────────────────────────────────────────────────────────────────────────────────
+_thread_locks: Dict[str, threading.Lock] = {}
+_thread_locks_guard = threading.Lock()
+
+
+class DirectoryLock:
+    """目录级写锁：线程锁挡住本进程的其他线程，folder/.lock 上的 flock 挡住其他进程。
+
+    .lock 打不开（比如属于另一个账户）时抛 OSError，什么也没锁上——调用者的 PendingWrite 随之放弃。
+    """
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        key = os.path.realpath(folder)
+        with _thread_locks_guard:   # 同一目录的所有实例共用一把线程锁
+            self._thread_lock = _thread_locks.setdefault(key, threading.Lock())
+        self._fd: Optional[int] = None
+
+    def __enter__(self) -> "DirectoryLock":
+        self._thread_lock.acquire()
+        if fcntl is None:
+            return self
+        try:
+            self._fd = os.open(os.path.join(self.folder, LOCK_FILE), _LOCK_FLAGS, 0o666)
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        except BaseException:
+            self._release()
+            raise
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)   # 关闭即释放 flock
+        self._thread_lock.release()
+
+
+# ── 给人看的系统错误：中文，不夹英文 strerror ────────────────────────────────────────────────
+ERRNO_TEXT = {
+    errno.ENOENT: "不存在", errno.EACCES: "没有权限", errno.EPERM: "操作不被允许",
+    errno.ENOSPC: "磁盘空间已满", errno.EROFS: "文件系统是只读的", errno.EISDIR: "是一个目录",
+    errno.ENOTDIR: "路径中有一段不是目录", errno.EEXIST: "已经存在", errno.ELOOP: "是符号链接或链接层数太多",
+    errno.ENAMETOOLONG: "名字太长", errno.EIO: "磁盘读写出错", errno.EMFILE: "打开的文件太多",
+    errno.ENFILE: "系统打开的文件太多", errno.EBUSY: "正被占用", errno.ENXIO: "设备或套接字不可读",
+    errno.EINVAL: "参数无效", errno.ENOTEMPTY: "目录不是空的", errno.EXDEV: "不能跨文件系统移动",
+    errno.EFBIG: "文件太大", errno.ETXTBSY: "文件正被执行",
+    **({errno.EDQUOT: "超出磁盘配额"} if hasattr(errno, "EDQUOT") else {}),
+}
+
+
+def describe_os_error(exc: OSError) -> str:
+    """OSError → 中文说明并写明文件：'/srv/s/.lock：没有权限（errno 13）'。"""
+    if isinstance(exc, NotRegularFile):
+        reason = exc.strerror
+    else:
+        reason = ERRNO_TEXT.get(exc.errno, "系统错误") if exc.errno else "系统错误"
+    where = "、".join(os.fsdecode(name) for name in (exc.filename, exc.filename2) if name is not None)
+    code = f"（errno {exc.errno}）" if exc.errno else ""
+    return f"{where}：{reason}{code}" if where else f"{reason}{code}"
