@@ -1,16 +1,26 @@
-"""Export: the chapter's Markdown layout, hostile text kept inert, blocks rendered, a safe offline page."""
+"""Export: the chapter's Markdown layout, hostile text kept inert, blocks rendered, a safe offline page,
+imported messages shown with their marks, no remote image anywhere, and linear work on any text."""
 
 import copy
 import doctest
 import json
 import re
+import sys
+import tracemalloc
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import s11_export
-from s11_export import render_html, render_markdown
+from s11_export import html_chunks, markdown_chunks, render_html, render_markdown
+
+try:   # the regular-expression parser: public as sre_parse until 3.11, private since
+    from re import _parser as regex_parser
+except ImportError:   # pragma: no cover - Python 3.10
+    import sre_parse as regex_parser
 
 try:
     from markdown_it import MarkdownIt
@@ -437,6 +447,401 @@ def test_a_leading_newline_in_tool_output_survives_the_pre_element():
     message = {"role": "toolResult", "toolName": "bash", "content": [{"type": "text", "text": "\n空行开头"}]}
     parser = audit(render_html(as_session([message])))
     assert "\n\n空行开头" in parser.section_texts[0]   # the first newline after <pre> is dropped by HTML
+
+
+# ── linear work on any text (a long run of "-" once took 47 s) ─────────────────────────────
+
+
+def line_by_line_oracle(text):
+    """The previous inertness check, written out: one regex per line — right, but quadratic on a long
+    run of '-' under a line of text (its prefix loop and the underline both match dashes)."""
+    prefix = r"^[ \t]*(?:(?:>|[-*+]|[0-9]{1,9}[.)])[ \t]*)*"
+    heading, underline = re.compile(prefix + r"#{1,6}(?:[ \t]|$)"), re.compile(prefix + r"(?:=+|-+)[ \t]*$")
+    any_fence, top_fence = re.compile(prefix + r"(?:`{3,}|~{3,})"), re.compile(r"(`{3,})[^`]*$|(~{3,})")
+    if re.search(r"<[A-Za-z/!?]|(?<![A-Za-z])(?:javascript|vbscript):", text, re.IGNORECASE):
+        return False
+    open_fence, previous = "", ""
+    for line in re.split(r"\r\n|\r|\n", text):
+        if open_fence:
+            closer = line.rstrip(" \t")
+            open_fence = "" if len(closer) >= len(open_fence) and set(closer) == {open_fence[0]} else open_fence
+        elif opener := top_fence.match(line):
+            open_fence = opener.group(1) or opener.group(2)
+        elif any_fence.match(line) or heading.match(line) or (previous.strip() and underline.match(line)):
+            return False
+        previous = line
+    return not open_fence
+
+
+MARKDOWN_TOKENS = ["-", "=", "#", "`", "~", ">", "*", "+", "1", "2.", "3)", "1234567890.", " ", "\t", "\n", "\r",
+                   "\r\n", "字", "x", "```", "~~~", "---", "###", "####### ", "```py", "script:", "<b>", ":"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(MARKDOWN_TOKENS), max_size=18).map("".join))
+def test_the_linear_check_agrees_with_the_line_by_line_oracle(text):
+    assert s11_export._is_inert_markdown(text) == line_by_line_oracle(text)
+
+
+def unbounded_repeats_inside_unbounded_repeats(pattern):
+    """Sub-patterns like (?:x[ \t]*)* — a loop inside a loop, the shape that backtracks super-linearly."""
+    found = []
+
+    def walk(items, inside_loop):
+        for op, argument in items:
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                low, high, body = argument
+                unbounded = high == regex_parser.MAXREPEAT
+                if unbounded and inside_loop:
+                    found.append(str(body))
+                walk(body, inside_loop or unbounded)
+            elif name == "SUBPATTERN":
+                walk(argument[-1], inside_loop)
+            elif name == "BRANCH":
+                for branch in argument[1]:
+                    walk(branch, inside_loop)
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                walk(argument[1], inside_loop)
+
+    walk(regex_parser.parse(pattern.pattern, pattern.flags), False)
+    return found
+
+
+def module_patterns():
+    values = list(vars(s11_export).values())
+    values += [item for value in values if isinstance(value, dict) for item in value.values()]
+    return [value for value in values if isinstance(value, re.Pattern)]
+
+
+def test_no_pattern_of_the_exporter_nests_one_loop_inside_another():
+    assert len(module_patterns()) >= 8
+    assert unbounded_repeats_inside_unbounded_repeats(re.compile(r"^[ \t]*(?:(?:>|[-*+])[ \t]*)*-+$"))   # can fail
+    assert {pattern.pattern: unbounded_repeats_inside_unbounded_repeats(pattern) for pattern in module_patterns()
+            if unbounded_repeats_inside_unbounded_repeats(pattern)} == {}
+
+
+def count_lines_looked_at(monkeypatch):
+    seen = []
+    original = s11_export._line_end
+    monkeypatch.setattr(s11_export, "_line_end", lambda text, start: seen.append(start) or original(text, start))
+    return seen
+
+
+def test_lines_inside_a_closed_fence_and_plain_lines_are_never_looked_at_one_by_one(monkeypatch):
+    seen = count_lines_looked_at(monkeypatch)
+    code = "```python\n" + "# 注释里的井号不是标题\n--\n" * 50_000 + "```\n" + "- 普通的列表项\n" * 50_000 + "结尾"
+    assert s11_export._is_inert_markdown(code)
+    assert len(seen) == 2   # the opener and the closer; list items and the fence's content are skipped in C
+
+
+def test_a_text_that_only_looks_like_a_fence_inside_costs_one_look_per_fence_line(monkeypatch):
+    seen = count_lines_looked_at(monkeypatch)
+    text = "````\n" + "```\n" * 10_000 + "````"
+    assert s11_export._is_inert_markdown(text)
+    assert len(seen) == 10_002
+
+
+N = 100_000   # at 40,000 the old check took 47 s; now each case takes milliseconds
+PATHOLOGICAL = {   # name -> (message text, whether it must be fenced)
+    "a long run of dashes under text, then a letter": ("文字\n" + "-" * N + "x", False),
+    "a long setext underline": ("文字\n" + "-" * N, True),
+    "a long run of '=' under text, then a letter": ("文字\n" + "=" * N + "x", False),
+    "dashes and spaces, then a letter": ("文字\n" + "- " * N + "x", False),
+    "one dash, many spaces, a letter": ("文字\n-" + " " * N + "x", False),
+    "ordered markers, then a letter": ("文字\n" + "1." * N + "x", False),
+    "quote markers, then a heading": ("> " * N + "# 标题", True),
+    "many closed fences": ("```\n" * N, False),
+    "many fences, the last never closed": ("```\n" * (N + 1), True),
+    "many fences after carriage returns": ("```\r" * N, False),
+    "many setext underlines": ("文字\n-\n" * (N // 4), True),
+    "many short dash lines under text, then letters": ("文字\n" + ("-" * 50 + "x\n") * (N // 50), False),
+    "a long backtick run": ("`" * N, True),
+    "a long run of colons": (":" * N, False),
+    "many 'script:' without a scheme before": ("script:" * (N // 7), False),
+    "a long run of '!'": ("!" * N, False),
+}
+
+
+@pytest.mark.parametrize("name", PATHOLOGICAL)
+def test_pathological_text_exports_whole_and_in_place(name):
+    text, fenced = PATHOLOGICAL[name]
+    session = {"session_id": "s", "title": text[:300], "messages": [{"role": "user", "content": text}]}
+    ticks = "`" * max(3, max(map(len, re.findall("`+", text)), default=0) + 1)
+    body = f"{ticks}\n{text}\n{ticks}" if fenced else text
+    assert render_markdown(session, redact=False).endswith(f"### 1. 👤 `user`\n\n{body}\n")
+    assert s11_export._escape(text) in render_html(session, redact=False)
+
+
+# ── big sessions: message text travels as its own chunk, memory stays near the output ──────
+
+
+def big_session(messages=400, size=10_000):
+    text = ("内存从 200MB 涨到 3GB，先看 cache_store 与 ws_pool。" * (size // 40))[:size]
+    return {"session_id": "b1g", "title": "大会话", "messages": [
+        {"role": "user" if number % 2 else "assistant", "content": [
+            {"type": "text", "text": f"{number} {text}"},
+            {"type": "tool_result", "tool_use_id": f"t{number}", "content": f"{number}\n{text}"}]}
+        for number in range(messages)]}
+
+
+def test_message_text_is_passed_through_as_its_own_chunk_not_copied():
+    session = big_session(messages=2)
+    chunks = list(markdown_chunks(session, redact=False))
+    for block in session["messages"][1]["content"]:
+        text = block.get("text") or block.get("content")
+        assert any(chunk is text for chunk in chunks)   # the inert text, and the fenced tool output
+
+
+def traced_peak(function):
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before, _ = tracemalloc.get_traced_memory()
+        result = function()
+        return tracemalloc.get_traced_memory()[1] - before, result
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("chunks", [markdown_chunks, html_chunks])
+def test_streaming_a_big_export_holds_about_one_message_at_a_time(chunks):
+    session = big_session()   # ~8 MB of text
+    peak, written = traced_peak(lambda: sum(len(chunk) for chunk in chunks(session, redact=False)))
+    assert written > 8_000_000 and peak < 1_000_000
+
+
+@pytest.mark.parametrize("render", [render_markdown, render_html])
+def test_a_whole_export_costs_little_more_than_the_string_it_returns(render):
+    session = big_session()
+    peak, output = traced_peak(lambda: render(session, redact=False))
+    assert peak < 1.25 * sys.getsizeof(output)
+
+
+# ── no remote image, in the Markdown or in any viewer of it (the export must stay offline) ──
+
+TRACKER = "tracker.example"
+REMOTE_IMAGES = [
+    f"看图 ![截图](http://{TRACKER}/a.png)",
+    f"![](https://{TRACKER}/b.png)",
+    f"![图][r]\n\n[r]: http://{TRACKER}/c.png",
+    f"<http://{TRACKER}/d.png>",
+    f"<img src=http://{TRACKER}/e.png>",
+    f'<img src="https://{TRACKER}/f.png" alt="x">',
+    f"[![徽章](https://{TRACKER}/g.svg)](https://{TRACKER}/)",
+    f"![x](<http://{TRACKER}/h.png>)",
+    f'![x]( http://{TRACKER}/i.png "标题")',
+    "![shortcut]",                            # resolved by the definition in the next message
+    f"[shortcut]: http://{TRACKER}/j.png",
+    f"```\n代码块\n```\n\n![k](http://{TRACKER}/k.png)",
+]
+
+
+def remote_image_session():
+    messages = [{"role": "user", "content": text} for text in REMOTE_IMAGES]
+    messages += [
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": f"![t](http://{TRACKER}/t.png)"},
+                                          {"type": "text", "text": f"![u](http://{TRACKER}/u.png)"}]},
+        {"role": "toolResult", "toolName": f"![n](http://{TRACKER}/n.png)",
+         "content": [{"type": "text", "text": f"![o](http://{TRACKER}/o.png)"}]},
+        {"role": "user", "label": f"![l](http://{TRACKER}/l.png)", "model": f"<img src=http://{TRACKER}/m.png>",
+         "content": [{"type": "image", "omitted": True, "media_type": f"![p](http://{TRACKER}/p.png)", "size": 9}]},
+        {"role": f"![r](http://{TRACKER}/r.png)", "content": "角色名里的图片"},
+    ]
+    return {"session_id": "1mg000000001", "title": f"标题 ![s](http://{TRACKER}/s.png)", "messages": messages,
+            "source": {"format": "pi", "file": f"![f](http://{TRACKER}/f.png).jsonl"}}
+
+
+def inline_tokens(markdown):
+    tokens = MarkdownIt("commonmark").parse(markdown)
+    return tokens + [child for token in tokens for child in token.children or []]
+
+
+@needs_commonmark
+def test_no_image_survives_in_the_markdown_export():
+    session = remote_image_session()
+    markdown = render_markdown(session, redact=False)
+    assert [token.type for token in inline_tokens(markdown) if token.type in ("image", "html_inline", "html_block")] == []
+    assert "<img" not in MarkdownIt("commonmark").render(markdown)
+    headings = commonmark_headings(markdown)   # the title's "[" is escaped, so compare it apart
+    assert headings[1:] == expected_headings(session)[1:] and "\\[s\\]" in headings[0][1]
+    for text in REMOTE_IMAGES:   # every link is still there to read, as text
+        assert text in markdown
+
+
+@needs_commonmark
+def test_the_image_check_can_fail():
+    tokens = inline_tokens(f"![](http://{TRACKER}/a.png)")
+    assert [token.type for token in tokens if token.type == "image"] == ["image"]
+
+
+URL_ATTRIBUTES = {"src", "href", "srcset", "action", "formaction", "poster", "data", "background", "ping", "cite",
+                  "longdesc", "manifest", "xlink:href", "srcdoc", "style"}
+
+
+def test_no_element_of_the_html_export_has_a_remote_src_or_href():
+    page = render_html(remote_image_session(), redact=False)
+    parser = audit(page)
+    assert [attribute for attribute in parser.attributes if attribute[1] in URL_ATTRIBUTES] == []
+    assert f'content="{s11_export.CONTENT_SECURITY_POLICY}"' in page
+    assert s11_export.CONTENT_SECURITY_POLICY.startswith("default-src 'none';")
+    style = page[page.index("<style>"):page.index("</style>")]
+    assert "url(" not in style and "@import" not in style
+    assert "&lt;img src=http://tracker.example/e.png&gt;" in page   # shown, as text
+
+
+# ── imported messages: truncation, omitted images and the marks a real transcript carries ────
+
+SOURCE = {"format": "claude-code", "file": "03eb5929.jsonl", "session_id": "03eb5929-52b3",
+          "agent_version": "2.1.42", "cwd": "/home/alice/secret-project", "git_branch": "main",
+          "subagent": False, "active_end": True}
+
+
+def imported_session():
+    return {"session_id": "1mp0rted0001", "title": "导入的会话", "parent_id": None, "fork_point": None,
+            "created_at": "2026-02-16 18:47:50", "source": dict(SOURCE), "messages": [
+                {"role": "user", "id": "u1", "timestamp": "2026-02-16T18:47:50.590Z",
+                 "content": [{"type": "text", "text": "前面一段", "truncated_from": 250000}]},
+                {"role": "assistant", "model": "claude-opus-4-6", "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a.py"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                              "content": "前 100 行", "truncated_from": 123456}]},
+                {"role": "user", "content": [{"type": "image", "omitted": True, "media_type": "image/png",
+                                              "size": 48_000}]},
+                {"role": "user", "summary": True, "content": "此前对话的摘要"},
+                {"role": "user", "meta": True, "content": "<local-command-stdout>ok</local-command-stdout>"},
+                {"role": "assistant", "subagent": True, "label": "检查点", "content": "子代理的结论"},
+                {"role": "toolResult", "toolName": "bash", "toolCallId": "c1",
+                 "content": [{"type": "text", "text": "输出", "truncated_from": 99999}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+                    {"type": "text", "text": "列表里的输出", "truncated_from": 5000}]}]},
+            ]}
+
+
+def message_markdown(markdown, number):
+    start = markdown.index(f"\n### {number}. ")
+    end = markdown.find("\n### ", start + 1)
+    return markdown[start:end if end >= 0 else len(markdown)]
+
+
+def message_html(page, number):
+    start = page.index(f'id="m{number}"')
+    return page[start:page.index("</section>", start)]
+
+
+def test_truncated_text_says_how_long_it_was_in_both_exports():
+    session = imported_session()
+    markdown, page = render_markdown(session, redact=False), render_html(session, redact=False)
+    for number, length in [(1, 250000), (3, 123456), (8, 99999), (9, 5000)]:
+        note = f"…已截断，原长 {length} 字符"
+        assert note in message_markdown(markdown, number) and note in message_html(page, number)
+    assert "前面一段\n\n✂️ …已截断，原长 250000 字符" in markdown
+    assert '<p class="note">✂️ …已截断，原长 123456 字符</p>' in message_html(page, 3)
+
+
+@pytest.mark.parametrize("bad", ["12", -5, True, None, {"n": 1}])
+def test_a_malformed_truncation_length_is_ignored(bad):
+    session = {"session_id": "s", "messages": [{"role": "user",
+                                                "content": [{"type": "text", "text": "x", "truncated_from": bad}]}]}
+    assert "已截断" not in render_markdown(session) and "已截断" not in render_html(session)
+
+
+def test_an_omitted_image_is_a_placeholder_with_its_type_and_size():
+    session = imported_session()
+    placeholder = "图片（image/png，46.9 KB，未随导出保存）"
+    assert f"🖼️ {placeholder}" in message_markdown(render_markdown(session), 4)
+    assert placeholder in message_html(render_html(session), 4)
+
+
+def test_message_marks_sit_under_the_heading_in_markdown():
+    markdown = render_markdown(imported_session(), redact=False)
+    assert "### 1. 👤 `user`\n\n🕒 2026-02-16T18:47:50.590Z\n\n前面一段" in markdown
+    assert "### 2. 🤖 `assistant`\n\n模型 claude-opus-4-6\n\n**🔧 调用工具** `Read`" in markdown
+    assert "### 5. 👤 `user`\n\n🗜️ 压缩摘要\n\n" in markdown
+    assert "### 6. 👤 `user`\n\n⚙️ 代理注入的文字\n\n" in markdown
+    assert "### 7. 🤖 `assistant`\n\n🏷️ 检查点 · 🛰️ 子代理\n\n子代理的结论" in markdown
+
+
+def test_message_marks_are_a_list_and_classes_in_html():
+    page = render_html(imported_session(), redact=False)
+    assert '<section class="message summary" data-role="user" id="m5">' in page
+    assert '<section class="message meta" data-role="user" id="m6">' in page
+    assert '<section class="message subagent" data-role="assistant" id="m7">' in page
+    assert ('<ul class="marks" aria-label="消息标记"><li class="mark-label">🏷️ 检查点</li>'
+            '<li class="mark-subagent">🛰️ 子代理</li></ul>') in message_html(page, 7)
+    assert '<li class="mark-model">模型 claude-opus-4-6</li>' in message_html(page, 2)
+
+
+@needs_commonmark
+def test_marks_add_no_heading_and_keep_the_chapter_heading_per_message():
+    session = imported_session()
+    assert commonmark_headings(render_markdown(session)) == expected_headings(session)
+
+
+def test_where_an_imported_node_came_from_is_in_the_header_without_the_working_folder():
+    session = imported_session()
+    markdown, page = render_markdown(session, redact=False), render_html(session, redact=False)
+    sentence = ("Claude Code 会话记录 03eb5929.jsonl（会话 03eb5929-52b3，版本 2.1.42，Git 分支 main）"
+                " · 对话当前停在本分支末尾")
+    assert f"- **来源**：{sentence}" in markdown.split("\n")
+    assert f"<dt>来源</dt><dd>{sentence}</dd>" in page
+    assert "secret-project" not in markdown and "secret-project" not in page
+
+
+def test_a_subagent_node_and_its_label_show_in_the_source_line():
+    session = dict(imported_session(), source=dict(SOURCE, subagent=True, active_end=False, label="修复前"))
+    assert "· 🏷️ 修复前 · 子代理" in render_markdown(session, redact=False)
+
+
+def test_marks_and_source_are_redacted_and_counted():
+    session = imported_session()
+    session["source"]["file"] = f"{KEY}.jsonl"
+    session["messages"][6]["label"] = "发给 ops@example.com"
+    markdown, page = render_markdown(session), render_html(session)
+    assert KEY not in markdown and "ops@example.com" not in markdown and KEY not in page
+    assert "- **脱敏**：API密钥 ×1、邮箱 ×1" in markdown.split("\n")
+
+
+HOSTILE_EXTRAS = {"label": "<script>alert(1)</script>\n### 99. 伪造", "model": "{{7*7}} ${7*7}",
+                  "timestamp": f"![t](http://{TRACKER}/t.png)", "summary": "<b>是</b>"}
+
+
+def hostile_import_session():
+    hostile_blocks = [
+        {"type": "text", "text": "```mermaid\ngraph TD\n  A-->B\n  click A href \"javascript:alert(1)\"\n```"},
+        {"type": "thinking", "thinking": "${7*7} {{constructor.constructor('alert(1)')()}}"},
+        {"type": "text", "text": "```python\n没有闭合的围栏\n### 99. 伪造", "truncated_from": 777},
+        {"type": "tool_use", "id": "t1", "name": "<img src=x onerror=alert(1)>", "input": {"c": "</pre><script>"}},
+        {"type": "text", "text": "[点我](javascript:alert(1)) 与 [它](JaVaScRiPt:alert(2))"},
+        {"type": "text", "text": "~~~mermaid\nsequenceDiagram\n~~~"},
+    ]
+    return {"session_id": "h0st11e00001", "title": "恶意的导入会话", "parent_id": None,
+            "source": {"format": "<b>pi</b>", "file": "<img src=x onerror=alert(1)>.jsonl", "label": "`x`\n# y"},
+            "messages": [dict({"role": "assistant", "content": hostile_blocks}, **HOSTILE_EXTRAS),
+                         {"role": "user", "content": "${7*7}"}]}
+
+
+@needs_commonmark
+def test_hostile_imported_content_stays_inert_in_markdown():
+    session = hostile_import_session()
+    markdown = render_markdown(session, redact=False)
+    tokens = inline_tokens(markdown)
+    assert commonmark_headings(markdown) == expected_headings(session)
+    assert [token.type for token in tokens if token.type in ("html_block", "html_inline", "image")] == []
+    assert [token.info for token in tokens if token.type == "fence" and "mermaid" in token.info.lower()] == []
+    hrefs = [token.attrGet("href") for token in tokens if token.type == "link_open"]
+    assert not [href for href in hrefs if "script" in href.lower()]
+    assert "${7*7}" in markdown and "{{7\\*7}}" in markdown and "49" not in markdown
+
+
+def test_hostile_imported_content_stays_inert_in_html():
+    session = hostile_import_session()
+    page = render_html(session, redact=False)
+    parser = audit(page)
+    assert not {"script", "img", "a", "iframe", "svg", "math"} & set(parser.tags)
+    assert not [attribute for attribute in parser.attributes if attribute[1].startswith("on")]
+    assert "${7*7}" in page and "{{7*7}}" in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script" not in page and "</pre><script>" not in page
 
 
 def test_docstring_examples_hold():
