@@ -723,14 +723,14 @@ def printable(text: Any, *, keep_newlines: bool = False) -> str:
     """命令行打印会话里的任何文字都先过这里：标题里的换行伪造不了树的行，ESC 序列清不了屏，
     U+202E 翻转不了后面的字。keep_newlines=True 保留换行和制表符（导出的 Markdown 用）。
 
-    'a\\nb\\x1b[31m\\u202e' -> 'a\\\\nb\\\\x1b[31m\\\\u202e'"""
+    'a\\nb\\x1b[31m\\u202e' -> 'a\\\\nb\\\\u001b[31m\\\\u202e'"""
     pattern = _UNPRINTABLE_KEEP_LINES if keep_newlines else _UNPRINTABLE
     return pattern.sub(_visible_escape, str(text))
 
 
 def _visible_escape(match: "re.Match[str]") -> str:
     char = match.group()
-    return _ESCAPES.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+    return _ESCAPES.get(char) or f"\\u{ord(char):04x}"
 
 
 # ── 小工具 ─────────────────────────────────────────────────────────────────────────────────

@@ -496,8 +496,8 @@ class TestSmallThings:
 
     def test_printable_keeps_text_and_shows_what_it_neutralised(self):
         assert s11_session.printable("会话 🌿 ok") == "会话 🌿 ok"
-        assert s11_session.printable("a\nb\x1b[31m\u202e") == "a\\nb\\x1b[31m\\u202e"
-        assert s11_session.printable("a\nb\tc\x1b", keep_newlines=True) == "a\nb\tc\\x1b"
+        assert s11_session.printable("a\nb\x1b[31m\u202e") == "a\\nb\\u001b[31m\\u202e"
+        assert s11_session.printable("a\nb\tc\x1b", keep_newlines=True) == "a\nb\tc\\u001b"
         assert s11_session.printable("\ud83d") == "\\ud83d"
 
     def test_restore_fsyncs_the_folder(self, store, monkeypatch):
