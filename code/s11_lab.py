@@ -662,9 +662,9 @@ EXPERIMENTS: Dict[str, Experiment] = {e.key: e for e in [
         f"一个写入进程不停地给 {KILL_MESSAGES} 条消息（约 1 MB）的会话追加一条、保存一次；"
         f"在它完整保存过一次之后的随机时刻 `kill -9`，然后读档。每个仓库 {KILL_ROUNDS} 轮，轮数和结果每次略有不同。",
         "书中原版的 `save()` 用 `open(path, \"w\")` 先把文件截成 0 字节再写，被杀时磁盘上只剩半截。"
-        "本仓库的 `write_temp()` 把全部内容写进同目录的临时文件并 fsync，`commit_temp()` 再用 `os.replace` "
+        "本仓库的 `PendingWrite` 把全部内容写进同目录的临时文件并 fsync，`commit()` 再用 `os.replace` "
         "一步换上：任何时刻被杀，文件要么是上一次的，要么是这一次的。",
-        ("s11_session.write_temp", "s11_session.commit_temp"), ("s11_book.SessionStore.save",), experiment_kill),
+        ("s11_storage.PendingWrite",), ("s11_book.SessionStore.save",), experiment_kill),
     Experiment(
         "conflict", "👥 两个窗口同时续写",
         "两个窗口读入同一个会话，各追加一轮，先后保存。",
