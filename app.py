@@ -167,7 +167,8 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
         # 本文件有 from __future__ import annotations，写在参数上的 gr.Request 只是字符串、gradio 解析不到（gr 是局部导入）
         on_load.__annotations__["request"] = gr.Request
 
-        ready = demo.load(on_load, inputs=[visitor], outputs=[visitor, teacher], api_visibility="private")
+        # 公开为 /enter_space：脚本（gradio_client）也要先领一个令牌，再把它传给 /run_demo 等接口
+        ready = demo.load(on_load, inputs=[visitor], outputs=[visitor, teacher], api_name="enter_space")
         ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready)
         with gr.Tabs():
             for label, module_name in SECTIONS:

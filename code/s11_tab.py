@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from s11_spaces import SpaceError
 from s11_workbench import field_notes_markdown, files_markdown, public_name, run_demo_safely
 
 RUN_LABEL = "🌿 运行主会话 → 双分支 → 恢复 → 导出"
@@ -71,12 +72,19 @@ def build(ctx) -> None:
                     file_views.append(gr.Markdown(file_placeholder(name), elem_id=f"s11-file-{number}",
                                                   container=True))
 
-    def on_run():
-        """/run_demo 的 API 输出（按顺序）：状态、会话树、导出预览、3 个会话文件卡片、.md 路径、.html 路径。
+    def on_run(token):
+        """/run_demo(token) 的 API 输出（按顺序）：状态、会话树、导出预览、3 个会话文件卡片、.md 路径、.html 路径。
 
-        失败时状态是一句以 ⚠️ 开头的中文，其余恢复成占位文字，两个路径为 None。
+        token 是本浏览器的空间令牌（ctx.visitor）：演示写进访客自己的空间，会话树浏览器里能接着分叉。
+        失败时（含令牌无效、点得太快、空间已满）状态是一句以 ⚠️ 开头的中文，其余恢复成占位文字，两个路径为 None。
         """
-        run, error = run_demo_safely(sessions_dir)
+        try:
+            space = ctx.spaces.open(token).writable()
+            space.throttle()
+            space.require_room(sessions=3, nbytes=64 * 1024)
+            run, error = run_demo_safely(space.folder)
+        except SpaceError as refusal:
+            run, error = None, f"⚠️ {refusal}"
         if run is None:
             return (error, TREE_PLACEHOLDER, EXPORT_PLACEHOLDER, *map(file_placeholder, FILE_NAMES), None, None)
         done = (f"✅ 已写入 {len(run.files)} 个会话文件，用时 {run.elapsed_ms} ms。"
@@ -91,7 +99,7 @@ def build(ctx) -> None:
     # 每次点击互不依赖、可以并行（store 的写入是原子的），所以放开默认的“同一时刻只跑一个”。
     # API 只返回普通值（脚本拿到的是文件路径）；按钮是否可点由随后的私有事件决定。
     run_button.click(
-        on_run, inputs=None,
+        on_run, inputs=[ctx.visitor],
         outputs=[status, tree, export, *file_views, markdown_download, html_download],
         api_name="run_demo", concurrency_limit=16,
     ).then(enable_downloads, inputs=[markdown_download, html_download],
