@@ -668,9 +668,11 @@ EXPERIMENTS: Dict[str, Experiment] = {e.key: e for e in [
     Experiment(
         "conflict", "👥 两个窗口同时续写",
         "两个窗口读入同一个会话，各追加一轮，先后保存。",
-        "书中原版谁后保存谁赢，先保存的那一轮被整个覆盖。本仓库的 `SessionStore.save()` 在文件锁里核对修订号"
-        "（读入时是几、磁盘上现在是几），对不上就抛 `ConflictError`，磁盘不动；调用方重新 `load()` 再追加即可。",
-        ("s11_session.SessionStore.save",), ("s11_book.SessionStore.save",), experiment_conflict),
+        "书中原版谁后保存谁赢，先保存的那一轮被整个覆盖。本仓库的 `SessionStore.save()` 在文件锁里调用 "
+        "`_check_revision()`：节点读入时的修订号必须等于磁盘上现在的修订号，对不上就抛 `ConflictError`，"
+        "磁盘不动；调用方重新 `load()` 再追加即可。",
+        ("s11_session.SessionStore._check_revision", "s11_session.SessionStore.save"), ("s11_book.SessionStore.save",),
+        experiment_conflict),
     Experiment(
         "ids", "🚪 危险的会话 ID",
         f"在一个沙箱里，对仓库调用 `load({DANGEROUS_ID!r})` 和 `delete({DANGEROUS_ID!r})`。",
