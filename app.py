@@ -125,7 +125,7 @@ def enter_space(spaces, token, request) -> tuple:
     from s11_spaces import SpaceError
     client = request.client.host if request is not None and request.client else None
     try:
-        token, _space = spaces.ensure(token, client=client)
+        token = spaces.ensure_token(token, client=client)
     except SpaceError as error:
         raise gr.Error(str(error)) from None
     secret = request.query_params.get("teacher") if request is not None else None

@@ -28,6 +28,7 @@ Scope: 不做账号和登录（空间跟着浏览器走，清掉浏览器数据�
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import os
@@ -57,6 +58,8 @@ MAX_TOKEN_CHARS = 200      # 比真令牌长得多的输入直接拒绝，不做
 _SPACE_ID = re.compile(rf"[0-9a-f]{{{SPACE_ID_HEX}}}")
 _TOKEN = re.compile(rf"([0-9a-f]{{{SPACE_ID_HEX}}})\.([0-9a-f]{{{SIGNATURE_HEX}}})")
 _SIGN_PREFIX = b"s11-space:"
+_OS_ERRORS = {PermissionError: "权限不足", FileNotFoundError: "文件不存在", IsADirectoryError: "是一个文件夹",
+              NotADirectoryError: "路径上有一个同名的普通文件，不是文件夹", FileExistsError: "路径上有一个同名的普通文件"}
 UPLOAD_OVERHEAD_BYTES = 64 * 1024   # multipart 的边界和表头：上传请求体可以比文件本身大这么多
 
 
@@ -233,14 +236,19 @@ class Spaces:
         return space_id
 
     def ensure(self, token, *, client: Optional[str] = None) -> Tuple[str, Space]:
-        """页面加载时调用：有效令牌原样返回；没有或无效就领一个新的（同一访客地址领得太快时 SpaceError）。"""
+        """有效令牌原样返回；没有或无效就领一个新的（同一访客地址领得太快时 SpaceError）。连同打开的空间。"""
+        token = self.ensure_token(token, client=client)
+        return token, self.open(token)
+
+    def ensure_token(self, token, *, client: Optional[str] = None) -> str:
+        """页面加载用的 ensure：只验签或签发，不碰磁盘——目录出了问题时页面照样打开，由第一个要写的操作报告。"""
         try:
-            return token, self.open(token)
+            self.verify(token)
+            return token
         except SpaceError:
             pass
         self._mint_allowed(client or "?")
-        token = self.new_token()
-        return token, self.open(token)
+        return self.new_token()
 
     def _per_client(self, table: dict, client: str, make: Callable[[], object]):
         with self._lock:
@@ -284,8 +292,19 @@ class Spaces:
                 rate = self.limits.creates_per_minute
                 bucket = space._bucket if space is not None else TokenBucket(
                     self.limits.create_burst, rate / 60, self._clock)
-                space = self._open[space_id] = Space(space_id, folder, limits=self.limits, bucket=bucket)
+                try:
+                    space = Space(space_id, folder, limits=self.limits, bucket=bucket)
+                except OSError as error:
+                    raise SpaceError(self._folder_problem(error)) from None
+                self._open[space_id] = space
             return space
+
+    def _folder_problem(self, error: OSError) -> str:
+        """打不开空间目录时给同学看的一句话：只写会话目录的名字，不暴露服务器上的完整路径。"""
+        reason = _OS_ERRORS.get(type(error)) or {errno.ENOSPC: "磁盘空间不足", errno.EROFS: "这是只读文件系统"}.get(
+            error.errno, type(error).__name__)
+        name = os.path.basename(os.path.abspath(self.sessions_dir))
+        return f"无法写入会话目录 {name}（{reason}）：请告诉老师检查 --sessions-dir"
 
     # ── 教师 ────────────────────────────────────────────────────────────────
     def is_teacher(self, secret) -> bool:
@@ -550,7 +569,7 @@ def classroom_links(host: str, port: int, teacher_secret: str) -> List[str]:
 
     classroom_links("0.0.0.0", 7860, "s3cret") ->
       ["🧑‍🎓 学生打开（同一局域网）：http://192.168.1.23:7860/  [wlan0]",
-       "🧑‍🏫 教师链接（只在本机打开，别投到大屏上）：http://127.0.0.1:7860/?teacher=s3cret"]
+       "🧑‍🏫 教师链接（只给自己用，别发给学生、别投到大屏上）：http://127.0.0.1:7860/?teacher=s3cret"]
     """
     lines = []
     if host in _ANY_HOST:
@@ -565,7 +584,7 @@ def classroom_links(host: str, port: int, teacher_secret: str) -> List[str]:
     else:
         lines.append("🔒 只对本机开放；上课时用 --host 0.0.0.0 启动，学生才能从自己的电脑打开")
     teacher_host = "127.0.0.1" if host in _ANY_HOST or host in _LOOPBACK else host
-    lines.append(f"🧑‍🏫 教师链接（只在本机打开，别投到大屏上）：http://{teacher_host}:{port}/?teacher={teacher_secret}")
+    lines.append(f"🧑‍🏫 教师链接（只给自己用，别发给学生、别投到大屏上）：http://{teacher_host}:{port}/?teacher={teacher_secret}")
     return lines
 
 
@@ -638,8 +657,6 @@ def _cmd_empty_trash(spaces: Spaces, args) -> int:
     return 0
 
 
-_OS_ERRORS = {PermissionError: "权限不足", FileNotFoundError: "文件不存在", IsADirectoryError: "是一个文件夹",
-              NotADirectoryError: "不是文件夹", FileExistsError: "已经存在"}
 COMMANDS = {"list": _cmd_list, "show": _cmd_show, "remove-idle": _cmd_remove_idle, "empty-trash": _cmd_empty_trash}
 
 

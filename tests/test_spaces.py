@@ -111,6 +111,17 @@ class TestTokens:
             fresh, space = spaces.ensure(bad)
             assert fresh != bad and spaces.open(fresh).space_id == space.space_id
 
+    def test_a_broken_sessions_folder_is_named_without_the_server_path(self, tmp_path):
+        spaces = Spaces(tmp_path / "gradio_sessions")
+        token = spaces.new_token()
+        (tmp_path / "gradio_sessions" / "spaces").rename(tmp_path / "moved")
+        (tmp_path / "gradio_sessions" / "spaces").write_text("一个普通文件")
+        assert spaces.ensure_token(token) == token          # the page still loads …
+        with pytest.raises(SpaceError) as error:            # … and the first use says what is wrong
+            spaces.open(token)
+        assert "无法写入会话目录 gradio_sessions" in str(error.value) and "普通文件" in str(error.value)
+        assert str(tmp_path) not in str(error.value)
+
     def test_a_client_minting_spaces_in_a_loop_is_stopped_but_others_are_not(self, tmp_path):
         clock = FakeClock()
         spaces = Spaces(tmp_path, limits=Limits(new_spaces_per_minute=5), clock=clock)
@@ -413,3 +424,62 @@ def test_local_addresses_lists_no_loopback_address():
     for name, address in s11_spaces.local_addresses():
         assert not address.startswith("127.") and address.count(".") == 3
         assert isinstance(name, str)
+
+
+class TestUploads:
+    def test_an_upload_must_declare_its_size_and_fit_the_limit(self, tmp_path):
+        spaces = Spaces(tmp_path, limits=Limits(max_upload_bytes=1000))
+        spaces.admit_upload("10.0.0.1", 1000)
+        with pytest.raises(SpaceError, match="Content-Length"):
+            spaces.admit_upload("10.0.0.1", None)
+        with pytest.raises(SpaceError, match="上限"):
+            spaces.admit_upload("10.0.0.1", 1000 + s11_spaces.UPLOAD_OVERHEAD_BYTES + 1)
+
+    def test_one_address_uploading_in_a_loop_is_slowed_but_a_classmate_is_not(self, tmp_path):
+        clock = FakeClock()
+        spaces = Spaces(tmp_path, limits=Limits(uploads_per_minute=3), clock=clock)
+        for _ in range(3):
+            spaces.admit_upload("10.0.0.66", 10)
+        with pytest.raises(SpaceError, match="上传太频繁"):
+            spaces.admit_upload("10.0.0.66", 10)
+        spaces.admit_upload("10.0.0.7", 10)
+        clock.advance(20)
+        spaces.admit_upload("10.0.0.66", 10)
+
+    def test_two_largest_files_pass_then_bytes_refill_slowly(self, tmp_path):
+        clock = FakeClock()
+        limit = 1000
+        spaces = Spaces(tmp_path, limits=Limits(max_upload_bytes=limit), clock=clock)
+        spaces.admit_upload("10.0.0.1", limit)
+        spaces.admit_upload("10.0.0.1", limit)
+        with pytest.raises(SpaceError, match="上传太频繁"):
+            spaces.admit_upload("10.0.0.1", limit)
+        clock.advance(300)                       # one largest file per five minutes
+        spaces.admit_upload("10.0.0.1", limit)
+
+    def test_uploads_stop_when_the_disk_is_nearly_full(self, tmp_path):
+        spaces = Spaces(tmp_path, limits=Limits(min_free_bytes=2 ** 62))
+        with pytest.raises(SpaceError, match="磁盘"):
+            spaces.admit_upload("10.0.0.1", 10, str(tmp_path))
+
+
+class TestClassroomLinks:
+    def test_on_all_interfaces_students_get_lan_addresses_and_the_teacher_a_local_link(self, monkeypatch):
+        monkeypatch.setattr(s11_spaces, "local_addresses", lambda: [("wlan0", "192.168.1.23")])
+        lines = s11_spaces.classroom_links("0.0.0.0", 7860, "s3cret")
+        assert "http://192.168.1.23:7860/" in lines[0] and "wlan0" in lines[0]
+        assert lines[-1].endswith("http://127.0.0.1:7860/?teacher=s3cret")
+        assert not any("teacher" in line for line in lines[:-1])
+
+    def test_without_a_lan_address_the_teacher_is_told_how_to_find_one(self, monkeypatch):
+        monkeypatch.setattr(s11_spaces, "local_addresses", lambda: [])
+        assert "ip addr" in s11_spaces.classroom_links("0.0.0.0", 8000, "x")[0]
+
+    def test_on_loopback_the_page_is_local_only_and_says_how_to_open_it_up(self):
+        lines = s11_spaces.classroom_links("127.0.0.1", 7860, "x")
+        assert "--host 0.0.0.0" in lines[0] and lines[1].endswith("http://127.0.0.1:7860/?teacher=x")
+
+    def test_a_specific_host_is_used_for_both_links(self):
+        lines = s11_spaces.classroom_links("10.1.2.3", 7860, "x")
+        assert lines == ["🧑‍🎓 学生打开：http://10.1.2.3:7860/",
+                         "🧑‍🏫 教师链接（只给自己用，别发给学生、别投到大屏上）：http://10.1.2.3:7860/?teacher=x"]
