@@ -422,7 +422,6 @@ class SessionStore:
             raise InvalidMessage(f"会话 {session.session_id} 的 title 必须是字符串")
         where = f"会话 {session.session_id}："
         validate_messages(session.messages, where)
-        check_nesting(session.messages, where)
         if session.source is not None and not isinstance(session.source, dict):
             raise InvalidMessage(f"{where}source 必须是字典或 None")
         if self.workspace is not None:
@@ -579,18 +578,28 @@ def validate_messages(messages: Any, where: str = "") -> None:
             raise InvalidMessage(f"{where}第 {i + 1} 条消息的 content 必须是字符串、内容块（字典）列表或 null")
 
 
-def check_nesting(messages: List[Dict[str, Any]], where: str = "") -> None:
-    """一条消息内部嵌套超过 MAX_NESTING 层就拒绝：这样的文件今天存得下，明天在更深的调用栈里就读不回来。
+def check_nesting(raw: bytes, messages: List[Dict[str, Any]], where: str = "") -> None:
+    """保存的 JSON 里嵌套超过 MAX_NESTING 层就拒绝：这样的文件今天存得下，明天在更深的调用栈里就读不回来。
 
-    {"role": "user", "content": "hi"} 是 1 层；content 是内容块列表时是 3 层（消息 → 列表 → 块）。"""
-    for number, message in enumerate(messages, 1):
-        pending = [(message, 1)]
-        while pending:   # 显式栈：检查本身也不能递归
-            value, depth = pending.pop()
-            if depth > MAX_NESTING:
-                raise InvalidMessage(f"{where}第 {number} 条消息嵌套超过 {MAX_NESTING} 层，存下来会读不回来")
-            children = value.values() if isinstance(value, dict) else value
-            pending.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    文件用 indent=2 写，字符串里的换行都被转义成 \\n，所以一行的缩进就是它的嵌套层数：消息的键缩进 6 格，
+    算第 1 层（{"role": "user", "content": "hi"}）；内容块的键算第 3 层。在字节里找一行缩进超过上限的，
+    10 MB 约 1 毫秒；找到了才逐条消息确认是哪一条。"""
+    if _TOO_DEEP_LINE not in raw:
+        return
+    alone = _TOO_DEEP_LINE.decode()[:-4]   # 单独编码一条消息时，它的键缩进 2 格而不是 6 格
+    number = next((i for i, message in enumerate(messages, 1) if alone in _dumps_alone(message)), 0)
+    what = f"第 {number} 条消息" if number else "工作区快照或 source"
+    raise InvalidMessage(f"{where}{what}嵌套超过 {MAX_NESTING} 层，存下来会读不回来")
+
+
+_TOO_DEEP_LINE = b"\n" + b" " * (2 * (MAX_NESTING + 3))
+
+
+def _dumps_alone(message: Dict[str, Any]) -> str:
+    try:
+        return json.dumps(message, indent=2)
+    except RecursionError:
+        return "\n" + " " * (2 * (MAX_NESTING + 1))   # 深到编码器都放弃了：当然超过上限
 
 
 # 🔢 版本迁移：旧格式的字典 → 新格式的字典，一步一个函数
@@ -652,26 +661,33 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def encode_session(payload: Dict[str, Any], session_id: str) -> bytes:
-    """字典 → UTF-8 字节。孤立代理项（半个 emoji，真实记录里见过）写成 \\udXXX 转义：
+    """字典 → UTF-8 字节，并确认它能原样读回来：
 
-    {"t": "cut \\ud83d"} -> b'{\\n  "t": "cut \\\\ud83d"\\n}'   读回来仍是 "cut \\ud83d"。"""
+    * 孤立代理项（半个 emoji，真实记录里见过）写成 \\udXXX 转义：{"t": "cut \\ud83d"} 读回来仍是 "cut \\ud83d"；
+    * 嵌套太深（check_nesting）或含有 JSON 存不了的值时抛 InvalidMessage，写明会话和第几条消息。"""
+    where = f"会话 {session_id} 的"
     try:
         text = json.dumps(payload, ensure_ascii=False, indent=2)
+    except RecursionError:
+        raw = b"\n" + b" " * (2 * (MAX_NESTING + 3))     # 编码器都递归不下去了：交给 check_nesting 说明是哪条
     except (TypeError, ValueError):
         number = _first_unencodable(payload.get("messages", []))
-        where = f"第 {number} 条消息" if number else "标题、工作区或 source"
-        raise InvalidMessage(f"会话 {session_id} 的{where}含有无法存成 JSON 的值") from None
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:   # JSON 的结构字符都是 ASCII，代理项只可能在字符串里：原地换成转义
-        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+        what = f"第 {number} 条消息" if number else "标题、工作区快照或 source"
+        raise InvalidMessage(f"{where}{what}含有无法存成 JSON 的值") from None
+    else:
+        try:
+            raw = text.encode("utf-8")
+        except UnicodeEncodeError:   # JSON 的结构字符都是 ASCII，代理项只可能在字符串里：原地换成转义
+            raw = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+    check_nesting(raw, payload.get("messages", []), where)
+    return raw
 
 
 def _first_unencodable(messages: List[Any]) -> int:
     for number, message in enumerate(messages, 1):
         try:
             json.dumps(message)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             return number
     return 0
 

@@ -354,11 +354,12 @@ def call_from_deep_stack(frames, call):
 
 
 class TestContentThatMustReadBack:
-    def test_nesting_deeper_than_the_limit_is_refused_naming_session_and_message(self, store):
+    @pytest.mark.parametrize("depth", [s11_session.MAX_NESTING, 960, 100_000])
+    def test_nesting_deeper_than_the_limit_is_refused_naming_session_and_message(self, store, depth):
         sid = store.create_session("会话", [msg("user", "ok")])
         before = Path(store.path_of(sid)).read_bytes()
         node = store.load(sid)
-        node.messages.append({"role": "tool", "content": [{"type": "json", "data": nested(960)}]})
+        node.messages.append({"role": "tool", "content": [{"type": "json", "data": nested(depth)}]})
         with pytest.raises(InvalidMessage, match=f"{sid}.*第 2 条.*{s11_session.MAX_NESTING}"):
             store.save(node)
         assert Path(store.path_of(sid)).read_bytes() == before and leftovers(store.storage_dir) == []
