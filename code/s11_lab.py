@@ -207,7 +207,8 @@ def run_kill_rounds(kind: str, folder: str, rounds: int, messages: int, seed: in
     os.makedirs(folder, exist_ok=True)
     rng, base = random.Random(seed), kill_messages(messages)
     results = [_kill_one_round(kind, folder, f"kill{n:02d}", base, rng) for n in range(rounds)]
-    return {"kind": kind, "rounds": results}
+    full = len(json.dumps({"messages": base}, ensure_ascii=False, indent=2).encode("utf-8"))
+    return {"kind": kind, "rounds": results, "session_bytes": full}
 
 
 def _kill_one_round(kind: str, folder: str, session_id: str, base: List[Dict[str, Any]],
@@ -313,10 +314,11 @@ def _collect(runner: subprocess.Popen) -> Dict[str, Any]:
 def experiment_kill(folder: str, rounds: int = KILL_ROUNDS, messages: int = KILL_MESSAGES,
                     seed: Optional[int] = None) -> Tuple[Outcome, Outcome]:
     results = kill_rounds_in_subprocess(folder, rounds, messages, seed)
-    return _kill_outcome(BOOK, results[BOOK]["rounds"]), _kill_outcome(OURS, results[OURS]["rounds"])
+    return _kill_outcome(**results[BOOK]), _kill_outcome(**results[OURS])
 
 
-def _kill_outcome(kind: str, rounds: List[Dict[str, Any]]) -> Outcome:
+def _kill_outcome(kind: str, rounds: List[Dict[str, Any]], session_bytes: int) -> Outcome:
+    """一个仓库的 rounds 轮（run_kill_rounds 的输出）-> 结论与证据。"""
     torn = [r for r in rounds if r["error"] is not None]
     lost = [r for r in rounds if r["error"] is None and r["readable"] < r["saved"]]
     temp_rounds = sum(1 for r in rounds if r["temp_files"])
@@ -325,14 +327,14 @@ def _kill_outcome(kind: str, rounds: List[Dict[str, Any]]) -> Outcome:
     failed = bool(torn or lost)
     verdict = (f"❌ {len(rounds)} 轮里 {len(torn)} 轮文件读不出来" if torn else
                f"✅ {len(rounds)} 轮全部读得出来，没有丢掉任何已保存的消息")
-    return Outcome(failed, verdict, _kill_evidence(kind, rounds, torn, temp_rounds), facts)
+    return Outcome(failed, verdict, _kill_evidence(rounds, torn, temp_rounds, session_bytes), facts)
 
 
-def _kill_evidence(kind: str, rounds: List[Dict[str, Any]], torn: List[Dict[str, Any]], temp_rounds: int) -> str:
+def _kill_evidence(rounds: List[Dict[str, Any]], torn: List[Dict[str, Any]], temp_rounds: int,
+                   session_bytes: int) -> str:
     first_save = sorted(r["first_save_ms"] for r in rounds)[len(rounds) // 2]
-    sizes = sorted(r["size"] for r in rounds)
     marks = " ".join("✗" if r["error"] is not None else "✓" for r in rounds)
-    lines = [f"- 轮数：**{len(rounds)}**（每轮一个新文件，约 {sizes[len(sizes) // 2] / 1e6:.1f} MB，"
+    lines = [f"- 轮数：**{len(rounds)}**（每轮一个新会话，完整保存约 {session_bytes / 1e6:.1f} MB，"
              f"第一次保存约 {first_save:.0f} ms）",
              f"- 读不出来：**{len(torn)}** 轮；读得出来：**{len(rounds) - len(torn)}** 轮", "",
              "逐轮结果（✓ 读得出来，✗ 读不出来）：", "", fenced(marks, "text"), ""]
@@ -349,7 +351,7 @@ def _kill_evidence(kind: str, rounds: List[Dict[str, Any]], torn: List[Dict[str,
                   f"读出 **{example['readable']}** 条"]
         if temp_rounds:
             lines.append(f"- 其中 **{temp_rounds}** 轮 kill 正好落在写临时文件的途中：留下一个 `.tmp` 文件"
-                         "（`check()` 会报告它，可以删除），正式文件完好")
+                         "（只有 kill -9 才会留下它，`check()` 稍后会把它列为残留，可以删除），正式文件完好")
     return "\n".join(lines)
 
 

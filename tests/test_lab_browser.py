@@ -1,6 +1,7 @@
 """The lab tab in Debian's chromium: every button runs its experiment and both columns show their evidence.
 
-Set S11_LAB_SCREENSHOTS=docs to also write docs/lab.png (desktop) and docs/lab-phone.png (390 px) after the run.
+Set S11_LAB_SCREENSHOTS=docs to also write docs/lab.png (desktop: intro + first two experiments) and
+docs/lab-phone.png (390 px, dark: the redaction experiment) after the run.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def test_every_lab_button_fills_both_columns_with_their_evidence(browser, app_se
             assert "❌" not in ours, key   # ours never fails where the book does
             if key == "kill":
                 assert any(error in book for error in KILL_ERRORS)
-        shoot(page, "lab.png")
+        shoot(page, "lab.png", "body", "#lab-conflict")   # the intro and the first two experiments
     finally:
         context.close()
 
@@ -100,7 +101,7 @@ def test_the_lab_fits_a_phone_screen_after_running(browser, app_server):
     try:
         for key in ("redact", "versions"):
             run_in_page(page, key)
-        shoot(page, "lab-phone.png")
+        shoot(page, "lab-phone.png", "#lab-redact", "#lab-redact-ours")
         # Gradio keeps the selected tab's label in the tab strip even when the labels together are wider
         # than a phone (not ours to fix); set the strip aside and measure the lab's own content.
         page.add_style_tag(content="[role=tablist] { display: none !important; }")
@@ -111,11 +112,16 @@ def test_the_lab_fits_a_phone_screen_after_running(browser, app_server):
         context.close()
 
 
-def shoot(page, name: str) -> None:
+def shoot(page, name: str, first: str, last: str) -> None:
+    """Screenshot from the top of `first` to the bottom of `last` (CSS selectors), full page width."""
     folder = os.environ.get("S11_LAB_SCREENSHOTS")
     if not folder:
         return
     Path(folder).mkdir(parents=True, exist_ok=True)
     page.mouse.move(0, 0)
     page.wait_for_timeout(500)
-    page.screenshot(path=str(Path(folder) / name), full_page=True, type="png")
+    top = page.evaluate(f"() => document.querySelector('{first}').getBoundingClientRect().top + window.scrollY")
+    bottom = page.evaluate(f"() => document.querySelector('{last}').getBoundingClientRect().bottom + window.scrollY")
+    width = page.viewport_size["width"]
+    page.screenshot(path=str(Path(folder) / name), full_page=True, type="png",
+                    clip={"x": 0, "y": max(top - 16, 0), "width": width, "height": bottom - top + 32})
