@@ -87,13 +87,13 @@ def read_regular_file(path: str) -> Tuple[bytes, os.stat_result]:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise NotRegularFile(path, _KIND_NAMES.get(stat.S_IFMT(info.st_mode), "未知类型"))
-        chunks = []
-        while True:   # 按 fstat 的大小读，但以读到 EOF 为准（文件可能正被原地改写）
-            chunk = os.read(fd, max(info.st_size + 1, 1 << 16))
-            if not chunk:
-                break
+        chunks, want = [], info.st_size + 1
+        while True:   # 普通文件读不满就是到了结尾；读满了说明文件在长（正被原地改写），接着读
+            chunk = os.read(fd, want)
             chunks.append(chunk)
-        return b"".join(chunks), info
+            if len(chunk) < want:
+                return b"".join(chunks), info
+            want = 1 << 20
     finally:
         os.close(fd)
 
