@@ -35,6 +35,7 @@ Claude 的 toolUseResult（其中的 originalFile 是整份文件的拷贝）；
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -42,6 +43,7 @@ import re
 import sys
 import time
 from collections import Counter, deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -333,6 +335,10 @@ class _Converter:
         return [{"type": "text", "text": self.cut(json.dumps(value, ensure_ascii=False), limit)[0]}]
 
     def block(self, block: Any, limit: int) -> dict:
+        if isinstance(block, dict) and block.get("type") == "text":   # 最常见的块走捷径
+            text = block.get("text")
+            if isinstance(text, str) and len(text) <= limit:
+                return {"type": "text", "text": text}
         if isinstance(block, str):
             return self.text_block("text", "text", block, limit)
         if not isinstance(block, dict):
@@ -1117,15 +1123,35 @@ def _level_order(nodes: List[SessionNode]) -> List[SessionNode]:
     return order
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def _copy_bytes(plan: List[_Planned]) -> int:
-    sizes: Dict[int, int] = {}
+    """分叉节点重复保存的父节点前缀有多少字节（紧凑 JSON）。每个父节点只算一次前缀和，每条消息只编码一次。"""
+    prefix_sums: Dict[int, List[int]] = {}
     total = 0
     for planned in plan:
-        for message in planned.messages[:planned.fork_point] if planned.parent is not None else []:
-            if id(message) not in sizes:
-                sizes[id(message)] = len(json.dumps(message, ensure_ascii=False).encode("utf-8"))
-            total += sizes[id(message)]
+        if planned.parent is None or not planned.fork_point:
+            continue
+        sums = prefix_sums.setdefault(planned.parent, [0])
+        messages = plan[planned.parent].messages
+        while len(sums) <= planned.fork_point:
+            sums.append(sums[-1] + len(_COMPACT(messages[len(sums) - 1]).encode("utf-8")))
+        total += sums[planned.fork_point]
     return total
+
+
+@contextmanager
+def _paused_gc() -> Iterator[None]:
+    """json.loads 造出几百万个小对象，每隔一阵就触发一次扫描整个（还在长大的）堆的回收；
+    导入只建树、不产生循环引用，所以读和规划期间暂停循环回收器，结束后恢复原状。"""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # ── 读 + 建树 + 规划（不碰仓库）──────────────────────────────────────────────────────────────
@@ -1251,12 +1277,13 @@ def import_file(path: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_
     dry_run=True 只读和规划，报告里写明会写哪些节点，但什么都不保存。
     """
     path = os.fspath(path)
-    t, size = _read_all(path, max_bytes)
-    tree, plan = _build(t)
-    nodes = _nodes(t, plan)
-    report = ImportReport(file=t.file, format=t.format or "", bytes_read=size, skipped=t.skipped,
-                          dropped=dict(t.dropped), warnings=t.warnings, copy_bytes=_copy_bytes(plan),
-                          messages=sum(len(p.own) for p in plan))
+    with _paused_gc():
+        t, size = _read_all(path, max_bytes)
+        tree, plan = _build(t)
+        nodes = _nodes(t, plan)
+        report = ImportReport(file=t.file, format=t.format or "", bytes_read=size, skipped=t.skipped,
+                              dropped=dict(t.dropped), warnings=t.warnings, copy_bytes=_copy_bytes(plan),
+                              messages=sum(len(p.own) for p in plan))
     _write(store, _level_order(nodes), report, dry_run)
     written = set(report.node_ids)
     report.root_ids = [n.session_id for n in nodes if n.parent_id is None and n.session_id in written]

@@ -735,3 +735,14 @@ def test_list_examples_names_the_project_examples():
     names = [os.path.basename(path) for path in s11_import.list_examples()]
     assert names == ["claude-code-rate-limit.jsonl", "pi-v3-report-cache.jsonl"]
     assert all(os.path.dirname(path) == s11_import.EXAMPLES_DIR for path in s11_import.list_examples())
+
+
+@pytest.mark.slow
+def test_the_import_benchmark_runs_quickly_and_prints_its_table():
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_import.py"), "--quick"],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "machine :" in done.stdout and "import vs json.loads" in done.stdout
+    rows = [line for line in done.stdout.splitlines() if line.startswith(("Claude Code,", "Pi v3,"))]
+    assert len(rows) == 4 and all("×" in row for row in rows)
+    assert not list((REPO / "benchmarks").glob("bench-import-*"))   # its temporary folders are removed
