@@ -72,9 +72,17 @@ def test_a_kill_during_save_leaves_the_books_file_unreadable():
     assert re.search(r"文件只剩 \*\*[\d,]+ 字节\*\*", evidence)
 
 
+def run_runner(kind: str, folder: Path, rounds: int, messages: int) -> dict:
+    """The kill runner as the page starts it: its own single-threaded process (never fork pytest itself)."""
+    done = subprocess.run([sys.executable, str(CODE_DIR / "s11_lab.py"), "kill-rounds", kind, str(folder),
+                           str(rounds), str(messages), "7"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 @needs_fork
 def test_each_kill_round_reads_back_with_the_stores_own_load(tmp_path):
-    rounds = s11_lab.run_kill_rounds(s11_lab.OURS, str(tmp_path / "ours"), rounds=4, messages=50, seed=7)["rounds"]
+    rounds = run_runner(s11_lab.OURS, tmp_path / "ours", rounds=4, messages=50)["rounds"]
     assert len(rounds) == 4
     for one in rounds:
         assert one["error"] is None
@@ -281,11 +289,8 @@ def test_the_books_store_still_writes_in_place_with_json_dump():
     assert "os.replace" not in source and "validate" not in source
 
 
-def test_the_runner_prints_one_json_document(tmp_path):
-    if not hasattr(os, "fork"):
-        pytest.skip("the kill runner forks")
-    done = subprocess.run([sys.executable, str(CODE_DIR / "s11_lab.py"), "kill-rounds", "book",
-                           str(tmp_path / "book"), "2", "20", "1"], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+@needs_fork
+def test_the_runner_reports_every_round_and_the_full_session_size(tmp_path):
+    report = run_runner(s11_lab.BOOK, tmp_path / "book", rounds=2, messages=20)
     assert report["kind"] == "book" and len(report["rounds"]) == 2
+    assert report["session_bytes"] > 20 * len(s11_lab.KILL_MESSAGE_TEXT.encode())
