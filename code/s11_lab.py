@@ -102,7 +102,7 @@ def fenced(text: str, language: str = "") -> str:
 
 
 def short_error(exc: BaseException, limit: int = 300) -> str:
-    """'CorruptSession: 会话文件已损坏…'（太长的异常截断，临时目录路径换成 …）"""
+    """'CorruptSession: 会话文件已损坏…'：异常类名 + 原文，超过 limit 个字符截断。"""
     text = f"{type(exc).__name__}: {exc}"
     return text if len(text) <= limit else text[:limit] + "…"
 
