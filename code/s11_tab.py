@@ -18,10 +18,14 @@ Key insight: 这里只摆放控件，所有逻辑都在 s11_workbench 里（不�
 
 from __future__ import annotations
 
+import logging
+
 import gradio as gr
 
 from s11_spaces import SpaceError
-from s11_workbench import field_notes_markdown, files_markdown, public_name, run_demo_safely
+from s11_workbench import explain_error, field_notes_markdown, files_markdown, public_name, run_demo_safely
+
+log = logging.getLogger(__name__)
 
 RUN_LABEL = "🌿 运行主会话 → 双分支 → 恢复 → 导出"
 TREE_PLACEHOLDER = ("#### 🌳 会话树\n\n👆 点击上方按钮，这里会画出本次运行的会话树："
@@ -82,9 +86,12 @@ def build(ctx) -> None:
             space = ctx.spaces.open(token).writable()
             space.throttle()
             space.require_room(sessions=3, nbytes=64 * 1024)
-            run, error = run_demo_safely(space.folder)
+            run, error = run_demo_safely(space.folder, shown_from=sessions_dir)
         except SpaceError as refusal:
             run, error = None, f"⚠️ {refusal}"
+        except OSError as failure:   # 建不了访客的空间目录（会话根目录坏了）：同样一句中文，说清是哪个目录
+            log.exception("s11 space folder unavailable under %s", sessions_dir)
+            run, error = None, explain_error(failure, sessions_dir)
         if run is None:
             return (error, TREE_PLACEHOLDER, EXPORT_PLACEHOLDER, *map(file_placeholder, FILE_NAMES), None, None)
         done = (f"✅ 已写入 {len(run.files)} 个会话文件，用时 {run.elapsed_ms} ms。"

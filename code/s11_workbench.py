@@ -379,11 +379,20 @@ def preview_markdown(export_markdown: str, fork_point: int, saves: tuple, parent
 
 # ---------------------------------------------------------------- 会话文件
 
-def written_file(path: str, sessions_dir: str, name: str = "会话", saves: tuple = ()) -> WrittenFile:
+def shown_path(path: str, shown_from: str) -> str:
+    """页面上的文件路径：从 shown_from 这个目录的名字开始写，例如 'gradio_sessions/spaces/4f…/5d38f60f4c00.json'；
+    文件不在它下面时只写 '所在目录名/文件名'。"""
+    base = os.path.dirname(os.path.abspath(shown_from))
+    relative = os.path.relpath(os.path.abspath(path), base)
+    if relative.startswith(os.pardir) or os.path.isabs(relative):
+        relative = os.path.join(public_name(os.path.dirname(path)), os.path.basename(path))
+    return relative.replace(os.sep, "/")
+
+
+def written_file(path: str, shown_from: str, name: str = "会话", saves: tuple = ()) -> WrittenFile:
     with open(path, encoding="utf-8") as handle:
         pretty = json.dumps(json.load(handle), ensure_ascii=False, indent=2)
-    shown = f"{public_name(sessions_dir)}/{os.path.basename(path)}"
-    return WrittenFile(path, shown, os.path.getsize(path), pretty, name, tuple(saves))
+    return WrittenFile(path, shown_path(path, shown_from), os.path.getsize(path), pretty, name, tuple(saves))
 
 
 def field_notes_markdown() -> str:
@@ -495,11 +504,12 @@ def blame(kind: str, folder: str) -> Iterator[None]:
 
 # ---------------------------------------------------------------- 一次完整运行
 
-def run_demo(sessions_dir: str, *, export_root: str | None = None,
+def run_demo(sessions_dir: str, *, export_root: str | None = None, shown_from: str | None = None,
              keep_seconds: float = EXPORT_KEEP_SECONDS) -> DemoRun:
     """主会话 → 双分支 → 恢复 → 导出，跑一遍并把页面要显示的东西全部算好。
 
-    sessions_dir 是要写入的文件夹（整个站点的会话目录，或某位访客自己的空间目录）。
+    sessions_dir 是要写入的文件夹（整个站点的会话目录，或某位访客自己的空间目录）；页面上的文件路径从
+    shown_from（默认就是 sessions_dir）的目录名写起，不暴露服务器上的完整路径。
     出错时抛 FolderUnavailable（写明是哪个目录）或 store 自己的 SessionError。
     """
     started = time.perf_counter()
@@ -514,7 +524,7 @@ def run_demo(sessions_dir: str, *, export_root: str | None = None,
         html = store.export_html(branch_b_id)
         names = {main_id: "🌱 主会话", branch_a_id: "🌿 分支 A", branch_b_id: "🌿 分支 B"}
         history = save_history(store.saves)
-        files = [written_file(store.path_of(node.session_id), sessions_dir,
+        files = [written_file(store.path_of(node.session_id), shown_from or sessions_dir,
                               names[node.session_id] + (" · 📂 已恢复" if node.session_id == branch_b_id else ""),
                               history.get(node.session_id, ()))
                  for node in nodes]
@@ -567,8 +577,8 @@ def explain_error(error: BaseException, sessions_dir: str) -> str:
                 f"{FOLDER_ADVICE.get(error.kind, '')}")
     if isinstance(error, SessionError):
         return f"⚠️ 会话数据异常：{shorten(hide_server_paths(str(error), [sessions_dir]), 200)}"
-    if isinstance(error, OSError):
-        return f"⚠️ 服务器读写文件时出错：{os_error_text(error)}。"
+    if isinstance(error, OSError):   # run_demo 之外（例如建访客的空间目录时）：算在会话根目录头上
+        return explain_error(FolderUnavailable(SESSIONS_FOLDER, sessions_dir, os_error_text(error)), sessions_dir)
     return f"⚠️ 演示运行失败（{type(error).__name__}），详细信息已写入服务器日志。"
 
 

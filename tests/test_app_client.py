@@ -18,21 +18,26 @@ pytestmark = pytest.mark.slow
 def test_run_demo_endpoint_returns_tree_preview_files_and_downloads(app_server, sessions_dir):
     from gradio_client import Client
 
-    before = set(Path(sessions_dir).glob("*.json"))
+    before = set(Path(sessions_dir).rglob("*.json"))
     client = Client(app_server, verbose=False)
-    outputs = client.predict(api_name="/run_demo")
+    token = client.predict(None, api_name="/enter_space")   # a script first gets its own private space
+    outputs = client.predict(token, api_name="/run_demo")
     status, tree, preview, *cards, markdown_file, html_file = outputs
 
     assert status.startswith("✅") and "3 个会话文件" in status
     assert "```mermaid" in tree and "📂 已恢复" in tree
     assert "会话导出" in preview and "方案 B" in preview and "第 8–9 条" in preview
 
-    written = set(Path(sessions_dir).glob("*.json")) - before
+    written = set(Path(sessions_dir).rglob("*.json")) - before
+    assert len({path.parent for path in written}) == 1 and written.pop().parent.parent.name == "spaces"
+    written = set(Path(sessions_dir).rglob("*.json")) - before
     assert len(written) == 3 and len(cards) == 3
     shown_ids = []
     for card in cards:   # one card per file: the file's name relative to the sessions folder, and its JSON
         data = json.loads(card.split("```json\n", 1)[1].rsplit("\n```", 1)[0])
-        assert f"`{Path(sessions_dir).name}/{data['session_id']}.json`" in card
+        folder = next(path.parent for path in written if path.stem == data["session_id"])
+        shown = folder.relative_to(Path(sessions_dir).parent).as_posix()
+        assert f"`{shown}/{data['session_id']}.json`" in card   # gradio_sessions/spaces/<space id>/<id>.json
         shown_ids.append(data["session_id"])
     assert sorted(shown_ids) == sorted(path.stem for path in written)
     assert "| `revision` | 1 | **2** |" in cards[2]

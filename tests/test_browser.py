@@ -1,4 +1,4 @@
-"""What a student sees: the page in Debian's chromium, offline, in light and dark mode."""
+"""What a student sees: the 8.11 tab in Debian's chromium, offline, on a desktop, a laptop and a phone, light and dark."""
 
 from __future__ import annotations
 
@@ -14,6 +14,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 LOCAL_SCHEMES = {"data", "blob", "about"}
+WIDTHS = (1400, 1024, 390)
+SCHEMES = ("light", "dark")
+DIAGRAM = "#s11-tree svg[id^='mermaid']"
+FILE_CARDS = ("#s11-file-1", "#s11-file-2", "#s11-file-3")
 
 
 @pytest.fixture(scope="module")
@@ -28,27 +32,73 @@ def browser():
         launched.close()
 
 
-def open_page(browser, url: str, scheme: str):
+def open_page(browser, url: str, scheme: str, width: int = 1400):
     """A fresh context that records every request the page makes."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, color_scheme=scheme,
+    context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme,
                                   accept_downloads=True)
     page = context.new_page()
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
     page.goto(url)
+    page.get_by_role("button", name="运行主会话").wait_for()
     return context, page, requests
 
 
-DIAGRAM = "#s11-tree svg[id^='mermaid']"
-
-
 def run_demo_in_page(page):
-    """Click the one button and wait until mermaid has drawn the tree (its SVG holds the node labels)."""
+    """Click the one button and wait until mermaid has drawn the tree and the file cards are filled in."""
     page.get_by_role("button", name="运行主会话").click()
     diagram = page.locator(DIAGRAM).filter(has_text="已恢复")
     diagram.wait_for(timeout=20_000)
+    page.locator("#s11-file-3 pre").first.wait_for(timeout=20_000)
+    page.wait_for_function("document.fonts.status === 'loaded'")
     return diagram
 
+
+PAGE_WIDTH = "() => [document.documentElement.scrollWidth, document.body.scrollWidth, window.innerWidth]"
+
+# every element of the result area (and every ancestor of it) that scrolls on its own
+INNER_SCROLLERS = """() => {
+    const scrolls = (element) => {
+        const style = getComputedStyle(element);
+        const y = ['auto', 'scroll'].includes(style.overflowY) && element.scrollHeight > element.clientHeight + 1;
+        const x = ['auto', 'scroll'].includes(style.overflowX) && element.scrollWidth > element.clientWidth + 1;
+        return x || y;
+    };
+    const result = document.querySelector('#s11-result');
+    const inside = [...result.querySelectorAll('*')];
+    const above = [];
+    for (let node = result; node && node !== document.documentElement; node = node.parentElement) above.push(node);
+    return [...inside, ...above].filter(scrolls)
+        .map((element) => `${element.tagName}#${element.id}.${String(element.className).slice(0, 40)}`);
+}"""
+
+# scroll the page alone (never the element's own ancestors) until the element's top, then its bottom, is in view
+# and not cut off by an ancestor that clips its content
+REACHABLE_BY_PAGE_SCROLL = """(element) => {
+    const page = document.scrollingElement;
+    const clipper = (y) => {
+        for (let node = element.parentElement; node; node = node.parentElement) {
+            const style = getComputedStyle(node);
+            if (style.overflowX === 'visible' && style.overflowY === 'visible') continue;
+            const clip = node.getBoundingClientRect(), box = element.getBoundingClientRect();
+            if (y < clip.top - 0.5 || y > clip.bottom + 0.5 || box.left < clip.left - 0.5 || box.right > clip.right + 0.5)
+                return `${node.tagName}.${String(node.className).slice(0, 40)}`;
+        }
+        return null;
+    };
+    let box = element.getBoundingClientRect();
+    if (box.width === 0 || box.height === 0) return 'not rendered';
+    page.scrollTop += box.top - 8;
+    box = element.getBoundingClientRect();
+    if (box.left < 0 || box.right > innerWidth + 0.5) return `sticks out sideways: ${JSON.stringify(box)}`;
+    if (box.top < 0 || box.top >= innerHeight) return `top not in view: ${JSON.stringify(box)}`;
+    if (clipper(box.top + 1)) return `top clipped by ${clipper(box.top + 1)}`;
+    page.scrollTop += box.bottom - innerHeight + 8;
+    box = element.getBoundingClientRect();
+    if (box.bottom > innerHeight || box.bottom <= 0) return `bottom not in view: ${JSON.stringify(box)}`;
+    if (clipper(box.bottom - 1)) return `bottom clipped by ${clipper(box.bottom - 1)}`;
+    return 'ok';
+}"""
 
 READ_NODE_COLOURS = """() => {
     const svg = [...document.querySelectorAll('#s11-tree svg[id^="mermaid"]')]
@@ -61,6 +111,19 @@ READ_NODE_COLOURS = """() => {
     return [rgb(getComputedStyle(label).color), rgb(getComputedStyle(shape).fill)];
 }"""
 
+READ_GROUP_HEADING_COLOURS = """() => [...document.querySelectorAll('#s11-export h2')].map((heading) => {
+    const rgb = (css) => css.match(/[0-9.]+/g).slice(0, 3).map(Number);
+    return [heading.innerText, rgb(getComputedStyle(heading).color), rgb(getComputedStyle(heading).backgroundColor)];
+})"""
+
+# the node label's font size as it appears on screen, after the SVG is scaled to fit its column
+LABEL_SCREEN_PX = """() => {
+    const svg = [...document.querySelectorAll('#s11-tree svg[id^="mermaid"]')].pop();
+    const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+    const label = svg.querySelector('g.node .nodeLabel');
+    return parseFloat(getComputedStyle(label).fontSize) * Math.min(scale, 1);
+}"""
+
 
 def contrast(first: list[float], second: list[float]) -> float:
     """WCAG contrast ratio of two sRGB colours given as 0-255 triples."""
@@ -71,86 +134,132 @@ def contrast(first: list[float], second: list[float]) -> float:
     return (lighter + 0.05) / (darker + 0.05)
 
 
+def assert_no_horizontal_overflow(page, when: str) -> None:
+    document_width, body_width, viewport = page.evaluate(PAGE_WIDTH)
+    assert document_width <= viewport and body_width <= viewport, f"{when}: {document_width}/{body_width} > {viewport}"
+
+
 def assert_all_requests_local(requests: list[str]) -> None:
     foreign = [url for url in requests
                if urlparse(url).scheme not in LOCAL_SCHEMES and urlparse(url).hostname not in LOCAL_HOSTS]
     assert requests and foreign == []
 
 
-def test_one_click_draws_the_tree_previews_the_export_and_downloads_it(browser, app_server, tmp_path):
+def message_heading(page, number: int):
+    return page.locator("#s11-export h3").filter(has_text=f"{number}. ").first
+
+
+def assert_colours_readable(page, scheme: str) -> None:
+    assert page.evaluate("document.body.classList.contains('dark')") == (scheme == "dark")
+    assert "Syntax error" not in page.locator("body").inner_text()
+    # node labels must stay readable: text colour vs. node fill, WCAG contrast >= 3
+    text_rgb, fill_rgb = page.evaluate(READ_NODE_COLOURS)
+    assert contrast(text_rgb, fill_rgb) >= 3, (text_rgb, fill_rgb)
+    headings = page.evaluate(READ_GROUP_HEADING_COLOURS)
+    assert len({tuple(background) for _text, _colour, background in headings}) == 3   # three groups, three colours
+    for text, colour, background in headings:
+        assert contrast(colour, background) >= 4.5, (text, colour, background)
+
+
+def assert_tree_readable_on_a_phone(page, diagram) -> None:
+    summary = page.locator("#s11-tree pre").first
+    assert "分支 B 📂 已恢复" in summary.inner_text()
+    assert summary.bounding_box()["y"] < diagram.bounding_box()["y"]   # the text tree comes first
+    assert page.evaluate(LABEL_SCREEN_PX) >= 12                        # the diagram is not shrunk to a smudge
+    lines = summary.inner_text().strip().count("\n") + 1                # and no line of the text tree wraps
+    line_height, padding = page.evaluate("""() => {
+        const pre = document.querySelector('#s11-tree pre'), style = getComputedStyle(pre);
+        const code = pre.querySelector('code') || pre;
+        return [parseFloat(getComputedStyle(code).lineHeight), parseFloat(style.paddingTop) + parseFloat(style.paddingBottom)];
+    }""")
+    assert summary.bounding_box()["height"] - padding <= (lines + 0.5) * line_height
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("width", WIDTHS)
+def test_after_one_click_the_whole_story_is_on_screen_by_scrolling_the_page_alone(browser, app_server, width,
+                                                                                  scheme):
+    context, page, requests = open_page(browser, app_server, scheme, width)
+    try:
+        assert_no_horizontal_overflow(page, "before the click")
+        diagram = run_demo_in_page(page)
+        assert_no_horizontal_overflow(page, "after the click")
+        # nothing to open: no accordion or collapsed panel in the result area, downloads already there
+        assert page.locator("#s11-result .label-wrap, #s11-result details").count() == 0
+        assert page.evaluate(INNER_SCROLLERS) == []
+
+        groups = page.locator("#s11-export h2")
+        assert groups.count() == 3
+        targets = {f"group {index + 1}": groups.nth(index) for index in range(3)}
+        targets |= {f"message {number}": message_heading(page, number) for number in (6, 7, 8, 9)}
+        targets |= {selector: page.locator(selector) for selector in FILE_CARDS}
+        targets |= {"download .md": page.locator("#s11-download-md"),
+                    "download .html": page.locator("#s11-download-html")}
+        for name, locator in targets.items():
+            assert locator.evaluate(REACHABLE_BY_PAGE_SCROLL) == "ok", name
+        assert "读档恢复后追加" in groups.nth(2).inner_text() and "8–9" in groups.nth(2).inner_text()
+        changes = page.locator("#s11-file-3 table").inner_text()   # branch B's card points at what changed
+        assert "revision" in changes and "messages" in changes and "9 条" in changes
+        assert page.locator("#s11-download-md").is_enabled()
+        assert page.locator("#s11-download-html").is_enabled()
+        assert_no_horizontal_overflow(page, "after scrolling through the result")
+        assert_colours_readable(page, scheme)
+        if width < 500:
+            assert_tree_readable_on_a_phone(page, diagram)
+        assert_all_requests_local(requests)
+    finally:
+        context.close()
+
+
+def test_both_downloads_arrive_and_the_markdown_is_the_chapters_format(browser, app_server, tmp_path):
     context, page, requests = open_page(browser, app_server, "light")
     try:
-        tree = page.locator("#s11-tree")
-        assert "点击上方按钮" in tree.inner_text()  # placeholder before the first click
-
+        assert "点击上方按钮" in page.locator("#s11-tree").inner_text()  # placeholder before the first click
+        assert not page.locator("#s11-download-md").is_enabled()
         diagram = run_demo_in_page(page)
-        assert "Syntax error" not in page.locator("body").inner_text()
         diagram_text = diagram.text_content()
         for label in ("主会话", "分支 A", "分支 B", "已恢复", "9 条消息"):
             assert label in diagram_text
-
-        preview = page.locator("#s11-export").inner_text()
-        assert "会话导出" in preview and "方案 B" in preview
-
-        page.get_by_role("button", name="本次写入的文件").click()
-        files = page.locator("#s11-files")
-        files.locator("pre").first.wait_for()
-        assert files.locator("pre").count() == 3
-        assert '"session_id"' in files.inner_text() and '"parent_id"' in files.inner_text()
-
-        download_button = page.locator("#s11-download-md")
-        with page.expect_download(timeout=15_000) as download_info:
-            download_button.click()
-        saved = tmp_path / download_info.value.suggested_filename
-        download_info.value.save_as(saved)
-        assert saved.suffix == ".md"
-        assert "会话导出" in saved.read_text(encoding="utf-8")
-
+        saved = {}
+        for selector, suffix in (("#s11-download-md", ".md"), ("#s11-download-html", ".html")):
+            with page.expect_download(timeout=15_000) as download_info:
+                page.locator(selector).click()
+            saved[suffix] = tmp_path / download_info.value.suggested_filename
+            download_info.value.save_as(saved[suffix])
+            assert saved[suffix].suffix == suffix
+        markdown = saved[".md"].read_text(encoding="utf-8")
+        assert markdown.startswith("# 🗂️ 会话导出") and "🟧" not in markdown
+        assert "<!doctype html>" in saved[".html"].read_text(encoding="utf-8").lower()
         assert_all_requests_local(requests)
     finally:
         context.close()
 
 
-def test_dark_mode_still_renders_the_diagram(browser, app_server):
-    context, page, requests = open_page(browser, app_server, "dark")
-    try:
-        diagram = run_demo_in_page(page)
-        assert page.evaluate("document.body.classList.contains('dark')")
-        assert "Syntax error" not in page.locator("body").inner_text()
-        assert "分支 B" in diagram.text_content()
-        # node labels must stay readable: text colour vs. node fill, WCAG contrast >= 3
-        text_rgb, fill_rgb = page.evaluate(READ_NODE_COLOURS)
-        assert contrast(text_rgb, fill_rgb) >= 3, (text_rgb, fill_rgb)
-        assert_all_requests_local(requests)
-    finally:
-        context.close()
-
-
-def test_the_drift_demo_warns_before_resuming_branch_a(browser, app_server):
-    context, page, requests = open_page(browser, app_server, "light")
-    try:
-        page.get_by_role("button", name="会话 ≠ 代码").click()
-        drift = page.locator("#s11-drift")
-        drift.get_by_text("文件已修改：cache_store.py").wait_for(timeout=15_000)
-        assert "新增文件：weak_cache_test.py" in drift.inner_text()
-        assert_all_requests_local(requests)
-    finally:
-        context.close()
-
-
-def test_errors_show_a_chinese_message_not_a_stack_trace(browser, app_server, sessions_dir):
-    blocked = Path(sessions_dir)
-    backup = blocked.with_name(blocked.name + "-moved")
-    blocked.rename(backup)
-    blocked.write_text("占位的普通文件", encoding="utf-8")  # 会话目录变成了一个文件
+def test_errors_show_a_chinese_message_naming_the_folder_not_a_stack_trace(browser, app_server, sessions_dir):
+    spaces = Path(sessions_dir) / "spaces"
+    before = set(spaces.iterdir())
     context, page, _ = open_page(browser, app_server, "light")
+    moved = None
     try:
+        page.wait_for_function("() => true")
+        for _ in range(100):   # the page load gives this browser its own space folder
+            fresh = set(spaces.iterdir()) - before
+            if fresh:
+                break
+            page.wait_for_timeout(100)
+        [own] = fresh
+        moved = own.with_name(own.name + "-moved")
+        own.rename(moved)
+        own.write_text("占位的普通文件", encoding="utf-8")   # 这位访客的空间目录变成了一个文件
         page.get_by_role("button", name="运行主会话").click()
         status = page.locator("#s11-status")
         status.get_by_text("无法写入会话目录").wait_for(timeout=15_000)
         body = page.locator("body").inner_text()
         assert "Traceback" not in body and "Error" not in status.inner_text()
+        assert Path(sessions_dir).name in status.inner_text() and "同名的普通文件" in status.inner_text()
+        assert str(Path(sessions_dir).parent) not in body
     finally:
         context.close()
-        blocked.unlink()
-        backup.rename(blocked)
+        if moved is not None:
+            own.unlink()
+            moved.rename(own)

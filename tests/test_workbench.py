@@ -151,6 +151,22 @@ def test_the_page_shows_file_names_relative_to_the_sessions_folder_never_server_
     assert str(tmp_path) not in shown and os.path.realpath(tmp_path) not in shown
 
 
+def test_a_run_inside_a_visitors_space_shows_paths_from_the_root_sessions_folder(tmp_path, export_root):
+    root = tmp_path / "gradio_sessions"
+    space = root / "spaces" / "4f00aa"
+    run = workbench.run_demo(str(space), export_root=str(export_root), shown_from=str(root))
+    for file in run.files:
+        assert file.shown_path == f"gradio_sessions/spaces/4f00aa/{Path(file.path).name}"
+    assert str(tmp_path) not in everything_the_page_shows(run)
+
+
+def test_an_os_error_outside_the_run_is_put_on_the_sessions_folder_in_chinese(tmp_path):
+    error = FileExistsError(errno.EEXIST, "File exists", str(tmp_path / "gradio_sessions" / "spaces" / "4f"))
+    message = workbench.explain_error(error, str(tmp_path / "gradio_sessions"))
+    assert message.startswith("⚠️ 无法写入会话目录 `gradio_sessions`：路径上已有一个同名的文件")
+    assert "File exists" not in message and str(tmp_path) not in message
+
+
 # ── 导出预览：按来历分组 ──────────────────────────────────────────────────────────────────
 def test_preview_is_the_export_of_resumed_branch_b(demo_run):
     assert "会话导出" in demo_run.export_markdown
