@@ -259,7 +259,7 @@ class SessionStore:
             except FileNotFoundError:
                 continue   # 刚被别的线程删掉
             except SessionError as exc:
-                log.warning("跳过无法读取的会话文件：%s", exc)
+                log.warning("跳过无法读取的会话文件：%s", printable(exc))   # 文件名可能带控制字符
         summaries.sort(key=lambda s: (s["created_at"], s["created_ns"], s["session_id"]), reverse=True)
         return summaries
 
@@ -351,7 +351,7 @@ class SessionStore:
             except SessionError as exc:
                 if not chain:
                     raise
-                log.warning("会话 %s 的祖先无法读取，路径从这里截断：%s", session_id, exc)
+                log.warning("会话 %s 的祖先无法读取，路径从这里截断：%s", session_id, printable(exc))
                 break
             current = chain[-1]["parent_id"]
         return chain[::-1]

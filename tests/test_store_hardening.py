@@ -495,6 +495,14 @@ class TestSmallThings:
         tree = run_cli("--dir", str(tmp_path / "s"), "tree", cwd=tmp_path).stdout
         assert len(tree.strip().splitlines()) == 2 and "伪造的节点" in tree
 
+    def test_a_hostile_file_name_is_shown_inert_by_check_and_in_the_log(self, tmp_path):
+        folder = tmp_path / "s"
+        SessionStore(folder).create_session("会话")
+        (folder / "evil\x1b[2J\nfake.json").write_text("{", "utf-8")
+        for args in (["check"], ["tree"]):
+            out = run_cli("--dir", str(folder), *args, cwd=tmp_path)
+            assert "\x1b" not in out.stdout + out.stderr and "evil\\u001b[2J\\nfake.json" in out.stdout + out.stderr
+
     def test_printable_keeps_text_and_shows_what_it_neutralised(self):
         assert s11_session.printable("会话 🌿 ok") == "会话 🌿 ok"
         assert s11_session.printable("a\nb\x1b[31m\u202e") == "a\\nb\\u001b[31m\\u202e"
