@@ -698,8 +698,9 @@ EXPERIMENTS: Dict[str, Experiment] = {e.key: e for e in [
     Experiment(
         "drift", "🧭 会话 ≠ 代码",
         "主会话对着一个临时工作区存档 → 分支 B 改写了代码 → 恢复分支 A。",
-        "书中原版的会话文件不知道代码是什么样子。本仓库每次保存都用 `snapshot()` 记下工作区（git 提交或文件摘要），"
-        "`SessionStore.resume()` 恢复前用 `compare()` 对账，把变化逐条列出来。",
+        "书中原版的会话文件不知道代码是什么样子。本仓库的 `SessionStore(..., workspace=项目目录)` 每次保存都用 "
+        "`snapshot()` 记下工作区（git 提交或文件摘要），`SessionStore.resume()` 恢复前用 `compare()` 对账，"
+        "把变化逐条列出来。",
         ("s11_session.SessionStore.resume", "s11_workspace.snapshot", "s11_workspace.compare"),
         ("s11_book.SessionStore.load",), experiment_drift),
 ]}
