@@ -109,6 +109,8 @@ def message_marks(message: dict) -> list[tuple[str, str]]:
     >>> message_marks({"role": "user", "label": "修复前", "summary": True, "model": "m1"})
     [('label', '🏷️ 修复前'), ('summary', '🗜️ 压缩摘要'), ('model', '模型 m1')]
     """
+    if not _MARKS.keys() & message.keys():   # the chapter's messages carry none: one set test, in C
+        return []
     return [(key, show(message[key])) for key, show in _MARKS.items() if message.get(key) not in (None, False, "")]
 
 
@@ -598,7 +600,7 @@ code, pre { font-family: ui-monospace, "SF Mono", Menlo, Consolas, "Noto Sans Mo
 [data-role="assistant"] { --role: #1a7f37; } [data-role="tool"], [data-role="toolResult"] { --role: #bf8700; }
 .marks { display: flex; flex-wrap: wrap; gap: .25rem .4rem; margin: 0 0 .5rem; padding: 0; list-style: none;
   font-size: .8rem; color: var(--muted); }
-.marks li { min-width: 0; padding: 0 .5rem; border: 1px solid var(--line); border-radius: 999px; }
+.marks li { min-width: 0; padding: 0 .5rem; border: 1px solid var(--line); border-radius: .8rem; }
 .text { white-space: pre-wrap; }
 figure { margin: .6rem 0 0; }
 figcaption, .note { color: var(--muted); font-size: .85rem; }
