@@ -210,9 +210,13 @@ class SessionStore:
         self._known: Dict[str, Tuple[bytes, int]] = {}   # 路径 → (读到或写下的字节的 sha256, 修订号)
 
     def _path(self, session_id: str) -> str:
-        return os.path.join(self.storage_dir, validate_session_id(session_id) + ".json")
+        return self._file_of(validate_session_id(session_id))
 
     path_of = _path
+
+    def _file_of(self, checked_id: str) -> str:
+        """已经检查过的 ID（比如从文件里读出、经 _check_fields 检查过的 parent_id）→ 路径。"""
+        return os.path.join(self.storage_dir, checked_id + ".json")
 
     # ── 章节 API ───────────────────────────────────────────────────────────────
     def save(self, session: SessionNode) -> None:
@@ -344,8 +348,8 @@ class SessionStore:
         current: Optional[str] = validate_session_id(session_id)
         while current and current not in seen:   # seen 挡住人为改坏的环
             seen.add(current)
-            try:
-                chain.append(self._summary(self._path(current)))
+            try:   # 第一个 ID 上面已经检查过；之后的 parent_id 都来自检查过的文件
+                chain.append(self._summary(self._file_of(current)))
             except FileNotFoundError:
                 break
             except SessionError as exc:
