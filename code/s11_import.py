@@ -1345,5 +1345,6 @@ def run_cli(store: SessionStore, paths: List[str]) -> int:
             continue
         for root in report.root_ids:
             print(store.render_tree(root))
-        print(report.describe(), "\n")
+        print(report.describe())
+        print()
     return status
