@@ -5,6 +5,7 @@ import copy
 import doctest
 import json
 import re
+import subprocess
 import sys
 import tracemalloc
 from html.parser import HTMLParser
@@ -28,7 +29,8 @@ except ImportError:   # gradio brings markdown-it-py; without it the parser-base
     MarkdownIt = None
 
 needs_commonmark = pytest.mark.skipif(MarkdownIt is None, reason="markdown-it-py not installed: no CommonMark parser")
-SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples"   # ../shared/samples from the repo
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO.parent / "shared" / "samples"   # ../shared/samples from the repo
 
 # ── the chapter's demo, branch B (5 inherited messages + 4 of its own) ──────────────────────
 
@@ -842,6 +844,16 @@ def test_hostile_imported_content_stays_inert_in_html():
     assert not [attribute for attribute in parser.attributes if attribute[1].startswith("on")]
     assert "${7*7}" in page and "{{7*7}}" in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<script" not in page and "</pre><script>" not in page
+
+
+def test_the_export_benchmark_runs_and_prints_its_tables():
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_export.py"), "--messages", "40",
+                           "--memory-mb", "0.3"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "machine :" in done.stdout and "## 1. export of a 40-message node" in done.stdout
+    assert re.search(r"^render_markdown redact=False\s+[\d.]+\s+[\d.]+\s+[\d.]+x", done.stdout, re.MULTILINE)
+    assert re.search(r"^markdown_chunks → file\s+[\d.]+", done.stdout, re.MULTILINE)
+    assert not list((REPO / "benchmarks").glob(".bench-export-*"))   # scratch folders removed
 
 
 def test_docstring_examples_hold():
