@@ -60,7 +60,7 @@ CLAUDE, PI = "claude-code", "pi"
 FORMAT_NAMES = {CLAUDE: "Claude Code", PI: "Pi"}
 _SNIFF_BYTES = 8192            # 开头这么多字节里有 NUL 就是二进制文件
 _SNIFF_LINES = 2000            # 这么多行里还认不出格式，就不是会话记录
-_MAX_GLUED = 20                # 一行里最多尝试恢复这么多个粘连 / 残缺后面的对象
+_MAX_TAIL_ATTEMPTS = 1000      # 在残行里找“后面接着写的完整一行”时最多试这么多个起点
 _TASK_TOOLS = {"Task", "Agent"}
 
 
@@ -130,16 +130,19 @@ def _size(count: int) -> str:
 
 # ── 条目：记录里的一行（消息，或只用来接线的结构条目）─────────────────────────────────────────
 class Entry:
-    """一行记录。kind 为 "message"（会变成消息）或 "link"（结构条目：只用来把消息接到正确的祖先上）。"""
-    __slots__ = ("uid", "parent", "line", "seq", "kind", "type", "message", "session", "sidechain",
-                 "stream", "logical", "spawns", "agent", "prompt", "last_seq", "label_file")
+    """一行记录。kind 为 "message"（会变成消息）或 "link"（结构条目：只用来把消息接到正确的祖先上）。
 
-    def __init__(self, uid: str, parent: Optional[str], line: int, kind: str, type_: str,
-                 message: Optional[dict] = None, session: Optional[str] = None, sidechain: bool = False):
-        self.uid, self.parent, self.line, self.kind, self.type = uid, parent, line, kind, type_
+    seq 是在所有读入文件里的先后（“最新”按它算）；stream 是 Claude 的 message.id（流式分段共用）；
+    logical 是 compact_boundary 的 logicalParentUuid；agent 是子代理的 agentId；prompt 表示用户亲手输入。"""
+    __slots__ = ("uid", "parent", "line", "seq", "kind", "message", "session", "sidechain",
+                 "stream", "logical", "agent", "prompt", "last_seq", "label_file")
+
+    def __init__(self, uid: str, parent: Optional[str], line: int, kind: str, message: Optional[dict] = None,
+                 session: Optional[str] = None, sidechain: bool = False):
+        self.uid, self.parent, self.line, self.kind = uid, parent, line, kind
         self.message, self.session, self.sidechain = message, session, sidechain
         self.seq = self.last_seq = 0
-        self.stream = self.logical = self.spawns = self.agent = None
+        self.stream = self.logical = self.agent = None
         self.prompt = False
         self.label_file = ""
 
@@ -210,27 +213,49 @@ def _recover(raw: bytes, line: int, t: _Transcript, error: ValueError) -> Iterat
     if not text:
         t.skip(line, "空行")
         return
-    decoder, found, position, torn = json.JSONDecoder(), 0, 0, False
-    while position < len(text) and found < _MAX_GLUED:
+    found, position = _leading_objects(text)
+    torn = position < len(text)
+    if torn:
+        tail = _complete_tail(text, position)
+        found += [tail] if tail is not None else []
+        detail = getattr(error, "msg", None) or getattr(error, "reason", None) or str(error)
+        t.skip(line, f"JSON 不完整（写入被中断？）：{detail}" + (f"；其中 {len(found)} 个完整对象已读出" if found else ""))
+    if isinstance(error, UnicodeDecodeError) and found:
+        t.warnings.append(f"第 {line} 行不是有效的 UTF-8，解不开的字节已换成 �")
+    if len(found) > 1:
+        t.warnings.append(f"第 {line} 行有 {len(found)} 个 JSON 对象粘在一起，已分别读出")
+    yield from (value for value in found if isinstance(value, dict))
+
+
+def _leading_objects(text: str) -> Tuple[List[Any], int]:
+    """从行首起一个接一个地读完整的 JSON 值（粘连的情形）；返回读出的值和读到的位置。"""
+    decoder, found, position = json.JSONDecoder(), [], 0
+    while position < len(text):
+        try:
+            value, position = decoder.raw_decode(text, position)
+        except (ValueError, RecursionError):
+            break
+        found.append(value)
+        while position < len(text) and text[position] in " \t\r\n":
+            position += 1
+    return found, position
+
+
+def _complete_tail(text: str, start: int) -> Optional[dict]:
+    """残行后面接着写的那一整行：一个恰好结束在行尾的对象。从右往左试 '{"' 的位置，
+    先遇到的是它内部的小对象（解析便宜、结束得早），第一个结束在行尾的就是它；试的次数有上限。"""
+    decoder, position = json.JSONDecoder(), len(text)
+    for _ in range(_MAX_TAIL_ATTEMPTS):
+        position = text.rfind('{"', start + 1, position)
+        if position < 0:
+            return None
         try:
             value, end = decoder.raw_decode(text, position)
         except (ValueError, RecursionError):
-            torn = True
-            position = text.find("{", position + 1)
-            if position < 0:
-                break
             continue
-        if isinstance(value, dict):
-            found += 1
-            yield value
-        position = end
-        while position < len(text) and text[position] in " \t\r\n":
-            position += 1
-    if torn or not found:
-        detail = getattr(error, "msg", str(error))
-        t.skip(line, f"JSON 不完整（写入被中断？）：{detail}" + (f"；其中 {found} 个完整对象已读出" if found else ""))
-    if found > 1:
-        t.warnings.append(f"第 {line} 行有 {found} 个 JSON 对象粘在一起，已分别读出")
+        if end == len(text) and isinstance(value, dict):
+            return value
+    return None
 
 
 def _json_kind(value: Any) -> str:
@@ -299,7 +324,7 @@ def _unknown(t: _Transcript, obj: dict, line: int, sub: int) -> None:
     t.skip(line, f"未知的条目类型 {str(obj.get('type'))[:40]!r}")
     uid, parent = _ids(t, obj, line, sub)
     if uid:
-        t.add(Entry(uid, parent, line, "link", "unknown"))
+        t.add(Entry(uid, parent, line, "link"))
 
 
 def _ids(t: _Transcript, obj: dict, line: int, sub: int) -> Tuple[Optional[str], Optional[str]]:
@@ -440,8 +465,7 @@ def _claude_message(t: _Transcript, obj: dict, line: int, sub: int) -> None:
     uid = uid or f"line-{t.file_label.strip()}{line}.{sub}"   # 没有 uuid 的行：按位置编号，仍然可以当父节点
     role = _text(body.get("role")) or obj["type"]
     message = _claude_fields(t, obj, body, role, uid)
-    entry = Entry(uid, parent, line, "message", obj["type"], message,
-                  _text(obj.get("sessionId")), bool(obj.get("isSidechain")))
+    entry = Entry(uid, parent, line, "message", message, _text(obj.get("sessionId")), bool(obj.get("isSidechain")))
     entry.stream = _text(body.get("id")) if role == "assistant" else None
     entry.agent = _text(obj.get("agentId")) or (t.file_agent if entry.sidechain else None)
     entry.prompt = _is_prompt(message)
@@ -468,9 +492,8 @@ def _is_prompt(message: dict) -> bool:
     if message["role"] != "user" or message.get("meta") or message.get("summary"):
         return False
     content = message["content"]
-    if isinstance(content, str):
-        return not content.lstrip().startswith("<local-command-")
-    return any(isinstance(b, dict) and b.get("type") in ("text", "image") for b in content or [])
+    typed = isinstance(content, str) or any(b.get("type") in ("text", "image") for b in content or [])
+    return typed and not _plain_text(message).lstrip().startswith("<local-command-")   # 命令的输出不是提问
 
 
 def _note_spawn(t: _Transcript, obj: dict, entry: Entry) -> None:
@@ -481,7 +504,6 @@ def _note_spawn(t: _Transcript, obj: dict, entry: Entry) -> None:
         return
     content = entry.message["content"] if isinstance(entry.message["content"], list) else []
     call = next((b.get("tool_use_id") for b in content if b.get("type") == "tool_result"), None)
-    entry.spawns = agent
     t.spawned.setdefault(agent, (entry.uid, call))
 
 
@@ -517,7 +539,7 @@ def _claude_link(t: _Transcript, obj: dict, line: int, sub: int) -> None:
     uid, parent = _ids(t, obj, line, sub)
     if uid is None:
         return
-    entry = Entry(uid, parent, line, "link", kind, None, _text(obj.get("sessionId")), bool(obj.get("isSidechain")))
+    entry = Entry(uid, parent, line, "link", None, _text(obj.get("sessionId")), bool(obj.get("isSidechain")))
     if subtype == "compact_boundary":
         entry.logical = _text(obj.get("logicalParentUuid"))
     _note_session(t, obj)
@@ -574,7 +596,7 @@ def _pi_add(t: _Transcript, obj: dict, line: int, sub: int, message: dict) -> No
         message["id"] = uid
     if isinstance(obj.get("timestamp"), str):
         message["timestamp"] = obj["timestamp"]
-    entry = Entry(uid, parent, line, "message", obj["type"], message, _text(t.header.get("id")))
+    entry = Entry(uid, parent, line, "message", message, _text(t.header.get("id")))
     entry.prompt = _is_prompt(message)
     _note_tool_calls(t, message, uid)
     t.add(entry)
@@ -637,7 +659,7 @@ def _pi_link(t: _Transcript, obj: dict, line: int, sub: int) -> None:
         t.titles["session_info"] = obj["name"]
     uid, parent = _ids(t, obj, line, sub)
     if uid:
-        t.add(Entry(uid, parent, line, "link", kind))
+        t.add(Entry(uid, parent, line, "link"))
 
 
 def _set_label(t: _Transcript, target: str, label: Any) -> None:
@@ -1157,12 +1179,18 @@ def _paused_gc() -> Iterator[None]:
 # ── 读 + 建树 + 规划（不碰仓库）──────────────────────────────────────────────────────────────
 def _read_all(path: str, max_bytes: int) -> Tuple[_Transcript, int]:
     t = _Transcript(path)
-    size = _read_file(path, t, max_bytes)
+    try:
+        size = _read_file(path, t, max_bytes)
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        raise SessionError(f"无法读取 {t.file}：{_OS_ERRORS.get(type(exc), exc.strerror)}；仓库没有任何改动") from None
     if t.format is None:
         raise _unrecognised(t, size)
     if t.format == CLAUDE:
         size += _read_subagents(path, t, max_bytes)
     return t, size
+
+
+_OS_ERRORS = {FileNotFoundError: "文件不存在", IsADirectoryError: "这是一个文件夹", PermissionError: "没有读取权限"}
 
 
 def _unrecognised(t: _Transcript, size: int) -> SessionError:

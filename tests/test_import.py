@@ -746,3 +746,39 @@ def test_the_import_benchmark_runs_quickly_and_prints_its_table():
     rows = [line for line in done.stdout.splitlines() if line.startswith(("Claude Code,", "Pi v3,"))]
     assert len(rows) == 4 and all("×" in row for row in rows)
     assert not list((REPO / "benchmarks").glob("bench-import-*"))   # its temporary folders are removed
+
+
+def test_a_missing_file_or_a_folder_is_a_clear_error_naming_it(tmp_path, store):
+    with pytest.raises(SessionError, match="nothing-here.jsonl.*不存在"):
+        import_file(tmp_path / "nothing-here.jsonl", store)
+    with pytest.raises(SessionError, match="文件夹"):
+        import_file(tmp_path, store)
+    assert os.listdir(store.storage_dir) == []
+
+
+def test_a_line_with_invalid_utf8_is_recovered_with_a_warning(tmp_path, store):
+    path = Claude().user("u1", None, "前").write(tmp_path / "s.jsonl")
+    with open(path, "ab") as handle:
+        handle.write(b'{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"sess-1","message":'
+                     b'{"role":"assistant","content":"\xff\xfe ok"}}\n')
+    report = import_file(path, store)
+    (node,) = nodes(store, report)
+    assert own_texts(node)[-1].endswith(" ok") and any("第 2 行" in w and "UTF-8" in w for w in report.warnings)
+
+
+def test_recovering_a_huge_torn_line_stays_cheap(tmp_path, store, monkeypatch):
+    # a torn line full of "{" must not be re-parsed from every brace (that would be quadratic): count the attempts
+    attempts = []
+
+    class CountingDecoder(json.JSONDecoder):
+        def raw_decode(self, text, index=0):
+            attempts.append(index)
+            return super().raw_decode(text, index)
+
+    monkeypatch.setattr(s11_import.json, "JSONDecoder", CountingDecoder)
+    torn = '{"type":"message","id":"t","parentId":"m1","message":{"role":"user","content":[' + '{"a":1},' * 50_000
+    path = pi_file(tmp_path / "p.jsonl", [pi_msg("m1", None, "user", "问"), torn, pi_msg("m2", "m1", "assistant", "答")])
+    report = import_file(path, store)
+    assert [line for line, _ in report.skipped] == [3]
+    assert own_texts(nodes(store, report)[0]) == ["问", "答"]
+    assert len(attempts) <= s11_import._MAX_TAIL_ATTEMPTS + 1 < 50_000
