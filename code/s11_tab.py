@@ -53,7 +53,12 @@ def build(ctx) -> None:
     """在当前 gr.Blocks / gr.Tab 上下文里搭好 8.11 的界面（ctx 见 app.TabContext）。"""
     sessions_dir = ctx.sessions_dir
     gr.Markdown(intro(sessions_dir), elem_id="s11-intro")
-    run_button = gr.Button(RUN_LABEL, variant="primary", size="lg", elem_id="s11-run")
+    # 页面加载事件（ctx.ready）领到空间令牌之前按钮不可点：太早点击只会得到“缺少空间令牌”
+    run_button = gr.Button(RUN_LABEL, variant="primary", size="lg", elem_id="s11-run",
+                           interactive=ctx.ready is None)
+    if ctx.ready is not None:
+        ctx.ready.then(lambda: gr.Button(interactive=True), inputs=None, outputs=run_button,
+                       api_visibility="private", queue=False)
     with gr.Column(elem_id="s11-result"):
         status = gr.Markdown("", elem_id="s11-status")
         with gr.Row(equal_height=False, elem_id="s11-story"):

@@ -418,7 +418,7 @@ def file_card(file: WrittenFile, number: int) -> str:
     """一个会话文件的卡片：名字、路径、大小、存档几次、变了什么、文件原文。"""
     circled = "①②③④⑤⑥⑦⑧⑨"[number - 1] if 0 < number < 10 else f"{number}."
     parts = [f"#### {circled} {file.name}",
-             f"{inline_code(file.shown_path)} · {file.size_bytes:,} 字节 · 本次存档 {len(file.saves)} 次"]
+             inline_code(file.shown_path), f"{file.size_bytes:,} 字节 · 本次存档 {len(file.saves)} 次"]
     if len(file.saves) > 1 and file.saves[-1][1] > file.saves[0][1]:
         parts += ["🔁 **再次存档时变了这两处**（文件里其余字段不变）：", changed_fields(file.saves)]
     parts.append(fenced(file.pretty_json, "json"))

@@ -41,6 +41,7 @@ def open_page(browser, url: str, scheme: str, width: int = 1400):
     page.on("request", lambda request: requests.append(request.url))
     page.goto(url)
     page.get_by_role("button", name="运行主会话").wait_for()
+    page.wait_for_function("() => !document.querySelector('#s11-run').disabled")   # the space token has arrived
     return context, page, requests
 
 
