@@ -528,7 +528,8 @@ def _note_task(t: _Transcript, call_id: str, arguments: dict, uid: str) -> None:
 def _note_session(t: _Transcript, obj: dict) -> None:
     session = _text(obj.get("sessionId"))
     if session and session not in t.sessions:
-        t.sessions[session] = {"cwd": obj.get("cwd"), "version": obj.get("version"), "git_branch": obj.get("gitBranch")}
+        t.sessions[session] = {"cwd": _text(obj.get("cwd")), "version": _text(obj.get("version")),
+                               "git_branch": _text(obj.get("gitBranch"))}
 
 
 def _claude_link(t: _Transcript, obj: dict, line: int, sub: int) -> None:
@@ -939,6 +940,11 @@ class _Planned:
 
 
 class _Planner:
+    """把消息树切成节点：一个节点 = 从分支起点沿“继续的孩子”一直走下去的一段，其余孩子各开一个子节点。
+
+    在分叉处继续哪个孩子：同一会话的优先，其中通向活动端的优先，否则子树里最近还在动的那个——
+    所以根 → 活动端是一个节点（主干），换了 sessionId 的地方开新节点（续接 / 分叉会话）。"""
+
     def __init__(self, tree: _Tree, active: Optional[str]):
         self.tree, self.t, self.active = tree, tree.t, active
         self.on_active = self._path_to(active)
@@ -1092,9 +1098,9 @@ def _created_at(planned: _Planned, t: _Transcript) -> str:
 def _source(t: _Transcript, planned: _Planned) -> Dict[str, Any]:
     entry = t.entries[planned.start]
     meta = t.sessions.get(entry.session or "", {})
-    source = {"format": t.format, "file": t.file, "session_id": entry.session or t.header.get("id"),
-              "agent_version": meta.get("version") if t.format == CLAUDE else None,
-              "cwd": meta.get("cwd") if t.format == CLAUDE else t.header.get("cwd"),
+    source = {"format": t.format, "file": t.file, "session_id": entry.session or _text(t.header.get("id")),
+              "agent_version": meta.get("version") if t.format == CLAUDE else None,   # Pi 不记录自己的版本
+              "cwd": meta.get("cwd") if t.format == CLAUDE else _text(t.header.get("cwd")),
               "subagent": planned.kind == "subagent", "active_end": planned.active,
               "first_id": planned.start, "imported_messages": len(planned.messages)}
     if meta.get("git_branch"):
