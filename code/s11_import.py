@@ -61,6 +61,7 @@ FORMAT_NAMES = {CLAUDE: "Claude Code", PI: "Pi"}
 _SNIFF_BYTES = 8192            # 开头这么多字节里有 NUL 就是二进制文件
 _SNIFF_LINES = 2000            # 这么多行里还认不出格式，就不是会话记录
 _MAX_TAIL_ATTEMPTS = 1000      # 在残行里找“后面接着写的完整一行”时最多试这么多个起点
+_MAX_DEPTH = 60                # 工具参数里更深的部分存成 JSON 文本（仓库拒绝嵌套超过 100 层的消息）
 _TASK_TOOLS = {"Task", "Agent"}
 
 
@@ -348,6 +349,7 @@ class _Converter:
 
     def __init__(self):
         self.truncated = 0
+        self.flattened = 0
         self.images = 0
 
     def content(self, value: Any, limit: int) -> Any:
@@ -393,24 +395,38 @@ class _Converter:
                 "size": len(data) if isinstance(data, str) else 0}
 
     def bounded(self, value: Any, limit: int) -> Tuple[Any, Optional[int]]:
-        """工具参数的副本，其中过长的字符串被截断（显式栈，不怕深层嵌套）；返回 (副本, 最长的原长)。"""
+        """工具参数的副本：过长的字符串截断，嵌套超过 _MAX_DEPTH 层的部分换成它的 JSON 文本
+        （仓库拒绝存太深的消息）。显式栈，不用递归。返回 (副本, 被截断的最长原长)。"""
         longest: Optional[int] = None
         root: List[Any] = [None]
-        stack: List[Tuple[Any, Any, Any]] = [(value, root, 0)]
+        stack: List[Tuple[Any, Any, Any, int]] = [(value, root, 0, 0)]
         while stack:
-            item, holder, key = stack.pop()
+            item, holder, key, depth = stack.pop()
+            if isinstance(item, (dict, list)) and depth >= _MAX_DEPTH:
+                self.flattened += 1
+                item = _deep_text(item)
             if isinstance(item, str):
                 holder[key], original = self.cut(item, limit)
                 longest = max(longest or 0, original) if original is not None else longest
             elif isinstance(item, dict):
                 holder[key] = copy = {}
-                stack.extend((child, copy, name) for name, child in item.items())
+                stack.extend((child, copy, name, depth + 1) for name, child in item.items())
             elif isinstance(item, list):
                 holder[key] = copy = [None] * len(item)
-                stack.extend((child, copy, index) for index, child in enumerate(item))
+                stack.extend((child, copy, index, depth + 1) for index, child in enumerate(item))
             else:
                 holder[key] = item
         return root[0], longest
+
+
+def _deep_text(value: Any) -> str:
+    try:
+        return _COMPACT(value)
+    except RecursionError:
+        return "（嵌套太深，已省略）"
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode   # C 编码器：没有缩进才用得上
 
 
 def _json_text(value: Any) -> str:
@@ -1151,9 +1167,6 @@ def _level_order(nodes: List[SessionNode]) -> List[SessionNode]:
     return order
 
 
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
 def _copy_bytes(plan: List[_Planned]) -> int:
     """分叉节点重复保存的父节点前缀有多少字节（紧凑 JSON）。每个父节点只算一次前缀和，每条消息只编码一次。"""
     prefix_sums: Dict[int, List[int]] = {}
@@ -1238,6 +1251,8 @@ def _build(t: _Transcript) -> Tuple[_Tree, List[_Planned]]:
     planner = _Planner(tree, _active_end(tree))
     plan = planner.run()
     t.passed_over = planner.passed_over
+    if t.convert.flattened:
+        t.warnings.append(f"{t.convert.flattened} 处嵌套超过 {_MAX_DEPTH} 层的工具参数已存成 JSON 文本")
     if t.convert.truncated:
         t.warnings.append(f"{t.convert.truncated} 段过长的文本已截断（工具输出上限 {TOOL_OUTPUT_LIMIT} 字符，"
                           f"其它文本 {TEXT_LIMIT} 字符），块上的 truncated_from 记着原长")
@@ -1269,7 +1284,12 @@ def _write(store: SessionStore, nodes: List[SessionNode], report: ImportReport, 
             report.warnings.append(f"节点 {node.session_id} 在仓库里读不出来，保持原样，它和它的分支没有导入：{exc}")
             blocked.add(node.session_id)
             continue
-        _write_one(store, node, existing, report, dry_run)
+        try:
+            _write_one(store, node, existing, report, dry_run)
+        except SessionError as exc:   # 别人正好在保存同一节点（ConflictError），或仓库拒绝了它：它和它的分支这次不写
+            report.warnings.append(f"节点 {node.session_id} 没有保存，它和它的分支这次跳过：{exc}")
+            blocked.add(node.session_id)
+            continue
         report.node_ids.append(node.session_id)
 
 
@@ -1285,12 +1305,11 @@ def _write_one(store: SessionStore, node: SessionNode, existing: Optional[Sessio
     if existing is not None:   # Agent 又追加了对话：在读入的那一版上改，save() 会核对修订号
         existing.title, existing.parent_id, existing.fork_point = node.title, node.parent_id, node.fork_point
         existing.messages, existing.source, existing.created_at = node.messages, node.source, node.created_at
-        node = existing
-        report.updated += 1
-    report.written += 1
     if not dry_run:
-        store.save(node)
+        store.save(existing or node)   # 失败时抛错，下面的计数不变
         report.bytes_written += os.path.getsize(store.path_of(node.session_id))
+    report.written += 1
+    report.updated += existing is not None
 
 
 def _note_absorbed(store: SessionStore, t: _Transcript, node_ids: set, report: ImportReport) -> None:

@@ -782,3 +782,34 @@ def test_recovering_a_huge_torn_line_stays_cheap(tmp_path, store, monkeypatch):
     assert [line for line, _ in report.skipped] == [3]
     assert own_texts(nodes(store, report)[0]) == ["问", "答"]
     assert len(attempts) <= s11_import._MAX_TAIL_ATTEMPTS + 1 < 50_000
+
+
+def test_deeply_nested_tool_input_is_kept_as_text_so_the_node_can_be_saved(tmp_path, store):
+    nested = {"v": json.loads("[" * 500 + "]" * 500)}
+    log = Claude().user("u1", None, "深").call("a1", "u1", "t1", name="Weird", tool_input=nested)
+    report = import_file(log.write(tmp_path / "s.jsonl"), store)
+    (node,) = nodes(store, report)
+    stored_input = node.messages[1]["content"][0]["input"]
+    depth, value = 0, stored_input
+    while isinstance(value, (dict, list)):
+        value = next(iter(value.values())) if isinstance(value, dict) else value[0]
+        depth += 1
+    assert isinstance(value, str) and value.startswith("[[") and depth < 100
+    assert any("嵌套" in w for w in report.warnings) and store.check() == []
+
+
+def test_a_node_the_store_refuses_is_skipped_with_its_branches_and_named(tmp_path, store, monkeypatch):
+    path = rewind_log().write(tmp_path / "s.jsonl")
+    planned = import_file(path, SessionStore(tmp_path / "plan"), dry_run=True).node_ids
+    real_save = store.save
+
+    def refuse_the_trunk(node):
+        if node.session_id == planned[0]:
+            raise s11_import.SessionError("模拟：别人正在保存")
+        real_save(node)
+
+    monkeypatch.setattr(store, "save", refuse_the_trunk)
+    report = import_file(path, store)
+    assert report.node_ids == [] and report.written == 0
+    assert any(planned[0] in w and "模拟" in w for w in report.warnings)
+    assert store.list_sessions() == [] and store.check() == []   # the branch was not written without its parent
