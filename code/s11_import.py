@@ -442,8 +442,12 @@ def _tool_call_block(convert: _Converter, block: dict, key: str) -> dict:
 
 
 def _tool_result_block(convert: _Converter, block: dict, limit: int) -> dict:
+    content = block.get("content")
+    if isinstance(content, list):   # 工具结果里再套工具结果不合常理：按未知块（有界、不递归）保留
+        content = [_other_block(convert, item, TOOL_OUTPUT_LIMIT) if isinstance(item, dict) and
+                   item.get("type") == "tool_result" else convert.block(item, TOOL_OUTPUT_LIMIT) for item in content]
     copy = {"type": "tool_result", "tool_use_id": block.get("tool_use_id"),
-            "content": convert.content(block.get("content"), TOOL_OUTPUT_LIMIT)}
+            "content": convert.content(content, TOOL_OUTPUT_LIMIT) if not isinstance(content, list) else content}
     if block.get("is_error"):
         copy["is_error"] = True
     if isinstance(copy["content"], list) and any("truncated_from" in b for b in copy["content"]):

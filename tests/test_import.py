@@ -813,3 +813,13 @@ def test_a_node_the_store_refuses_is_skipped_with_its_branches_and_named(tmp_pat
     assert report.node_ids == [] and report.written == 0
     assert any(planned[0] in w and "模拟" in w for w in report.warnings)
     assert store.list_sessions() == [] and store.check() == []   # the branch was not written without its parent
+
+
+def test_tool_results_nested_inside_tool_results_do_not_recurse(tmp_path, store):
+    inner: dict = {"type": "text", "text": "最里面"}
+    for _ in range(400):
+        inner = {"type": "tool_result", "tool_use_id": "t", "content": [inner]}
+    log = Claude().user("u1", None, "x").call("a1", "u1", "t").user("r1", "a1", [inner])
+    report = import_file(log.write(tmp_path / "s.jsonl"), store)
+    (node,) = nodes(store, report)
+    assert len(node.messages) == 3 and store.check() == []
