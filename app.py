@@ -30,6 +30,7 @@ sys.path.insert(0, str(HERE / "code"))
 
 SECTIONS = [
     ("8.11 会话持久化与多分支", "s11_tab"),
+    ("🌳 会话树浏览器", "s11_explorer_tab"),
     ("🧪 为什么要这样写", "s11_lab_tab"),
 ]
 
@@ -65,6 +66,14 @@ CSS = """
 .dark #s11-export h2:nth-of-type(1) { background: #1e3a5f; }
 .dark #s11-export h2:nth-of-type(2) { background: #14432a; }
 .dark #s11-export h2:nth-of-type(3) { background: #4a2c0a; }
+/* 页签在窄屏上换行（不横向溢出）；会话树浏览器：表格在自己的框里滚动，会话树限高，代码块折行 */
+.tab-container:not(.visually-hidden) { flex-wrap: wrap; height: auto; }
+.tab-wrapper { height: auto; }
+#s11x-list, #s11x-spaces { contain: inline-size; }
+#s11x-tree .wrap { max-height: 360px; overflow-y: auto; }
+#s11x-map .mermaid, #s11x-map svg { max-width: 100%; height: auto; }
+#s11x-map pre, #s11x-map pre code, #s11x-path pre, #s11x-path pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; }
+#s11x-notice:empty { display: none; }
 """
 
 

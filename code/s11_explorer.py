@@ -1,0 +1,822 @@
+"""s11_explorer.py — 会话树浏览器的全部逻辑（不 import gradio，测试直接驱动）
+
+    浏览器 ──token──> Explorer.<动作>(token, view, …)
+                        │ spaces.open(token) ── 每次都重新解析：只认自己的空间
+                        │ view.source: "mine" 自己的空间 / "shelf" 共享书架 / "space:<id>" 老师只读查看
+                        ▼
+                 SessionStore 的公开 API：list_sessions · load · save · fork · lineage · export_* · delete · restore · check
+                        │
+                        ▼
+                 Page（页面要显示的一切）          会话列表 · ├─ 树选择 · 对话路径 · mermaid 分支图 · 导出 · 报告
+                 + 新的 View（存在服务器端 gr.State：选中节点、修订号、搜索词、窗口位置）
+
+Key insight: 页面上的每个动作都是“令牌 + 服务器端视图 → 新视图 + 整页内容”的纯函数：
+空间每次从令牌重新解析，按访客区分的数据只在 View 里，所以两个同学、两个标签页永远互不串门；
+续写时把读入时的修订号交给 store.save()，别的标签页先存过就抛 ConflictError，页面重载、输入原样保留。
+
+Safety: 会话文字（标题、消息、工具名、文件名）只以纯文本进入页面——Markdown 里逐字符转义或装进
+代码围栏，mermaid 标签用实体转义，树标签与表格单元格本身就是纯文本；从不进 gr.HTML。
+
+Scope: 不调用大模型（续写的一轮由读者输入）；搜索只看标题、ID 和分支新增的第一句，不扫全文；
+5,000 条消息的会话按窗口显示（每页 PAGE_SIZE 条），超长文本折叠，全文请导出。
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import logging
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import s11_export
+import s11_redact
+from s11_session import (
+    TRASH_DIR,
+    ConflictError,
+    SessionError,
+    SessionNode,
+    SessionNotFound,
+    validate_session_id,
+)
+from s11_workbench import fenced, mermaid_text, shorten
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = 100            # 对话路径一次显示多少条消息
+LIST_LIMIT = 200           # 会话列表最多显示多少行（其余用搜索找）
+FOLD_CHARS = 3000          # 单段文字超过这个长度就折叠
+FOLD_LINES = 60
+TITLE_CHARS = 40
+MAX_TURN_CHARS = 20_000    # 续写 / 分叉时读者输入的一条消息的上限
+MAX_TITLE_CHARS = 200
+MAP_MAX_EDGES = 400        # mermaid 自己拒绝 500 条边以上、5 万字符以上的图；留出余量
+MAP_MAX_CHARS = 40_000
+TEXT_MAP_MAX_LINES = 300
+TRASH_SHOWN = 30
+PREVIEW_CHARS = 30_000
+EXPORT_KEEP_SECONDS = 15 * 60
+MINE, SHELF, SPACE_PREFIX = "mine", "shelf", "space:"
+LIST_HEADERS = ["标题", "条数", "ID"]
+ID_COLUMN = LIST_HEADERS.index("ID")
+ROLES = {"user": "👤 user", "assistant": "🤖 assistant"}   # 续写时读者可以选的角色
+
+# CommonMark 允许转义任何 ASCII 标点：转义之后 Markdown 与 HTML 都无从发挥，文字按原样显示
+_ASCII_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+_CODE_LIKE_LINE = re.compile(r"^(?: {4}|\t)|^\s*(?:`{3,}|~{3,})", re.MULTILINE)
+_ABSOLUTE_PATH = re.compile(r"(?:[A-Za-z]:)?[/\\](?:[^\s/\\：，:'\"]+[/\\])+")
+
+
+# ── 服务器端视图与整页结果 ────────────────────────────────────────────────────────────────
+@dataclass(frozen=True)
+class View:
+    """一个标签页当前看着什么（存在 gr.State，浏览器看不到也改不了）。"""
+    source: str = MINE                 # "mine" | "shelf" | "space:<space_id>"（老师只读查看）
+    session_id: str | None = None
+    revision: int = 0                  # 选中节点读入时的修订号：续写时交给 save() 核对
+    query: str = ""
+    start: int | None = None           # 对话窗口的起点（0 起）；None = 显示最后 PAGE_SIZE 条
+    chat_numbers: tuple = ()           # 对话框第 i 行对应第几条消息（点击消息 → 分叉位置）
+    deleted: tuple = ()                # 本页删除过的 (id, 标题)，让回收站列表带上标题
+
+
+@dataclass
+class Page:
+    """一次动作之后页面上的全部内容。"""
+    notice: str
+    view: View
+    space_label: str = ""
+    read_only: bool = False
+    teacher: bool = False
+    source_choices: list = field(default_factory=list)
+    rows: list = field(default_factory=list)
+    list_note: str = ""
+    tree_choices: list = field(default_factory=list)
+    details: str = ""
+    chat: list = field(default_factory=list)
+    path_note: str = ""
+    window_start: int | None = None    # 对话窗口从第几条开始（1 起）
+    message_count: int = 0
+    map_markdown: str = ""
+    problems: str = ""
+    trash_choices: list = field(default_factory=list)
+    examples: list = field(default_factory=list)
+    teacher_rows: list = field(default_factory=list)
+    downloads: tuple = (None, None)
+    preview: str = ""
+    report: str | None = None          # None：导入报告保持原样
+    draft: str | None = None           # 续写输入框：None 保持原样，"" 清空，其余是读者没发出去的话
+
+
+class ExplorerError(SessionError):
+    """读者的操作不成立（没选会话、空消息、只读来源……），消息是给读者看的中文。"""
+
+
+# ── 文字 → 页面：会话文字一律按纯文本显示 ────────────────────────────────────────────────────
+def literal_markdown(text: str) -> str:
+    """任意文字 -> 在 Markdown 里逐字显示的写法。
+
+    '<b>hi</b>' -> '\\<b\\>hi\\</b\\>'（普通文字：转义每个 ASCII 标点）
+    '    x = 1' -> 代码围栏（缩进、围栏这类“代码样”的文字整段装进更长的围栏，空白也保留）
+    """
+    text = str(text)
+    if _CODE_LIKE_LINE.search(text):
+        return fenced(text)
+    return _ASCII_PUNCTUATION.sub(r"\\\1", text)
+
+
+def literal_inline(text: str, limit: int | None = None) -> str:
+    """一行之内的纯文字（标题、ID、文件名）：先压成一行，再转义。"""
+    flat = shorten(text, limit) if limit else " ".join(str(text).split())
+    return _ASCII_PUNCTUATION.sub(r"\\\1", flat)
+
+
+def fold(text: str, limit: int = FOLD_CHARS, max_lines: int = FOLD_LINES) -> str:
+    """超长文字只留开头，并说明全文多长：'x' * 5000 -> 'xxx…\\n…（已折叠：全文 5,000 字符…）'"""
+    lines = text.split("\n")
+    if len(text) <= limit and len(lines) <= max_lines:
+        return text
+    head = "\n".join(lines[:max_lines])[:limit]
+    return f"{head}\n…（已折叠：全文 {len(text):,} 字符、{len(lines):,} 行；导出可看全文）"
+
+
+def hide_paths(text: str) -> str:
+    """错误消息里别露出服务器的绝对路径：'/srv/x/spaces/ab/c.json 坏了' -> 'c.json 坏了'"""
+    return _ABSOLUTE_PATH.sub("", str(text))
+
+
+# ── 一条消息 → 对话框里的几行 ───────────────────────────────────────────────────────────────
+def _block_note(message: dict) -> str:
+    """导入时被截断的块，记下原长度。"""
+    content = message.get("content")
+    notes = [f"原长 {block['truncated_from']:,} 字符" for block in content if isinstance(block, dict)
+             and isinstance(block.get("truncated_from"), int)] if isinstance(content, list) else []
+    return f"（导入时已截断：{'，'.join(notes)}）" if notes else ""
+
+
+def _header(number: int, message: dict) -> str:
+    role = str(message.get("role", ""))
+    icon = s11_export.ROLE_ICONS.get(role, s11_export.DEFAULT_ICON)
+    tags = [name for key, name in (("summary", "摘要"), ("meta", "注入文本"), ("subagent", "子代理"))
+            if message.get(key)]
+    extra = f" · {'、'.join(tags)}" if tags else ""
+    return f"**#{number}** {icon} {literal_inline(role, 24)}{extra}"
+
+
+def _thought(title: str, body: str) -> dict:
+    # metadata.title 让 Chatbot 把它画成可折叠的一行；status=done 表示默认收起
+    return {"role": "assistant", "content": body, "metadata": {"title": title, "status": "done"}}
+
+
+_PART_TITLES = {
+    "thinking": lambda part: "💭 思考",
+    "tool_call": lambda part: f"🔧 调用工具 {literal_inline(part.caption, 40)}",
+    "tool_output": lambda part: f"📤 工具结果 {literal_inline(part.caption, 40)}" + (" ❌" if part.is_error else ""),
+    "unknown": lambda part: f"📦 内容块 {literal_inline(part.caption, 40)}",
+}
+
+
+def chat_rows(message: dict, number: int, tool_names: dict, clean: Callable[[str], str]) -> list[dict]:
+    """第 number 条消息 -> Chatbot 的几行：正文一行，思考 / 工具调用 / 工具结果各一行折叠起来。"""
+    parts = s11_export.message_parts(message, tool_names)
+    role = "user" if message.get("role") == "user" and not message.get("meta") else "assistant"
+    body = [_header(number, message) + _block_note(message)]
+    rows: list[dict] = []
+    for part in parts:
+        text = fold(clean(part.text))
+        if part.kind == "text":
+            body.append(literal_markdown(text))
+        elif part.kind == "image":
+            body.append("🖼️ " + literal_inline(part.text))
+        else:
+            code_like = part.kind in ("tool_call", "tool_output", "unknown")
+            rows.append(_thought(_PART_TITLES[part.kind](part), fenced(text) if code_like else literal_markdown(text)))
+    collapse = message.get("role") == "system" or message.get("meta")
+    head = (_thought(f"#{number} {'🧠 系统提示' if message.get('role') == 'system' else '⚙️ 注入文本'}",
+                     "\n\n".join(body[1:]) or "（空）") if collapse
+            else {"role": role, "content": "\n\n".join(body)})
+    return [head] + rows
+
+
+# ── 树：从摘要列表算出整棵树 ───────────────────────────────────────────────────────────────
+def _children_index(summaries: list[dict]) -> tuple[dict, dict]:
+    by_id = {s["session_id"]: s for s in summaries}
+    kids: dict[str | None, list[dict]] = {}
+    for s in sorted(summaries, key=lambda s: (s["created_at"], s["created_ns"], s["session_id"])):
+        parent = s["parent_id"] if s["parent_id"] in by_id else None   # 父节点已删除：自成一棵树
+        kids.setdefault(parent, []).append(s)
+    return by_id, kids
+
+
+def root_of(session_id: str, by_id: dict) -> str:
+    """沿 parent_id 走到这棵树的根（人为改坏的环也会停下）。"""
+    seen, current = set(), session_id
+    while by_id.get(current, {}).get("parent_id") in by_id and current not in seen:
+        seen.add(current)
+        current = by_id[current]["parent_id"]
+    return current
+
+
+def walk_tree(root_id: str, by_id: dict, kids: dict) -> list[tuple[dict, str, int]]:
+    """先序遍历（显式栈，1,000 层也不爆递归）-> [(摘要, '│  ├─ ' 这样的前缀, 深度)]。"""
+    out, seen = [], set()
+    stack = [(by_id[root_id], "", "", 0)]
+    while stack:
+        node, first, rest, depth = stack.pop()
+        if node["session_id"] in seen:
+            continue
+        seen.add(node["session_id"])
+        out.append((node, first, depth))
+        children = kids.get(node["session_id"], [])
+        for i in range(len(children) - 1, -1, -1):
+            last = i == len(children) - 1
+            # 不换行空格：单选框的标签是 HTML 文本，普通空格会被折叠，树就歪了
+            stack.append((children[i], rest + ("└─ " if last else "├─ "), rest + ("\u00a0\u00a0\u00a0" if last else "│\u00a0\u00a0"),
+                          depth + 1))
+    return out
+
+
+def active_end(tree: list[tuple[dict, str, int]], mtimes: dict[str, int]) -> str | None:
+    """“活动端”：导入的会话以 source.active_end 为准；否则是最近写过的叶子（刚续写的那个分支）。"""
+    for node, _, _ in tree:
+        source = node.get("source")
+        if isinstance(source, dict) and source.get("active_end"):
+            return node["session_id"]
+    parents = {node["parent_id"] for node, _, _ in tree}
+    leaves = [node for node, _, _ in tree if node["session_id"] not in parents]
+    # 文件时间的精度只有几毫秒：同一刻写下的两个叶子，后创建的那个算数
+    newest = max(leaves, key=lambda node: (mtimes.get(node["session_id"], 0), node["created_ns"]), default=None)
+    return newest["session_id"] if newest else None
+
+
+def tree_label(node: dict, prefix: str, marker: bool) -> str:
+    """'├─ 🌿 方案 A [4d67e2e6b66c] 7 条 ◀ 活动端'（纯文本：单选框标签不解析 Markdown / HTML）"""
+    icon = "🌱" if not prefix else "🌿"
+    fork = f" 自第 {node['fork_point']} 条" if node.get("fork_point") is not None and prefix else ""
+    end = " ◀ 活动端" if marker else ""
+    return f"{prefix}{icon} {shorten(node['title'], TITLE_CHARS)} [{node['session_id']}] {node['message_count']} 条{fork}{end}"
+
+
+# ── mermaid 分支图 ─────────────────────────────────────────────────────────────────────────
+def branch_points_only(tree: list[tuple[dict, str, int]], keep: set[str]) -> list[tuple[dict, str | None, int]]:
+    """把没有分岔的链压成一条边：只留根、分岔点、叶子和 keep 里的节点。
+
+    根 → a → b → {c, d}  ->  [(根, None, 0), (b, 根, 1), (c, b, 0), (d, b, 0)]（b 的边上省略了 a）
+    """
+    by_id = {node["session_id"]: node for node, _, _ in tree}
+    child_count: dict[str, int] = {}
+    for node, _, _ in tree:
+        if node["parent_id"] in by_id:
+            child_count[node["parent_id"]] = child_count.get(node["parent_id"], 0) + 1
+    anchor: dict[str, tuple[str | None, int]] = {}   # 节点 -> (它或它之上最近的保留节点, 其间压掉了几个)
+    kept = []
+    for node, _, _ in tree:   # 先序：父节点总在子节点之前
+        sid, parent = node["session_id"], node["parent_id"]
+        above, skipped = anchor[parent] if parent in anchor else (None, 0)
+        if parent not in anchor or child_count.get(sid, 0) != 1 or sid in keep:
+            kept.append((node, above, skipped))
+            anchor[sid] = (sid, 0)
+        else:
+            anchor[sid] = (above, skipped + 1)
+    return kept
+
+
+def mermaid_map(tree: list[tuple[dict, str, int]], selected: str | None, end: str | None, *,
+                links: bool) -> str:
+    """一棵树 -> mermaid 围栏（Markdown）；太大就只画分岔点，再大就退回文字。"""
+    ids = {node["session_id"] for node, _, _ in tree}
+    nodes = [(node, node["parent_id"] if node["parent_id"] in ids else None, 0) for node, _, _ in tree]
+    note = ""
+    if len(nodes) - 1 > MAP_MAX_EDGES:
+        nodes = branch_points_only(tree, {sid for sid in (selected, end) if sid})
+        note = f"共 {len(tree):,} 个节点，图里只画根、分岔点和叶子（{len(nodes):,} 个），省略的链写在边上。"
+    source = _mermaid_source(nodes, selected, end, links)
+    if len(nodes) - 1 > MAP_MAX_EDGES or len(source) > MAP_MAX_CHARS:
+        return "\n\n".join([f"共 {len(tree):,} 个节点，超出图能画的范围，下面是文字版（前 "
+                            f"{TEXT_MAP_MAX_LINES} 行）。", fenced(_text_map(tree), "text")])
+    return "\n\n".join(filter(None, [note, fenced(source, "mermaid")]))
+
+
+def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: bool) -> str:
+    alias = {node["session_id"]: f"n{i}" for i, (node, _, _) in enumerate(nodes)}
+    lines = ['%%{init: {"flowchart": {"wrappingWidth": 260}}}%%', "graph TD"]
+    for node, _, _ in nodes:
+        mark = " ◀ 活动端" if node["session_id"] == end else ""
+        label = (f"{mermaid_text(node['title'])}{mark}<br/>💬 {node['message_count']} 条"
+                 f"<br/>🆔 {mermaid_text(node['session_id'], 16)}")
+        lines.append(f'    {alias[node["session_id"]]}["{label}"]')
+    for node, parent, skipped in nodes:
+        if parent in alias:
+            via = f" · 省略 {skipped} 个" if skipped else ""
+            fork = node.get("fork_point")
+            text = f"自第 {fork} 条{via}" if fork is not None else f"分支{via}"
+            lines.append(f'    {alias[parent]} -->|"{text}"| {alias[node["session_id"]]}')
+    lines += ["    classDef picked stroke:#d97706,stroke-width:4px", "    classDef ends stroke:#16a34a,stroke-width:3px"]
+    for sid, style in ((end, "ends"), (selected, "picked")):
+        if sid in alias:
+            lines.append(f"    class {alias[sid]} {style}")
+    if links:   # ID 只含 [A-Za-z0-9_-]（store 校验过），放进链接是安全的；antiscript 下 href 可用、call 不可用
+        lines += [f'    click {alias[sid]} href "?session={sid}"' for sid in alias]
+    return "\n".join(lines)
+
+
+def _text_map(tree: list[tuple[dict, str, int]]) -> str:
+    lines = [f"{prefix}{shorten(node['title'], 30)} [{node['session_id']}] {node['message_count']} 条"
+             for node, prefix, _ in tree[:TEXT_MAP_MAX_LINES]]
+    if len(tree) > TEXT_MAP_MAX_LINES:
+        lines.append(f"…（还有 {len(tree) - TEXT_MAP_MAX_LINES:,} 个节点）")
+    return "\n".join(lines)
+
+
+# ── 错误 → 一句中文 ───────────────────────────────────────────────────────────────────────
+_OS_ERRORS = {errno.ENOSPC: "磁盘空间不足", errno.EACCES: "权限不足", errno.EROFS: "文件系统只读",
+              errno.ENOENT: "文件不存在", errno.EISDIR: "路径是一个文件夹"}
+
+
+def explain(error: BaseException) -> str:
+    """异常 -> 页面上的一句话（不含堆栈，也不含服务器路径）。"""
+    if isinstance(error, ConflictError):
+        return ("⚠️ 这个会话在别的标签页里刚被保存过：页面已重新载入最新内容，你输入的话还在输入框里，"
+                "确认后再点一次即可（不会丢任何一轮）。")
+    if isinstance(error, SessionError):
+        return f"⚠️ {hide_paths(shorten(str(error), 300))}"
+    if isinstance(error, OSError):
+        return f"⚠️ 读写会话文件失败：{_OS_ERRORS.get(error.errno, '系统错误')}。"
+    return f"⚠️ 操作失败（{type(error).__name__}），详细信息已写入服务器日志。"
+
+
+# ── 浏览器 ───────────────────────────────────────────────────────────────────────────────
+class Explorer:
+    """页面的全部动作。只持有 Spaces 和一个私有下载目录；按访客区分的数据都在参数里。"""
+
+    def __init__(self, spaces, *, export_root: str | None = None, upload_root: str | None = None):
+        self.spaces = spaces
+        # 每次启动一个私有（0700）下载目录：别的账户既读不到也占不了它
+        self.export_root = export_root or tempfile.mkdtemp(prefix="s11_explorer_")
+        os.makedirs(self.export_root, mode=0o700, exist_ok=True)
+        self.upload_root = os.path.realpath(upload_root) if upload_root else None
+
+    # ── 解析来源 ──────────────────────────────────────────────────────────────
+    def _space(self, token, view: View, teacher: str | None):
+        """令牌 + 视图 -> (要读的空间, 自己的空间)。每次调用都重新验令牌。"""
+        own = self.spaces.open(token)
+        if view.source == MINE:
+            return own, own
+        if view.source == SHELF:
+            return self.spaces.shelf(), own
+        if view.source.startswith(SPACE_PREFIX) and self._is_teacher(teacher):
+            return self.spaces.view(teacher, view.source[len(SPACE_PREFIX):]), own
+        raise ExplorerError("只有老师能查看别人的空间")
+
+    def _is_teacher(self, teacher: str | None) -> bool:
+        return bool(teacher) and self.spaces.is_teacher(teacher)
+
+    def _selected(self, view: View) -> str:
+        if not view.session_id:
+            raise ExplorerError("请先在列表或会话树里选一个会话")
+        return view.session_id
+
+    # ── 动作：每个都返回整页 ──────────────────────────────────────────────────────
+    def _act(self, token, view: View, teacher, action: Callable, *, draft: str | None = None) -> Page:
+        """执行 action(space, own) -> (新视图, 提示, 额外字段)，失败时给中文提示并照常画出页面。"""
+        extra: dict = {}
+        try:
+            space, own = self._space(token, view, teacher)
+            view, notice, extra = action(space, own)
+        except Exception as error:   # 页面只给一句话；意外的错误连同堆栈写进服务器日志
+            if not isinstance(error, (SessionError, OSError)):
+                log.exception("explorer action failed")
+            notice = explain(error)
+            if isinstance(error, ConflictError):
+                view = dataclasses.replace(view, revision=-1)   # 重新读入最新修订
+            extra = {"draft": draft} if draft is not None else {}
+        return self.render(token, view, teacher, notice, **extra)
+
+    def open_page(self, token, teacher: str | None = None, session_id: str | None = None) -> Page:
+        """页面载入：?session=<id> 在自己的空间里选中它。"""
+        def action(space, own):
+            if not session_id:
+                return View(), "", {}
+            try:
+                validate_session_id(session_id)
+                found = space.store.load(session_id) is not None
+            except SessionError:
+                found = False
+            if not found:
+                return View(), f"⚠️ 链接里的会话 {literal_inline(session_id, 64)} 不在你的空间里。", {}
+            return View(session_id=session_id, revision=-1), "", {}
+        return self._act(token, View(), teacher, action)
+
+    def refresh(self, token, view: View, teacher: str | None = None, query: str | None = None) -> Page:
+        if query is not None:
+            view = dataclasses.replace(view, query=str(query)[:200])
+        return self._act(token, view, teacher, lambda space, own: (view, "", {}))
+
+    def switch_source(self, token, view: View, source: str, teacher: str | None = None) -> Page:
+        """切换来源：自己的空间、共享书架，或（老师）某个学生的空间。"""
+        if source not in (MINE, SHELF) and not str(source).startswith(SPACE_PREFIX):
+            return self.render(token, view, teacher, "⚠️ 未知的来源")
+        return self._act(token, View(source=source), teacher, lambda space, own: (View(source=source), "", {}))
+
+    def select(self, token, view: View, session_id: str, teacher: str | None = None) -> Page:
+        def action(space, own):
+            if not os.path.isfile(space.store.path_of(session_id)):   # path_of 先校验 ID，不读文件内容
+                raise SessionNotFound(f"未找到会话：{session_id}（不在当前空间里）")
+            return dataclasses.replace(view, session_id=session_id, revision=-1, start=None), "", {}
+        return self._act(token, view, teacher, action)
+
+    def window(self, token, view: View, start: int | None, teacher: str | None = None) -> Page:
+        """对话路径翻页：start 是第几条（1 起）；None 回到末尾。"""
+        begin = None if start is None else max(0, int(start) - 1)
+        return self._act(token, dataclasses.replace(view, start=begin), teacher,
+                         lambda space, own: (dataclasses.replace(view, start=begin), "", {}))
+
+    def fork(self, token, view: View, at: int, first_message: str = "", title: str = "",
+             teacher: str | None = None) -> Page:
+        """在第 at 条之后分叉（保留前 at 条）；只读来源（书架、老师查看）复制进自己的空间。"""
+        def action(space, own):
+            parent_id = self._selected(view)
+            keep = _as_count(at)
+            new = [{"role": "user", "content": _turn_text(first_message)}] if str(first_message or "").strip() else []
+            name = _title_text(title)
+            own.writable().throttle()
+            if space is own:
+                own.require_room(sessions=1)
+                child = own.store.fork(parent_id, new, at=keep, title=name or None)
+            else:   # 书架或老师查看：祖先链以原 ID 复制进自己的空间，再在自己的空间里分叉
+                child = own.fork_from(space, parent_id, at=keep, new_messages=new, title=name or None)
+            done = f"✅ 已在第 {keep} 条之后分叉出新会话 {child.session_id}（{len(child.messages)} 条）"
+            return View(source=MINE, session_id=child.session_id, revision=child.revision), done, {}
+        return self._act(token, view, teacher, action)
+
+    def resume(self, token, view: View, text: str, role: str = "user", teacher: str | None = None) -> Page:
+        """续写：给选中节点追加读者输入的一轮并保存。页面上的修订号过期时 save() 抛 ConflictError。"""
+        def action(space, own):
+            session_id = self._selected(view)
+            if role not in ROLES:
+                raise ExplorerError(f"角色只能是 {' / '.join(ROLES)}")
+            turn = {"role": role, "content": _turn_text(text)}
+            space.writable().throttle()
+            space.require_room(sessions=0, nbytes=len(turn["content"].encode("utf-8")))
+            node = space.store.load(session_id)
+            if node is None:
+                raise SessionNotFound(f"未找到会话：{session_id}")
+            node.revision = view.revision   # 用页面读入时的修订号保存：别人先存过就冲突，绝不覆盖
+            node.messages.append(turn)
+            space.store.save(node)
+            done = f"✅ 已续写并保存：会话 {session_id} 现在有 {len(node.messages)} 条消息（修订 {node.revision}）"
+            return dataclasses.replace(view, revision=node.revision, start=None), done, {"draft": ""}
+        return self._act(token, view, teacher, action, draft=str(text or ""))
+
+    def export(self, token, view: View, teacher: str | None = None) -> Page:
+        """导出选中节点：脱敏的 .md 与 .html 下载，外加 Markdown 源文的预览。"""
+        def action(space, own):
+            session_id = self._selected(view)
+            markdown = space.store.export_markdown(session_id, redact=True)
+            page = space.store.export_html(session_id, redact=True)
+            paths = self._write_exports(session_id, markdown, page)
+            preview = markdown if len(markdown) <= PREVIEW_CHARS else (
+                markdown[:PREVIEW_CHARS] + f"\n\n…（预览只显示前 {PREVIEW_CHARS:,} 字符，完整内容请下载）")
+            done = f"✅ 已导出会话 {session_id}（已脱敏）：Markdown {len(markdown):,} 字符，HTML {len(page):,} 字符"
+            return view, done, {"downloads": paths, "preview": preview}
+        return self._act(token, view, teacher, action)
+
+    def delete(self, token, view: View, teacher: str | None = None) -> Page:
+        """删除到回收站；子分支不受影响（每个节点都带着完整历史）。"""
+        def action(space, own):
+            session_id = self._selected(view)
+            store = space.writable().store
+            node = store.load(session_id)
+            if node is None or not store.delete(session_id):
+                raise SessionNotFound(f"未找到会话：{session_id}")
+            deleted = ((session_id, node.title),) + tuple(d for d in view.deleted if d[0] != session_id)
+            parent = node.parent_id if node.parent_id and store.load(node.parent_id) is not None else None
+            done = f"🗑️ 已把会话 {session_id} 移进回收站，可以在下方「回收站」里恢复"
+            return View(source=view.source, session_id=parent, revision=-1, query=view.query,
+                        deleted=deleted[:TRASH_SHOWN]), done, {}
+        return self._act(token, view, teacher, action)
+
+    def restore(self, token, view: View, session_id: str, teacher: str | None = None) -> Page:
+        def action(space, own):
+            validate_session_id(session_id)
+            store = space.writable().store
+            space.require_room(sessions=1)
+            if not store.restore(session_id):
+                raise SessionNotFound(f"回收站里没有会话 {session_id}")
+            deleted = tuple(d for d in view.deleted if d[0] != session_id)
+            done = f"♻️ 已从回收站恢复会话 {session_id}"
+            return dataclasses.replace(view, session_id=session_id, revision=-1, start=None,
+                                       deleted=deleted), done, {}
+        return self._act(token, view, teacher, action)
+
+    # ── 导入 ───────────────────────────────────────────────────────────────────
+    def import_upload(self, token, view: View, path: str | None, teacher: str | None = None) -> Page:
+        """导入上传的 .jsonl。上传名只当文字显示；真正读的是 Gradio 缓存里的那份。"""
+        def action(space, own):
+            return self._import(own, self._checked_upload(own, path))
+        return self._act(token, view, teacher, action)
+
+    def import_example(self, token, view: View, name: str, teacher: str | None = None) -> Page:
+        """导入 examples/ 里的一个示例：只接受 list_examples() 列出的名字，浏览器给的字符串从不拼成路径。"""
+        def action(space, own):
+            import s11_import
+            paths = {os.path.basename(item): os.path.join(s11_import.EXAMPLES_DIR, os.path.basename(item))
+                     for item in s11_import.list_examples()}
+            if name not in paths:
+                raise ExplorerError(f"没有叫 {literal_inline(str(name), 80)} 的示例")
+            return self._import(own, paths[name])
+        return self._act(token, view, teacher, action)
+
+    def _checked_upload(self, own, path) -> str:
+        if not path or not isinstance(path, str):
+            raise ExplorerError("请先选择一个 .jsonl 文件")
+        real = os.path.realpath(path)
+        if self.upload_root and os.path.commonpath([real, self.upload_root]) != self.upload_root:
+            raise ExplorerError("上传的文件不在上传目录里，已拒绝")
+        if not os.path.isfile(real):
+            raise ExplorerError("上传的文件已不存在，请重新上传")
+        if not real.lower().endswith(".jsonl"):
+            raise ExplorerError(f"只能导入 .jsonl 文件，收到 {literal_inline(os.path.basename(real), 80)}")
+        own.require_upload(os.path.getsize(real))
+        return real
+
+    def _import(self, own, path: str):
+        import s11_import
+        target = own.writable()
+        target.throttle()
+        target.require_room(sessions=1, nbytes=os.path.getsize(path))
+        report = s11_import.import_file(path, target.store, max_bytes=target.limits.max_upload_bytes)
+        picked = report.active_id or (report.node_ids[0] if report.node_ids else None)
+        done = (f"📥 已导入 {literal_inline(os.path.basename(path), 80)}：{len(report.node_ids)} 个节点，"
+                f"跳过 {len(report.skipped)} 行")
+        return View(source=MINE, session_id=picked, revision=-1), done, {"report": report.describe()}
+
+    # ── 老师 ───────────────────────────────────────────────────────────────────
+    def open_space(self, token, view: View, space_id: str, teacher: str | None = None) -> Page:
+        """老师打开某个学生的空间（只读）。"""
+        if not self._is_teacher(teacher):
+            return self.render(token, view, None, "⚠️ 只有老师能查看别人的空间")
+        return self.switch_source(token, view, SPACE_PREFIX + str(space_id), teacher)
+
+    def publish(self, token, view: View, teacher: str | None = None) -> Page:
+        """老师把选中的会话（连同它的祖先）放上共享书架。"""
+        def action(space, own):
+            if not self._is_teacher(teacher):
+                raise ExplorerError("只有老师能发布到共享书架")
+            shelf_id = self.spaces.publish(teacher, space.space_id, self._selected(view))
+            return view, f"📚 已发布到共享书架：{shelf_id}（所有同学都能打开和分叉，但不能修改）", {}
+        return self._act(token, view, teacher, action)
+
+    def unpublish(self, token, view: View, teacher: str | None = None) -> Page:
+        def action(space, own):
+            if not self._is_teacher(teacher):
+                raise ExplorerError("只有老师能从共享书架撤下会话")
+            if view.source != SHELF:
+                raise ExplorerError("请先切到「共享书架」，再选要撤下的会话")
+            session_id = self._selected(view)
+            if not self.spaces.unpublish(teacher, session_id):
+                raise SessionNotFound(f"书架上没有会话 {session_id}")
+            return View(source=SHELF), f"已从共享书架撤下 {session_id}", {}
+        return self._act(token, view, teacher, action)
+
+    # ── 下载文件 ────────────────────────────────────────────────────────────────
+    def _write_exports(self, session_id: str, markdown: str, page: str) -> tuple[str, str]:
+        _prune(self.export_root, EXPORT_KEEP_SECONDS)
+        run_dir = tempfile.mkdtemp(prefix="run-", dir=self.export_root)   # 每次一个新目录：两次导出互不覆盖
+        paths = (os.path.join(run_dir, f"session-{session_id}.md"), os.path.join(run_dir, f"session-{session_id}.html"))
+        for path, text in zip(paths, (markdown, page)):
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        return paths
+
+    # ── 整页 ───────────────────────────────────────────────────────────────────
+    def render(self, token, view: View, teacher: str | None, notice: str = "", **extra) -> Page:
+        """按视图画出整页；令牌无效时只给提示。"""
+        try:
+            space, own = self._space(token, view, teacher)
+        except Exception as error:
+            if not isinstance(error, (SessionError, OSError)):
+                log.exception("explorer render failed")
+            return Page(notice=notice or explain(error), view=View(), **extra)
+        try:
+            return self._render(space, own, view, teacher, notice, extra)
+        except Exception as error:
+            if not isinstance(error, (SessionError, OSError)):
+                log.exception("explorer render failed")
+            fallback = dataclasses.replace(view, session_id=None)
+            if view.session_id is None:
+                return Page(notice=explain(error), view=fallback, **extra)
+            return self._render(space, own, fallback, teacher, explain(error), extra)
+
+    def _render(self, space, own, view: View, teacher, notice: str, extra: dict) -> Page:
+        store = space.store
+        summaries = store.list_sessions()
+        by_id, kids = _children_index(summaries)
+        node = store.load(view.session_id) if view.session_id in by_id else None
+        if node is None:
+            view = dataclasses.replace(view, session_id=None, revision=0, start=None, chat_numbers=())
+        elif view.revision == -1:
+            view = dataclasses.replace(view, revision=node.revision)
+        page = Page(notice=notice, view=view, read_only=bool(space.read_only), teacher=self._is_teacher(teacher),
+                    space_label=_space_label(space, own, view), examples=_examples())
+        page.source_choices = _source_choices(view, page.teacher)
+        page.rows, page.list_note = _list_rows(summaries, view.query)
+        page.problems = _problems(store) if not space.read_only else ""
+        page.trash_choices = [] if space.read_only else _trash_choices(store, view.deleted)
+        if page.teacher:
+            page.teacher_rows = _teacher_rows(self.spaces.list_spaces(teacher))
+        if node is not None:
+            self._render_node(page, store, node, by_id, kids, clean=s11_redact.redact if space.read_only else str)
+        for key, value in extra.items():
+            setattr(page, key, value)
+        return page
+
+    def _render_node(self, page: Page, store, node: SessionNode, by_id: dict, kids: dict, clean) -> None:
+        view = page.view
+        tree = walk_tree(root_of(node.session_id, by_id), by_id, kids)
+        mtimes = _mtimes(store, tree)
+        end = active_end(tree, mtimes)
+        page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end), n["session_id"]) for n, prefix, _ in tree]
+        page.map_markdown = mermaid_map(tree, node.session_id, end, links=view.source == MINE)
+        page.details = _details(store, node, page.read_only)
+        page.chat, numbers, page.path_note, page.window_start = _path_chat(node, view.start, clean)
+        page.message_count = len(node.messages)
+        page.view = dataclasses.replace(view, chat_numbers=tuple(numbers))
+
+
+# ── 页面各块 ───────────────────────────────────────────────────────────────────────────────
+def _space_label(space, own, view: View) -> str:
+    names = {MINE: f"📁 我的空间 `{own.space_id}`", SHELF: "📚 共享书架（只读，可分叉到自己的空间）"}
+    label = names.get(view.source, f"👩‍🏫 学生空间 `{space.space_id}`（只读）")
+    return label
+
+
+def _source_choices(view: View, teacher: bool) -> list:
+    choices = [("📁 我的空间", MINE), ("📚 共享书架", SHELF)]
+    if teacher and view.source.startswith(SPACE_PREFIX):
+        choices.append((f"👩‍🏫 {view.source[len(SPACE_PREFIX):]}", view.source))
+    return choices
+
+
+def _list_rows(summaries: list[dict], query: str) -> tuple[list, str]:
+    """会话列表（纯文本单元格）：搜索标题、ID 与分支新增的第一句，不区分大小写。"""
+    words = str(query or "").casefold().split()
+    hits = [s for s in summaries if all(
+        w in f"{s['title']} {s['session_id']} {s.get('first_added', '')}".casefold() for w in words)]
+    rows = [[shorten(s["title"], 60), s["message_count"], s["session_id"]] for s in hits[:LIST_LIMIT]]
+    shown = f"显示前 {LIST_LIMIT} 个，" if len(hits) > LIST_LIMIT else ""
+    found = f"找到 {len(hits):,} 个" if words else f"共 {len(summaries):,} 个会话"
+    return rows, f"{found}{'，' if shown else ''}{shown.rstrip('，')}{'；用搜索缩小范围' if shown else ''}"
+
+
+def _details(store, node: SessionNode, read_only: bool) -> str:
+    lineage = store.lineage(node.session_id)
+    path = " → ".join(f"{literal_inline(s['title'], 24)}" for s in lineage)
+    facts = [f"### {literal_inline(node.title, 80)}",
+             f"🆔 `{node.session_id}` · 💬 {len(node.messages):,} 条 · 🕒 {literal_inline(node.created_at)} · "
+             f"修订 {node.revision}" + (" · 🔒 只读" if read_only else ""),
+             f"🌳 路径：{path}"]
+    if node.fork_point is not None and node.parent_id:
+        facts.append(f"🌿 前 {node.fork_point} 条继承自父会话 `{node.parent_id}`，之后 "
+                     f"{len(node.messages) - node.fork_point} 条是本分支新增的")
+    return "\n\n".join(facts)
+
+
+def _path_chat(node: SessionNode, start: int | None, clean) -> tuple[list, list, str, int | None]:
+    """对话窗口：[start, start+PAGE_SIZE) 这几条消息 -> (Chatbot 的行, 每行对应的消息编号, 说明, 窗口起点 1 起)。"""
+    total = len(node.messages)
+    begin = max(0, total - PAGE_SIZE) if start is None else min(max(0, start), max(0, total - 1))
+    stop = min(total, begin + PAGE_SIZE)
+    names = s11_export.tool_call_names(node.messages)
+    rows, numbers = [], []
+    for index in range(begin, stop):
+        if node.fork_point and index == node.fork_point and node.parent_id:
+            rows.append(_thought(f"🌿 分支从这里开始（前 {node.fork_point} 条继承自父会话）",
+                                 "以下是本分支新增的消息。"))
+            numbers.append(index)
+        message = node.messages[index] if isinstance(node.messages[index], dict) else {"content": node.messages[index]}
+        for row in chat_rows(message, index + 1, names, clean):
+            rows.append(row)
+            numbers.append(index + 1)
+    note = (f"第 {begin + 1}–{stop} 条，共 {total:,} 条" if total else "（这个会话还没有消息）")
+    return rows, numbers, note, (begin + 1 if total else None)
+
+
+def _problems(store) -> str:
+    problems = store.check()
+    if not problems:
+        return ""
+    lines = [f"- **{literal_inline(p.kind)}** {literal_inline(os.path.basename(p.path))}：{literal_inline(hide_paths(p.detail), 200)}"
+             for p in problems[:50]]
+    more = [f"- …还有 {len(problems) - 50} 个"] if len(problems) > 50 else []
+    return "\n".join([f"#### 🩺 体检发现 {len(problems)} 个问题", *lines, *more])
+
+
+def trashed(store) -> list[tuple[str, int]]:
+    """回收站里的会话 [(id, 删除时间 ns)]，新的在前。只从文件名里取合法的 ID，从不读文件内容。"""
+    folder = os.path.join(store.storage_dir, TRASH_DIR)
+    found = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    for name in names:
+        sid, _, rest = name.partition(".")
+        stamp = rest.removesuffix(".json")
+        if rest.endswith(".json") and stamp.isdigit():
+            try:
+                found.append((validate_session_id(sid), int(stamp)))
+            except SessionError:
+                continue
+    return sorted(found, key=lambda item: -item[1])
+
+
+def _trash_choices(store, deleted: tuple) -> list:
+    titles = dict(deleted)
+    seen, choices = set(), []
+    for sid, stamp in trashed(store):
+        if sid in seen or os.path.exists(store.path_of(sid)):
+            continue
+        seen.add(sid)
+        when = time.strftime("%H:%M:%S", time.localtime(stamp / 1e9))
+        title = f"{shorten(titles[sid], 30)} " if sid in titles else ""
+        choices.append((f"{title}[{sid}] 删除于 {when}", sid))
+        if len(choices) >= TRASH_SHOWN:
+            break
+    return choices
+
+
+def _teacher_rows(spaces: list[dict]) -> list:
+    rows = []
+    for item in spaces:
+        last = item.get("last_activity")
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last)) if last else "—"
+        rows.append([item["space_id"], item.get("sessions", 0), f"{item.get('bytes', 0) / 1024:,.1f} KB", when])
+    return rows
+
+
+def _mtimes(store, tree) -> dict[str, int]:
+    out = {}
+    for node, _, _ in tree:
+        try:
+            out[node["session_id"]] = os.stat(store.path_of(node["session_id"])).st_mtime_ns
+        except OSError:
+            continue
+    return out
+
+
+def _examples() -> list[str]:
+    try:
+        import s11_import
+        return sorted(os.path.basename(item) for item in s11_import.list_examples())
+    except (ImportError, AttributeError, OSError):
+        return []
+
+
+# ── 输入检查与跨空间复制 ─────────────────────────────────────────────────────────────────
+def _as_count(value) -> int:
+    """分叉位置：3、3.0、"3" 都是 3；3.5、"三"、True 都不是。"""
+    if isinstance(value, bool):
+        raise ExplorerError(f"分叉位置必须是整数，收到 {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ExplorerError(f"分叉位置必须是整数，收到 {literal_inline(str(value), 40)}") from None
+    if not number.is_integer():
+        raise ExplorerError(f"分叉位置必须是整数，收到 {literal_inline(str(value), 40)}")
+    return int(number)
+
+
+def _turn_text(text) -> str:
+    text = str(text or "")
+    if not text.strip():
+        raise ExplorerError("消息不能为空")
+    if len(text) > MAX_TURN_CHARS:
+        raise ExplorerError(f"一条消息最多 {MAX_TURN_CHARS:,} 字符，这条有 {len(text):,} 字符")
+    return text
+
+
+def _title_text(title) -> str:
+    title = " ".join(str(title or "").split())
+    if len(title) > MAX_TITLE_CHARS:
+        raise ExplorerError(f"标题最多 {MAX_TITLE_CHARS} 字符")
+    return title
+
+
+def _prune(root: str, keep_seconds: float) -> None:
+    now = time.time()
+    try:
+        entries = list(os.scandir(root))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        try:
+            if entry.name.startswith("run-") and now - entry.stat().st_mtime > keep_seconds:
+                shutil.rmtree(entry.path, ignore_errors=True)
+        except FileNotFoundError:
+            continue

@@ -1,0 +1,229 @@
+"""s11_explorer_tab.py — 「🌳 会话树浏览器」标签页：只摆控件、接事件，逻辑全在 s11_explorer
+
+    ┌ 来源：📁 我的空间 / 📚 共享书架 / 👩‍🏫 学生空间（老师） ──────────────────────────────┐
+    │ 🔍 搜索  [会话列表]            │ 标题 · ID · 路径                                       │
+    │ 🌳 会话树  ├─ 分支 ◀ 活动端     │ 对话路径（Chatbot：思考 / 工具调用折叠）  ◀ 上一页 下一页 ▶ │
+    │                              │ [🌿 分叉] [📂 续写] [📤 导出] [🗑️ 删除/恢复] [📥 导入]        │
+    └ 🗺️ 分支图（mermaid） · 🩺 体检 · 👩‍🏫 老师：所有空间 / 发布到书架 ─────────────────────────┘
+
+Key insight: 每个事件都把浏览器里的空间令牌（ctx.visitor）和服务器端的 gr.State（视图、老师密钥）
+一起交给 Explorer，拿回一整页 Page，再由 page_outputs() 摊到各个控件上——这里没有任何判断逻辑。
+会话文字只进 Chatbot / Markdown（已转义）/ Dataframe / Radio / Code，从不进 gr.HTML。
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+from gradio.context import Context
+
+from s11_explorer import ID_COLUMN, LIST_HEADERS, MINE, PAGE_SIZE, ROLES, SHELF, Explorer, Page, View
+
+INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、续写、导出\n\n"
+         "这里列出 **你自己空间** 里的全部会话（8.11 标签页的演示也写在这里），还有老师放上 **共享书架** 的会话。"
+         "选中一个节点看它从根开始的完整路径；在任意一条消息之后 **分叉**，或给它 **续写** 一轮"
+         "（由你输入，不调用大模型）；**导出** 脱敏的 Markdown / HTML。别的同学看不到你的空间。")
+TEACHER_HEADERS = ["空间", "会话数", "大小", "最后活动"]
+
+
+def page_outputs(page: Page) -> list:
+    """Page -> 各输出控件的新值（顺序与 build() 里的 outputs 列表一致）。"""
+    view = page.view
+    writable = not page.read_only
+    problems = gr.Markdown(page.problems, visible=bool(page.problems))
+    return [
+        page.notice, view, page.space_label,
+        gr.Radio(choices=page.source_choices, value=view.source),
+        page.list_note, page.rows,
+        gr.Radio(choices=page.tree_choices, value=view.session_id if page.tree_choices else None),
+        page.details, page.chat, page.path_note, page.window_start,
+        gr.Button(interactive=writable), gr.Button(interactive=writable),
+        gr.Button(interactive=writable),
+        gr.DownloadButton(value=page.downloads[0], interactive=page.downloads[0] is not None),
+        gr.DownloadButton(value=page.downloads[1], interactive=page.downloads[1] is not None),
+        page.preview, page.map_markdown, problems,
+        gr.Dropdown(choices=page.trash_choices, value=None),
+        gr.Dropdown(choices=page.examples, value=page.examples[0] if page.examples else None),
+        gr.Column(visible=page.teacher), page.teacher_rows,
+        gr.Button(visible=page.teacher and view.source != SHELF),
+        gr.Button(visible=page.teacher and view.source == SHELF),
+        gr.skip() if page.report is None else page.report,
+        gr.skip() if page.draft is None else page.draft,
+    ]
+
+
+def build(ctx) -> None:
+    """在当前 gr.Tab 里搭好浏览器（ctx 见 app.TabContext：spaces、visitor）。"""
+    explorer = Explorer(ctx.spaces, upload_root=gr.utils.get_upload_folder())
+    visitor = ctx.visitor
+    teacher = ctx.teacher   # 老师密钥：app.py 在页面加载时放进服务器端的 gr.State，浏览器改不了
+    view = gr.State(View())
+
+    gr.Markdown(INTRO)
+    notice = gr.Markdown("", elem_id="s11x-notice")
+    with gr.Row(equal_height=False):
+        space_label = gr.Markdown("", elem_id="s11x-space")
+        source = gr.Radio([("📁 我的空间", MINE), ("📚 共享书架", SHELF)], value=MINE, label="来源",
+                          elem_id="s11x-source")
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=2, min_width=300):
+            with gr.Row(equal_height=True):
+                search = gr.Textbox(placeholder="🔍 搜索标题或 ID", show_label=False, scale=4, min_width=160,
+                                    elem_id="s11x-search", max_length=200)
+                refresh = gr.Button("🔄 刷新", scale=1, min_width=80, elem_id="s11x-refresh")
+            list_note = gr.Markdown("", elem_id="s11x-list-note")
+            table = gr.Dataframe(headers=LIST_HEADERS, datatype="str", interactive=False, max_height=300,
+                                 wrap=True, column_widths=["56%", "12%", "32%"], elem_id="s11x-list",
+                                 label="会话列表（点一行选中）")
+            tree = gr.Radio([], label="🌳 会话树（◀ 活动端 = 对话现在停在哪里）", elem_id="s11x-tree")
+        with gr.Column(scale=3, min_width=300):
+            details = gr.Markdown("👈 在左侧列表或会话树里选一个会话。", elem_id="s11x-details")
+            chat = gr.Chatbot([], allow_tags=False, sanitize_html=True, render_markdown=True, latex_delimiters=[],
+                              height=520, show_label=False, feedback_options=None, group_consecutive_messages=False,
+                              elem_id="s11x-path", placeholder="选中会话后，这里显示从根到它的完整对话")
+            with gr.Row(equal_height=False, elem_id="s11x-window"):
+                path_note = gr.Markdown("", elem_id="s11x-path-note")
+                earlier = gr.Button("◀ 更早", size="sm", min_width=70, scale=0, elem_id="s11x-earlier")
+                later = gr.Button("最新 ▶", size="sm", min_width=70, scale=0, elem_id="s11x-latest")
+            start = gr.Number(label=f"跳到第几条（每页 {PAGE_SIZE} 条，回车）", precision=0, minimum=1,
+                              elem_id="s11x-start")
+            with gr.Tabs(elem_id="s11x-actions"):
+                with gr.Tab("🌿 分叉", elem_id="s11x-fork-tab"):
+                    fork_at = gr.Number(label="保留前几条消息（在第 k 条之后分叉；点对话里的消息可直接填入）",
+                                        precision=0, minimum=0, value=0, elem_id="s11x-fork-at")
+                    fork_text = gr.Textbox(label="新分支的第一条消息（可选，以 user 身份）", lines=2,
+                                           max_length=20_000, elem_id="s11x-fork-text")
+                    fork_title = gr.Textbox(label="新分支的标题（可选）", max_length=200, elem_id="s11x-fork-title")
+                    fork_button = gr.Button("🌿 在这里分叉", variant="primary", elem_id="s11x-fork")
+                with gr.Tab("📂 续写", elem_id="s11x-resume-tab"):
+                    role = gr.Radio([(label, value) for value, label in ROLES.items()], value="user",
+                                    label="这一轮的角色", elem_id="s11x-role")
+                    resume_text = gr.Textbox(label="追加一轮（你来输入，不调用大模型）", lines=3,
+                                             max_length=20_000, elem_id="s11x-resume-text")
+                    resume_button = gr.Button("📂 续写并保存", variant="primary", elem_id="s11x-resume")
+                with gr.Tab("📤 导出", elem_id="s11x-export-tab"):
+                    export_button = gr.Button("📤 导出选中的会话（已脱敏）", elem_id="s11x-export")
+                    with gr.Row():
+                        markdown_download = gr.DownloadButton("⬇️ Markdown (.md)", value=None, interactive=False,
+                                                              elem_id="s11x-download-md")
+                        html_download = gr.DownloadButton("⬇️ HTML (.html)", value=None, interactive=False,
+                                                          elem_id="s11x-download-html")
+                    preview = gr.Code("", language="markdown", label="导出预览（Markdown 原文）", max_lines=30,
+                                      interactive=False, elem_id="s11x-preview")
+                with gr.Tab("🗑️ 删除 / 恢复", elem_id="s11x-trash-tab"):
+                    delete_button = gr.Button("🗑️ 把选中的会话移进回收站", variant="stop", elem_id="s11x-delete")
+                    trash = gr.Dropdown([], label="回收站", elem_id="s11x-trash")
+                    restore_button = gr.Button("♻️ 恢复", elem_id="s11x-restore")
+                with gr.Tab("📥 导入", elem_id="s11x-import-tab"):
+                    upload = gr.File(label="上传 Claude Code / Pi 的 .jsonl 记录", file_types=[".jsonl"],
+                                     type="filepath", elem_id="s11x-upload")
+                    import_button = gr.Button("📥 导入上传的文件", elem_id="s11x-import")
+                    examples = gr.Dropdown([], label="或者导入一个示例（examples/）", elem_id="s11x-examples")
+                    example_button = gr.Button("📥 导入示例", elem_id="s11x-import-example")
+                    report = gr.Textbox("", label="导入报告", lines=6, max_lines=20, interactive=False,
+                                        elem_id="s11x-report")
+    with gr.Accordion("🗺️ 分支图（点节点打开它）", open=True, elem_id="s11x-map-accordion"):
+        branch_map = gr.Markdown("", elem_id="s11x-map")
+    problems = gr.Markdown("", visible=False, elem_id="s11x-problems")
+    with gr.Column(visible=False, elem_id="s11x-teacher") as teacher_box:
+        gr.Markdown("### 👩‍🏫 老师：全部学生空间（点一行只读打开）")
+        teacher_table = gr.Dataframe(headers=TEACHER_HEADERS, datatype="str", interactive=False, max_height=300,
+                                     elem_id="s11x-spaces")
+        with gr.Row():
+            publish_button = gr.Button("📚 把选中的会话发布到共享书架", elem_id="s11x-publish")
+            unpublish_button = gr.Button("🚫 从共享书架撤下", elem_id="s11x-unpublish")
+
+    outputs = [notice, view, space_label, source, list_note, table, tree, details, chat, path_note, start,
+               resume_button, delete_button, restore_button, markdown_download, html_download, preview,
+               branch_map, problems, trash, examples, teacher_box, teacher_table, publish_button,
+               unpublish_button, report, resume_text]
+
+    def show(page: Page):
+        return page_outputs(page)
+
+    def wire(trigger, handler, inputs, api_name):
+        """每个事件的输入都以 (令牌, 视图, 老师密钥) 开头；API 名字固定，脚本与测试按名字调用。"""
+        return trigger(lambda token, current, secret, *args: show(handler(token, current, *args, teacher=secret)),
+                       inputs=[visitor, view, teacher, *inputs], outputs=outputs, api_name=api_name,
+                       concurrency_limit=8)
+
+    wire(refresh.click, lambda token, current, query, teacher: explorer.refresh(token, current, teacher, query),
+         [search], "explorer_refresh")
+    wire(search.submit, lambda token, current, query, teacher: explorer.refresh(token, current, teacher, query),
+         [search], "explorer_search")
+    wire(source.input, lambda token, current, value, teacher: explorer.switch_source(token, current, value, teacher),
+         [source], "explorer_source")
+    wire(tree.input, lambda token, current, value, teacher: explorer.select(token, current, value, teacher),
+         [tree], "explorer_select")
+    wire(earlier.click, lambda token, current, teacher: explorer.window(token, current, _earlier(current), teacher),
+         [], "explorer_earlier")
+    wire(start.submit, lambda token, current, value, teacher: explorer.window(token, current, value, teacher),
+         [start], "explorer_window")
+    wire(later.click, lambda token, current, teacher: explorer.window(token, current, None, teacher),
+         [], "explorer_latest")
+    wire(fork_button.click, lambda token, current, at, text, title, teacher: explorer.fork(
+        token, current, at, text, title, teacher), [fork_at, fork_text, fork_title], "explorer_fork")
+    wire(resume_button.click, lambda token, current, text, who, teacher: explorer.resume(
+        token, current, text, who, teacher), [resume_text, role], "explorer_resume")
+    wire(export_button.click, lambda token, current, teacher: explorer.export(token, current, teacher),
+         [], "explorer_export")
+    wire(delete_button.click, lambda token, current, teacher: explorer.delete(token, current, teacher),
+         [], "explorer_delete")
+    wire(restore_button.click, lambda token, current, value, teacher: explorer.restore(token, current, value, teacher),
+         [trash], "explorer_restore")
+    wire(import_button.click, lambda token, current, path, teacher: explorer.import_upload(
+        token, current, path, teacher), [upload], "explorer_import")
+    wire(example_button.click, lambda token, current, name, teacher: explorer.import_example(
+        token, current, name, teacher), [examples], "explorer_import_example")
+    wire(publish_button.click, lambda token, current, teacher: explorer.publish(token, current, teacher),
+         [], "explorer_publish")
+    wire(unpublish_button.click, lambda token, current, teacher: explorer.unpublish(token, current, teacher),
+         [], "explorer_unpublish")
+
+    def on_row(token, current, secret, evt: gr.EventData):
+        row = _event_field(evt, "row_value")   # 排序、搜索之后 evt.index 会指错行，row_value 才是点中的那一行
+        return show(explorer.select(token, current, row[ID_COLUMN] if len(row) > ID_COLUMN else None, secret))
+
+    table.select(on_row, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private")
+
+    def on_space_row(token, current, secret, evt: gr.EventData):
+        row = _event_field(evt, "row_value")
+        return show(explorer.open_space(token, current, row[0] if row else None, secret))
+
+    teacher_table.select(on_space_row, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private")
+
+    def on_message(current: View, evt: gr.EventData):
+        """点对话里的一条消息 -> 分叉位置填成它的编号（在它之后分叉）。"""
+        index = _event_field(evt, "index")
+        index = index[0] if isinstance(index, list) and index else index
+        numbers = current.chat_numbers
+        return numbers[index] if isinstance(index, int) and 0 <= index < len(numbers) else gr.skip()
+
+    chat.select(on_message, inputs=[view], outputs=[fork_at], api_visibility="private", queue=False)
+
+    def on_load(token, secret, request: gr.Request):
+        """页面加载（接在 app.py 领取令牌之后）：?session=<id> 在自己的空间里选中它。"""
+        session_id = request.query_params.get("session") if request is not None else None
+        return show(explorer.open_page(token, secret, session_id))
+
+    ctx.ready.then(on_load, inputs=[visitor, teacher], outputs=outputs, api_visibility="private")
+    tab = Context.block
+    if isinstance(tab, gr.Tab):   # 从 8.11 标签页切过来时，刚跑的演示会话立刻出现在列表里
+        tab.select(lambda token, current, secret: show(explorer.render(token, current, secret)),
+                   inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private")
+
+
+def _earlier(current: View) -> int:
+    """“◀ 更早”：从当前窗口起点再往前一页（1 起的编号）。"""
+    begin = current.start if current.start is not None else None
+    if begin is None:
+        total = max(current.chat_numbers, default=0)
+        begin = max(0, total - PAGE_SIZE)
+    return max(1, begin + 1 - PAGE_SIZE)
+
+
+def _event_field(evt, name: str):
+    """事件数据里的一项。用 gr.EventData 而不是 gr.SelectData：脚本不带事件数据直接调用时，
+    SelectData 在 gradio 内部就抛错（不是干净的拒绝），EventData 则把 None 交给我们处理。"""
+    data = getattr(evt, "_data", None)
+    value = data.get(name) if isinstance(data, dict) else None
+    return value if value is not None else []

@@ -1,0 +1,606 @@
+"""The session explorer's logic, driven directly (no gradio): every action, every refusal, hostile text, big inputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import s11_explorer as explorer_module
+import s11_import
+from s11_explorer import LIST_LIMIT, MAP_MAX_CHARS, MAP_MAX_EDGES, PAGE_SIZE, Explorer, View
+from s11_session import SessionNode, SessionStore, demo_tree_branching
+from s11_spaces import Limits, Spaces
+
+CODE_DIR = Path(__file__).resolve().parent.parent / "code"
+ROOMY = Limits(creates_per_minute=10_000, create_burst=10_000, min_free_bytes=0)
+TEACHER = "teacher-secret-for-tests"
+HOSTILE = ["<script>alert(1)</script>", "<img src=x onerror=alert(2)>", "${7*7}", "{{x}}",
+           "```py\nunclosed fence", '"]; click n0 call alert(1)\n%%{init: {}}%%', "[a](javascript:alert(3))",
+           "![x](http://example.com/x.png)", "**bold** _it_ <b>tag</b> &amp; \\ | # ~"]
+# Every line the map generator may emit; anything else means session text escaped its label.
+MAP_LINE = re.compile(
+    r'^(%%\{init: \{"flowchart": \{"wrappingWidth": \d+\}\}\}%%'
+    r'|graph TD'
+    r'|    n\d+\["[^"\n]*"\]'
+    r'|    n\d+ -->\|"[^"\n]*"\| n\d+'
+    r'|    classDef \w+ [\w:#,-]+'
+    r'|    class n\d+ \w+'
+    r'|    click n\d+ href "\?session=[A-Za-z0-9_-]+")$'
+)
+
+
+# ── fixtures ───────────────────────────────────────────────────────────────────────────────
+@pytest.fixture
+def spaces(tmp_path) -> Spaces:
+    return Spaces(tmp_path / "sessions", limits=ROOMY, teacher_secret=TEACHER)
+
+
+@pytest.fixture
+def explorer(spaces, tmp_path) -> Explorer:
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    return Explorer(spaces, export_root=str(tmp_path / "exports"), upload_root=str(uploads))
+
+
+@pytest.fixture
+def student(spaces):
+    """A student who ran the 8.11 demo: (token, ids of main / branch A / branch B)."""
+    token = spaces.new_token()
+    return token, demo_tree_branching(spaces.open(token).store)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under folder with its bytes: 'nothing changed on disk' is a comparison of two of these."""
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*"))
+            if path.is_file() and path.name not in (".lock",)}
+
+
+def store_of(spaces: Spaces, token: str) -> SessionStore:
+    return spaces.open(token).store
+
+
+def unescape(markdown: str) -> str:
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+
+
+def chat_text(page) -> str:
+    return "\n".join(str(row["content"]) + str(row.get("metadata", {}).get("title", "")) for row in page.chat)
+
+
+# ── no gradio ──────────────────────────────────────────────────────────────────────────────
+def test_the_explorer_logic_imports_without_gradio():
+    probe = "import sys, s11_explorer; print('gradio' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", probe], cwd=CODE_DIR, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
+# ── reading: list, tree, path, map ──────────────────────────────────────────────────────────
+def test_a_student_who_ran_the_demo_finds_its_three_sessions(explorer, student):
+    token, ids = student
+    page = explorer.open_page(token)
+    listed = {row[explorer_module.ID_COLUMN] for row in page.rows}
+    assert listed == {ids["main_id"], ids["branch_a_id"], ids["branch_b_id"]}
+    assert "共 3 个会话" in page.list_note and page.notice == ""
+
+
+def test_selecting_a_branch_shows_the_tree_with_the_active_end_and_the_path_from_the_root(explorer, student):
+    token, ids = student
+    page = explorer.select(token, View(), ids["branch_b_id"])
+    labels = dict((value, label) for label, value in page.tree_choices)
+    assert list(labels) == [ids["main_id"], ids["branch_a_id"], ids["branch_b_id"]]
+    assert labels[ids["main_id"]].startswith("🌱")
+    assert labels[ids["branch_a_id"]].startswith("├─") and labels[ids["branch_b_id"]].startswith("└─")
+    # branch B was resumed last, so the conversation currently ends there
+    assert [value for value, label in labels.items() if "◀ 活动端" in label] == [ids["branch_b_id"]]
+    headers = [row["content"].split("\n")[0] for row in page.chat if "metadata" not in row]
+    assert headers[0].startswith("**#2**") and headers[-1].startswith("**#9**")
+    titles = [row["metadata"]["title"] for row in page.chat if "metadata" in row]
+    assert titles[0] == "#1 🧠 系统提示" and any("分支从这里开始" in title for title in titles)
+    assert page.view.revision == 2 and page.message_count == 9 and "第 1–9 条" in page.path_note
+    assert "前 5 条继承自父会话" in page.details
+
+
+def test_the_map_draws_every_node_and_links_each_to_its_deep_link(explorer, student):
+    token, ids = student
+    page = explorer.select(token, View(), ids["main_id"])
+    lines = page.map_markdown.split("\n")
+    source = lines[lines.index("```mermaid") + 1: lines.index("```", lines.index("```mermaid") + 1)]
+    assert all(MAP_LINE.match(line) for line in source), source
+    assert sum("-->" in line for line in source) == 2
+    assert {f'click n{i} href "?session={sid}"' for i, sid in enumerate(
+        [ids["main_id"], ids["branch_a_id"], ids["branch_b_id"]])} <= {line.strip() for line in source}
+
+
+def test_search_matches_titles_and_ids_case_insensitively(explorer, spaces, student):
+    token, ids = student
+    store_of(spaces, token).create_session("Refactor the LOGIN cache")
+    page = explorer.refresh(token, View(), query="login CACHE")
+    assert [row[0] for row in page.rows] == ["Refactor the LOGIN cache"] and "找到 1 个" in page.list_note
+    page = explorer.refresh(token, View(), query=ids["branch_a_id"][:8])
+    assert [row[explorer_module.ID_COLUMN] for row in page.rows] == [ids["branch_a_id"]]
+    assert explorer.refresh(token, View(), query="没有这样的会话").rows == []
+
+
+def test_tool_calls_and_thinking_are_collapsed_and_long_outputs_folded(explorer, spaces):
+    token = spaces.new_token()
+    long_output = "\n".join(f"line {i}" for i in range(5000))
+    messages = [{"role": "user", "content": "列出文件"},
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": "先看看目录"},
+                                                  {"type": "tool_use", "id": "t1", "name": "Bash",
+                                                   "input": {"command": "ls"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": long_output}]}]
+    sid = store_of(spaces, token).create_session("工具调用", messages)
+    page = explorer.select(token, View(), sid)
+    thoughts = {row["metadata"]["title"]: row for row in page.chat if "metadata" in row}
+    assert set(thoughts) == {"💭 思考", "🔧 调用工具 Bash", "📤 工具结果 Bash"}
+    assert all(row["metadata"]["status"] == "done" for row in thoughts.values())   # collapsed
+    folded = thoughts["📤 工具结果 Bash"]["content"]
+    assert "已折叠" in folded and "5,000 行" in folded and len(folded) < len(long_output) // 5
+
+
+def test_imported_marks_are_shown_on_the_message(explorer, spaces):
+    token = spaces.new_token()
+    messages = [{"role": "user", "content": "总结一下", "summary": True},
+                {"role": "assistant", "content": [{"type": "text", "text": "x" * 10, "truncated_from": 123456}]}]
+    sid = store_of(spaces, token).create_session("导入的", messages)
+    text = chat_text(explorer.select(token, View(), sid))
+    assert "摘要" in text and "导入时已截断：原长 123,456 字符" in text
+
+
+# ── fork ───────────────────────────────────────────────────────────────────────────────────
+def test_fork_at_message_3_with_a_new_message_appears_at_once_everywhere(explorer, spaces, student):
+    token, ids = student
+    view = explorer.select(token, View(), ids["branch_b_id"]).view
+    page = explorer.fork(token, view, 3, "换个思路：先加监控", "监控分支")
+    child = store_of(spaces, token).load(page.view.session_id)
+    assert child.parent_id == ids["branch_b_id"] and child.fork_point == 3 and child.title == "监控分支"
+    assert [m["content"] for m in child.messages[3:]] == ["换个思路：先加监控"]
+    assert page.notice.startswith("✅") and child.session_id in page.notice
+    assert child.session_id in {row[explorer_module.ID_COLUMN] for row in page.rows}
+    assert child.session_id in {value for _, value in page.tree_choices}
+    assert "换个思路：先加监控" in chat_text(page) and page.view.revision == child.revision
+
+
+def test_fork_without_a_message_keeps_exactly_the_prefix(explorer, spaces, student):
+    token, ids = student
+    view = explorer.select(token, View(), ids["main_id"]).view
+    page = explorer.fork(token, view, 2)
+    assert len(store_of(spaces, token).load(page.view.session_id).messages) == 2
+
+
+@pytest.mark.parametrize("at", [-1, 99, "三", 2.5, None, True])
+def test_a_bad_fork_position_is_refused_and_writes_nothing(explorer, spaces, student, at):
+    token, ids = student
+    view = explorer.select(token, View(), ids["branch_a_id"]).view
+    before = snapshot(Path(spaces.sessions_dir))
+    page = explorer.fork(token, view, at, "新消息")
+    assert page.notice.startswith("⚠️") and "分叉位置" in page.notice
+    assert snapshot(Path(spaces.sessions_dir)) == before
+    assert page.view.session_id == ids["branch_a_id"]   # the page keeps what it showed
+
+
+def test_fork_needs_a_selected_session(explorer, student):
+    token, _ = student
+    assert "请先在列表或会话树里选一个会话" in explorer.fork(token, View(), 1).notice
+
+
+def test_an_oversized_first_message_is_refused(explorer, student):
+    token, ids = student
+    view = explorer.select(token, View(), ids["main_id"]).view
+    assert "最多 20,000 字符" in explorer.fork(token, view, 1, "长" * 20_001).notice
+
+
+# ── resume ─────────────────────────────────────────────────────────────────────────────────
+def test_resume_appends_the_typed_turn_and_saves_it(explorer, spaces, student):
+    token, ids = student
+    view = explorer.select(token, View(), ids["branch_a_id"]).view
+    page = explorer.resume(token, view, "方案 A 压测通过了", "user")
+    node = store_of(spaces, token).load(ids["branch_a_id"])
+    assert node.messages[-1] == {"role": "user", "content": "方案 A 压测通过了"}
+    assert page.draft == "" and page.view.revision == node.revision == view.revision + 1
+    assert page.message_count == 8 and "方案 A 压测通过了" in chat_text(page)
+
+
+def test_a_stale_page_gets_a_clear_message_and_a_reload_and_no_turn_is_lost(explorer, spaces, student):
+    token, ids = student
+    first_tab = explorer.select(token, View(), ids["branch_b_id"]).view
+    second_tab = explorer.select(token, View(), ids["branch_b_id"]).view
+    explorer.resume(token, second_tab, "第二个标签页先写了这一句")
+    stale = explorer.resume(token, first_tab, "第一个标签页的这一句")
+    assert "别的标签页" in stale.notice and stale.draft == "第一个标签页的这一句"
+    node = store_of(spaces, token).load(ids["branch_b_id"])
+    assert node.messages[-1]["content"] == "第二个标签页先写了这一句"   # nothing overwritten
+    assert stale.view.revision == node.revision and "第二个标签页先写了这一句" in chat_text(stale)   # reloaded
+    retried = explorer.resume(token, stale.view, stale.draft)
+    contents = [m["content"] for m in store_of(spaces, token).load(ids["branch_b_id"]).messages[-2:]]
+    assert retried.notice.startswith("✅") and contents == ["第二个标签页先写了这一句", "第一个标签页的这一句"]
+
+
+@pytest.mark.parametrize(("text", "role", "expected"), [("", "user", "消息不能为空"), ("   \n", "user", "消息不能为空"),
+                                                       ("hi", "system", "角色只能是")])
+def test_resume_refuses_empty_text_and_unknown_roles(explorer, spaces, student, text, role, expected):
+    token, ids = student
+    view = explorer.select(token, View(), ids["main_id"]).view
+    before = snapshot(Path(spaces.sessions_dir))
+    page = explorer.resume(token, view, text, role)
+    assert expected in page.notice and snapshot(Path(spaces.sessions_dir)) == before
+
+
+# ── export ─────────────────────────────────────────────────────────────────────────────────
+def test_export_writes_redacted_downloads_with_a_preview(explorer, spaces):
+    token = spaces.new_token()
+    sid = store_of(spaces, token).create_session("带密钥的会话", [
+        {"role": "user", "content": "我的手机 13812345678，key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"}])
+    page = explorer.export(token, explorer.select(token, View(), sid).view)
+    markdown_path, html_path = page.downloads
+    assert markdown_path.endswith(f"session-{sid}.md") and html_path.endswith(f"session-{sid}.html")
+    for path in page.downloads:
+        text = Path(path).read_text(encoding="utf-8")
+        assert "13812345678" not in text and "已脱敏" in text
+    assert page.preview == Path(markdown_path).read_text(encoding="utf-8")
+    assert stat.S_IMODE(os.stat(explorer.export_root).st_mode) == 0o700   # other accounts cannot read it
+
+
+def test_export_needs_a_selected_session(explorer, student):
+    token, _ = student
+    page = explorer.export(token, View())
+    assert page.downloads == (None, None) and "请先" in page.notice
+
+
+# ── delete, restore, check ─────────────────────────────────────────────────────────────────
+def test_delete_moves_to_the_trash_and_restore_brings_it_back(explorer, spaces, student):
+    token, ids = student
+    view = explorer.select(token, View(), ids["branch_a_id"]).view
+    deleted = explorer.delete(token, view)
+    assert ids["branch_a_id"] not in {row[explorer_module.ID_COLUMN] for row in deleted.rows}
+    assert deleted.view.session_id == ids["main_id"]   # the page moves up to the parent
+    assert [value for _, value in deleted.trash_choices] == [ids["branch_a_id"]]
+    assert "修复登录服务内存泄漏" in deleted.trash_choices[0][0]
+    restored = explorer.restore(token, deleted.view, ids["branch_a_id"])
+    assert restored.notice.startswith("♻️") and restored.view.session_id == ids["branch_a_id"]
+    assert restored.trash_choices == [] and len(store_of(spaces, token).load(ids["branch_a_id"]).messages) == 7
+
+
+def test_deleting_a_parent_keeps_its_branches_whole_and_check_says_so(explorer, spaces, student):
+    token, ids = student
+    page = explorer.delete(token, explorer.select(token, View(), ids["main_id"]).view)
+    assert {row[explorer_module.ID_COLUMN] for row in page.rows} == {ids["branch_a_id"], ids["branch_b_id"]}
+    assert "missing\\_parent" in page.problems and spaces.sessions_dir not in page.problems
+    branch = explorer.select(token, page.view, ids["branch_b_id"])
+    assert branch.message_count == 9 and "#1 🧠 系统提示" in chat_text(branch)
+
+
+def test_restoring_something_not_in_the_trash_is_refused(explorer, student):
+    token, ids = student
+    assert "回收站里没有会话" in explorer.restore(token, View(), ids["main_id"]).notice
+    assert "非法会话 ID" in explorer.restore(token, View(), "../../etc/passwd").notice
+
+
+def test_a_corrupt_file_is_listed_by_check_without_server_paths(explorer, spaces, student):
+    token, _ = student
+    Path(spaces.open(token).folder, "broken.json").write_text("{not json", encoding="utf-8")
+    page = explorer.refresh(token, View())
+    assert "体检发现" in page.problems and "broken.json" in unescape(page.problems)
+    assert spaces.sessions_dir not in page.problems and len(page.rows) == 3
+
+
+# ── import ─────────────────────────────────────────────────────────────────────────────────
+@pytest.mark.parametrize("name", [os.path.basename(path) for path in s11_import.list_examples()])
+def test_importing_an_example_shows_its_tree_and_the_report(explorer, spaces, name):
+    token = spaces.new_token()
+    page = explorer.import_example(token, View(), name)
+    assert page.notice.startswith("📥") and "导入" in page.report
+    assert page.view.session_id is not None and len(page.tree_choices) >= 2
+    assert len(page.rows) == len(store_of(spaces, token).list_sessions()) >= 2
+
+
+def test_importing_the_same_example_twice_adds_nothing(explorer, spaces):
+    token = spaces.new_token()
+    name = os.path.basename(s11_import.list_examples()[0])
+    explorer.import_example(token, View(), name)
+    before = snapshot(Path(spaces.open(token).folder))
+    explorer.import_example(token, View(), name)
+    assert snapshot(Path(spaces.open(token).folder)) == before
+
+
+@pytest.mark.parametrize("name", ["../README.md", "/etc/passwd", "no-such-example.jsonl", None])
+def test_only_listed_examples_can_be_imported(explorer, spaces, name):
+    token = spaces.new_token()
+    page = explorer.import_example(token, View(), name)
+    assert "没有叫" in page.notice and spaces.open(token).store.list_sessions() == []
+
+
+def test_an_uploaded_transcript_is_imported_and_skipped_lines_are_reported(explorer, spaces, tmp_path):
+    token = spaces.new_token()
+    example = Path(s11_import.list_examples()[-1]).read_bytes()
+    upload = tmp_path / "uploads" / "a<b>.jsonl"
+    upload.write_bytes(example + b"{torn line\n")
+    page = explorer.import_upload(token, View(), str(upload))
+    assert page.notice.startswith("📥") and "跳过 1 行" in page.notice
+    assert page.report and "\\<b\\>" in page.notice   # the upload name is shown as text
+
+
+@pytest.mark.parametrize("where", ["outside", "missing", "not-jsonl", "random-bytes", "empty"])
+def test_bad_uploads_are_refused_and_write_nothing(explorer, spaces, tmp_path, where):
+    token = spaces.new_token()
+    uploads = tmp_path / "uploads"
+    paths = {"outside": tmp_path / "elsewhere.jsonl", "missing": uploads / "gone.jsonl",
+             "not-jsonl": uploads / "notes.txt", "random-bytes": uploads / "noise.jsonl",
+             "empty": uploads / "empty.jsonl"}
+    contents = {"outside": Path(s11_import.list_examples()[-1]).read_bytes(), "not-jsonl": b"hello",
+                "random-bytes": os.urandom(4096), "empty": b""}
+    path = paths[where]
+    if where in contents:
+        path.write_bytes(contents[where])
+    before = snapshot(Path(spaces.sessions_dir))
+    page = explorer.import_upload(token, View(), str(path))
+    assert page.notice.startswith("⚠️") and "Traceback" not in page.notice
+    assert str(tmp_path) not in page.notice
+    assert snapshot(Path(spaces.sessions_dir)) == before
+
+
+def test_an_upload_over_the_space_limit_is_refused(tmp_path):
+    spaces = Spaces(tmp_path / "sessions", limits=Limits(max_upload_bytes=1000, min_free_bytes=0))
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    upload = uploads / "big.jsonl"
+    upload.write_bytes(Path(s11_import.list_examples()[-1]).read_bytes() * 10)
+    token = spaces.new_token()
+    page = Explorer(spaces, export_root=str(tmp_path / "e"), upload_root=str(uploads)).import_upload(
+        token, View(), str(upload))
+    assert "上限" in page.notice and spaces.open(token).store.list_sessions() == []
+
+
+# ── spaces: nobody reaches another student's work ───────────────────────────────────────────
+def test_another_student_sees_none_of_it_and_every_replayed_request_is_refused(explorer, spaces, student):
+    token, ids = student
+    other = spaces.new_token()
+    assert explorer.open_page(other).rows == []
+    before = snapshot(Path(spaces.sessions_dir))
+    foreign = View(session_id=ids["branch_b_id"], revision=2)
+    pages = [explorer.select(other, View(), ids["branch_b_id"]), explorer.fork(other, foreign, 3, "x"),
+             explorer.resume(other, foreign, "x"), explorer.export(other, foreign), explorer.delete(other, foreign),
+             explorer.restore(other, View(), ids["branch_b_id"]), explorer.open_page(other, None, ids["main_id"])]
+    assert all(page.notice.startswith("⚠️") for page in pages), [page.notice for page in pages]
+    assert all(page.downloads == (None, None) for page in pages)
+    assert not any(ids["branch_b_id"] in chat_text(page) + page.details for page in pages)
+    assert snapshot(Path(spaces.sessions_dir)) == before
+
+
+@pytest.mark.parametrize("token", [None, "", "forged", "0" * 16 + "." + "0" * 32, "x" * 10_000, 42])
+def test_a_forged_token_gets_a_refusal_for_every_action_and_nothing_changes(explorer, spaces, student, token):
+    _, ids = student
+    before = snapshot(Path(spaces.sessions_dir))
+    view = View(session_id=ids["main_id"])
+    for page in (explorer.open_page(token), explorer.select(token, view, ids["main_id"]),
+                 explorer.fork(token, view, 1, "x"), explorer.resume(token, view, "x"), explorer.export(token, view),
+                 explorer.delete(token, view), explorer.restore(token, view, ids["main_id"]),
+                 explorer.import_example(token, view, os.path.basename(s11_import.list_examples()[0]))):
+        assert page.notice.startswith("⚠️") and page.rows == [] and page.chat == []
+    assert snapshot(Path(spaces.sessions_dir)) == before
+
+
+def test_a_student_cannot_open_another_space_by_naming_it(explorer, spaces, student):
+    token, ids = student
+    other_id = spaces.open(spaces.new_token()).space_id
+    for page in (explorer.switch_source(token, View(), f"space:{other_id}"),
+                 explorer.open_space(token, View(), other_id),
+                 explorer.switch_source(token, View(), "../spaces"),
+                 explorer.select(token, View(source=f"space:{other_id}"), ids["main_id"])):
+        assert page.notice.startswith("⚠️") and page.teacher_rows == []
+
+
+def test_creating_too_fast_is_refused_with_a_clear_message(tmp_path):
+    spaces = Spaces(tmp_path / "sessions", limits=Limits(create_burst=2, creates_per_minute=1, min_free_bytes=0))
+    token = spaces.new_token()
+    sid = spaces.open(token).store.create_session("根", [{"role": "user", "content": "hi"}])
+    explorer = Explorer(spaces, export_root=str(tmp_path / "e"))
+    view = explorer.select(token, View(), sid).view
+    notices = [explorer.fork(token, view, 1).notice for _ in range(3)]
+    assert notices[0].startswith("✅") and notices[1].startswith("✅") and "太快" in notices[2]
+
+
+# ── shelf and teacher ──────────────────────────────────────────────────────────────────────
+def test_the_teacher_publishes_and_both_students_can_fork_but_not_change_it(explorer, spaces, student):
+    token, ids = student
+    other = spaces.new_token()
+    anon = explorer.publish(token, explorer.select(token, View(), ids["branch_b_id"]).view, None)
+    assert "只有老师" in anon.notice and spaces.shelf().store.list_sessions() == []
+    published = explorer.publish(token, explorer.select(token, View(), ids["branch_b_id"]).view, TEACHER)
+    assert published.notice.startswith("📚")
+    for visitor in (token, other):
+        shelf = explorer.switch_source(visitor, View(), "shelf")
+        assert ids["branch_b_id"] in {row[explorer_module.ID_COLUMN] for row in shelf.rows} and shelf.read_only
+        view = explorer.select(visitor, shelf.view, ids["branch_b_id"]).view
+        before = snapshot(Path(spaces.shelf().folder))
+        refused = [explorer.resume(visitor, view, "改书架"), explorer.delete(visitor, view)]
+        assert all("只读" in page.notice for page in refused)
+        assert snapshot(Path(spaces.shelf().folder)) == before
+        forked = explorer.fork(visitor, view, 4, "从书架分叉")
+        assert forked.notice.startswith("✅") and forked.view.source == "mine"
+        copy = spaces.open(visitor).store.load(forked.view.session_id)
+        assert copy.messages[-1]["content"] == "从书架分叉" and len(copy.messages) == 5
+
+
+def test_the_teacher_sees_every_space_and_opens_one_read_only(explorer, spaces, student):
+    token, ids = student
+    teacher_token = spaces.new_token()
+    page = explorer.open_page(teacher_token, TEACHER)
+    assert page.teacher and spaces.open(token).space_id in {row[0] for row in page.teacher_rows}
+    assert explorer.open_page(token).teacher is False and explorer.open_page(token).teacher_rows == []
+    opened = explorer.open_space(teacher_token, View(), spaces.open(token).space_id, TEACHER)
+    assert opened.read_only and len(opened.rows) == 3 and "学生空间" in opened.space_label
+    view = explorer.select(teacher_token, opened.view, ids["main_id"], TEACHER).view
+    before = snapshot(Path(spaces.sessions_dir))
+    assert "只读" in explorer.resume(teacher_token, view, "老师改了一句", teacher=TEACHER).notice
+    assert "只读" in explorer.delete(teacher_token, view, TEACHER).notice
+    assert snapshot(Path(spaces.sessions_dir)) == before
+    # the same view without the secret is refused
+    assert "只有老师" in explorer.select(teacher_token, view, ids["main_id"]).notice
+
+
+def test_the_teacher_can_take_a_session_off_the_shelf(explorer, spaces, student):
+    token, ids = student
+    explorer.publish(token, explorer.select(token, View(), ids["main_id"]).view, TEACHER)
+    shelf_view = explorer.select(token, View(source="shelf"), ids["main_id"]).view
+    assert "只有老师" in explorer.unpublish(token, shelf_view, None).notice
+    page = explorer.unpublish(token, shelf_view, TEACHER)
+    assert "撤下" in page.notice and page.rows == []
+
+
+# ── deep links ─────────────────────────────────────────────────────────────────────────────
+def test_a_deep_link_selects_the_session_in_the_visitors_own_space(explorer, student):
+    token, ids = student
+    page = explorer.open_page(token, None, ids["branch_a_id"])
+    assert page.view.session_id == ids["branch_a_id"] and page.message_count == 7 and page.notice == ""
+
+
+@pytest.mark.parametrize("link", ["0123456789ab", "../../.secret", "<script>", "a" * 500])
+def test_a_deep_link_to_anything_else_says_so_and_selects_nothing(explorer, student, link):
+    token, _ = student
+    page = explorer.open_page(token, None, link)
+    assert page.view.session_id is None and "不在你的空间里" in page.notice and "<script>" not in page.notice
+
+
+# ── hostile text stays text ────────────────────────────────────────────────────────────────
+@pytest.mark.parametrize("text", HOSTILE)
+def test_literal_markdown_escapes_everything_or_fences_it(text):
+    shown = explorer_module.literal_markdown(text)
+    if shown.startswith("```"):
+        fence = shown.split("\n")[0]
+        assert shown.endswith("\n" + fence) and fence not in text and shown[len(fence) + 1:-len(fence) - 1] == text
+    else:
+        assert unescape(shown) == text
+        assert not re.search(r"(?<!\\)[<>\[\]!*_`$&{}]", shown.replace("\\\\", ""))
+
+
+def test_hostile_titles_and_messages_stay_text_in_every_part_of_the_page(explorer, spaces):
+    token = spaces.new_token()
+    store = store_of(spaces, token)
+    root = store.create_session(HOSTILE[5], [{"role": "user", "content": text} for text in HOSTILE])
+    for text in HOSTILE[:4]:
+        store.fork(root, [{"role": "assistant", "content": text}], at=2, title=text)
+    page = explorer.select(token, View(), root)
+    lines = page.map_markdown.split("\n")
+    source = lines[lines.index("```mermaid") + 1: -1]
+    assert all(MAP_LINE.match(line) for line in source), source
+    # tree labels and table cells are plain text in the page: the title appears verbatim (whitespace folded)
+    assert any("<script>alert(1)</script>" in label for label, _ in page.tree_choices)
+    assert "<script>alert(1)</script>" in {row[0] for row in page.rows}
+    for row in page.chat:
+        body = row["content"]
+        outside_fences = re.sub(r"(?ms)^(`{3,}).*?^\1$", "", body)
+        assert not re.search(r"(?<!\\)[<\[]", outside_fences), body
+    assert "<" not in page.details.replace("\\<", "") and "${7*7}" not in page.details
+
+
+# ── big inputs ─────────────────────────────────────────────────────────────────────────────
+def test_a_space_with_2000_sessions_lists_a_page_and_search_finds_any(explorer, spaces):
+    token = spaces.new_token()
+    fast = SessionStore(spaces.open(token).folder, durable=False)
+    ids = [fast.create_session(f"会话第{i}号", [{"role": "user", "content": str(i)}]) for i in range(2000)]
+    page = explorer.open_page(token)
+    assert len(page.rows) == LIST_LIMIT and "共 2,000 个会话" in page.list_note and "用搜索" in page.list_note
+    found = explorer.refresh(token, View(), query="第1234号")
+    assert [row[explorer_module.ID_COLUMN] for row in found.rows] == [ids[1234]]
+
+
+def test_a_5000_message_session_is_shown_a_window_at_a_time(explorer, spaces):
+    token = spaces.new_token()
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"第 {i + 1} 条"} for i in range(5000)]
+    sid = store_of(spaces, token).create_session("很长的会话", messages)
+    page = explorer.select(token, View(), sid)
+    numbers = sorted(set(page.view.chat_numbers))
+    assert numbers == list(range(5000 - PAGE_SIZE + 1, 5001)) and page.window_start == 5000 - PAGE_SIZE + 1
+    moved = explorer.window(token, page.view, 1234)
+    assert sorted(set(moved.view.chat_numbers)) == list(range(1234, 1234 + PAGE_SIZE))
+    assert "第 1234 条" in chat_text(moved) and "第 1234–1333 条" in moved.path_note
+    assert explorer.window(token, moved.view, 10**9).window_start == 5000
+    forked = explorer.fork(token, moved.view, 4321, "从中间分叉")
+    assert len(store_of(spaces, token).load(forked.view.session_id).messages) == 4322
+
+
+def _wide_tree(store: SessionStore, count: int) -> str:
+    """count nodes, every node with two children (a full binary tree): no chain to compress."""
+    root = SessionNode(title="根", messages=[{"role": "user", "content": "0"}])
+    store.save(root)
+    frontier, made = [root], 1
+    while made < count:
+        parent = frontier.pop(0)
+        for _ in range(2):
+            if made >= count:
+                break
+            child = SessionNode(title=f"节点 {made}", parent_id=parent.session_id, fork_point=1,
+                                messages=parent.messages[:1] + [{"role": "user", "content": str(made)}])
+            store.save(child)
+            frontier.append(child)
+            made += 1
+    return root.session_id
+
+
+def _chain(store: SessionStore, count: int, branch_every: int = 0) -> tuple[str, str]:
+    parent = SessionNode(title="根", messages=[{"role": "user", "content": "0"}])
+    store.save(parent)
+    root = parent.session_id
+    for i in range(1, count):
+        child = SessionNode(title=f"第 {i} 层", parent_id=parent.session_id, fork_point=1,
+                            messages=[{"role": "user", "content": str(i)}])
+        store.save(child)
+        if branch_every and i % branch_every == 0:
+            side = SessionNode(title=f"旁支 {i}", parent_id=parent.session_id, fork_point=1,
+                               messages=[{"role": "user", "content": "side"}])
+            store.save(side)
+        parent = child
+    return root, parent.session_id
+
+
+def mermaid_edges(markdown: str) -> int | None:
+    if "```mermaid" not in markdown:
+        return None
+    return sum("-->" in line for line in markdown.split("\n"))
+
+
+def test_a_1000_node_bushy_tree_falls_back_to_text_never_an_oversized_diagram(explorer, spaces):
+    token = spaces.new_token()
+    root = _wide_tree(SessionStore(spaces.open(token).folder, durable=False), 1000)
+    page = explorer.select(token, View(), root)
+    assert len(page.tree_choices) == 1000 and "```mermaid" not in page.map_markdown
+    assert "文字版" in page.map_markdown and "还有 700 个节点" in page.map_markdown
+
+
+def test_a_1000_deep_chain_with_side_branches_draws_only_branch_points(explorer, spaces):
+    token = spaces.new_token()
+    root, leaf = _chain(SessionStore(spaces.open(token).folder, durable=False), 1000, branch_every=50)
+    page = explorer.select(token, View(), leaf)
+    assert len(page.tree_choices) == 1000 + 19
+    edges = mermaid_edges(page.map_markdown)
+    assert edges is not None and edges <= MAP_MAX_EDGES and len(page.map_markdown) <= MAP_MAX_CHARS
+    assert "只画根、分岔点和叶子" in page.map_markdown and "省略 48 个" in page.map_markdown
+    assert [value for label, value in page.tree_choices if "◀ 活动端" in label] == [leaf]
+
+
+def test_branch_points_only_keeps_root_forks_leaves_and_counts_what_it_skips():
+    def node(sid, parent):
+        return ({"session_id": sid, "parent_id": parent}, "", 0)
+    tree = [node("r", None), node("a", "r"), node("b", "a"), node("c", "b"), node("d", "b"), node("e", "d"),
+            node("f", "e")]
+    kept = explorer_module.branch_points_only(tree, keep=set())
+    assert [(n["session_id"], above, skipped) for n, above, skipped in kept] == [
+        ("r", None, 0), ("b", "r", 1), ("c", "b", 0), ("f", "b", 2)]
+
+
+def test_the_page_never_shows_a_stack_trace_when_a_file_breaks_under_it(explorer, spaces, student):
+    token, ids = student
+    view = explorer.select(token, View(), ids["branch_b_id"]).view
+    path = Path(store_of(spaces, token).path_of(ids["branch_b_id"]))
+    path.write_text(json.dumps({"version": 999}), encoding="utf-8")
+    page = explorer.resume(token, view, "还能写吗")
+    assert page.notice.startswith("⚠️") and "Traceback" not in page.notice and str(path) not in page.notice
+    assert json.loads(path.read_text(encoding="utf-8")) == {"version": 999}
