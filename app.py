@@ -127,6 +127,15 @@ class UploadGuard:
         return None
 
 
+FORGET_TEACHER_LINK_JS = """() => {
+  const url = new URL(window.location.href);
+  if (url.searchParams.has("teacher")) {
+    url.searchParams.delete("teacher");
+    window.history.replaceState(window.history.state, "", url);
+  }
+}"""
+
+
 def enter_space(spaces, token, request) -> tuple:
     """页面加载：(令牌, 教师密钥或 None)。令牌有效就原样返回，否则领一个新的；领得太快时 gr.Error。"""
     import gradio as gr
@@ -178,6 +187,8 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
 
         # 公开为 /enter_space：脚本（gradio_client）也要先领一个令牌，再把它传给 /run_demo 等接口
         ready = demo.load(on_load, inputs=[visitor], outputs=[visitor, teacher], api_name="enter_space")
+        # 教师身份已记在服务器端：把密钥从地址栏抹掉，投屏、截图、浏览器历史里都不再带着它（刷新就回到学生视图）
+        ready.then(None, js=FORGET_TEACHER_LINK_JS)
         ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready)
         with gr.Tabs():
             for label, module_name in SECTIONS:
