@@ -616,6 +616,22 @@ def printable(text: str) -> str:
                    else f"\\u{ord(ch):04x}" for ch in text)
 
 
+def _display_width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _columns(cells: List[str], widths: List[int]) -> str:
+    """按显示宽度对齐（汉字占两格）：第一列左对齐，其余右对齐。"""
+    first, *rest = cells
+    line = first + " " * (widths[0] - _display_width(first))
+    return line + "".join(" " * (w - _display_width(c)) + c for c, w in zip(rest, widths[1:]))
+
+
+def _size_text(nbytes: int) -> str:
+    """1536 -> '1.5 KB'，3 * MB -> '3.0 MB'"""
+    return f"{nbytes / 1024:.1f} KB" if nbytes < MB else f"{nbytes / MB:.1f} MB"
+
+
 def _when(epoch: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))
 
@@ -625,9 +641,11 @@ def _cmd_list(spaces: Spaces, args) -> int:
     if not rows:
         print("还没有任何学生空间")
         return 0
-    print(f"{'空间':<18}{'会话数':>8}{'大小':>12}  最后活动")
+    widths = [18, 8, 12, 20]
+    print(_columns(["空间", "会话数", "大小", "最后活动"], widths))
     for row in rows:
-        print(f"{row['space_id']:<18}{row['sessions']:>8}{row['bytes'] / MB:>10.1f}MB  {_when(row['last_activity'])}")
+        print(_columns([row["space_id"], str(row["sessions"]), _size_text(row["bytes"]), _when(row["last_activity"])],
+                       widths))
     print(f"共 {len(rows)} 个空间；书架上有 {count_sessions(spaces.shelf_dir)} 个会话")
     return 0
 
@@ -635,7 +653,7 @@ def _cmd_list(spaces: Spaces, args) -> int:
 def _cmd_show(spaces: Spaces, args) -> int:
     space = spaces.view(spaces.teacher_secret, args.space_id)
     count, used = space.usage()
-    print(f"空间 {space.space_id}：{count} 个会话，{used / MB:.1f} MB，最后活动 {_when(last_activity(space.folder))}")
+    print(f"空间 {space.space_id}：{count} 个会话，{_size_text(used)}，最后活动 {_when(last_activity(space.folder))}")
     print(printable(space.store.render_tree()))
     return 0
 
