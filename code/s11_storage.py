@@ -72,9 +72,13 @@ def entry_kind(path: str) -> str:
 def read_regular_file(path: str) -> Tuple[bytes, os.stat_result]:
     """读出一个普通文件的全部字节和它的 fstat；文件不存在抛 FileNotFoundError。
 
-    O_NOFOLLOW：名字是符号链接时不跟随（悬空链接、指向仓库外的链接都读不到东西）；
-    O_NONBLOCK：名字是 FIFO 时 open 立刻返回而不是永远等一个写入者；fstat 再确认是普通文件才读。
+    先 lstat：不是普通文件的条目（目录、FIFO、设备、符号链接）根本不打开；
+    O_NOFOLLOW + O_NONBLOCK：lstat 之后名字被换成链接或 FIFO 时，open 也不跟随、不会永远等一个写入者；
+    fstat 再确认打开的是普通文件才读。
     """
+    mode = os.lstat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(path, entry_kind(path))
     try:
         fd = os.open(path, _READ_FLAGS)
     except OSError as exc:

@@ -202,6 +202,26 @@ class TestOddEntries:
         assert os.lstat(path).st_mode == kind and leftovers(store.storage_dir) == []
 
 
+def test_a_fifo_is_never_even_opened(store):
+    """A writer blocked opening the FIFO would be released by any reader's open(): it must stay blocked."""
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this system")
+    fifo = Path(store.storage_dir, "pipe.json")
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: os.close(os.open(fifo, os.O_WRONLY)), daemon=True)
+    writer.start()
+    for call in (store.list_sessions, store.check, store.render_tree, lambda: store.load("pipe")):
+        try:
+            finishes(call)
+        except CorruptSession:
+            pass
+    writer.join(0.2)
+    still_waiting = writer.is_alive()
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))   # release the writer before asserting
+    writer.join(5)
+    assert still_waiting
+
+
 # ── item 4: check() on a store in use ─────────────────────────────────────────────────────────
 class TestCheckWhileInUse:
     def test_check_during_saves_and_deletes_never_crashes_and_reports_nothing(self, tmp_path):
