@@ -6,9 +6,9 @@ s11_session 只说“存档 / 读档 / 分叉”；怎样把字节安全地放�
       │ bytes ──► PendingWrite: .x.json.k3j9.tmp            │
       │           写完 + fsync，flock 一直握着（锁外）        ▼
       │ with DirectoryLock(folder):   ← .lock，跨线程跨进程   read_regular_file(x.json)
-      │     核对修订号（s11_session）                         O_NOFOLLOW | O_NONBLOCK 打开，fstat 确认
-      │     pending.commit()  → os.replace(tmp, x.json)      是普通文件才读：目录、管道、套接字、
-      ▼ fsync_dir(folder)     → 改名本身也落盘               符号链接一律 NotRegularFile，绝不跟随、绝不卡住
+      │     核对修订号（s11_session）                         lstat 是普通文件才打开（O_NOFOLLOW |
+      │     pending.commit()  → os.replace(tmp, x.json)      O_NONBLOCK），fstat 再确认：目录、管道、
+      ▼ fsync_dir(folder)     → 改名本身也落盘               套接字、符号链接一律 NotRegularFile，不跟随、不卡住
 
 关键洞察：读者要么看到旧文件、要么看到新文件——只要“写内容”和“换名字”是两步，
 而换名字（os.replace）是原子的；出任何错，临时文件都随 PendingWrite 一起消失。
