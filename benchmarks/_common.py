@@ -4,7 +4,8 @@
                ├─> machine_report()     nproc, CPU, Python, filesystem of /tmp and of the repo
                ├─> time_runs(fn, n)     wall-clock seconds of n runs -> median / p95
                ├─> print_table()        aligned columns, CJK counted as two cells
-               └─> AppProcess           `python app.py --port <free>` until it answers HTTP 200
+               ├─> AppProcess           `python app.py --port <free>` until it answers HTTP 200
+               └─> proc_status(pid)     VmRSS / VmHWM of a process, from /proc/<pid>/status
 
 Key insight: a benchmark number means nothing without the machine and the filesystem under it
 (fsync on ext4 vs tmpfs differs by orders of magnitude), so every script prints them first.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import platform
+import signal
 import socket
 import statistics
 import subprocess
@@ -24,7 +26,7 @@ import unicodedata
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 CODE_DIR = REPO / "code"
@@ -199,20 +201,56 @@ def http_status(url: str, timeout: float = 2.0) -> Optional[int]:
         return None
 
 
+def proc_status(pid: int) -> Dict[str, int]:
+    """{'VmRSS': bytes, 'VmHWM': bytes, ...} of a live process (the kB lines of /proc/<pid>/status); {} if gone."""
+    values: Dict[str, int] = {}
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as handle:
+            for line in handle:
+                key, _, rest = line.partition(":")
+                parts = rest.split()
+                if len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
+                    values[key] = int(parts[0]) * 1024
+    except OSError:
+        return {}
+    return values
+
+
+def files_under(folder: os.PathLike | str) -> tuple[int, int]:
+    """(number of files, total bytes) below folder; (0, 0) when it does not exist."""
+    count = total = 0
+    for root, _dirs, names in os.walk(folder):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+                count += 1
+            except OSError:
+                pass
+    return count, total
+
+
 class AppProcess:
-    """`python app.py --port <free> --sessions-dir <dir>`; start() returns seconds until GET / answers 200."""
+    """`python app.py --port <free> --sessions-dir <dir>`; start() returns seconds until GET / answers 200.
+
+    env: extra environment for the server (e.g. GRADIO_PROFILING=1, TMPDIR). stop() sends SIGINT first —
+    what Ctrl+C does, so the app's own clean-up (atexit) runs — and SIGTERM / SIGKILL only if it hangs."""
 
     def __init__(self, sessions_dir: os.PathLike | str, port: Optional[int] = None,
-                 extra_args: Sequence[str] = ()):
+                 extra_args: Sequence[str] = (), env: Optional[Dict[str, str]] = None):
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.command = [sys.executable, str(REPO / "app.py"), "--host", "127.0.0.1",
                         "--port", str(self.port), "--sessions-dir", os.fspath(sessions_dir), *extra_args]
         self.process: Optional[subprocess.Popen] = None
+        self.extra_env = dict(env or {})
         self.log_path = Path(os.fspath(sessions_dir)).parent / f"app-{self.port}.log"
 
+    @property
+    def pid(self) -> Optional[int]:
+        return self.process.pid if self.process is not None else None
+
     def start(self, timeout: float = 60.0) -> float:
-        env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **self.extra_env}
         started = time.perf_counter()
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(self.command, cwd=REPO, env=env, stdout=self._log,
@@ -235,12 +273,14 @@ class AppProcess:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+            for send in (lambda: self.process.send_signal(signal.SIGINT), self.process.terminate,
+                         self.process.kill):
+                send()
+                try:
+                    self.process.wait(timeout=10)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
         if getattr(self, "_log", None) is not None:
             self._log.close()
             self._log = None

@@ -1,35 +1,50 @@
-"""load_classroom.py — a class of students clicking 🌿 at the same moment, then an audit of the folder.
+"""load_classroom.py — a class of students, each in a private space, working through the 8.11 tab and the explorer.
 
-    python benchmarks/load_classroom.py              # 50 simultaneous clicks
-    python benchmarks/load_classroom.py --clicks 10  # the smoke test's size
-    python benchmarks/load_classroom.py --via http   # same clicks through plain httpx (no gradio_client)
+    python benchmarks/load_classroom.py                     # 50 students: all at once, then 10 minutes steady
+    python benchmarks/load_classroom.py --quick             # 50 students, 30 s steady (a smoke run)
+    python benchmarks/load_classroom.py --students 5 --minutes 0    # one burst only (the CI smoke test)
+    python benchmarks/load_classroom.py --browser-pages 3   # + chromium pages clicking the demo meanwhile
 
-    python app.py --port <free> --sessions-dir <scratch>      (a subprocess, loopback only)
-        ▲   N threads, one gradio_client.Client each ("a student"); a barrier releases every
-        │   submit(api_name="/run_demo") at once; each waits at most --timeout seconds
-        └── afterwards: every id in list_sessions() loads, check() == [], and there are 3 × N files
+    python app.py --port <free> --sessions-dir <scratch>   GRADIO_PROFILING=1, TMPDIR / GRADIO_TEMP_DIR in scratch
+        ▲  one asyncio "page" per student: its own loopback address (127.0.0.10, .11, …), its own session_hash
+        │  (so its gr.State lives on the server, as a browser tab's does), speaking the page's own protocol:
+        │  POST /gradio_api/queue/join {fn_index, data, session_hash} + the SSE stream /gradio_api/queue/data
+        │
+        │  enter_space ─ once: the page's load event, the token a browser keeps in localStorage
+        │  one cycle ─┬ run_demo                      (8.11 tab: 3 new sessions)
+        │             ├ explorer_refresh               (the list)
+        │             ├ select the demo's root         (a table row click: private, so fn_index + event_data)
+        │             ├ explorer_fork at message 3     (+ a first message)
+        │             ├ explorer_resume × 2
+        │             ├ explorer_export + GET the .md and the .html
+        │             └ explorer_import_example        (the two examples/ files in turn)
+        │  burst: every student's first cycle released at once; steady: cycles with think time until --minutes
+        └─ afterwards: each student's list == the ids in its own folder (and another student's id is refused);
+           every space's files load and check() is clean; the server's RSS; temp files left, running and stopped
 
-Key insight: the page never raises — run_demo_safely turns failures into a "⚠️" status — so a click
-counts as an error when its status does not start with "✅", not only when the request fails.
-The simulated students run on the same CPUs as the server (real students each have their own
-machine), so --via http repeats the clicks without gradio_client's threads to show whose time it is.
-Exit status 1 on any error, damaged file or wrong file count. Target: 50 clicks, 0 errors,
-0 damaged files, p95 ≤ 3 s. The whole run is bounded (--deadline, default 180 s).
+Key insight: the server measures itself. With GRADIO_PROFILING=1 gradio keeps a trace per request (queue wait,
+preprocess, handler, postprocess); "server-side" below is its total_ms = preprocess + handler + postprocess,
+queue wait shown apart. The traces are fetched from /gradio_api/profiling/traces and cleared every 15 s, so they
+do not count as memory. The students run on the same 2 CPUs as the server; real students bring their own.
+Exit status 1 on any error, damaged file, isolation breach or missing figure.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
-import re
+import random
+import secrets
 import shutil
+import subprocess
 import sys
 import tempfile
-import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as c  # noqa: E402
@@ -37,188 +52,561 @@ import _common as c  # noqa: E402
 c.setup_paths()
 from s11_session import SessionStore  # noqa: E402
 
-API_NAME = "/run_demo"
-FILES_PER_CLICK = 3
-TARGET_P95_S = 3.0
-SERVER_TIME = re.compile(r"用时 (\d+) ms")   # s11_tab's status line: "✅ 已写入 3 个会话文件，用时 37 ms。…"
+TARGET_SERVER_P95_S = 1.0
+TARGET_PAGE_P95_S = 3.0
+TARGET_RSS_GROWTH = 100 * 1024 * 1024
+EXAMPLES = ("claude-code-rate-limit.jsonl", "pi-v3-report-cache.jsonl")
+ROW_CLICK = "on_row"            # the list's select event: private (no api_name), found by its inputs
+ACTIONS = ["enter_space", "run_demo", "explorer_refresh", "select (row click)", "explorer_fork", "explorer_resume",
+           "explorer_export", "download .md", "download .html", "explorer_import_example"]
+# what a successful action's first output (status / notice) starts with; "" = anything but a ⚠️ refusal
+EXPECTED = {"run_demo": "✅", "explorer_fork": "✅", "explorer_resume": "✅", "explorer_export": "✅",
+            "explorer_import_example": "📥"}
 
 
-class Student(threading.Thread):
-    """One Client, one click. Records latency (submit → result) or the error."""
+# ---------------------------------------------------------------- the page's protocol
 
-    def __init__(self, url: str, barrier: threading.Barrier, timeout: float):
-        super().__init__(daemon=True)   # a stuck request must not keep the process alive past the deadline
-        self.url, self.barrier, self.timeout = url, barrier, timeout
-        self.connect_s: Optional[float] = None
-        self.latency_s: Optional[float] = None
-        self.error: Optional[str] = None
-        self.server_ms: Optional[int] = None   # run_demo's own time, as the status line reports it
+class App:
+    """What a page learns from /config: fn_index per api_name, and which output is which (by elem_id)."""
 
-    def run(self) -> None:
+    def __init__(self, config: dict):
+        self.fns: Dict[str, int] = {}
+        self.outputs: Dict[str, List[Optional[str]]] = {}
+        elem = {comp["id"]: (comp.get("props") or {}).get("elem_id") for comp in config["components"]}
+        kinds = {comp["id"]: comp.get("type") for comp in config["components"]}
+        for dep in config["dependencies"]:
+            name = dep.get("api_name")
+            targets = [elem.get(t[0]) for t in dep.get("targets", []) if t]
+            if not name and [kinds.get(i) for i in dep["inputs"]] == ["browserstate", "state", "state"] \
+                    and "s11x-list" in targets:
+                name = ROW_CLICK
+            if name and name not in self.fns:
+                self.fns[name] = dep["id"]
+                self.outputs[name] = [elem.get(i) for i in dep["outputs"]]
+
+    def pick(self, name: str, data: list, elem_id: str):
+        outputs = self.outputs[name]
+        return data[outputs.index(elem_id)] if elem_id in outputs else None
+
+
+@dataclass
+class Call:
+    action: str
+    phase: str
+    student: int
+    event_id: Optional[str] = None
+    rtt: Optional[float] = None      # client: join POST → process_completed (or the GET, for downloads)
+    error: Optional[str] = None
+
+
+class ActionError(Exception):
+    """An action that failed; `recorded` when it is already in the run's list of calls."""
+
+    def __init__(self, message: str, recorded: bool = False):
+        super().__init__(message)
+        self.recorded = recorded
+
+
+class Page:
+    """One student's browser tab: a session_hash, a token, the ids it created."""
+
+    def __init__(self, number: int, url: str, app: App, calls: List[Call], timeout: float):
+        import httpx
+        self.number, self.app, self.calls = number, app, calls
+        address = f"127.0.0.{10 + number}"   # each student its own address, as in a real room
+        self.http = httpx.AsyncClient(base_url=url, timeout=timeout,
+                                      transport=httpx.AsyncHTTPTransport(local_address=address))
+        self.session_hash = secrets.token_hex(6)
+        self.token: Optional[str] = None
+        self.known: set = set()
+        self.fork_ids: List[str] = []
+        self.cycles = self.rounds = 0   # rounds completed / started
+        self.phase = "burst"
+        self.entered = False
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def call(self, action: str, name: str, data: list, event_data: Optional[dict] = None,
+                   expect_refusal: bool = False) -> list:
+        """Run one event as the page does; ActionError on failure — or, with expect_refusal, on success."""
+        record = Call(action, self.phase, self.number)
+        self.calls.append(record)
+        started = time.perf_counter()
         try:
-            started = time.perf_counter()
-            click = self.connect()
-            self.connect_s = time.perf_counter() - started
-        except Exception as exc:  # noqa: BLE001 - every failure is a result here
-            self.error = f"connect: {type(exc).__name__}: {exc}"
-            self._arrive()
-            return
-        self._arrive()
+            body = {"data": data, "fn_index": self.app.fns[name], "session_hash": self.session_hash,
+                    "event_data": event_data, "trigger_id": None}
+            joined = await self.http.post("/gradio_api/queue/join", json=body)
+            if joined.status_code != 200:
+                raise ActionError(f"join HTTP {joined.status_code}: {joined.text[:200]}")
+            record.event_id = joined.json()["event_id"]
+            output = await self._completed(record.event_id)
+            record.rtt = time.perf_counter() - started
+            if "error" in output or "data" not in output:
+                raise ActionError(f"gradio error: {str(output.get('error'))[:200]}")
+            data_out = output["data"]
+            first = str(data_out[0]) if data_out else ""
+            expected = EXPECTED.get(name)
+            refused = first.startswith("⚠️") or bool(expected and not first.startswith(expected))
+            if refused != expect_refusal:
+                raise ActionError(f"refused: {first[:200]}" if refused else f"not refused: {first[:200]}")
+            return data_out
+        except ActionError as error:
+            record.error = str(error)
+            raise ActionError(record.error, recorded=True) from None
+        except Exception as error:  # noqa: BLE001 - every failure is a result here
+            record.error = f"{type(error).__name__}: {str(error)[:200]}"
+            raise ActionError(record.error, recorded=True) from None
+
+    async def _completed(self, event_id: str) -> dict:
+        async with self.http.stream("GET", "/gradio_api/queue/data",
+                                    params={"session_hash": self.session_hash}) as response:
+            if response.status_code != 200:
+                raise ActionError(f"queue/data HTTP {response.status_code}")
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                message = json.loads(line[5:])
+                if message.get("msg") == "unexpected_error":
+                    raise ActionError(f"unexpected_error: {message.get('message', '')[:200]}")
+                if message.get("event_id") == event_id and message.get("msg") == "process_completed":
+                    return message.get("output") or {}
+        raise ActionError("the event stream closed before the result")
+
+    async def download(self, action: str, file_value) -> int:
+        record = Call(action, self.phase, self.number)
+        self.calls.append(record)
+        started = time.perf_counter()
         try:
-            started = time.perf_counter()
-            status = click()
-            self.latency_s = time.perf_counter() - started
-            reported = SERVER_TIME.search(str(status))
-            self.server_ms = int(reported.group(1)) if reported else None
-            if not str(status).startswith("✅"):
-                self.error = f"status: {str(status)[:200]}"
-        except Exception as exc:  # noqa: BLE001
-            self.error = f"click: {type(exc).__name__}: {str(exc)[:200]}"
-        finally:
-            self.close()
+            value = file_value.get("value") if isinstance(file_value, dict) and "__type__" in file_value \
+                else file_value
+            if not isinstance(value, dict) or not value.get("url"):
+                raise ActionError(f"no file to download: {str(file_value)[:200]}")
+            response = await self.http.get(value["url"])
+            record.rtt = time.perf_counter() - started
+            if response.status_code != 200 or not response.content:
+                raise ActionError(f"HTTP {response.status_code}, {len(response.content)} bytes")
+            return len(response.content)
+        except ActionError as error:
+            record.error = str(error)
+            raise ActionError(record.error, recorded=True) from None
+        except Exception as error:  # noqa: BLE001
+            record.error = f"{type(error).__name__}: {str(error)[:200]}"
+            raise ActionError(record.error, recorded=True) from None
 
-    def connect(self):
-        """Open a gradio_client.Client; return a function that clicks once and returns the status line."""
-        from gradio_client import Client
-        client = Client(self.url, verbose=False, download_files=False, analytics_enabled=False,
-                        httpx_kwargs={"timeout": self.timeout})
-        self.close = getattr(client, "close", lambda: None)
-        return lambda: client.submit(api_name=API_NAME).result(timeout=self.timeout)[0]
+    # -------------------------------------------------------------- what a student does
 
-    def close(self) -> None:
-        pass
+    async def enter(self) -> None:
+        data = await self.call("enter_space", "enter_space", [None])
+        self.token = data[0]
 
-    def _arrive(self) -> None:
+    def rows(self, data: list, name: str) -> List[list]:
+        table = self.app.pick(name, data, "s11x-list")
+        return (table.get("data") or []) if isinstance(table, dict) else []
+
+    async def cycle(self, pause) -> None:
+        """One lesson round; `pause()` is awaited between actions (think time, or nothing in the burst)."""
+        token = self.token
+        self.rounds += 1
+        await self.call("run_demo", "run_demo", [token])
+        await pause()
+        data = await self.call("explorer_refresh", "explorer_refresh", [token, None, None, ""])
+        rows = self.rows(data, "explorer_refresh")
+        fresh = [(i, row) for i, row in enumerate(rows) if row[2] not in self.known and str(row[1]) == "5"]
+        self.known.update(row[2] for row in rows)
+        if not fresh:
+            raise ActionError(f"student {self.number}: the demo's root (5 messages) is not in the list")
+        index, row = fresh[0]
+        await pause()
+        await self.call("select (row click)", ROW_CLICK, [token, None, None],
+                        {"index": [index, 0], "value": row[0], "row_value": row, "col_value": None})
+        await pause()
+        data = await self.call("explorer_fork", "explorer_fork",
+                               [token, None, None, 3, f"第 {self.rounds} 轮：在第 3 条之后试试方案 C",
+                                f"同学 {self.number} 的分支"])
+        tree = self.app.pick("explorer_fork", data, "s11x-tree") or {}
+        fork_id = tree.get("value") if isinstance(tree, dict) else None
+        if fork_id:
+            self.fork_ids.append(fork_id)
+            self.known.add(fork_id)
+        for turn in ("先复现：把监听器数量打印出来", "复现了：关闭后监听器仍在，改用 WeakSet"):
+            await pause()
+            await self.call("explorer_resume", "explorer_resume", [token, None, None, turn, "user"])
+        await pause()
+        data = await self.call("explorer_export", "explorer_export", [token, None, None])
+        await self.download("download .md", self.app.pick("explorer_export", data, "s11x-download-md"))
+        await self.download("download .html", self.app.pick("explorer_export", data, "s11x-download-html"))
+        await pause()
+        example = EXAMPLES[(self.rounds - 1) % len(EXAMPLES)]
+        data = await self.call("explorer_import_example", "explorer_import_example", [token, None, None, example])
+        self.known.update(row[2] for row in self.rows(data, "explorer_import_example"))
+        self.cycles += 1
+
+
+# ---------------------------------------------------------------- the run
+
+@dataclass
+class Run:
+    students: int
+    minutes: float
+    think: float
+    timeout: float
+    calls: List[Call] = field(default_factory=list)
+    traces: Dict[str, dict] = field(default_factory=dict)
+    rss: List[tuple] = field(default_factory=list)      # (seconds since start, label, VmRSS bytes)
+    marks: Dict[str, float] = field(default_factory=dict)
+    crashed: List[str] = field(default_factory=list)
+
+
+async def collect_traces(http, run: Run) -> None:
+    """Server-side traces so far (then cleared: the server keeps up to 100,000 in memory otherwise)."""
+    try:
+        response = await http.get("/gradio_api/profiling/traces")
+        if response.status_code == 200:
+            for trace in response.json():
+                if trace.get("event_id"):
+                    run.traces[trace["event_id"]] = trace
+            await http.post("/gradio_api/profiling/clear")
+    except Exception as error:  # noqa: BLE001 - a missed fetch only loses figures, reported as missing
+        print(f"  ! could not fetch profiling traces: {error}", flush=True)
+
+
+async def watch(run: Run, pid: int, http, started: float, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        status = c.proc_status(pid)
+        if status:
+            run.rss.append((time.perf_counter() - started, "sample", status.get("VmRSS", 0)))
+        await collect_traces(http, run)
         try:
-            self.barrier.wait(timeout=self.timeout)
-        except threading.BrokenBarrierError:
+            await asyncio.wait_for(stop.wait(), timeout=15.0)
+        except asyncio.TimeoutError:
             pass
 
 
-class HttpStudent(Student):
-    """The same click through Gradio's plain REST API (POST /gradio_api/call/run_demo, then read the
-    server-sent events): no gradio_client threads, so it shows how much of the latency is the client's."""
+async def student_life(page: Page, run: Run, gate: asyncio.Event, steady_until: List[float]) -> None:
+    try:
+        await page.enter()
+    except ActionError:
+        return   # recorded as an error of enter_space
+    finally:
+        page.entered = True
+    await gate.wait()
 
-    def connect(self):
-        import httpx
-        http = httpx.Client(base_url=self.url, timeout=self.timeout)
-        self.close = http.close
+    async def no_pause() -> None:
+        return None
 
-        def click() -> str:
-            event_id = http.post(f"/gradio_api/call{API_NAME}", json={"data": []}).json()["event_id"]
-            event, data = "", ""
-            with http.stream("GET", f"/gradio_api/call{API_NAME}/{event_id}") as response:
-                for line in response.iter_lines():
-                    if line.startswith("event:"):
-                        event = line.split(":", 1)[1].strip()
-                    elif line.startswith("data:") and event in ("complete", "error"):
-                        data = line.split(":", 1)[1].strip()
-                        break
-            if event != "complete":
-                raise RuntimeError(f"event {event!r}: {data[:200]}")
-            return json.loads(data)[0]
-        return click
+    try:
+        await page.cycle(no_pause)
+    except ActionError as error:
+        if not error.recorded:
+            run.crashed.append(f"student {page.number}, burst: {error}")
+    page.phase = "steady"
+    if not steady_until:
+        return
+    rng = random.Random(page.number)
 
+    async def think() -> None:
+        await asyncio.sleep(rng.uniform(0.5 * run.think, 1.5 * run.think))
 
-def audit(sessions_dir: str) -> dict:
-    """Every listed session loads; check() finds nothing; count the session files."""
-    store = SessionStore(sessions_dir)
-    damaged: List[str] = []
-    summaries = store.list_sessions()
-    for summary in summaries:
+    await asyncio.sleep(rng.uniform(0, run.think))   # students do not all start the next round together
+    while time.perf_counter() < steady_until[0]:
         try:
-            if store.load(summary["session_id"]) is None:
-                damaged.append(f"{summary['session_id']}: listed but load() returned None")
-        except Exception as exc:  # noqa: BLE001
-            damaged.append(f"{summary['session_id']}: {type(exc).__name__}: {exc}")
-    problems = store.check()
-    damaged += [f"check(): [{p.kind}] {p.path}: {p.detail}" for p in problems]
-    files = [name for name in os.listdir(sessions_dir) if name.endswith(".json") and not name.startswith(".")]
-    return {"files": len(files), "listed": len(summaries), "damaged": damaged, "problems": len(problems)}
+            await page.cycle(think)
+        except ActionError as error:
+            if not error.recorded:
+                run.crashed.append(f"student {page.number}, round {page.rounds}: {error}")
+            await think()
+
+
+async def isolation(pages: List[Page], sessions_dir: Path) -> List[str]:
+    """Each list shows exactly the ids in that student's own folder; another student's fork is refused."""
+    breaches: List[str] = []
+    for page in pages:
+        if page.token is None:
+            continue
+        folder = sessions_dir / "spaces" / page.token.split(".")[0]
+        own = {s["session_id"] for s in SessionStore(str(folder)).list_sessions()}
+        page.phase = "audit"
+        try:
+            data = await page.call("explorer_refresh", "explorer_refresh", [page.token, None, None, ""])
+        except ActionError as error:
+            breaches.append(f"student {page.number}: refresh failed: {error}")
+            continue
+        listed = {row[2] for row in page.rows(data, "explorer_refresh")}
+        if listed != own:
+            breaches.append(f"student {page.number}: list {len(listed)} ids, own folder {len(own)}; "
+                            f"not own: {sorted(listed - own)[:5]}")
+    for page, other in zip(pages, pages[1:] + pages[:1]):
+        if page is other or page.token is None or not other.fork_ids:
+            continue
+        stolen = other.fork_ids[0]
+        row = [f"同学 {other.number} 的分支", 6, stolen]
+        try:
+            await page.call("select another student's id", ROW_CLICK, [page.token, None, None],
+                            {"index": [0, 0], "value": row[0], "row_value": row, "col_value": None},
+                            expect_refusal=True)
+        except ActionError as error:
+            breaches.append(f"student {page.number} selecting student {other.number}'s {stolen}: {error}")
+    return breaches
+
+
+async def drive(run: Run, url: str, pid: int, sessions_dir: Path, browser: Optional[dict]) -> dict:
+    import httpx
+    started = time.perf_counter()
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        app = App((await http.get("/config")).json())
+        missing = [n for n in ("enter_space", "run_demo", ROW_CLICK, "explorer_fork", "explorer_resume",
+                               "explorer_export", "explorer_import_example") if n not in app.fns]
+        if missing:
+            raise SystemExit(f"the page has no endpoint for {missing}: is the explorer tab in app.py?")
+        await collect_traces(http, run)   # drop the traces of start-up, if any
+        run.rss.append((0.0, "start (after HTTP 200)", c.proc_status(pid).get("VmRSS", 0)))
+        stop = asyncio.Event()
+        watcher = asyncio.create_task(watch(run, pid, http, started, stop))
+        pages = [Page(i, url, app, run.calls, run.timeout) for i in range(run.students)]
+        gate = asyncio.Event()
+        steady_until: List[float] = []
+        lives = [asyncio.create_task(student_life(p, run, gate, steady_until)) for p in pages]
+        while not all(p.entered for p in pages):
+            await asyncio.sleep(0.05)
+        run.marks["burst start"] = time.perf_counter() - started
+        if run.minutes > 0:
+            steady_until.append(time.perf_counter() + 60 * run.minutes)
+        gate.set()
+        while any(p.phase == "burst" and p.token for p in pages):
+            await asyncio.sleep(0.05)
+        run.marks["burst end"] = time.perf_counter() - started
+        run.rss.append((run.marks["burst end"], "after the burst", c.proc_status(pid).get("VmRSS", 0)))
+        if browser is not None and run.minutes > 0:
+            browser["process"] = start_browsers(url, browser, 60 * run.minutes - 10)
+        hard = 60 * run.minutes + 2 * run.timeout + 30
+        done, pending = await asyncio.wait(lives, timeout=hard)
+        for task in pending:
+            task.cancel()
+            run.crashed.append("a student was still busy at the hard deadline")
+        run.marks["steady end"] = time.perf_counter() - started
+        run.rss.append((run.marks["steady end"], "end of the run", c.proc_status(pid).get("VmRSS", 0)))
+        if browser is not None and browser.get("process") is not None:
+            browser["result"] = finish_browsers(browser)
+        breaches = await isolation(pages, sessions_dir)
+        for page in pages:
+            await page.close()
+        stop.set()
+        await watcher
+        await collect_traces(http, run)
+        await asyncio.sleep(10)
+        run.rss.append((time.perf_counter() - started, "10 s later, idle", c.proc_status(pid).get("VmRSS", 0)))
+        run.marks["peak"] = c.proc_status(pid).get("VmHWM", 0)
+    return {"breaches": breaches, "cycles": sum(p.cycles for p in pages)}
+
+
+def start_browsers(url: str, browser: dict, seconds: float) -> subprocess.Popen:
+    command = [sys.executable, str(Path(__file__).resolve().parent / "bench_browser.py"), "--url", url,
+               "--pages", str(browser["pages"]), "--seconds", f"{max(10.0, seconds):.0f}",
+               "--json", str(browser["json"])]
+    browser["log"] = open(browser["json"].with_suffix(".log"), "wb")
+    return subprocess.Popen(command, cwd=c.REPO, stdout=browser["log"], stderr=subprocess.STDOUT)
+
+
+def finish_browsers(browser: dict) -> Optional[dict]:
+    process: subprocess.Popen = browser["process"]
+    try:
+        process.wait(timeout=180)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+    browser["log"].close()
+    try:
+        return json.loads(browser["json"].read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        tail = browser["json"].with_suffix(".log").read_text(encoding="utf-8", errors="replace")[-2000:]
+        print(f"  ! bench_browser.py gave no figures (exit {process.returncode}):\n{tail}", flush=True)
+        return None
+
+
+def audit(sessions_dir: Path) -> dict:
+    """Every space (and the shelf): each listed session loads, check() finds nothing."""
+    damaged: List[str] = []
+    spaces = sorted((sessions_dir / "spaces").iterdir()) if (sessions_dir / "spaces").is_dir() else []
+    sessions = 0
+    for folder in spaces + [p for p in [sessions_dir / "shelf"] if p.is_dir()]:
+        store = SessionStore(str(folder))
+        for summary in store.list_sessions():
+            sessions += 1
+            try:
+                if store.load(summary["session_id"]) is None:
+                    damaged.append(f"{folder.name}/{summary['session_id']}: listed but load() returned None")
+            except Exception as exc:  # noqa: BLE001
+                damaged.append(f"{folder.name}/{summary['session_id']}: {type(exc).__name__}: {exc}")
+        damaged += [f"{folder.name}: check(): [{p.kind}] {p.path}: {p.detail}" for p in store.check()]
+    temp = sum(1 for root, _, names in os.walk(sessions_dir) for n in names if n.endswith(".tmp"))
+    return {"spaces": len(spaces), "sessions": sessions, "damaged": damaged, "store_temp_files": temp}
+
+
+# ---------------------------------------------------------------- report
+
+def server_ms(run: Run, call: Call, key: str = "total_ms") -> Optional[float]:
+    trace = run.traces.get(call.event_id or "")
+    return trace[key] / 1000 if trace and key in trace else None
+
+
+def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[dict]) -> bool:
+    ok_calls = [call for call in run.calls if call.error is None]
+    errors = [call for call in run.calls if call.error is not None]
+    browser_errors = ((browser or {}).get("result") or {}).get("errors", [])
+    error_count = len(errors) + len(run.crashed) + len(browser_errors)
+    rows, worst_p95, untraced = [], 0.0, 0
+    for phase in ("burst", "steady"):
+        for action in ACTIONS:
+            picked = [call for call in ok_calls if call.action == action and call.phase == phase]
+            if not picked:
+                continue
+            rtts = [call.rtt for call in picked if call.rtt is not None]
+            server = [s for s in (server_ms(run, call) for call in picked) if s is not None]
+            waits = [s for s in (server_ms(run, call, "queue_wait_ms") for call in picked) if s is not None]
+            handler = [s for s in (server_ms(run, call, "fn_call_ms") for call in picked) if s is not None]
+            if not action.startswith("download"):
+                untraced += len(picked) - len(server)
+            if server:
+                worst_p95 = max(worst_p95, c.percentile(server, 0.95))
+
+            def p95(values: List[float]) -> str:
+                return c.ms(c.percentile(values, 0.95), 0) if values else "-"
+            rows.append([f"{phase}: {action}", len(picked), c.ms(c.median(server), 0) if server else "-",
+                         p95(server), p95(handler), c.ms(max(server), 0) if server else "-", p95(waits),
+                         c.ms(c.median(rtts), 0), p95(rtts)])
+    c.print_table("1. per action: server-side time (gradio's own trace: preprocess + handler + postprocess), "
+                  "queue wait, and the client's round trip (ms)",
+                  ["action", "n", "server p50", "server p95", "handler p95", "server max", "queue wait p95",
+                   "round trip p50", "round trip p95"], rows,
+                  note=f"burst = every student's first round released at once ({run.students} students, "
+                       f"{run.marks.get('burst end', 0) - run.marks.get('burst start', 0):.1f} s); steady = rounds "
+                       f"with {run.think:.0f} s ± 50 % think time between actions for {run.minutes:g} min; "
+                       "downloads are plain GETs (no queue, no trace): round trip only")
+
+    rss = run.rss
+    start_rss = rss[0][2] if rss else 0
+    peak = max((value for _, _, value in rss), default=0)
+    rows = [[f"{label} @ {at:.0f} s", c.human_bytes(value), f"{(value - start_rss) / 2**20:+.1f} MiB"]
+            for at, label, value in rss if label != "sample"]
+    rows.append(["highest sample (every 15 s)", c.human_bytes(peak), f"{(peak - start_rss) / 2**20:+.1f} MiB"])
+    rows.append(["VmHWM (kernel's peak)", c.human_bytes(run.marks.get("peak")), ""])
+    c.print_table("2. the server's memory (VmRSS of the app.py process)", ["when", "RSS", "vs start"], rows)
+    end_rss = next((value for _, label, value in rss if label == "end of the run"), None)
+    idle_rss = next((value for _, label, value in rss if label.startswith("10 s later")), end_rss)
+
+    c.print_table("3. temp files (server's TMPDIR + GRADIO_TEMP_DIR, both in the scratch folder)",
+                  ["when", "files", "bytes"],
+                  [["end of the run, server up", temp["running"][0], c.human_bytes(temp["running"][1])],
+                   ["after the server stopped (SIGINT, like Ctrl+C)", temp["stopped"][0],
+                    c.human_bytes(temp["stopped"][1])],
+                   ["store temp files (*.tmp) in the sessions folder", checks["store_temp_files"], ""]],
+                  note="exports are kept 15 min (pruned on the next export), gradio's download cache 1 h "
+                       "(delete_cache=(600, 3600))")
+    for line in temp.get("left", [])[:8]:
+        print("  left:", line)
+
+    page_p95 = None
+    if browser is not None:
+        figures = browser.get("result")
+        if figures and figures.get("clicks"):
+            clicks = figures["clicks"]
+            page_p95 = c.percentile(clicks, 0.95)
+            c.print_table(f"4. chromium pages clicking the 8.11 demo during the steady phase "
+                          f"({figures['pages']} pages, bench_browser.py --url)",
+                          ["measure", "n", "p50 ms", "p95 ms", "max ms", "errors"],
+                          [["click → SVG tree + preview", len(clicks), c.ms(c.median(clicks), 0),
+                            c.ms(page_p95, 0), c.ms(max(clicks), 0), len(figures.get("errors", []))]])
+            for line in browser_errors[:5]:
+                print("  ! browser:", line)
+        else:
+            print("  ! no browser figures", flush=True)
+
+    total = len(run.calls)
+    verdict = [
+        ["actions (+ page clicks)", total, "", ""],
+        ["errors", error_count, "0", "met" if not error_count else "MISSED"],
+        ["damaged (load fails or check() reports), all spaces", len(checks["damaged"]), "0",
+         "met" if not checks["damaged"] else "MISSED"],
+        ["isolation breaches", len(result["breaches"]), "0", "met" if not result["breaches"] else "MISSED"],
+        ["server-side p95, worst action (s)", f"{worst_p95:.3f}", f"≤ {TARGET_SERVER_P95_S:.0f}",
+         "met" if worst_p95 <= TARGET_SERVER_P95_S and untraced == 0 else "MISSED"],
+        ["RSS growth, start → end of run (MiB)",
+         f"{(end_rss - start_rss) / 2**20:.1f}" if end_rss else "n/a", "≤ 100",
+         "met" if end_rss and end_rss - start_rss <= TARGET_RSS_GROWTH else "MISSED"],
+    ]
+    if browser is not None:
+        verdict.append(["page click → rendered p95 (s)", f"{page_p95:.2f}" if page_p95 else "n/a",
+                        f"≤ {TARGET_PAGE_P95_S:.0f}", "met" if page_p95 and page_p95 <= TARGET_PAGE_P95_S
+                        else "MISSED"])
+    c.print_table("target", ["measure", "value", "target", "verdict"], verdict,
+                  note=f"{untraced} queued actions had no server trace" if untraced else "")
+    for call in errors[:10]:
+        print(f"  ! student {call.student} {call.phase} {call.action}: {call.error}")
+    for line in run.crashed[:10] + result["breaches"][:10] + checks["damaged"][:10]:
+        print("  !", line)
+    ok = not error_count and not result["breaches"] and not checks["damaged"] and untraced == 0
+    if browser is not None and not page_p95:
+        ok = False
+    print(f"RESULT students={run.students} cycles={result['cycles']} actions={total} errors={error_count} "
+          f"damaged={len(checks['damaged'])} breaches={len(result['breaches'])} spaces={checks['spaces']} "
+          f"sessions={checks['sessions']} server_p95_ms={worst_p95 * 1000:.0f} "
+          f"rss_start_mib={start_rss / 2**20:.0f} rss_end_mib={(end_rss or 0) / 2**20:.0f} "
+          f"rss_idle_mib={(idle_rss or 0) / 2**20:.0f} temp_files_running={temp['running'][0]} "
+          f"temp_files_stopped={temp['stopped'][0]}"
+          + (f" page_p95_ms={page_p95 * 1000:.0f}" if page_p95 else ""), flush=True)
+    return ok
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clicks", type=int, default=50, help="simultaneous students (default 50)")
+    parser.add_argument("--students", type=int, default=50, help="simulated students (default 50, at most 200)")
+    parser.add_argument("--minutes", type=float, help="steady phase after the burst (default 10; --quick 0.5)")
+    parser.add_argument("--think", type=float, default=6.0,
+                        help="mean seconds between one student's actions in the steady phase (default 6)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
-    parser.add_argument("--via", choices=("client", "http"), default="client",
-                        help="client: one gradio_client.Client per student (default); "
-                             "http: plain httpx on /gradio_api/call/run_demo, to separate the client's own cost")
-    parser.add_argument("--deadline", type=float, default=180.0, help="seconds for the whole run (default 180)")
+    parser.add_argument("--browser-pages", type=int, default=0,
+                        help="chromium pages clicking the demo during the steady phase (bench_browser.py)")
+    parser.add_argument("--quick", action="store_true", help="a 30 s steady phase")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder (its path is printed)")
     args = parser.parse_args(argv)
-    run_started = time.perf_counter()
+    if not 1 <= args.students <= 200:
+        parser.error("--students must be 1–200 (each gets its own address 127.0.0.10 …)")
+    minutes = args.minutes if args.minutes is not None else (0.5 if args.quick else 10.0)
     scratch = Path(tempfile.mkdtemp(prefix=".load-classroom-", dir=Path(__file__).resolve().parent))
     sessions_dir = scratch / "gradio_sessions"
     sessions_dir.mkdir()
-    c.print_header(f"load_classroom: {args.clicks} simultaneous clicks on {API_NAME} via {args.via}",
+    server_tmp = scratch / "server-tmp"
+    gradio_tmp = scratch / "gradio-cache"
+    server_tmp.mkdir()
+    c.print_header(f"load_classroom: {args.students} students in private spaces, burst then {minutes:g} min steady",
                    {"sessions": f"{sessions_dir} — {c.filesystem_of(sessions_dir)}",
-                    "limits": f"{args.timeout:.0f} s per request, {args.deadline:.0f} s for the whole run"})
+                    "limits": f"{args.timeout:.0f} s per request; think time {args.think:g} s ± 50 %",
+                    "browsers": f"{args.browser_pages} chromium page(s)" if args.browser_pages else "none"})
+    run = Run(args.students, minutes, args.think, args.timeout)
+    app = c.AppProcess(sessions_dir, env={"GRADIO_PROFILING": "1", "TMPDIR": str(server_tmp),
+                                          "GRADIO_TEMP_DIR": str(gradio_tmp)})
+    browser = {"pages": args.browser_pages, "json": scratch / "browser.json"} if args.browser_pages else None
     try:
-        return click_and_audit(args, sessions_dir, run_started)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-def click_and_audit(args: argparse.Namespace, sessions_dir: Path, run_started: float) -> int:
-    app = c.AppProcess(sessions_dir)
-    try:
-        startup = app.start(timeout=min(90.0, args.deadline))
-        print(f"app.py answered HTTP 200 on {app.url} after {startup:.2f} s", flush=True)
-        released: List[float] = []   # the moment the last student connected and every click went out
-        barrier = threading.Barrier(args.clicks, action=lambda: released.append(time.perf_counter()))
-        kind = HttpStudent if args.via == "http" else Student
-        students = [kind(app.url, barrier, args.timeout) for _ in range(args.clicks)]
-        for student in students:
-            student.start()
-        for student in students:
-            remaining = args.deadline - (time.perf_counter() - run_started)
-            student.join(timeout=max(0.0, remaining))
-        wall = time.perf_counter() - released[0] if released else float("nan")
-        for student in students:
-            if student.is_alive():
-                student.error = student.error or f"still running at the {args.deadline:.0f} s deadline"
-            elif student.error is None and student.latency_s is None:
-                student.error = "the thread ended without a result"   # crashed: see its traceback above
+        startup = app.start(timeout=120)
+        print(f"app.py answered HTTP 200 on {app.url} after {startup:.2f} s (pid {app.pid})\n", flush=True)
+        result = asyncio.run(drive(run, app.url, app.pid, sessions_dir, browser))
+        temp = {"running": tuple(map(sum, zip(c.files_under(server_tmp), c.files_under(gradio_tmp))))}
     finally:
         app.stop()
-    latencies = [s.latency_s for s in students if s.latency_s is not None and s.error is None]
-    connects = [s.connect_s for s in students if s.connect_s is not None]
-    errors = [s.error for s in students if s.error]
-    result = audit(str(sessions_dir))
-    expected = FILES_PER_CLICK * args.clicks
-    rows = []
-    if connects:
-        rows.append(["connect (before the barrier)", c.ms(c.median(connects), 0),
-                     c.ms(c.percentile(connects, 0.95), 0), c.ms(max(connects), 0)])
-    if latencies:
-        rows.append(["click: submit → result", c.ms(c.median(latencies), 0),
-                     c.ms(c.percentile(latencies, 0.95), 0), c.ms(max(latencies), 0)])
-    server = [s.server_ms / 1000 for s in students if s.server_ms is not None]
-    if server:
-        rows.append(["  of which run_demo on the server", c.ms(c.median(server), 0),
-                     c.ms(c.percentile(server, 0.95), 0), c.ms(max(server), 0)])
-    c.print_table(f"1. latency of {len(latencies)} successful clicks (all released at once; "
-                  f"from release to the last answer: {wall:.2f} s)", ["", "p50 ms", "p95 ms", "max ms"], rows,
-                  note="the endpoint runs ≤ 16 clicks at a time (concurrency_limit=16); the rest queue")
-    c.print_table("2. audit of the sessions folder after the run",
-                  ["check", "value", "expected"],
-                  [["clicks", args.clicks, args.clicks], ["errors", len(errors), 0],
-                   ["session files", result["files"], expected], ["listed by list_sessions()", result["listed"], expected],
-                   ["damaged (load fails or check() reports)", len(result["damaged"]), 0]])
-    for line in errors[:10] + result["damaged"][:10]:
-        print("  !", line)
-    p95 = c.percentile(latencies, 0.95) if latencies else None
-    ok = not errors and not result["damaged"] and result["files"] == expected
-    verdict = [["errors", len(errors), "0", "met" if not errors else "MISSED"],
-               ["damaged files", len(result["damaged"]), "0", "met" if not result["damaged"] else "MISSED"],
-               ["files", result["files"], str(expected), "met" if result["files"] == expected else "MISSED"],
-               ["p95 s", f"{p95:.2f}" if p95 is not None else "n/a", f"≤ {TARGET_P95_S:.0f}",
-                "met" if p95 is not None and p95 <= TARGET_P95_S else "MISSED"]]
-    c.print_table("target", ["measure", "value", "target", "verdict"], verdict)
-    print(f"RESULT clicks={args.clicks} errors={len(errors)} damaged={len(result['damaged'])} "
-          f"files={result['files']} expected_files={expected} "
-          f"p50_ms={c.ms(c.median(latencies), 0) if latencies else 'n/a'} "
-          f"p95_ms={c.ms(p95, 0)} max_ms={c.ms(max(latencies), 0) if latencies else 'n/a'}", flush=True)
+        if browser is not None and browser.get("process") is not None and browser["process"].poll() is None:
+            browser["process"].kill()
+    temp["stopped"] = tuple(map(sum, zip(c.files_under(server_tmp), c.files_under(gradio_tmp))))
+    temp["left"] = sorted({str(Path(root).relative_to(scratch)) for folder in (server_tmp, gradio_tmp)
+                           for root, _, names in os.walk(folder) if names})
+    checks = audit(sessions_dir)
+    try:
+        ok = report(run, result, checks, temp, browser)
+    finally:
+        if args.keep:
+            print(f"scratch kept: {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
     return 0 if ok else 1
 
 
