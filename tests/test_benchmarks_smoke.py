@@ -19,12 +19,21 @@ def run_script(name: str, *args: str, timeout: float) -> subprocess.CompletedPro
                           text=True, timeout=timeout)
 
 
-def test_bench_store_quick_prints_its_tables():
-    done = run_script("bench_store.py", "--quick", timeout=60)
+def test_bench_store_quick_prints_its_tables_from_fresh_processes():
+    done = run_script("bench_store.py", "--quick", timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "## 1. save after every message" in done.stdout
     assert re.search(r"^20 msgs\s+\d", done.stdout, re.MULTILINE)   # a table row with numbers
+    assert re.search(r"^50 sessions\s+\d", done.stdout, re.MULTILINE)   # list_sessions, cold and warm
     assert "ours nofsync" in done.stdout and "chapter" in done.stdout
+    workers = re.search(r"^(\d+) worker processes", done.stdout, re.MULTILINE)
+    assert workers and int(workers.group(1)) >= 19   # one interpreter per store, size and workload
+
+
+def test_bench_handler_quick_runs_the_demo_without_gradio():
+    done = run_script("bench_handler.py", "--quick", timeout=60)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"^whole click \(run_demo \+ files_markdown\)\s+\d", done.stdout, re.MULTILINE)
 
 
 def test_bench_store_leaves_no_scratch_folder_behind():
