@@ -8,7 +8,7 @@
                                            shutting down an interpreter with gradio loaded takes ~0.3 s)
     C. python app.py --port <free>         … until GET / answers HTTP 200 (end to end, a subprocess)
     D. the same steps in one process, phase by phase:
-         import gradio │ import app + section modules │ build_app() │ launch() │ first 200
+         import gradio │ import app │ import each tab module │ build_app() (each tab's build()) │ launch() │ 200
 
 Key insight: "our own work" is everything app.py does beyond importing gradio. D measures it directly
 (total − import gradio, in one process); C − B is the end-to-end cross-check. It subtracts two ~3 s
@@ -43,13 +43,28 @@ import gradio
 t1 = time.perf_counter()
 sys.path.insert(0, {repo!r})
 import app
-for _, module in app.SECTIONS:
-    __import__(module)
+phases = {{"import gradio": t1 - t0, "import app": time.perf_counter() - t1}}
+builds = {{}}
+for _, name in app.SECTIONS:
+    started = time.perf_counter()
+    module = __import__(name)
+    phases[f"import {{name}}"] = time.perf_counter() - started
+    def timed(ctx, _build=module.build, _name=name):
+        started = time.perf_counter()
+        try:
+            return _build(ctx)
+        finally:
+            builds[_name] = time.perf_counter() - started
+    module.build = timed
 t2 = time.perf_counter()
 demo = app.build_app({sessions!r})
 t3 = time.perf_counter()
-demo.launch(server_name="127.0.0.1", server_port={port}, prevent_thread_lock=True, quiet=True, **app.launch_options())
+phases["build_app()"] = t3 - t2
+for name, seconds in builds.items():
+    phases[f"  of which {{name}}.build()"] = seconds
+demo.launch(server_name="127.0.0.1", server_port={port}, prevent_thread_lock=True, quiet=True, **app.launch_options(demo))
 t4 = time.perf_counter()
+phases["launch() (+ theme/css)"] = t4 - t3
 while True:
     try:
         with urllib.request.urlopen("http://127.0.0.1:{port}/", timeout=1) as r:
@@ -58,11 +73,11 @@ while True:
     except OSError:
         time.sleep(0.01)
 t5 = time.perf_counter()
+phases["until first HTTP 200"] = t5 - t4
+phases["total"] = t5 - t0
 demo.close()
-print(json.dumps({{"import gradio": t1 - t0, "import app + s11_tab": t2 - t1, "build_app()": t3 - t2,
-                  "launch() (+ theme/css)": t4 - t3, "until first HTTP 200": t5 - t4, "total": t5 - t0}}))
+print(json.dumps(phases))
 """
-
 
 def wall(command: List[str], timeout: float = 120) -> float:
     started = time.perf_counter()
