@@ -57,6 +57,7 @@ class World:
     shelf_id: str
     other_server_token: str
     config: dict = field(default_factory=dict)
+    uploaded: str | None = None   # a real transcript B uploaded (examples/), to send under a hostile name
 
     @property
     def b_folder(self) -> Path:
@@ -91,9 +92,15 @@ def world(tmp_path_factory):
     other = Spaces(tmp_path_factory.mktemp("other_server")).new_token()
     url = demo.local_url.rstrip("/")
     config = httpx.get(f"{url}/config", timeout=30).json()
+    example = REPO / "examples" / "pi-v3-report-cache.jsonl"
+    uploaded = None
+    if example.is_file():
+        reply = httpx.post(f"{url}/gradio_api/upload", files={"files": (example.name, example.read_bytes())},
+                           timeout=30)
+        uploaded = reply.json()[0]
     try:
         yield World(url, root, spaces, a_token, b_token, a_space, b_space, [root_id, branch.session_id], trashed,
-                    public_id, other, config)
+                    public_id, other, config, uploaded)
     finally:
         demo.close()
 
@@ -157,7 +164,10 @@ def attack_strings(world: World) -> list:
 
 def attack_files(world: World) -> list:
     a_file = world.a_space.store.path_of(world.a_ids[0])
-    return [file_data(str(world.root / ".secret")), file_data(a_file, "../../x.json"), file_data("/etc/passwd")]
+    files = [file_data(str(world.root / ".secret")), file_data(a_file, "../../x.json"), file_data("/etc/passwd")]
+    if world.uploaded:   # a genuine upload whose name (chosen by the browser) points into A's space
+        files.append(file_data(world.uploaded, f"../../spaces/{world.a_space.space_id}/{world.a_ids[0]}.json"))
+    return files
 
 
 def baseline(component: dict, world: World) -> Any:
