@@ -192,7 +192,7 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
         ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready)
         with gr.Tabs():
             for label, module_name in SECTIONS:
-                with gr.Tab(label):
+                with gr.Tab(label, id=module_name):   # id：页面加载时（如 ?session= 链接）可以直接切到这一页
                     importlib.import_module(module_name).build(ctx)
     demo.s11_spaces = spaces
     return demo

@@ -62,7 +62,7 @@ TRASH_SHOWN = 30
 PREVIEW_CHARS = 30_000
 EXPORT_KEEP_SECONDS = 15 * 60
 MINE, SHELF, SPACE_PREFIX = "mine", "shelf", "space:"
-LIST_HEADERS = ["标题", "条数", "ID"]
+LIST_HEADERS = ["会话", "ID"]
 ID_COLUMN = LIST_HEADERS.index("ID")
 ROLES = {"user": "👤 user", "assistant": "🤖 assistant"}   # 续写时读者可以选的角色
 
@@ -103,7 +103,7 @@ class Page:
     window_start: int | None = None    # 对话窗口从第几条开始（1 起）
     message_count: int = 0
     map_markdown: str = ""
-    problems: str = ""
+    problems: str | None = None        # check() 的结果；None：这次没有重新体检，保持原样
     trash_choices: list = field(default_factory=list)
     examples: list = field(default_factory=list)
     teacher_rows: list = field(default_factory=list)
@@ -382,8 +382,10 @@ class Explorer:
         return view.session_id
 
     # ── 动作：每个都返回整页 ──────────────────────────────────────────────────────
-    def _act(self, token, view: View, teacher, action: Callable, *, draft: str | None = None) -> Page:
-        """执行 action(space, own) -> (新视图, 提示, 额外字段)，失败时给中文提示并照常画出页面。"""
+    def _act(self, token, view: View, teacher, action: Callable, *, draft: str | None = None,
+             check: bool = False) -> Page:
+        """执行 action(space, own) -> (新视图, 提示, 额外字段)，失败时给中文提示并照常画出页面。
+        check=True 时顺便体检整个空间（要读遍每个文件，所以只在列表可能变了的动作上做）。"""
         extra: dict = {}
         try:
             space, own = self._space(token, view, teacher)
@@ -395,7 +397,7 @@ class Explorer:
             if isinstance(error, ConflictError):
                 view = dataclasses.replace(view, revision=-1)   # 重新读入最新修订
             extra = {"draft": draft} if draft is not None else {}
-        return self.render(token, view, teacher, notice, **extra)
+        return self.render(token, view, teacher, notice, check=check, **extra)
 
     def open_page(self, token, teacher: str | None = None, session_id: str | None = None) -> Page:
         """页面载入：?session=<id> 在自己的空间里选中它。"""
@@ -410,18 +412,19 @@ class Explorer:
             if not found:
                 return View(), f"⚠️ 链接里的会话 {literal_inline(session_id, 64)} 不在你的空间里。", {}
             return View(session_id=session_id, revision=-1), "", {}
-        return self._act(token, View(), teacher, action)
+        return self._act(token, View(), teacher, action, check=True)
 
     def refresh(self, token, view: View, teacher: str | None = None, query: str | None = None) -> Page:
         if query is not None:
             view = dataclasses.replace(view, query=str(query)[:200])
-        return self._act(token, view, teacher, lambda space, own: (view, "", {}))
+        return self._act(token, view, teacher, lambda space, own: (view, "", {}), check=True)
 
     def switch_source(self, token, view: View, source: str, teacher: str | None = None) -> Page:
         """切换来源：自己的空间、共享书架，或（老师）某个学生的空间。"""
         if source not in (MINE, SHELF) and not str(source).startswith(SPACE_PREFIX):
             return self.render(token, view, teacher, "⚠️ 未知的来源")
-        return self._act(token, View(source=source), teacher, lambda space, own: (View(source=source), "", {}))
+        return self._act(token, View(source=source), teacher, lambda space, own: (View(source=source), "", {}),
+                         check=True)
 
     def select(self, token, view: View, session_id: str, teacher: str | None = None) -> Page:
         def action(space, own):
@@ -499,7 +502,7 @@ class Explorer:
             done = f"🗑️ 已把会话 {session_id} 移进回收站，可以在下方「回收站」里恢复"
             return View(source=view.source, session_id=parent, revision=-1, query=view.query,
                         deleted=deleted[:TRASH_SHOWN]), done, {}
-        return self._act(token, view, teacher, action)
+        return self._act(token, view, teacher, action, check=True)
 
     def restore(self, token, view: View, session_id: str, teacher: str | None = None) -> Page:
         def action(space, own):
@@ -512,7 +515,7 @@ class Explorer:
             done = f"♻️ 已从回收站恢复会话 {session_id}"
             return dataclasses.replace(view, session_id=session_id, revision=-1, start=None,
                                        deleted=deleted), done, {}
-        return self._act(token, view, teacher, action)
+        return self._act(token, view, teacher, action, check=True)
 
     # ── 导入 ───────────────────────────────────────────────────────────────────
     def import_upload(self, token, view: View, path: str | None, teacher: str | None = None) -> Page:
@@ -582,7 +585,7 @@ class Explorer:
             if not self.spaces.unpublish(teacher, session_id):
                 raise SessionNotFound(f"书架上没有会话 {session_id}")
             return View(source=SHELF), f"已从共享书架撤下 {session_id}", {}
-        return self._act(token, view, teacher, action)
+        return self._act(token, view, teacher, action, check=True)
 
     # ── 下载文件 ────────────────────────────────────────────────────────────────
     def _write_exports(self, session_id: str, markdown: str, page: str) -> tuple[str, str]:
@@ -595,7 +598,8 @@ class Explorer:
         return paths
 
     # ── 整页 ───────────────────────────────────────────────────────────────────
-    def render(self, token, view: View, teacher: str | None, notice: str = "", **extra) -> Page:
+    def render(self, token, view: View, teacher: str | None, notice: str = "", *, check: bool = True,
+               **extra) -> Page:
         """按视图画出整页；令牌无效时只给提示。"""
         try:
             space, own = self._space(token, view, teacher)
@@ -604,16 +608,16 @@ class Explorer:
                 log.exception("explorer render failed")
             return Page(notice=notice or explain(error), view=View(), **extra)
         try:
-            return self._render(space, own, view, teacher, notice, extra)
+            return self._render(space, own, view, teacher, notice, extra, check)
         except Exception as error:
             if not isinstance(error, (SessionError, OSError)):
                 log.exception("explorer render failed")
             fallback = dataclasses.replace(view, session_id=None)
             if view.session_id is None:
                 return Page(notice=explain(error), view=fallback, **extra)
-            return self._render(space, own, fallback, teacher, explain(error), extra)
+            return self._render(space, own, fallback, teacher, explain(error), extra, check)
 
-    def _render(self, space, own, view: View, teacher, notice: str, extra: dict) -> Page:
+    def _render(self, space, own, view: View, teacher, notice: str, extra: dict, check: bool) -> Page:
         store = space.store
         summaries = store.list_sessions()
         by_id, kids = _children_index(summaries)
@@ -626,7 +630,8 @@ class Explorer:
                     space_label=_space_label(space, own, view), examples=_examples())
         page.source_choices = _source_choices(view, page.teacher)
         page.rows, page.list_note = _list_rows(summaries, view.query)
-        page.problems = _problems(store) if not space.read_only else ""
+        if check:
+            page.problems = _problems(store) if not space.read_only else ""
         page.trash_choices = [] if space.read_only else _trash_choices(store, view.deleted)
         if page.teacher:
             page.teacher_rows = _teacher_rows(self.spaces.list_spaces(teacher))
@@ -666,9 +671,9 @@ def _source_choices(view: View, teacher: bool) -> list:
 def _list_rows(summaries: list[dict], query: str) -> tuple[list, str]:
     """会话列表（纯文本单元格）：搜索标题、ID 与分支新增的第一句，不区分大小写。"""
     words = str(query or "").casefold().split()
-    hits = [s for s in summaries if all(
+    hits = summaries if not words else [s for s in summaries if all(
         w in f"{s['title']} {s['session_id']} {s.get('first_added', '')}".casefold() for w in words)]
-    rows = [[shorten(s["title"], 60), s["message_count"], s["session_id"]] for s in hits[:LIST_LIMIT]]
+    rows = [[f"{shorten(s['title'], 60)} · {s['message_count']} 条", s["session_id"]] for s in hits[:LIST_LIMIT]]
     shown = f"显示前 {LIST_LIMIT} 个，" if len(hits) > LIST_LIMIT else ""
     found = f"找到 {len(hits):,} 个" if words else f"共 {len(summaries):,} 个会话"
     return rows, f"{found}{'，' if shown else ''}{shown.rstrip('，')}{'；用搜索缩小范围' if shown else ''}"

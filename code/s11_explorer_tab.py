@@ -29,7 +29,7 @@ def page_outputs(page: Page) -> list:
     """Page -> 各输出控件的新值（顺序与 build() 里的 outputs 列表一致）。"""
     view = page.view
     writable = not page.read_only
-    problems = gr.Markdown(page.problems, visible=bool(page.problems))
+    problems = gr.skip() if page.problems is None else gr.Markdown(page.problems, visible=bool(page.problems))
     return [
         page.notice, view, page.space_label,
         gr.Radio(choices=page.source_choices, value=view.source),
@@ -69,10 +69,10 @@ def build(ctx) -> None:
             with gr.Row(equal_height=True):
                 search = gr.Textbox(placeholder="🔍 搜索标题或 ID", show_label=False, scale=4, min_width=160,
                                     elem_id="s11x-search", max_length=200)
-                refresh = gr.Button("🔄 刷新", scale=1, min_width=80, elem_id="s11x-refresh")
+                refresh = gr.Button("🔄 刷新", scale=1, min_width=96, elem_id="s11x-refresh")
             list_note = gr.Markdown("", elem_id="s11x-list-note")
             table = gr.Dataframe(headers=LIST_HEADERS, datatype="str", interactive=False, max_height=300,
-                                 wrap=True, column_widths=["56%", "12%", "32%"], elem_id="s11x-list",
+                                 wrap=True, column_widths=["58%", "42%"], elem_id="s11x-list",
                                  label="会话列表（点一行选中）")
             tree = gr.Radio([], label="🌳 会话树（◀ 活动端 = 对话现在停在哪里）", elem_id="s11x-tree")
         with gr.Column(scale=3, min_width=300):
@@ -200,13 +200,17 @@ def build(ctx) -> None:
 
     chat.select(on_message, inputs=[view], outputs=[fork_at], api_visibility="private", queue=False)
 
-    def on_load(token, secret, request: gr.Request):
-        """页面加载（接在 app.py 领取令牌之后）：?session=<id> 在自己的空间里选中它。"""
-        session_id = request.query_params.get("session") if request is not None else None
-        return show(explorer.open_page(token, secret, session_id))
-
-    ctx.ready.then(on_load, inputs=[visitor, teacher], outputs=outputs, api_visibility="private")
     tab = Context.block
+    tabs = tab.parent if isinstance(tab, gr.Tab) and tab.id is not None else None   # app.py 的 gr.Tabs
+
+    def on_load(token, secret, request: gr.Request):
+        """页面加载（接在 app.py 领取令牌之后）：?session=<id> 在自己的空间里选中它，并切到本页。"""
+        session_id = request.query_params.get("session") if request is not None else None
+        jump = gr.Tabs(selected=tab.id) if session_id else gr.skip()
+        return show(explorer.open_page(token, secret, session_id)) + ([jump] if tabs is not None else [])
+
+    ctx.ready.then(on_load, inputs=[visitor, teacher], outputs=outputs + ([tabs] if tabs is not None else []),
+                   api_visibility="private")
     if isinstance(tab, gr.Tab):   # 从 8.11 标签页切过来时，刚跑的演示会话立刻出现在列表里
         tab.select(lambda token, current, secret: show(explorer.render(token, current, secret)),
                    inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private")

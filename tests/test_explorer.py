@@ -122,7 +122,7 @@ def test_search_matches_titles_and_ids_case_insensitively(explorer, spaces, stud
     token, ids = student
     store_of(spaces, token).create_session("Refactor the LOGIN cache")
     page = explorer.refresh(token, View(), query="login CACHE")
-    assert [row[0] for row in page.rows] == ["Refactor the LOGIN cache"] and "找到 1 个" in page.list_note
+    assert [row[0] for row in page.rows] == ["Refactor the LOGIN cache · 0 条"] and "找到 1 个" in page.list_note
     page = explorer.refresh(token, View(), query=ids["branch_a_id"][:8])
     assert [row[explorer_module.ID_COLUMN] for row in page.rows] == [ids["branch_a_id"]]
     assert explorer.refresh(token, View(), query="没有这样的会话").rows == []
@@ -493,7 +493,7 @@ def test_hostile_titles_and_messages_stay_text_in_every_part_of_the_page(explore
     assert all(MAP_LINE.match(line) for line in source), source
     # tree labels and table cells are plain text in the page: the title appears verbatim (whitespace folded)
     assert any("<script>alert(1)</script>" in label for label, _ in page.tree_choices)
-    assert "<script>alert(1)</script>" in {row[0] for row in page.rows}
+    assert "<script>alert(1)</script> · 3 条" in {row[0] for row in page.rows}
     for row in page.chat:
         body = row["content"]
         outside_fences = re.sub(r"(?ms)^(`{3,}).*?^\1$", "", body)

@@ -1,0 +1,187 @@
+"""bench_explorer.py — every explorer handler (s11_explorer.Explorer) on a space with 2,000 sessions, without gradio.
+
+    python benchmarks/bench_explorer.py            # 30 runs per handler, plus a 5,000-message session and a 1,000-node tree
+    python benchmarks/bench_explorer.py --quick    # 5 runs per handler, the 2,000-session space only
+
+    one student space (Spaces, fsync on) ── 667 × demo_tree_branching ≈ 2,000 sessions
+      list     refresh(token, view)                  list_sessions + check() + the selected tree, path and map
+      select   select(token, view, branch B)         + load the node, tree labels, chat rows, mermaid
+      fork     fork(token, view, 3, "…")             + store.fork (one fsync'd file)
+      resume   resume(token, view, "…")              + load, append, save with the page's revision
+      export   export(token, view)                   + export_markdown + export_html (redacted) + 2 files
+      delete   delete(token, view)                   a fresh fork each run (made untimed)
+      restore  restore(token, view, id)              the one just deleted (deleted untimed)
+      import   import_upload(token, view, 1 MB .jsonl)   a new Pi v3 transcript each run (new ids)
+
+Key insight: every handler re-renders the whole page (the list, check(), the tree, the path and the map), so the
+figure is what one click costs the server, not just the store call. Target: median ≤ 50 ms per handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable, List, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as c  # noqa: E402
+
+c.setup_paths()
+from s11_explorer import Explorer, View  # noqa: E402
+from s11_session import SessionNode, SessionStore, demo_tree_branching  # noqa: E402
+from s11_spaces import Limits, Spaces  # noqa: E402
+
+TARGET_MEDIAN_S = 0.050
+SESSIONS = 2000
+IMPORT_BYTES = 1024 * 1024
+ROOMY = Limits(creates_per_minute=100_000, create_burst=100_000, min_free_bytes=0)
+
+
+def fill_space(folder: str, sessions: int) -> dict:
+    """Demo trees (root + two branches) until the space holds `sessions` nodes; fsync off while filling."""
+    store = SessionStore(folder, durable=False)
+    ids = {}
+    for _ in range((sessions + 2) // 3):
+        ids = demo_tree_branching(store)
+    return ids
+
+
+def pi_transcript(path: Path, tag: str, size: int = IMPORT_BYTES) -> Path:
+    """A linear Pi v3 session of about `size` bytes; `tag` makes every id new, so each import writes."""
+    lines = [{"type": "session", "version": 3, "id": f"bench-{tag}", "timestamp": "2026-03-14T14:10:00.000Z",
+              "cwd": "/home/dev/bench"}]
+    parent, index, total = None, 0, 0
+    while total < size:
+        role = "user" if index % 2 == 0 else "assistant"
+        text = f"第 {index} 条：" + "报表缓存要改成 LRU，先量一下内存。" * 60
+        entry = {"type": "message", "id": f"{tag}{index:06d}", "parentId": parent,
+                 "timestamp": "2026-03-14T14:10:20.060Z", "message": {"role": role, "content": text}}
+        lines.append(entry)
+        total += len(json.dumps(entry, ensure_ascii=False).encode("utf-8"))
+        parent, index = entry["id"], index + 1
+    path.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n", encoding="utf-8")
+    return path
+
+
+class Handlers:
+    """The eight handlers, each a zero-argument call for time_runs, with untimed setup where a run consumes state."""
+
+    def __init__(self, explorer: Explorer, token: str, ids: dict, uploads: Path):
+        self.explorer, self.token, self.ids, self.uploads = explorer, token, ids, uploads
+        self.view = explorer.select(token, View(), ids["branch_b_id"]).view
+        self.resume_view = explorer.select(token, View(), ids["branch_a_id"]).view
+        self.victim: Optional[View] = None
+        self.deleted: Optional[str] = None
+        self.upload: Optional[Path] = None
+        self.runs = 0
+
+    def check(self, page) -> None:
+        if page.notice.startswith("⚠️"):
+            raise SystemExit(f"handler refused: {page.notice}")
+
+    def list(self):
+        self.check(self.explorer.refresh(self.token, self.view))
+
+    def select(self):
+        self.check(self.explorer.select(self.token, self.view, self.ids["branch_b_id"]))
+
+    def fork(self):
+        self.check(self.explorer.fork(self.token, self.view, 3, "换个思路：先加监控"))
+
+    def resume(self):
+        page = self.explorer.resume(self.token, self.resume_view, "再追加一轮")
+        self.check(page)
+        self.resume_view = page.view
+
+    def export(self):
+        self.check(self.explorer.export(self.token, self.view))
+
+    def make_victim(self):
+        self.victim = self.explorer.fork(self.token, self.view, 2).view
+
+    def delete(self):
+        self.check(self.explorer.delete(self.token, self.victim))
+
+    def make_deleted(self):
+        page = self.explorer.delete(self.token, self.explorer.fork(self.token, self.view, 2).view)
+        self.deleted = page.trash_choices[0][1]
+
+    def restore(self):
+        self.check(self.explorer.restore(self.token, self.view, self.deleted))
+
+    def make_upload(self):
+        self.runs += 1
+        self.upload = pi_transcript(self.uploads / f"bench-{self.runs}.jsonl", f"r{self.runs:03d}")
+
+    def import_upload(self):
+        self.check(self.explorer.import_upload(self.token, self.view, str(self.upload)))
+
+
+def handler_table(handlers: Handlers, runs: int) -> List[list]:
+    plan: List[tuple[str, Callable[[], object], Optional[Callable[[], object]]]] = [
+        ("list", handlers.list, None), ("select", handlers.select, None), ("fork", handlers.fork, None),
+        ("resume", handlers.resume, None), ("export", handlers.export, None),
+        ("delete", handlers.delete, handlers.make_victim), ("restore", handlers.restore, handlers.make_deleted),
+        ("import 1 MB", handlers.import_upload, handlers.make_upload)]
+    rows = []
+    for name, call, setup in plan:
+        samples = c.time_runs(call, runs, setup=setup, warmup=0 if setup else 1)
+        median = c.median(samples)
+        rows.append([name, c.ms(median, 1), c.ms(c.percentile(samples, 0.95), 1),
+                     "✅" if median <= TARGET_MEDIAN_S else "❌ over 50 ms"])
+    return rows
+
+
+def big_inputs(root: Path, explorer: Explorer, spaces: Spaces, runs: int) -> List[list]:
+    """Selecting a 5,000-message session and a node of a 1,000-node tree (in spaces of their own)."""
+    rows = []
+    token = spaces.new_token()
+    store = SessionStore(spaces.open(token).folder, durable=False)
+    long_id = store.create_session("5,000 条消息", [{"role": "user" if i % 2 == 0 else "assistant",
+                                                  "content": f"第 {i} 条消息"} for i in range(5000)])
+    parent = SessionNode(title="根", messages=[{"role": "user", "content": "0"}])
+    store.save(parent)
+    for i in range(1, 1000):
+        child = SessionNode(title=f"第 {i} 层", parent_id=parent.session_id, fork_point=1,
+                            messages=[{"role": "user", "content": str(i)}])
+        store.save(child)
+        parent = child
+    for name, sid in (("select a 5,000-message session", long_id), ("select in a 1,000-node tree", parent.session_id)):
+        samples = c.time_runs(lambda sid=sid: explorer.select(token, View(), sid), runs, warmup=1)
+        rows.append([name, c.ms(c.median(samples), 1), c.ms(c.percentile(samples, 0.95), 1), ""])
+    return rows
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="5 runs per handler, no big-input rows")
+    parser.add_argument("--runs", type=int, help="runs per handler (default 30, --quick 5)")
+    args = parser.parse_args(argv)
+    runs = args.runs or (5 if args.quick else 30)
+    root = Path(tempfile.mkdtemp(prefix=".bench-explorer-", dir=Path(__file__).resolve().parent))
+    c.print_header("bench_explorer: s11_explorer handlers on a space with 2,000 sessions (no gradio)",
+                   {"scratch": f"{root} — {c.filesystem_of(root)}", "fsync": "on for every handler"})
+    try:
+        spaces = Spaces(root / "sessions", limits=ROOMY)
+        uploads = root / "uploads"
+        uploads.mkdir()
+        explorer = Explorer(spaces, export_root=str(root / "exports"), upload_root=str(uploads))
+        token = spaces.new_token()
+        ids = fill_space(spaces.open(token).folder, SESSIONS)
+        count = len(spaces.open(token).store.list_sessions())
+        rows = handler_table(Handlers(explorer, token, ids, uploads), runs)
+        if not args.quick:
+            rows += big_inputs(root, explorer, spaces, runs)
+        c.print_table(f"handlers, {runs} runs each, space of {count:,} sessions", ["handler", "median", "p95", "target"],
+                      rows, note="each figure includes rendering the whole page (list, check(), tree, path, map)")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
