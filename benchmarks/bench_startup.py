@@ -9,6 +9,7 @@
     C. python app.py --port <free>         … until GET / answers HTTP 200 (end to end, a subprocess)
     D. the same steps in one process, phase by phase:
          import gradio │ import app │ import each tab module │ build_app() (each tab's build()) │ launch() │ 200
+    E. an empty gr.Blocks (one Markdown) built and launched: what gradio itself costs after its import
 
 Key insight: "our own work" is everything app.py does beyond importing gradio. D measures it directly
 (total − import gradio, in one process); C − B is the end-to-end cross-check. It subtracts two ~3 s
@@ -79,6 +80,28 @@ demo.close()
 print(json.dumps(phases))
 """
 
+# E: gradio's own fixed cost for any app — an empty gr.Blocks with one Markdown, built and launched the same way
+EMPTY = r"""
+import json, time, urllib.request
+import gradio as gr
+t0 = time.perf_counter()
+with gr.Blocks(analytics_enabled=False) as demo:
+    gr.Markdown("hello")
+t1 = time.perf_counter()
+demo.launch(server_name="127.0.0.1", server_port={port}, prevent_thread_lock=True, quiet=True, ssr_mode=False)
+while True:
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:{port}/", timeout=1) as r:
+            if r.status == 200:
+                break
+    except OSError:
+        time.sleep(0.01)
+t2 = time.perf_counter()
+demo.close()
+print(json.dumps({{"empty Blocks()": t1 - t0, "launch() → 200": t2 - t1, "total": t2 - t0}}))
+"""
+
+
 def wall(command: List[str], timeout: float = 120) -> float:
     started = time.perf_counter()
     subprocess.run(command, cwd=c.REPO, env=ENV, check=True, timeout=timeout,
@@ -115,9 +138,9 @@ def app_until_200(scratch: Path) -> float:
         app.stop()
 
 
-def phased(scratch: Path) -> dict:
+def phased(scratch: Path, template: str = PHASED) -> dict:
     sessions = tempfile.mkdtemp(prefix="sessions-", dir=scratch)
-    code = PHASED.format(repo=str(c.REPO), sessions=sessions, port=c.free_port())
+    code = template.format(repo=str(c.REPO), sessions=sessions, port=c.free_port())
     done = subprocess.run([sys.executable, "-c", code], cwd=c.REPO, env=ENV, capture_output=True, text=True,
                           timeout=120)
     if done.returncode != 0:
@@ -137,7 +160,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    {"gradio": gradio.__version__, "runs": f"{runs} per measurement (median)"})
     try:
         python = [sys.executable]
-        bare, imports, exits, self_reported, apps, phases = [], [], [], [], [], []
+        bare, imports, exits, self_reported, apps, phases, empties = [], [], [], [], [], [], []
         for _ in range(runs):   # interleaved, so a busy moment on the machine hits every measurement alike
             bare.append(wall(python + ["-c", "pass"]))
             imports.append(until_import_returns())
@@ -145,6 +168,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             self_reported.append(importtime_gradio())
             apps.append(app_until_200(scratch))
             phases.append(phased(scratch))
+            empties.append(phased(scratch, EMPTY))
 
         own = c.median(apps) - c.median(imports)
         paired = [a - b for a, b in zip(apps, imports)]
@@ -167,7 +191,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         c.print_table("2. the same start in one process, phase by phase (seconds, after interpreter start)",
                       ["phase", "median s", "min s", "max s"], rows)
 
+        rows = [[key, f"{c.median([p[key] for p in empties]):.3f}", f"{min(p[key] for p in empties):.3f}",
+                 f"{max(p[key] for p in empties):.3f}"] for key in empties[0]]
+        c.print_table("3. gradio's fixed cost for any app: an empty gr.Blocks with one Markdown, launched "
+                      "(after import gradio)", ["phase", "median s", "min s", "max s"], rows,
+                      note="gradio builds its FastAPI app (≈ 170 routes) in Blocks(), again in queue() and in launch()")
+
         in_process = [p["total"] - p["import gradio"] for p in phases]
+        ours = [p["total"] - p["import gradio"] - e["total"] for p, e in zip(phases, empties)]
+        print(f"of the in-process own work, {c.median([e['total'] for e in empties]):.3f} s is what an empty "
+              f"gradio app costs too; the tabs and modules of this project add {c.median(ours):.3f} s beyond it\n")
         verdicts = []
         for label, value in (("in one process: total − import gradio", c.median(in_process)),
                              ("cross-check, median(C) − median(B)", own)):
