@@ -244,8 +244,7 @@ def walk_tree(root_id: str, by_id: dict, kids: dict) -> list[tuple[dict, str, in
 def active_end(tree: list[tuple[dict, str, int]], mtimes: dict[str, int]) -> str | None:
     """“活动端”：导入的会话以 source.active_end 为准；否则是最近写过的叶子（刚续写的那个分支）。"""
     for node, _, _ in tree:
-        source = node.get("source")
-        if isinstance(source, dict) and source.get("active_end"):
+        if node.get("active_end"):   # 摘要里的 source.active_end（s11_session._remember）
             return node["session_id"]
     parents = {node["parent_id"] for node, _, _ in tree}
     leaves = [node for node, _, _ in tree if node["session_id"] not in parents]

@@ -479,7 +479,9 @@ class SessionStore:
                    "parent_id": data.get("parent_id"), "message_count": len(messages),
                    "created_at": data.get("created_at") or "", "fork_point": data.get("fork_point"),
                    "revision": data.get("revision", 0), "created_ns": data.get("created_ns", 0),
-                   "first_added": _first_added(messages, data.get("fork_point"))}
+                   "first_added": _first_added(messages, data.get("fork_point")),
+                   # 导入的节点是否是 Agent 当前停住的那一端（会话树浏览器的“◀ 活动端”，不必逐个读文件）
+                   "active_end": isinstance(data.get("source"), dict) and data["source"].get("active_end") is True}
         self._summary_cache[path] = (_stat_key(info), summary)
         self._known[path] = (digest, summary["revision"])
         return summary

@@ -299,6 +299,10 @@ def test_importing_an_example_shows_its_tree_and_the_report(explorer, spaces, na
     assert page.notice.startswith("📥") and "导入" in page.report
     assert page.view.session_id is not None and len(page.tree_choices) >= 2
     assert len(page.rows) == len(store_of(spaces, token).list_sessions()) >= 2
+    # the page opens where the agent's conversation currently ends, and the tree marks that node
+    active = [value for label, value in page.tree_choices if "◀ 活动端" in label]
+    assert active == [page.view.session_id]
+    assert store_of(spaces, token).load(page.view.session_id).source["active_end"] is True
 
 
 def test_importing_the_same_example_twice_adds_nothing(explorer, spaces):
