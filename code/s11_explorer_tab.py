@@ -79,6 +79,7 @@ def build(ctx) -> None:
             details = gr.Markdown("👈 在左侧列表或会话树里选一个会话。", elem_id="s11x-details")
             chat = gr.Chatbot([], allow_tags=False, sanitize_html=True, render_markdown=True, latex_delimiters=[],
                               height=520, show_label=False, feedback_options=None, group_consecutive_messages=False,
+                              buttons=["copy", "copy_all"],   # 不要“分享到 Hugging Face”：页面全程离线
                               elem_id="s11x-path", placeholder="选中会话后，这里显示从根到它的完整对话")
             with gr.Row(equal_height=False, elem_id="s11x-window"):
                 path_note = gr.Markdown("", elem_id="s11x-path-note")
@@ -199,6 +200,9 @@ def build(ctx) -> None:
         return numbers[index] if isinstance(index, int) and 0 <= index < len(numbers) else gr.skip()
 
     chat.select(on_message, inputs=[view], outputs=[fork_at], api_visibility="private", queue=False)
+    # Chatbot 自带的“清空”只清掉页面上的显示：立刻重画，免得读者以为会话被删了（删除在「🗑️ 删除 / 恢复」里）
+    chat.clear(lambda token, current, secret: show(explorer.render(token, current, secret, check=False)),
+               inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private")
 
     tab = Context.block
     tabs = tab.parent if isinstance(tab, gr.Tab) and tab.id is not None else None   # app.py 的 gr.Tabs
