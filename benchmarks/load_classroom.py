@@ -112,7 +112,7 @@ class Page:
 
     def __init__(self, number: int, url: str, app: App, calls: List[Call], timeout: float):
         import httpx
-        self.number, self.app, self.calls = number, app, calls
+        self.number, self.app, self.calls, self.timeout = number, app, calls, timeout
         address = f"127.0.0.{10 + number}"   # each student its own address, as in a real room
         self.http = httpx.AsyncClient(base_url=url, timeout=timeout,
                                       transport=httpx.AsyncHTTPTransport(local_address=address))
@@ -140,7 +140,10 @@ class Page:
             if joined.status_code != 200:
                 raise ActionError(f"join HTTP {joined.status_code}: {joined.text[:200]}")
             record.event_id = joined.json()["event_id"]
-            output = await self._completed(record.event_id)
+            try:   # the stream sends heartbeats, so a lost result would otherwise wait forever
+                output = await asyncio.wait_for(self._completed(record.event_id), timeout=self.timeout)
+            except asyncio.TimeoutError:
+                raise ActionError(f"no result within {self.timeout:.0f} s") from None
             record.rtt = time.perf_counter() - started
             if "error" in output or "data" not in output:
                 raise ActionError(f"gradio error: {str(output.get('error'))[:200]}")
@@ -204,6 +207,13 @@ class Page:
         table = self.app.pick(name, data, "s11x-list")
         return (table.get("data") or []) if isinstance(table, dict) else []
 
+    def ids(self, data: list, name: str) -> List[str]:
+        """The list's session ids, in row order (the column headed "ID")."""
+        table = self.app.pick(name, data, "s11x-list")
+        headers = table.get("headers") or [] if isinstance(table, dict) else []
+        column = headers.index("ID") if "ID" in headers else -1
+        return [row[column] for row in self.rows(data, name)]
+
     async def cycle(self, pause) -> None:
         """One lesson round; `pause()` is awaited between actions (think time, or nothing in the burst)."""
         token = self.token
@@ -211,12 +221,12 @@ class Page:
         await self.call("run_demo", "run_demo", [token])
         await pause()
         data = await self.call("explorer_refresh", "explorer_refresh", [token, None, None, ""])
-        rows = self.rows(data, "explorer_refresh")
-        fresh = [(i, row) for i, row in enumerate(rows) if row[2] not in self.known and str(row[1]) == "5"]
-        self.known.update(row[2] for row in rows)
-        if not fresh:
-            raise ActionError(f"student {self.number}: the demo's root (5 messages) is not in the list")
-        index, row = fresh[0]
+        rows, ids = self.rows(data, "explorer_refresh"), self.ids(data, "explorer_refresh")
+        fresh = [(i, row) for i, (row, sid) in enumerate(zip(rows, ids)) if sid not in self.known]
+        self.known.update(ids)
+        if len(fresh) != 3:
+            raise ActionError(f"student {self.number}: the list shows {len(fresh)} new sessions after the demo, not 3")
+        index, row = fresh[0]   # one of the demo's three (each has ≥ 5 messages): fork it after message 3
         await pause()
         await self.call("select (row click)", ROW_CLICK, [token, None, None],
                         {"index": [index, 0], "value": row[0], "row_value": row, "col_value": None})
@@ -239,7 +249,7 @@ class Page:
         await pause()
         example = EXAMPLES[(self.rounds - 1) % len(EXAMPLES)]
         data = await self.call("explorer_import_example", "explorer_import_example", [token, None, None, example])
-        self.known.update(row[2] for row in self.rows(data, "explorer_import_example"))
+        self.known.update(self.ids(data, "explorer_import_example"))
         self.cycles += 1
 
 
@@ -277,6 +287,9 @@ async def watch(run: Run, pid: int, http, started: float, stop: asyncio.Event) -
         if status:
             run.rss.append((time.perf_counter() - started, "sample", status.get("VmRSS", 0)))
         await collect_traces(http, run)
+        failed = sum(call.error is not None for call in run.calls)
+        print(f"  {time.perf_counter() - started:5.0f} s: {len(run.calls)} actions, {failed} failed, "
+              f"{len(run.crashed)} other failures, server RSS {c.human_bytes(status.get('VmRSS'))}", flush=True)
         try:
             await asyncio.wait_for(stop.wait(), timeout=15.0)
         except asyncio.TimeoutError:
@@ -284,6 +297,17 @@ async def watch(run: Run, pid: int, http, started: float, stop: asyncio.Event) -
 
 
 async def student_life(page: Page, run: Run, gate: asyncio.Event, steady_until: List[float]) -> None:
+    """enter → (gate) → one round at once → rounds with think time; any exception is a recorded failure."""
+    try:
+        await _life(page, run, gate, steady_until)
+    except Exception as error:  # noqa: BLE001 - a bug in this script or a malformed page must not hang the run
+        run.crashed.append(f"student {page.number}: {type(error).__name__}: {str(error)[:200]}")
+    finally:
+        page.entered = True
+        page.phase = "done"
+
+
+async def _life(page: Page, run: Run, gate: asyncio.Event, steady_until: List[float]) -> None:
     try:
         await page.enter()
     except ActionError:
@@ -332,7 +356,7 @@ async def isolation(pages: List[Page], sessions_dir: Path) -> List[str]:
         except ActionError as error:
             breaches.append(f"student {page.number}: refresh failed: {error}")
             continue
-        listed = {row[2] for row in page.rows(data, "explorer_refresh")}
+        listed = set(page.ids(data, "explorer_refresh"))
         if listed != own:
             breaches.append(f"student {page.number}: list {len(listed)} ids, own folder {len(own)}; "
                             f"not own: {sorted(listed - own)[:5]}")
@@ -340,7 +364,7 @@ async def isolation(pages: List[Page], sessions_dir: Path) -> List[str]:
         if page is other or page.token is None or not other.fork_ids:
             continue
         stolen = other.fork_ids[0]
-        row = [f"同学 {other.number} 的分支", 6, stolen]
+        row = [f"同学 {other.number} 的分支", stolen]
         try:
             await page.call("select another student's id", ROW_CLICK, [page.token, None, None],
                             {"index": [0, 0], "value": row[0], "row_value": row, "col_value": None},
@@ -373,7 +397,7 @@ async def drive(run: Run, url: str, pid: int, sessions_dir: Path, browser: Optio
         if run.minutes > 0:
             steady_until.append(time.perf_counter() + 60 * run.minutes)
         gate.set()
-        while any(p.phase == "burst" and p.token for p in pages):
+        while any(p.phase == "burst" for p in pages):
             await asyncio.sleep(0.05)
         run.marks["burst end"] = time.perf_counter() - started
         run.rss.append((run.marks["burst end"], "after the burst", c.proc_status(pid).get("VmRSS", 0)))
