@@ -22,7 +22,7 @@ Guarantees:
   (a lookaround that now sees "]"), the table is applied again until nothing changes.
 - redact_value() returns a deep copy and never mutates its input; dict keys are kept.
 - Linear time: no pattern backtracks quadratically, whatever the input.
-- Speed: about 1.7× one regular-expression pass on 5 MB of realistic text (benchmarks/bench_redact.py).
+- Speed: 1.7–1.9× one regular-expression pass on 5 MB of realistic text (benchmarks/bench_redact.py).
 
 Out of scope: names, street addresses and free-form secrets ("密码是 hunter2") — they need context,
 not patterns; secrets split across messages; non-mainland phone and ID formats; full-width digits
