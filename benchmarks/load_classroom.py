@@ -448,6 +448,21 @@ def finish_browsers(browser: dict) -> Optional[dict]:
         return None
 
 
+def leftovers(server_tmp: Path, gradio_tmp: Path) -> List[str]:
+    """What is left, per folder of the server's TMPDIR, and gradio's cache as one line."""
+    lines = []
+    for entry in sorted(server_tmp.iterdir()) if server_tmp.is_dir() else []:
+        count, size = c.files_under(entry) if entry.is_dir() else (1, entry.stat().st_size)
+        if count:
+            lines.append(f"TMPDIR/{entry.name}: {count} files, {c.human_bytes(size)}")
+    if gradio_tmp.is_dir():
+        count, size = c.files_under(gradio_tmp)
+        folders = sum(1 for entry in gradio_tmp.iterdir() if entry.is_dir())
+        if count:
+            lines.append(f"GRADIO_TEMP_DIR: {count} files in {folders} folders, {c.human_bytes(size)}")
+    return lines
+
+
 def audit(sessions_dir: Path) -> dict:
     """Every space (and the shelf): each listed session loads, check() finds nothing."""
     damaged: List[str] = []
@@ -621,8 +636,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if browser is not None and browser.get("process") is not None and browser["process"].poll() is None:
             browser["process"].kill()
     temp["stopped"] = tuple(map(sum, zip(c.files_under(server_tmp), c.files_under(gradio_tmp))))
-    temp["left"] = sorted({str(Path(root).relative_to(scratch)) for folder in (server_tmp, gradio_tmp)
-                           for root, _, names in os.walk(folder) if names})
+    temp["left"] = leftovers(server_tmp, gradio_tmp)
     checks = audit(sessions_dir)
     try:
         ok = report(run, result, checks, temp, browser)
