@@ -380,7 +380,7 @@ def test_redact_value_copies_deeply_and_never_mutates_its_input():
     "1 " * 30000,                    # digits in single-space groups
     "sk-" + "a-" * 30000,            # a token prefix followed by an endless word
     "a" * 60000 + "@",
-])
+], ids=["base64", "token-names", "digit-run", "digit-groups", "sk-prefix", "endless-word-at"])
 def test_pathological_input_comes_back_unchanged_without_hanging(blob):
     # Speed is measured in benchmarks/bench_redact.py; here only a watchdog: a backtracking rule would run for
     # minutes on these inputs, and the alarm turns that hang into a failure instead of a stuck CI run.
