@@ -526,6 +526,14 @@ def _closes_fence(fence: str, line: str) -> bool:
     return len(closer) >= len(fence) and closer.count(fence[0]) == len(closer)
 
 
+def fenced(text: str, language: str = "") -> str:
+    """Wrap untrusted text in a code fence it cannot close: 'a ``` b' -> a fence of 4 backticks.
+
+    Every module that shows session text as Markdown (the tabs, the lab) uses this one.
+    """
+    return "".join(_fence(text, language))
+
+
 def _fence(text: str, info: str = "") -> list[str]:
     # A backtick fence closes only on a run at least as long as its opener (CommonMark), so one
     # longer than any run inside the text cannot be closed early by the text.

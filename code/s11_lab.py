@@ -41,6 +41,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import s11_book
 import s11_session
+from s11_export import fenced
 
 BOOK, OURS = "book", "ours"
 STORE_NAMES = {BOOK: "书中原版", OURS: "本仓库"}
@@ -91,16 +92,6 @@ class Experiment:
 
 
 # ── 小工具：把不可信的文字放进代码块 ──────────────────────────────────────────────────────────
-def fenced(text: str, language: str = "") -> str:
-    """'a ``` b' -> 用 4 个反引号围起来：会话文字里的反引号永远关不掉代码块。"""
-    longest, run = 0, 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{language}\n{text}\n{fence}"
-
-
 def short_error(exc: BaseException, limit: int = 300) -> str:
     """'CorruptSession: 会话文件已损坏…'：异常类名 + 原文，超过 limit 个字符截断。"""
     text = f"{type(exc).__name__}: {exc}"

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Iterator, NamedTuple
 
-from s11_export import message_parts
+from s11_export import fenced, message_parts
 from s11_session import ROLE_ICONS, SessionError, SessionNode, SessionStore, demo_tree_branching
 
 log = logging.getLogger(__name__)
@@ -154,16 +154,6 @@ def shorten(text: str, limit: int) -> str:
 def mermaid_text(text: str, limit: int = LABEL_MAX_CHARS) -> str:
     """'a "b" <c>' -> 'a #quot;b#quot; #lt;c#gt;'：会话文字进入 mermaid 标签前必须经过这里。"""
     return shorten(text, limit).translate(MERMAID_ENTITIES)
-
-
-def fenced(text: str, language: str = "") -> str:
-    """用比正文里最长的反引号串还长的围栏包住 text，正文里的 ``` 不会提前结束代码块。"""
-    longest, run = 0, 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{language}\n{text}\n{fence}"
 
 
 def inline_code(text: str) -> str:

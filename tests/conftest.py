@@ -47,3 +47,16 @@ def app_server(sessions_dir):
         yield demo.local_url.rstrip("/")
     finally:
         demo.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's chromium driven by Playwright (`playwright install` cannot download browsers here)."""
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium); playwright cannot download browsers here")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()

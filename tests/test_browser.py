@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-
-from conftest import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -18,18 +15,6 @@ WIDTHS = (1400, 1024, 390)
 SCHEMES = ("light", "dark")
 DIAGRAM = "#s11-tree svg[id^='mermaid']"
 FILE_CARDS = ("#s11-file-1", "#s11-file-2", "#s11-file-3")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium); playwright cannot download browsers here")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 def open_page(browser, url: str, scheme: str, width: int = 1400):

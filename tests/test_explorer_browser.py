@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from conftest import CHROMIUM, CHROMIUM_ARGS, REPO, free_port
+from conftest import REPO, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -31,18 +31,6 @@ MARKUP = "script, img, b, iframe, object, embed"
 
 
 # ── the app, the browser, a page ──────────────────────────────────────────────────────────
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium); playwright cannot download browsers here")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """The whole workbench on a fresh sessions folder with a known teacher secret: (url, sessions_dir)."""

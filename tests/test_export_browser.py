@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CHROMIUM, CHROMIUM_ARGS, free_port
+from conftest import free_port
 from s11_export import render_html, render_markdown
 from test_export import BRANCH_B, BRANCH_B_LINEAGE, TRACKER, remote_image_session
 
@@ -64,18 +64,6 @@ def printed_over_each_other(boxes):
 
 
 URL_ATTRIBUTES = "[src], [href], [srcset], [action], [formaction], [poster], [data], [background], [ping], [srcdoc]"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium); playwright cannot download browsers here")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CHROMIUM, CHROMIUM_ARGS
-
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LAB_TAB = "🧪 为什么要这样写"
@@ -27,18 +25,6 @@ EXPECTED = {
 }
 # The kill round may tear with JSONDecodeError or (cut inside a character) UnicodeDecodeError.
 KILL_ERRORS = ("JSONDecodeError", "UnicodeDecodeError")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium); playwright cannot download browsers here")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 def open_lab(browser, url: str, width: int = 1400, scheme: str = "light"):
