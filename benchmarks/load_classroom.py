@@ -501,11 +501,14 @@ def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[d
             if not picked:
                 continue
             rtts = [call.rtt for call in picked if call.rtt is not None]
-            server = [s for s in (server_ms(run, call) for call in picked) if s is not None]
+            # a trace added between fetching and clearing the server's buffer is lost: such a call counts with
+            # its client round trip, an upper bound of its server-side time
+            server = [s if s is not None else call.rtt for s, call in ((server_ms(run, call), call) for call in picked)
+                      if s is not None or call.rtt is not None]
             waits = [s for s in (server_ms(run, call, "queue_wait_ms") for call in picked) if s is not None]
             handler = [s for s in (server_ms(run, call, "fn_call_ms") for call in picked) if s is not None]
             if not action.startswith("download"):
-                untraced += len(picked) - len(server)
+                untraced += sum(server_ms(run, call) is None for call in picked)
             if server:
                 worst_p95 = max(worst_p95, c.percentile(server, 0.95))
 
@@ -569,7 +572,7 @@ def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[d
          "met" if not checks["damaged"] else "MISSED"],
         ["isolation breaches", len(result["breaches"]), "0", "met" if not result["breaches"] else "MISSED"],
         ["server-side p95, worst action (s)", f"{worst_p95:.3f}", f"≤ {TARGET_SERVER_P95_S:.0f}",
-         "met" if worst_p95 <= TARGET_SERVER_P95_S and untraced == 0 else "MISSED"],
+         "met" if worst_p95 <= TARGET_SERVER_P95_S else "MISSED"],
         ["RSS growth, start → end of run (MiB)",
          f"{(end_rss - start_rss) / 2**20:.1f}" if end_rss else "n/a", "≤ 100",
          "met" if end_rss and end_rss - start_rss <= TARGET_RSS_GROWTH else "MISSED"],
@@ -579,12 +582,13 @@ def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[d
                         f"≤ {TARGET_PAGE_P95_S:.0f}", "met" if page_p95 and page_p95 <= TARGET_PAGE_P95_S
                         else "MISSED"])
     c.print_table("target", ["measure", "value", "target", "verdict"], verdict,
-                  note=f"{untraced} queued actions had no server trace" if untraced else "")
+                  note=f"{untraced} queued action(s) had no server trace (lost between fetching and clearing the "
+                       "buffer): counted with their client round trip" if untraced else "")
     for call in errors[:10]:
         print(f"  ! student {call.student} {call.phase} {call.action}: {call.error}")
     for line in run.crashed[:10] + result["breaches"][:10] + checks["damaged"][:10]:
         print("  !", line)
-    ok = not error_count and not result["breaches"] and not checks["damaged"] and untraced == 0
+    ok = not error_count and not result["breaches"] and not checks["damaged"]
     if browser is not None and not page_p95:
         ok = False
     print(f"RESULT students={run.students} cycles={result['cycles']} actions={total} errors={error_count} "
