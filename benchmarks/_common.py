@@ -229,6 +229,16 @@ def files_under(folder: os.PathLike | str) -> tuple[int, int]:
     return count, total
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the benchmark that started it dies (Linux prctl), so a benchmark
+    killed by a timeout never leaves a server behind."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+
 class AppProcess:
     """`python app.py --port <free> --sessions-dir <dir>`; start() returns seconds until GET / answers 200.
 
@@ -254,7 +264,7 @@ class AppProcess:
         started = time.perf_counter()
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(self.command, cwd=REPO, env=env, stdout=self._log,
-                                        stderr=subprocess.STDOUT)
+                                        stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         deadline = started + timeout
         while time.perf_counter() < deadline:
             if self.process.poll() is not None:

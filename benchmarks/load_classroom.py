@@ -38,6 +38,7 @@ import os
 import random
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -619,13 +620,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix=".load-classroom-", dir=Path(__file__).resolve().parent))
     sessions_dir = scratch / "gradio_sessions"
     sessions_dir.mkdir()
-    server_tmp = scratch / "server-tmp"
-    gradio_tmp = scratch / "gradio-cache"
-    server_tmp.mkdir()
     c.print_header(f"load_classroom: {args.students} students in private spaces, burst then {minutes:g} min steady",
                    {"sessions": f"{sessions_dir} — {c.filesystem_of(sessions_dir)}",
                     "limits": f"{args.timeout:.0f} s per request; think time {args.think:g} s ± 50 %",
                     "browsers": f"{args.browser_pages} chromium page(s)" if args.browser_pages else "none"})
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # killed: still stop the server, remove scratch
+    try:
+        ok = measure(args, minutes, scratch, sessions_dir)
+    finally:
+        if args.keep:
+            print(f"scratch kept: {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return 0 if ok else 1
+
+
+def measure(args: argparse.Namespace, minutes: float, scratch: Path, sessions_dir: Path) -> bool:
+    server_tmp, gradio_tmp = scratch / "server-tmp", scratch / "gradio-cache"
+    server_tmp.mkdir()
     run = Run(args.students, minutes, args.think, args.timeout)
     app = c.AppProcess(sessions_dir, env={"GRADIO_PROFILING": "1", "TMPDIR": str(server_tmp),
                                           "GRADIO_TEMP_DIR": str(gradio_tmp)})
@@ -641,15 +653,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             browser["process"].kill()
     temp["stopped"] = tuple(map(sum, zip(c.files_under(server_tmp), c.files_under(gradio_tmp))))
     temp["left"] = leftovers(server_tmp, gradio_tmp)
-    checks = audit(sessions_dir)
-    try:
-        ok = report(run, result, checks, temp, browser)
-    finally:
-        if args.keep:
-            print(f"scratch kept: {scratch}")
-        else:
-            shutil.rmtree(scratch, ignore_errors=True)
-    return 0 if ok else 1
+    return report(run, result, audit(sessions_dir), temp, browser)
 
 
 if __name__ == "__main__":
