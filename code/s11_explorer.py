@@ -28,7 +28,6 @@ import errno
 import logging
 import os
 import re
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -44,7 +43,7 @@ from s11_session import (
     SessionNotFound,
     validate_session_id,
 )
-from s11_workbench import fenced, mermaid_text, shorten
+from s11_workbench import fenced, mermaid_text, private_export_root, prune_old_exports, shorten
 
 log = logging.getLogger(__name__)
 
@@ -355,8 +354,8 @@ class Explorer:
 
     def __init__(self, spaces, *, export_root: str | None = None, upload_root: str | None = None):
         self.spaces = spaces
-        # 每次启动一个私有（0700）下载目录：别的账户既读不到也占不了它
-        self.export_root = export_root or tempfile.mkdtemp(prefix="s11_explorer_")
+        # 与 8.11 标签页共用本进程的私有（0700）下载目录：别的账户既读不到也占不了它，进程退出时删掉
+        self.export_root = export_root or private_export_root()
         os.makedirs(self.export_root, mode=0o700, exist_ok=True)
         self.upload_root = os.path.realpath(upload_root) if upload_root else None
 
@@ -588,7 +587,7 @@ class Explorer:
 
     # ── 下载文件 ────────────────────────────────────────────────────────────────
     def _write_exports(self, session_id: str, markdown: str, page: str) -> tuple[str, str]:
-        _prune(self.export_root, EXPORT_KEEP_SECONDS)
+        prune_old_exports(self.export_root, EXPORT_KEEP_SECONDS)
         run_dir = tempfile.mkdtemp(prefix="run-", dir=self.export_root)   # 每次一个新目录：两次导出互不覆盖
         paths = (os.path.join(run_dir, f"session-{session_id}.md"), os.path.join(run_dir, f"session-{session_id}.html"))
         for path, text in zip(paths, (markdown, page)):
@@ -812,15 +811,3 @@ def _title_text(title) -> str:
     return title
 
 
-def _prune(root: str, keep_seconds: float) -> None:
-    now = time.time()
-    try:
-        entries = list(os.scandir(root))
-    except FileNotFoundError:
-        return
-    for entry in entries:
-        try:
-            if entry.name.startswith("run-") and now - entry.stat().st_mtime > keep_seconds:
-                shutil.rmtree(entry.path, ignore_errors=True)
-        except FileNotFoundError:
-            continue
