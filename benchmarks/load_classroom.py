@@ -613,6 +613,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="chromium pages clicking the demo during the steady phase (bench_browser.py)")
     parser.add_argument("--quick", action="store_true", help="a 30 s steady phase")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder (its path is printed)")
+    parser.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra environment for the server, for experiments (e.g. MALLOC_ARENA_MAX=2)")
     args = parser.parse_args(argv)
     if not 1 <= args.students <= 200:
         parser.error("--students must be 1–200 (each gets its own address 127.0.0.10 …)")
@@ -623,7 +625,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     c.print_header(f"load_classroom: {args.students} students in private spaces, burst then {minutes:g} min steady",
                    {"sessions": f"{sessions_dir} — {c.filesystem_of(sessions_dir)}",
                     "limits": f"{args.timeout:.0f} s per request; think time {args.think:g} s ± 50 %",
-                    "browsers": f"{args.browser_pages} chromium page(s)" if args.browser_pages else "none"})
+                    "browsers": f"{args.browser_pages} chromium page(s)" if args.browser_pages else "none",
+                    "server  ": " ".join(args.server_env) or "default environment"})
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # killed: still stop the server, remove scratch
     try:
         ok = measure(args, minutes, scratch, sessions_dir)
@@ -639,7 +642,8 @@ def measure(args: argparse.Namespace, minutes: float, scratch: Path, sessions_di
     server_tmp, gradio_tmp = scratch / "server-tmp", scratch / "gradio-cache"
     server_tmp.mkdir()
     run = Run(args.students, minutes, args.think, args.timeout)
-    app = c.AppProcess(sessions_dir, env={"GRADIO_PROFILING": "1", "TMPDIR": str(server_tmp),
+    extra = dict(item.split("=", 1) for item in args.server_env if "=" in item)
+    app = c.AppProcess(sessions_dir, env={**extra, "GRADIO_PROFILING": "1", "TMPDIR": str(server_tmp),
                                           "GRADIO_TEMP_DIR": str(gradio_tmp)})
     browser = {"pages": args.browser_pages, "json": scratch / "browser.json"} if args.browser_pages else None
     try:
