@@ -504,11 +504,13 @@ def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[d
             rtts = [call.rtt for call in picked if call.rtt is not None]
             # a trace added between fetching and clearing the server's buffer is lost: such a call counts with
             # its client round trip, an upper bound of its server-side time
-            server = [s if s is not None else call.rtt for s, call in ((server_ms(run, call), call) for call in picked)
-                      if s is not None or call.rtt is not None]
+            download = action.startswith("download")
+            server = [] if download else [s if s is not None else call.rtt for s, call in
+                                          ((server_ms(run, call), call) for call in picked)
+                                          if s is not None or call.rtt is not None]
             waits = [s for s in (server_ms(run, call, "queue_wait_ms") for call in picked) if s is not None]
             handler = [s for s in (server_ms(run, call, "fn_call_ms") for call in picked) if s is not None]
-            if not action.startswith("download"):
+            if not download:
                 untraced += sum(server_ms(run, call) is None for call in picked)
             if server:
                 worst_p95 = max(worst_p95, c.percentile(server, 0.95))
@@ -655,6 +657,12 @@ def measure(args: argparse.Namespace, minutes: float, scratch: Path, sessions_di
         app.stop()
         if browser is not None and browser.get("process") is not None and browser["process"].poll() is None:
             browser["process"].kill()
+    problems = [line for line in app.log_tail(200_000).splitlines()
+                if "Traceback" in line or "Error" in line or "Exception" in line]
+    if problems:
+        print(f"server log: {len(problems)} line(s) naming an error or traceback; the last ones:")
+        for line in problems[-8:]:
+            print("  |", line[:200])
     temp["stopped"] = tuple(map(sum, zip(c.files_under(server_tmp), c.files_under(gradio_tmp))))
     temp["left"] = leftovers(server_tmp, gradio_tmp)
     return report(run, result, audit(sessions_dir), temp, browser)
