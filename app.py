@@ -186,7 +186,9 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
         on_load.__annotations__["request"] = gr.Request
 
         # 公开为 /enter_space：脚本（gradio_client）也要先领一个令牌，再把它传给 /run_demo 等接口
-        ready = demo.load(on_load, inputs=[visitor], outputs=[visitor, teacher], api_name="enter_space")
+        # 只验签或签发令牌、不碰磁盘：放开 gradio 默认的“同一时刻只跑一个”，全班同时打开页面也不排队
+        ready = demo.load(on_load, inputs=[visitor], outputs=[visitor, teacher], api_name="enter_space",
+                          concurrency_limit=16)
         # 教师身份已记在服务器端：把密钥从地址栏抹掉，投屏、截图、浏览器历史里都不再带着它（刷新就回到学生视图）
         ready.then(None, js=FORGET_TEACHER_LINK_JS)
         ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready)

@@ -184,13 +184,15 @@ def build(ctx) -> None:
         row = _event_field(evt, "row_value")   # 排序、搜索之后 evt.index 会指错行，row_value 才是点中的那一行
         return show(explorer.select(token, current, row[ID_COLUMN] if len(row) > ID_COLUMN else None, secret))
 
-    table.select(on_row, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private")
+    table.select(on_row, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
+                 concurrency_limit=8)
 
     def on_space_row(token, current, secret, evt: gr.EventData):
         row = _event_field(evt, "row_value")
         return show(explorer.open_space(token, current, row[0] if row else None, secret))
 
-    teacher_table.select(on_space_row, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private")
+    teacher_table.select(on_space_row, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
+                         concurrency_limit=8)
 
     def on_message(current: View, evt: gr.EventData):
         """点对话里的一条消息 -> 分叉位置填成它的编号（在它之后分叉）。"""
@@ -202,7 +204,7 @@ def build(ctx) -> None:
     chat.select(on_message, inputs=[view], outputs=[fork_at], api_visibility="private", queue=False)
     # Chatbot 自带的“清空”只清掉页面上的显示：立刻重画，免得读者以为会话被删了（删除在「🗑️ 删除 / 恢复」里）
     chat.clear(lambda token, current, secret: show(explorer.render(token, current, secret, check=False)),
-               inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private")
+               inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private", concurrency_limit=8)
 
     tab = Context.block
     tabs = tab.parent if isinstance(tab, gr.Tab) and tab.id is not None else None   # app.py 的 gr.Tabs
@@ -214,10 +216,11 @@ def build(ctx) -> None:
         return show(explorer.open_page(token, secret, session_id)) + ([jump] if tabs is not None else [])
 
     ctx.ready.then(on_load, inputs=[visitor, teacher], outputs=outputs + ([tabs] if tabs is not None else []),
-                   api_visibility="private")
+                   api_visibility="private", concurrency_limit=8)
     if isinstance(tab, gr.Tab):   # 从 8.11 标签页切过来时，刚跑的演示会话立刻出现在列表里
         tab.select(lambda token, current, secret: show(explorer.render(token, current, secret)),
-                   inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private")
+                   inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
+                   concurrency_limit=8)
 
 
 def _earlier(current: View) -> int:
