@@ -195,7 +195,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                  f"{max(p[key] for p in empties):.3f}"] for key in empties[0]]
         c.print_table("3. gradio's fixed cost for any app: an empty gr.Blocks with one Markdown, launched "
                       "(after import gradio)", ["phase", "median s", "min s", "max s"], rows,
-                      note="gradio builds its FastAPI app (≈ 170 routes) in Blocks(), again in queue() and in launch()")
+                      note="gradio builds its FastAPI app (≈ 80 endpoints) three times: in Blocks(), in queue() and in launch()")
 
         in_process = [p["total"] - p["import gradio"] for p in phases]
         ours = [p["total"] - p["import gradio"] - e["total"] for p, e in zip(phases, empties)]
