@@ -104,9 +104,10 @@ def build(ctx) -> None:
         return (done, run.tree_markdown, run.preview_markdown, *files_markdown(run.files),
                 run.markdown_download, run.html_download)
 
-    def enable_downloads(markdown_path, html_path):
-        return (gr.DownloadButton(interactive=markdown_path is not None),
-                gr.DownloadButton(interactive=html_path is not None))
+    def enable_downloads(status_text):
+        # 看状态行而不是把两个下载按钮当输入：按钮作输入时 gradio 每次都要把文件再复制进缓存（还留下空的临时文件）
+        ready = str(status_text or "").startswith("✅")
+        return gr.DownloadButton(interactive=ready), gr.DownloadButton(interactive=ready)
 
     # 每次点击互不依赖、可以并行（store 的写入是原子的），所以放开默认的“同一时刻只跑一个”。
     # API 只返回普通值（脚本拿到的是文件路径）；按钮是否可点由随后的私有事件决定。
@@ -114,5 +115,5 @@ def build(ctx) -> None:
         on_run, inputs=[ctx.visitor],
         outputs=[status, tree, export, *file_views, markdown_download, html_download],
         api_name="run_demo", concurrency_limit=16,
-    ).then(enable_downloads, inputs=[markdown_download, html_download],
+    ).then(enable_downloads, inputs=[status],
            outputs=[markdown_download, html_download], api_visibility="private", queue=False)
