@@ -16,9 +16,12 @@ Key insight: 这里只是外壳。gradio 导入要 ~5 秒，所以先打印一�
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -218,6 +221,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def use_private_gradio_cache() -> None:
+    """Gradio 的上传与下载缓存放进本次启动自己的目录（mkdtemp：0700、名字随机），退出（含 Ctrl+C）时整个删掉。
+
+    默认的 /tmp/gradio 是所有账号共用的固定名字，gradio 退出时也不清理它登记之外的文件。
+    自己设了 GRADIO_TEMP_DIR 的就照用不误。"""
+    if os.environ.get("GRADIO_TEMP_DIR"):
+        return
+    folder = tempfile.mkdtemp(prefix="s11_gradio_")
+    os.environ["GRADIO_TEMP_DIR"] = folder
+    atexit.register(shutil.rmtree, folder, True)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     from s11_workbench import check_sessions_dir  # 不依赖 gradio：目录用不了就立刻说，不等第一个同学点击
@@ -225,6 +240,7 @@ def main(argv: list[str] | None = None) -> None:
     if problem is not None:
         print(f"❌ {problem}", file=sys.stderr, flush=True)
         raise SystemExit(2)
+    use_private_gradio_cache()
     print("正在加载 Gradio（约 5 秒）…", flush=True)
     demo = build_app(args.sessions_dir)
     print(f"会话文件目录：{os.path.abspath(args.sessions_dir)}", flush=True)

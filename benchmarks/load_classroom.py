@@ -6,7 +6,7 @@
     python benchmarks/load_classroom.py --browser-pages 3   # + chromium pages clicking the demo meanwhile
     python benchmarks/load_classroom.py --server-env MALLOC_ARENA_MAX=2   # an experiment on the server's environment
 
-    python app.py --port <free> --sessions-dir <scratch>   GRADIO_PROFILING=1, TMPDIR / GRADIO_TEMP_DIR in scratch
+    python app.py --port <free> --sessions-dir <scratch>   GRADIO_PROFILING=1, TMPDIR in scratch (gradio's cache goes there)
         ▲  one asyncio "page" per student: its own loopback address (127.0.0.10, .11, …), its own session_hash
         │  (so its gr.State lives on the server, as a browser tab's does), speaking the page's own protocol:
         │  POST /gradio_api/queue/join {fn_index, data, session_hash} + the SSE stream /gradio_api/queue/data
@@ -542,7 +542,7 @@ def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[d
     end_rss = next((value for _, label, value in rss if label == "end of the run"), None)
     idle_rss = next((value for _, label, value in rss if label.startswith("10 s later")), end_rss)
 
-    c.print_table("3. temp files (server's TMPDIR + GRADIO_TEMP_DIR, both in the scratch folder)",
+    c.print_table("3. temp files (the server's TMPDIR in the scratch folder, gradio's cache included)",
                   ["when", "files", "bytes"],
                   [["end of the run, server up", temp["running"][0], c.human_bytes(temp["running"][1])],
                    ["after the server stopped (SIGINT, like Ctrl+C)", temp["stopped"][0],
@@ -647,8 +647,8 @@ def measure(args: argparse.Namespace, minutes: float, scratch: Path, sessions_di
     server_tmp.mkdir()
     run = Run(args.students, minutes, args.think, args.timeout)
     extra = dict(item.split("=", 1) for item in args.server_env if "=" in item)
-    app = c.AppProcess(sessions_dir, env={**extra, "GRADIO_PROFILING": "1", "TMPDIR": str(server_tmp),
-                                          "GRADIO_TEMP_DIR": str(gradio_tmp)})
+    # no GRADIO_TEMP_DIR: app.py then keeps gradio's cache in a private folder of its own under TMPDIR (as in class)
+    app = c.AppProcess(sessions_dir, env={**extra, "GRADIO_PROFILING": "1", "TMPDIR": str(server_tmp)})
     browser = {"pages": args.browser_pages, "json": scratch / "browser.json"} if args.browser_pages else None
     try:
         startup = app.start(timeout=120)

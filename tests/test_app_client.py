@@ -126,3 +126,38 @@ def test_app_refuses_to_start_when_the_sessions_folder_is_under_a_file(tmp_path,
         app.main(["--sessions-dir", str(blocker / "sessions")])
     assert exit_info.value.code == 2
     assert f"路径上的 {blocker} 是一个普通文件" in capsys.readouterr().err
+
+
+def test_python_app_keeps_gradios_cache_private_and_removes_it_on_ctrl_c(tmp_path):
+    """`python app.py` puts gradio's upload/download cache in a 0700 folder of its own and deletes it on Ctrl+C."""
+    import signal
+    import time
+    import urllib.request
+
+    from conftest import free_port
+
+    port = free_port()
+    env = {key: value for key, value in os.environ.items() if key != "GRADIO_TEMP_DIR"}
+    env.update(TMPDIR=str(tmp_path), GRADIO_ANALYTICS_ENABLED="False")
+    server = subprocess.Popen([sys.executable, str(REPO / "app.py"), "--port", str(port),
+                               "--sessions-dir", str(tmp_path / "gradio_sessions")],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).close()
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "app.py never answered"
+                time.sleep(0.3)
+        caches = list(tmp_path.glob("s11_gradio_*"))
+        assert len(caches) == 1 and caches[0].is_dir()
+        assert caches[0].stat().st_mode & 0o777 == 0o700
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
+        assert not caches[0].exists()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
