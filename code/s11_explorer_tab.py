@@ -218,8 +218,12 @@ def build(ctx) -> None:
     ctx.ready.then(on_load, inputs=[visitor, teacher], outputs=outputs + ([tabs] if tabs is not None else []),
                    api_visibility="private", concurrency_limit=8)
     if isinstance(tab, gr.Tab):   # 从 8.11 标签页切过来时，刚跑的演示会话立刻出现在列表里
-        tab.select(lambda token, current, secret: show(explorer.render(token, current, secret)),
-                   inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
+        def on_tab(token, current, secret):
+            if not token:   # 页面还在领令牌：交给随后的页面加载事件来画，免得晚到的“缺少令牌”盖住它
+                return [gr.skip()] * len(outputs)
+            return show(explorer.render(token, current, secret))
+
+        tab.select(on_tab, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
                    concurrency_limit=8)
 
 
