@@ -630,8 +630,40 @@ def _drift_book(folder: str) -> Outcome:
                    {"drift": [], "recorded_workspace": "workspace" in keys})
 
 
+# ── 演示：会话 ≠ 代码，恢复前先对账 ──────────────────────────────────────────────────────────
+_DEMO_CACHE_BEFORE = "cache_store = {}   # 全局缓存：只增不删（内存泄漏的元凶）\n"
+_DEMO_CACHE_AFTER = ("from weakref import WeakValueDictionary\n\n"
+                     "cache_store = WeakValueDictionary()   # 方案 B：弱引用，GC 自动回收\n")
+
+
+def demo_code_drift(base_dir: str) -> Dict[str, Any]:
+    """🎬 主会话对着工作区存档 → 分支 B 重构了 cache_store.py → 恢复分支 A 时先对账。
+
+    Returns {"workspace", "main_id", "branch_a_id", "branch_b_id", "drift", "saved"}: drift lists what
+    changed since branch A was saved, e.g. ["文件已修改：cache_store.py", "新增文件：weak_cache_test.py"].
+    """
+    workspace = os.path.join(base_dir, "workspace")
+    os.makedirs(workspace, exist_ok=True)
+    _write_text(os.path.join(workspace, "cache_store.py"), _DEMO_CACHE_BEFORE)
+    _write_text(os.path.join(workspace, "server.py"), "from cache_store import cache_store\n")
+    store = s11_session.SessionStore(os.path.join(base_dir, "sessions"), workspace=workspace)
+    main_id = store.create_session("修复登录服务内存泄漏", [
+        {"role": "user", "content": "服务内存一路上涨，帮我定位根因。"},
+        {"role": "assistant", "content": "定位到 cache_store.py 里的全局缓存只增不删。"}])
+    branch_a = store.fork(main_id, [{"role": "assistant", "content": "方案 A：给 cache_store 加 LRU 上限。"}])
+    branch_b = store.fork(main_id, [{"role": "assistant", "content": "方案 B：改用弱引用缓存。"}])
+    _write_text(os.path.join(workspace, "cache_store.py"), _DEMO_CACHE_AFTER)      # 分支 B 动手改了代码……
+    _write_text(os.path.join(workspace, "weak_cache_test.py"), "def test_gc(): ...\n")
+    resumed_b = store.load(branch_b.session_id)
+    resumed_b.messages.append({"role": "assistant", "content": "✅ 已按弱引用方案重构 cache_store.py。"})
+    store.save(resumed_b)
+    node, changes = store.resume(branch_a.session_id)                       # ……再回到分支 A
+    return {"workspace": workspace, "main_id": main_id, "branch_a_id": branch_a.session_id,
+            "branch_b_id": branch_b.session_id, "drift": changes, "saved": node.workspace}
+
+
 def _drift_ours(folder: str) -> Outcome:
-    result = s11_session.demo_code_drift(folder)
+    result = demo_code_drift(folder)
     saved = result["saved"] or {}
     drift = [hide_folder(line, folder) for line in result["drift"]]
     evidence = ["同一个故事：分支 A 存档 → 分支 B 改写 `cache_store.py`、新增测试文件 → 恢复分支 A。", "",
@@ -671,14 +703,14 @@ EXPERIMENTS: Dict[str, Experiment] = {e.key: e for e in [
         f"在一个沙箱里，对仓库调用 `load({DANGEROUS_ID!r})` 和 `delete({DANGEROUS_ID!r})`。",
         "书中原版把 ID 直接拼进路径，`../` 就走出了会话文件夹。本仓库的 `SessionStore._path()` 在拼路径之前先调用 "
         "`validate_session_id()`：只放行字母、数字、`-` 和 `_`，其余一律抛 `InvalidSessionId`，磁盘上什么都不碰。",
-        ("s11_session.validate_session_id", "s11_session.SessionStore._path"),
+        ("s11_format.validate_session_id", "s11_session.SessionStore._path"),
         ("s11_book.SessionStore._path", "s11_book.SessionStore.delete"), experiment_ids),
     Experiment(
         "versions", "🔢 升级与迁移",
         "① 书中原版写的旧文件交给本仓库读写；② 一个来自更新版本、带着陌生字段的文件交给两边读写。",
         "本仓库的文件带 `version`：`migrate()` 按 `MIGRATIONS` 表一步一步把旧文件升上来，"
         "遇到比自己新的版本就抛 `UnsupportedVersion`，绝不改写看不懂的文件。书中原版没有版本号，只写回自己认识的键。",
-        ("s11_session.migrate", "s11_session.MIGRATIONS"), ("s11_book.SessionNode.to_dict",), experiment_versions),
+        ("s11_format.migrate", "s11_format.MIGRATIONS"), ("s11_book.SessionNode.to_dict",), experiment_versions),
     Experiment(
         "redact", "🙈 导出前脱敏",
         "同一个会话里有 API 密钥、AWS 密钥、手机号和身份证号，两边各导出一份 Markdown。",

@@ -17,7 +17,7 @@ s11_session 只说“存档 / 读档 / 分叉”；怎样把字节安全地放�
 的临时文件报告为残留（进程被 kill -9 才会留下它们），正在写的那一份不会被当成垃圾删掉。
 没有 fcntl 的系统（Windows）只按年龄判断（TEMP_GRACE_SECONDS_WITHOUT_LOCKS）。
 
-本模块不 import 任何 s11_* 模块；报错用 OSError（及其子类 NotRegularFile），由上层翻译成会话错误。
+本模块只 import s11_text（给人看的中文说明）；报错用 OSError（及其子类 NotRegularFile），由上层翻译成会话错误。
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ import stat
 import tempfile
 import threading
 import time
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
+
+from s11_text import describe_os_error
 
 try:  # POSIX: advisory locks shared by threads and processes
     import fcntl
@@ -53,7 +55,7 @@ class NotRegularFile(OSError):
     """名字对了，却不是普通文件（目录、管道、套接字、符号链接……）：不打开、不跟随。"""
 
     def __init__(self, path: str, kind: str):
-        super().__init__(errno.EINVAL, f"不是普通文件（{kind}）", path)
+        super().__init__(None, f"不是普通文件（{kind}）", path)   # 没有 errno：中文原因就在 strerror 里
         self.kind = kind
 
 
@@ -199,6 +201,21 @@ def is_abandoned_temp(path: str, now: Optional[float] = None) -> bool:
     return age > TEMP_GRACE_SECONDS
 
 
+def temp_file_problem(path: str) -> List[Tuple[str, str]]:
+    """check() 看到的一个 *.tmp 条目：[(问题种类, 中文说明)]；只有真正没人要的才算（见 is_abandoned_temp）。"""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        return [("unreadable", describe_os_error(exc))]
+    if not stat.S_ISREG(mode):
+        return [("unreadable", f"名字像临时文件，却是{entry_kind(path)}；请手动处理")]
+    if is_abandoned_temp(path):
+        return [("temp_file", "写入被中断留下的临时文件（没有写入者锁着它，也有一阵没动了），可以删除")]
+    return []
+
+
 # ── 目录锁 ─────────────────────────────────────────────────────────────────────────────────────
 _thread_locks: Dict[str, threading.Lock] = {}
 _thread_locks_guard = threading.Lock()
@@ -237,27 +254,3 @@ class DirectoryLock:
             fd, self._fd = self._fd, None
             os.close(fd)   # 关闭即释放 flock
         self._thread_lock.release()
-
-
-# ── 给人看的系统错误：中文，不夹英文 strerror ────────────────────────────────────────────────
-ERRNO_TEXT = {
-    errno.ENOENT: "不存在", errno.EACCES: "没有权限", errno.EPERM: "操作不被允许",
-    errno.ENOSPC: "磁盘空间已满", errno.EROFS: "文件系统是只读的", errno.EISDIR: "是一个目录",
-    errno.ENOTDIR: "路径中有一段不是目录", errno.EEXIST: "已经存在", errno.ELOOP: "是符号链接或链接层数太多",
-    errno.ENAMETOOLONG: "名字太长", errno.EIO: "磁盘读写出错", errno.EMFILE: "打开的文件太多",
-    errno.ENFILE: "系统打开的文件太多", errno.EBUSY: "正被占用", errno.ENXIO: "设备或套接字不可读",
-    errno.EINVAL: "参数无效", errno.ENOTEMPTY: "目录不是空的", errno.EXDEV: "不能跨文件系统移动",
-    errno.EFBIG: "文件太大", errno.ETXTBSY: "文件正被执行",
-    **({errno.EDQUOT: "超出磁盘配额"} if hasattr(errno, "EDQUOT") else {}),
-}
-
-
-def describe_os_error(exc: OSError) -> str:
-    """OSError → 中文说明并写明文件：'/srv/s/.lock：没有权限（errno 13）'。"""
-    if isinstance(exc, NotRegularFile):
-        reason = exc.strerror
-    else:
-        reason = ERRNO_TEXT.get(exc.errno, "系统错误") if exc.errno else "系统错误"
-    where = "、".join(os.fsdecode(name) for name in (exc.filename, exc.filename2) if name is not None)
-    code = f"（errno {exc.errno}）" if exc.errno else ""
-    return f"{where}：{reason}{code}" if where else f"{reason}{code}"

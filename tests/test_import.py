@@ -694,7 +694,7 @@ def test_copy_bytes_is_zero_for_a_linear_session(tmp_path, store):
 
 
 def run_session_cli(*args, cwd=REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(CODE_DIR / "s11_session.py"), *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, str(CODE_DIR / "s11_cli.py"), *map(str, args)], capture_output=True,
                           text=True, cwd=cwd, timeout=120)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import s11_book as chapter_reference
+import s11_cli
 import s11_session
 from s11_session import (
     FORMAT_VERSION,
@@ -549,12 +550,12 @@ class TestNoLostTurns:
 
 # ── runnable like the chapter ─────────────────────────────────────────────────────────────────
 class TestCommandLine:
-    def run(self, *args, cwd):
-        return subprocess.run([sys.executable, str(CODE_DIR / "s11_session.py"), *args], cwd=cwd,
+    def run(self, *args, cwd, module="s11_cli.py"):
+        return subprocess.run([sys.executable, str(CODE_DIR / module), *args], cwd=cwd,
                               capture_output=True, text=True, timeout=60)
 
     def test_running_the_module_runs_the_demo_into_sessions(self, tmp_path):
-        out = self.run(cwd=tmp_path)
+        out = self.run(cwd=tmp_path, module="s11_session.py")
         assert out.returncode == 0, out.stderr
         assert len(list((tmp_path / "sessions").glob("*.json"))) == 3
         assert "修复登录服务内存泄漏 [" in out.stdout and "├── " in out.stdout
@@ -593,8 +594,7 @@ class TestCommandLine:
         out = self.run("--dir", str(tmp_path), "export", "nosuch", cwd=tmp_path)
         assert out.returncode == 2 and "未找到会话" in out.stderr
 
-    def test_import_without_the_importer_is_a_clear_error(self, tmp_path, monkeypatch, capsys):
-        monkeypatch.setitem(sys.modules, "s11_import", None)     # as if code/s11_import.py were absent
-        assert s11_session.main(["--dir", str(tmp_path), "import", "x.jsonl"]) == 2
+    def test_a_missing_transcript_is_a_clear_error(self, tmp_path, capsys):
+        assert s11_cli.main(["--dir", str(tmp_path), "import", str(tmp_path / "x.jsonl")]) == 2
         err = capsys.readouterr().err
-        assert "s11_import" in err and "Traceback" not in err
+        assert "找不到文件或文件夹" in err and "x.jsonl" in err and "Traceback" not in err

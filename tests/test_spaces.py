@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import s11_cli
 import s11_spaces
 from s11_spaces import Limits, ReadOnlyStore, SpaceError, Spaces, TokenBucket
 
@@ -380,7 +381,8 @@ class TestCleanup:
 
 class TestCommandLine:
     def run(self, capsys, *argv):
-        code = s11_spaces.main(list(argv))
+        argv = list(argv)
+        code = s11_cli.main(argv[:2] + ["class"] + argv[2:])   # ["--dir", D, "list"] -> --dir D class list
         out, err = capsys.readouterr()
         return code, out, err
 

@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 
 import s11_book
+import s11_cli
 import s11_session
 import s11_storage
+import s11_text
 import s11_workspace
 from s11_session import (
     ConflictError,
@@ -47,7 +49,7 @@ def leftovers(folder):
 
 
 def run_cli(*args, cwd):
-    return subprocess.run([sys.executable, str(CODE_DIR / "s11_session.py"), *args], cwd=cwd,
+    return subprocess.run([sys.executable, str(CODE_DIR / "s11_cli.py"), *args], cwd=cwd,
                           capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(CODE_DIR)})
 
@@ -421,10 +423,10 @@ class TestContentThatMustReadBack:
             assert out.returncode == 0 and "Traceback" not in out.stderr, (args, out.stderr)
 
     def test_an_unexpected_failure_is_a_chinese_message_not_a_traceback(self, tmp_path, monkeypatch, capsys):
-        def broken(store, args):
+        def broken(args):
             raise RuntimeError("boom")
-        monkeypatch.setitem(s11_session.COMMANDS, "tree", broken)
-        assert s11_session.main(["--dir", str(tmp_path), "tree"]) == 3
+        monkeypatch.setitem(s11_cli.COMMANDS, "tree", broken)
+        assert s11_cli.main(["--dir", str(tmp_path), "tree"]) == 3
         err = capsys.readouterr().err
         assert "内部错误" in err and "Traceback" not in err
 
@@ -524,10 +526,10 @@ class TestSmallThings:
             assert "\x1b" not in out.stdout + out.stderr and "evil\\u001b[2J\\nfake.json" in out.stdout + out.stderr
 
     def test_printable_keeps_text_and_shows_what_it_neutralised(self):
-        assert s11_session.printable("会话 🌿 ok") == "会话 🌿 ok"
-        assert s11_session.printable("a\nb\x1b[31m\u202e") == "a\\nb\\u001b[31m\\u202e"
-        assert s11_session.printable("a\nb\tc\x1b", keep_newlines=True) == "a\nb\tc\\u001b"
-        assert s11_session.printable("\ud83d") == "\\ud83d"
+        assert s11_text.printable("会话 🌿 ok") == "会话 🌿 ok"
+        assert s11_text.printable("a\nb\x1b[31m\u202e") == "a\\nb\\u001b[31m\\u202e"
+        assert s11_text.printable("a\nb\tc\x1b", keep_newlines=True) == "a\nb\tc\\u001b"
+        assert s11_text.printable("\ud83d") == "\\ud83d"
 
     def test_restore_fsyncs_the_folder(self, store, monkeypatch):
         sid = store.create_session("会话")
@@ -555,10 +557,10 @@ class TestSmallThings:
     def test_command_line_errors_are_chinese_without_english_strerror(self, tmp_path):
         (tmp_path / "file").write_text("not a folder", "utf-8")
         out = run_cli("--dir", str(tmp_path / "file" / "s"), "tree", cwd=tmp_path)
-        assert out.returncode == 2 and "不是目录" in out.stderr, out.stderr
+        assert out.returncode == 2 and "不是文件夹" in out.stderr, out.stderr
         assert "Not a directory" not in out.stderr and "Errno" not in out.stderr
 
     def test_every_errno_the_store_can_meet_has_a_chinese_text(self):
-        text = s11_storage.describe_os_error(PermissionError(13, "Permission denied", "/srv/s/.lock"))
-        assert text == "/srv/s/.lock：没有权限（errno 13）"
-        assert "No space" not in s11_storage.describe_os_error(OSError(28, "No space left on device"))
+        text = s11_text.describe_os_error(PermissionError(13, "Permission denied", "/srv/s/.lock"))
+        assert text == "/srv/s/.lock：权限不足（errno 13）"
+        assert "No space" not in s11_text.describe_os_error(OSError(28, "No space left on device"))

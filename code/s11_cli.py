@@ -1,0 +1,302 @@
+"""s11_cli.py — 本节唯一的命令行：会话仓库、导入真实记录、课后管理学生空间
+
+    python code/s11_cli.py [--dir sessions] tree [ID]          会话树（整个仓库，或某个节点的子树）
+                                            show ID            一个会话：祖先链 + 每条消息的开头
+                                            export ID [--html] [--no-redact]   导出（默认 Markdown，已脱敏）
+                                            check              体检：坏文件、父节点缺失、残留的临时文件
+                                            import PATH…       导入 Claude Code / Pi 的记录（文件或文件夹）
+                                            empty-trash        清空回收站
+                                            demo               跑一遍书里的演示（同 python code/s11_session.py）
+    python code/s11_cli.py --dir gradio_sessions class list | show SPACE | remove-idle --hours H | empty-trash
+
+一条规则管所有子命令：
+  * 会话里来的每一段文字（标题、ID、文件名、消息、报告）都经 s11_text.printable() 再打印：
+    换行伪造不了树的行，终端转义序列清不了屏；
+  * 出错时打印一句中文到 stderr，不出 Traceback：输入不对（参数、ID、文件、目录）退出码 2，
+    程序自己的缺陷退出码 3，Ctrl+C 130；check 发现问题时退出码 1。
+
+关键洞察：库模块只返回数据、只抛带中文说明的错误；打印和退出码只在这里——所以每个命令说话的方式都一样。
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import sys
+import time
+import unicodedata
+from typing import Callable, Dict, List, Optional
+
+import s11_import
+from s11_format import SessionError, SessionNotFound
+from s11_session import SessionStore, demo_tree_branching
+from s11_spaces import SpaceError, Spaces, count_sessions, last_activity
+from s11_text import describe_os_error, human_size, printable
+from s11_tree import content_text
+
+log = logging.getLogger(__name__)
+
+DEFAULT_STORE_DIR = "sessions"
+DEFAULT_CLASS_DIR = "gradio_sessions"
+EXIT_PROBLEMS, EXIT_BAD_INPUT, EXIT_BUG, EXIT_INTERRUPTED = 1, 2, 3, 130
+
+
+def say(text: str = "") -> None:
+    """标准输出：多行的文字保留换行，其余一律 printable()。"""
+    print(printable(text, keep_newlines=True))
+
+
+def complain(text: str) -> None:
+    print(f"错误：{printable(text, keep_newlines=True)}", file=sys.stderr)
+
+
+# ── 会话仓库 ──────────────────────────────────────────────────────────────────────────────
+def store_of(args) -> SessionStore:
+    return SessionStore(args.dir or DEFAULT_STORE_DIR)
+
+
+def cmd_demo(args) -> int:
+    store = store_of(args)
+    result = demo_tree_branching(store)
+    say(f"会话文件已写入 {store.storage_dir}/\n")
+    say(store.render_tree(result["main_id"]) + "\n")
+    say(result["export_md"])
+    return 0
+
+
+def cmd_tree(args) -> int:
+    say(store_of(args).render_tree(args.session_id))
+    return 0
+
+
+def cmd_show(args) -> int:
+    store = store_of(args)
+    node = store.load(args.session_id)
+    if node is None:
+        raise SessionNotFound(f"未找到会话: {args.session_id}")
+    say(" → ".join(f"{printable(s['title'])} [{s['session_id']}]" for s in store.lineage(args.session_id)))
+    for number, message in enumerate(node.messages, 1):
+        say(f"{number:>4}. {printable(message['role'])}: {printable(content_text(message.get('content'))[:100])}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    store = store_of(args)
+    if store.load(args.session_id) is None:
+        raise SessionNotFound(f"未找到会话: {args.session_id}")
+    export = store.export_html if args.html else store.export_markdown
+    say(export(args.session_id, redact=not args.no_redact))
+    return 0
+
+
+def cmd_check(args) -> int:
+    problems = store_of(args).check()
+    for problem in problems:
+        say(f"[{problem.kind}] {printable(problem.path)}\n    {printable(problem.detail)}")
+    say(f"共 {len(problems)} 个问题" if problems else "✅ 仓库完好，没有发现问题")
+    return EXIT_PROBLEMS if problems else 0
+
+
+def cmd_import(args) -> int:
+    """每个文件：打印导入后的树和报告；有文件失败时退出码 2，成功导入的照样留在仓库里。"""
+    store = store_of(args)
+    files, problems = s11_import.find_transcripts(list(args.paths))
+    for problem in problems:
+        complain(problem)
+    status = EXIT_BAD_INPUT if problems else 0
+    for path in files:
+        try:
+            report = s11_import.import_file(path, store)
+        except SessionError as exc:
+            complain(str(exc))
+            status = EXIT_BAD_INPUT
+            continue
+        except OSError as exc:
+            complain(describe_os_error(exc))
+            status = EXIT_BAD_INPUT
+            continue
+        for root in report.root_ids:
+            say(store.render_tree(root))
+        say(report.describe() + "\n")
+    return status
+
+
+def cmd_empty_trash(args) -> int:
+    say(f"🧹 回收站已清空：删除了 {store_of(args).empty_trash()} 个文件")
+    return 0
+
+
+# ── 课后：学生空间 ─────────────────────────────────────────────────────────────────────────
+def spaces_of(args) -> Spaces:
+    folder = args.dir or DEFAULT_CLASS_DIR
+    if not os.path.isdir(folder):
+        raise SpaceError(f"会话目录 {folder} 不存在（用 --dir 指定工作台的 --sessions-dir）")
+    return Spaces(folder)
+
+
+def display_width(text: str) -> int:
+    """终端里的宽度：汉字、全角字符占两格。"""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def columns(cells: List[str], widths: List[int]) -> str:
+    """按显示宽度对齐：第一列左对齐，其余右对齐。"""
+    first, *rest = [printable(cell) for cell in cells]
+    line = first + " " * (widths[0] - display_width(first))
+    return line + "".join(" " * (width - display_width(cell)) + cell for cell, width in zip(rest, widths[1:]))
+
+
+def when(epoch: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch)) if epoch else "—"
+
+
+def cmd_class_list(args) -> int:
+    spaces = spaces_of(args)
+    rows = spaces.list_spaces(spaces.teacher_secret)
+    if not rows:
+        say("还没有任何学生空间")
+        return 0
+    widths = [18, 8, 12, 20]
+    say(columns(["空间", "会话数", "大小", "最后活动"], widths))
+    for row in rows:
+        say(columns([row["space_id"], str(row["sessions"]), human_size(row["bytes"]), when(row["last_activity"])],
+                    widths))
+    say(f"共 {len(rows)} 个空间；书架上有 {count_sessions(spaces.shelf_dir)} 个会话")
+    return 0
+
+
+def cmd_class_show(args) -> int:
+    spaces = spaces_of(args)
+    space = spaces.view(spaces.teacher_secret, args.space_id)
+    count, used = space.usage()
+    say(f"空间 {space.space_id}：{count} 个会话，{human_size(used)}，最后活动 {when(last_activity(space.folder))}")
+    say(space.store.render_tree())
+    return 0
+
+
+def cmd_class_remove_idle(args) -> int:
+    if not args.hours >= 0:
+        raise SpaceError(f"--hours {args.hours} 无效：应是不小于 0 的小时数")
+    spaces = spaces_of(args)
+    moved = spaces.remove_idle(args.hours * 3600)
+    for space_id in moved:
+        say(f"已移入回收站：{space_id}")
+    say(f"共移走 {len(moved)} 个闲置超过 {args.hours:g} 小时的空间（在 {spaces.trash_dir}，"
+        "确认无误后运行 class empty-trash 彻底删除）" if moved else f"没有闲置超过 {args.hours:g} 小时的空间")
+    return 0
+
+
+def cmd_class_empty_trash(args) -> int:
+    removed = spaces_of(args).empty_trash()
+    say(f"已彻底删除回收站里的 {removed} 个空间" if removed else "空间回收站是空的")
+    return 0
+
+
+COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {
+    "demo": cmd_demo, "tree": cmd_tree, "show": cmd_show, "export": cmd_export, "check": cmd_check,
+    "import": cmd_import, "empty-trash": cmd_empty_trash,
+    "class list": cmd_class_list, "class show": cmd_class_show, "class remove-idle": cmd_class_remove_idle,
+    "class empty-trash": cmd_class_empty_trash,
+}
+
+
+# ── 参数：argparse，错误改说中文 ─────────────────────────────────────────────────────────────
+class BadArguments(Exception):
+    """命令行参数不对（由 ChineseParser.error 抛出，main 把它变成一句中文和退出码 2）。"""
+
+
+_ARGPARSE_ERRORS = [   # argparse 自己的英文错误 → 中文（其余的原样附在后面）
+    (re.compile(r"the following arguments are required: (.+)"), r"缺少参数：\1"),
+    (re.compile(r"unrecognized arguments: (.+)"), r"不认识的参数：\1"),
+    (re.compile(r"argument (\S+): invalid choice: (.+?) \(choose from (.+)\)"), r"\1 不认识 \2，可选：\3"),
+    (re.compile(r"argument (\S+): invalid (\w+) value: (.+)"),
+     lambda m: f"{m.group(1)} 的值 {m.group(3)} 不是{_TYPE_NAMES.get(m.group(2), m.group(2))}"),
+    (re.compile(r"argument (\S+): expected one argument"), r"\1 后面要跟一个值"),
+]
+
+
+_TYPE_NAMES = {"float": "数字", "int": "整数"}
+_HEADINGS = {"usage: ": "用法：", "options:": "选项：", "positional arguments:": "参数："}
+
+
+class ChineseParser(argparse.ArgumentParser):
+    def format_help(self) -> str:
+        text = super().format_help()
+        for english, chinese in _HEADINGS.items():
+            text = text.replace(english, chinese)
+        return text
+
+    def format_usage(self) -> str:
+        return super().format_usage().replace("usage: ", "用法：")
+
+    def error(self, message: str):
+        for pattern, chinese in _ARGPARSE_ERRORS:
+            if pattern.fullmatch(message):
+                message = pattern.sub(chinese, message)
+                break
+        raise BadArguments(f"{message}（用 -h 查看用法）")
+
+
+def _subcommand(sub, name: str, help_text: str, command: str) -> argparse.ArgumentParser:
+    parser = sub.add_parser(name, help=help_text, description=help_text, add_help=False)
+    parser.add_argument("-h", "--help", action="help", help="显示这条子命令的用法")
+    parser.set_defaults(command=command)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = ChineseParser(prog="python code/s11_cli.py", add_help=False,
+                           description="8.11 会话持久化与多分支：仓库工具、导入真实记录、课后管理学生空间")
+    parser.add_argument("-h", "--help", action="help", help="显示用法")
+    parser.add_argument("--dir", help=f"会话目录（仓库命令默认 ./{DEFAULT_STORE_DIR}，class 命令默认 ./{DEFAULT_CLASS_DIR}）")
+    sub = parser.add_subparsers(title="子命令", metavar="命令", parser_class=ChineseParser)
+    _subcommand(sub, "demo", "运行主会话 → 双分支 → 恢复 → 导出", "demo")
+    _subcommand(sub, "tree", "打印会话树", "tree").add_argument("session_id", nargs="?", metavar="ID")
+    _subcommand(sub, "show", "打印一个会话的消息", "show").add_argument("session_id", metavar="ID")
+    export = _subcommand(sub, "export", "导出一个会话（默认 Markdown，已脱敏）", "export")
+    export.add_argument("session_id", metavar="ID")
+    export.add_argument("--html", action="store_true", help="导出单个离线 HTML 页面")
+    export.add_argument("--no-redact", action="store_true", help="不脱敏（仅限自己查看）")
+    _subcommand(sub, "check", "检查坏文件、读不了的条目、新版本文件、父节点缺失、残留临时文件", "check")
+    _subcommand(sub, "import", "导入 Claude Code / Pi 的会话记录（文件或文件夹）", "import").add_argument(
+        "paths", nargs="+", metavar="PATH")
+    _subcommand(sub, "empty-trash", "清空回收站（被删会话的副本全部真正删除）", "empty-trash")
+    classroom = _subcommand(sub, "class", "课后管理学生空间（--dir 是工作台的 --sessions-dir）", "class")
+    rooms = classroom.add_subparsers(title="class 的子命令", metavar="命令", parser_class=ChineseParser)
+    _subcommand(rooms, "list", "所有空间：会话数、大小、最后活动", "class list")
+    _subcommand(rooms, "show", "一个空间的会话树", "class show").add_argument("space_id", metavar="SPACE")
+    idle = _subcommand(rooms, "remove-idle", "把闲置超过 N 小时的空间移进 spaces-trash/", "class remove-idle")
+    idle.add_argument("--hours", type=float, required=True, help="闲置多少小时")
+    _subcommand(rooms, "empty-trash", "彻底删除 spaces-trash/ 里的空间", "class empty-trash")
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        command = getattr(args, "command", None)
+        if command is None or command == "class":
+            raise BadArguments("缺少子命令（用 -h 查看用法）")
+        return COMMANDS[command](args)
+    except BadArguments as exc:
+        message = str(exc)
+    except SessionError as exc:
+        message = str(exc)
+    except OSError as exc:
+        message = describe_os_error(exc)
+    except KeyboardInterrupt:
+        print("已中断", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:   # 最后一道防线：读者看到的是一句中文，不是 Traceback
+        log.debug("命令行内部错误", exc_info=True)
+        print(f"内部错误（{type(exc).__name__}）：这是程序的缺陷，请把命令和这句话报告给维护者", file=sys.stderr)
+        return EXIT_BUG
+    complain(message)
+    return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,274 @@
+"""s11_format.py — 会话文件的格式：版本与迁移、ID 与消息检查、字节 ⇄ 字典、错误家族
+
+一个会话节点 = 一个 JSON 文件（version 3，第 8.11 节的打印代码也能读：它只取自己认识的键）::
+
+    {"version": 3, "revision": 3, "session_id": "0994dd416b46", "title": "...", "parent_id": "5d38f60f4c00",
+     "messages": [{"role": "user", "content": "..."}], "created_at": "2026-08-25 18:46:40",
+     "fork_point": 5, "workspace": null, "source": null, "created_ns": 1787654000123456789}
+
+    字典 ──► encode_session() ──► UTF-8 字节（indent=2，version 与 revision 在最前）──► s11_storage 原子写入
+    字节 ──► decode_session() ──► migrate()：1 → 2 → 3，一步一个函数 ──► _check_fields() ──► 字典
+
+关键洞察：文件格式是和“明天的自己”签的合同——先写明版本，读的时候一步步升级，
+看不懂的（更新的版本、坏掉的字节）一律拒绝并保持原样，绝不猜。
+
+保证：
+  * 没有 "version" 的文件是章节原版格式（version 1），经 MIGRATIONS 升级；version 比 FORMAT_VERSION 新的
+    文件抛 UnsupportedVersion，文件保持原样。
+  * 读回来的就是存进去的：孤立代理项（半个 emoji）写成 \\udXXX 转义；嵌套超过 MAX_NESTING 层的消息在保存时
+    拒绝（InvalidMessage，写明会话和第几条消息），因为它在较深的调用栈里会读不回来。
+  * ID 在拼任何路径之前检查（validate_session_id）：'../x'、'a/b'、''、'CON' 一律 InvalidSessionId。
+  * 所有错误都是 ValueError 的子类，消息里写明会话 ID 或文件名。
+
+本模块只依赖标准库和 s11_storage / s11_text（都在它之下）。
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from typing import Any, Dict, List, NamedTuple
+
+from s11_storage import NotRegularFile, read_regular_file
+from s11_text import describe_os_error, printable
+
+__all__ = ["FORMAT_VERSION", "MIGRATIONS", "migrate", "validate_session_id", "validate_messages", "check_nesting",
+           "encode_session", "decode_session", "read_session_file", "SessionFile", "is_session_name",
+           "MAX_ID_LENGTH", "MAX_NESTING", "ID_CHARS",
+           "SessionError", "InvalidSessionId", "InvalidMessage", "CorruptSession", "UnreadableSession",
+           "UnsupportedVersion", "ConflictError", "SessionNotFound"]
+
+FORMAT_VERSION = 3
+MAX_ID_LENGTH = 64
+MAX_NESTING = 100          # 一条消息内部最多嵌套几层列表 / 字典（JSON 解析器在深调用栈里会先耗尽递归）
+ID_CHARS = "A-Za-z0-9_-"   # 会话 ID 只用这些字符：放进文件名、链接、mermaid 都安全
+_ID_PATTERN = re.compile(rf"[{ID_CHARS}]{{1,{MAX_ID_LENGTH}}}")
+_WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)), *(f"LPT{i}" for i in range(10))}
+
+
+# ── 错误：都是 ValueError 的子类，消息里写明会话 ID 或文件名 ─────────────────────────────
+class SessionError(ValueError):
+    """仓库所有错误的基类。"""
+
+
+class InvalidSessionId(SessionError):
+    """会话 ID 不能安全地变成文件名（如 "../x"）。什么都没有读写。"""
+
+
+class InvalidMessage(SessionError):
+    """节点内容不合法（messages 不是消息列表、标题不是字符串、嵌套太深……）。旧文件一个字节都不变。"""
+
+
+class CorruptSession(SessionError):
+    """文件存在但读不出来：被截断、不是 JSON、字段类型不对。文件保持原样。"""
+
+
+class UnreadableSession(CorruptSession):
+    """名字像会话文件，却打不开：没有权限，或者是目录、FIFO、套接字、符号链接。原样保留。"""
+
+
+class UnsupportedVersion(SessionError):
+    """文件来自更新版本的程序：拒绝读写，以免丢掉看不懂的字段。文件保持原样。"""
+
+
+class ConflictError(SessionError):
+    """别人在你读入之后保存过同一会话；重新 load() 再追加。磁盘上是别人那一版，一个字节都不变。"""
+
+
+class SessionNotFound(SessionError):
+    """要分叉 / 恢复 / 导出的会话不存在（load() 本身按章节约定返回 None）。"""
+
+
+# ── 📛 ID 检查：ID 会变成文件名，所以在拼任何路径之前先检查 ──────────────────────────────────
+def validate_session_id(session_id: Any) -> str:
+    """'5d38f60f4c00' 通过，'../x'、'a/b'、''、'CON' 抛 InvalidSessionId。"""
+    if not isinstance(session_id, str) or not _ID_PATTERN.fullmatch(session_id):
+        shown = printable(repr(session_id)[:80])
+        raise InvalidSessionId(f"非法会话 ID {shown}：只允许 1–{MAX_ID_LENGTH} 个字母、数字、- 或 _")
+    if session_id.upper() in _WINDOWS_RESERVED:
+        raise InvalidSessionId(f"非法会话 ID {session_id!r}：这是 Windows 保留的设备名")
+    return session_id
+
+
+def is_session_name(fname: str) -> bool:
+    """目录里哪些名字是会话文件：'<id>.json'，不以点开头（.lock、.x.json.tmp 是仓库自己的）。"""
+    return fname.endswith(".json") and not fname.startswith(".")
+
+
+# ── ✉️ 消息检查：存进去的必须能原样读回来 ───────────────────────────────────────────────────
+def validate_messages(messages: Any, where: str = "") -> None:
+    """messages 必须是 [{"role": 非空字符串, "content": 字符串 | 内容块列表 | None}, ...]。"""
+    if not isinstance(messages, list):
+        raise InvalidMessage(f"{where}messages 必须是列表，收到 {type(messages).__name__}")
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict):
+            raise InvalidMessage(f"{where}第 {i + 1} 条消息必须是字典，收到 {type(msg).__name__}")
+        role = msg.get("role")
+        if not isinstance(role, str) or not role.strip():
+            raise InvalidMessage(f"{where}第 {i + 1} 条消息缺少非空字符串 role")
+        if "content" not in msg:
+            raise InvalidMessage(f"{where}第 {i + 1} 条消息缺少 content 键")
+        content = msg["content"]
+        if not (content is None or isinstance(content, str) or
+                (isinstance(content, list) and all(isinstance(b, dict) for b in content))):
+            raise InvalidMessage(f"{where}第 {i + 1} 条消息的 content 必须是字符串、内容块（字典）列表或 null")
+
+
+_TOO_DEEP_LINE = b"\n" + b" " * (2 * (MAX_NESTING + 3))
+
+
+def check_nesting(raw: bytes, messages: List[Dict[str, Any]], where: str = "") -> None:
+    """保存的 JSON 里嵌套超过 MAX_NESTING 层就拒绝：这样的文件今天存得下，明天在更深的调用栈里就读不回来。
+
+    文件用 indent=2 写，字符串里的换行都被转义成 \\n，所以一行的缩进就是它的嵌套层数：消息的键缩进 6 格，
+    算第 1 层（{"role": "user", "content": "hi"}）；内容块的键算第 3 层。在字节里找一行缩进超过上限的，
+    10 MB 约 1 毫秒；找到了才逐条消息确认是哪一条。"""
+    if _TOO_DEEP_LINE not in raw:
+        return
+    alone = _TOO_DEEP_LINE.decode()[:-4]   # 单独编码一条消息时，它的键缩进 2 格而不是 6 格
+    number = next((i for i, message in enumerate(messages, 1) if alone in _dumps_alone(message)), 0)
+    what = f"第 {number} 条消息" if number else "工作区快照或 source"
+    raise InvalidMessage(f"{where}{what}嵌套超过 {MAX_NESTING} 层，存下来会读不回来")
+
+
+def _dumps_alone(message: Dict[str, Any]) -> str:
+    try:
+        return json.dumps(message, indent=2)
+    except RecursionError:
+        return "\n" + " " * (2 * (MAX_NESTING + 1))   # 深到编码器都放弃了：当然超过上限
+
+
+# ── 🔢 版本迁移：旧格式的字典 → 新格式的字典，一步一个函数 ──────────────────────────────────────
+def _v1_to_v2(data: Dict[str, Any]) -> Dict[str, Any]:
+    """章节原版文件没有 version / revision / fork_point：补上默认值。"""
+    return {**data, "version": 2, "revision": data.get("revision", 0),
+            "fork_point": data.get("fork_point"), "created_ns": data.get("created_ns", 0)}
+
+
+def _v2_to_v3(data: Dict[str, Any]) -> Dict[str, Any]:
+    """version 3 记录节点从哪里导入（source）；以前的节点都是手写的。"""
+    return {**data, "version": 3, "source": data.get("source")}
+
+
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}   # 从版本 N 升到 N+1；加字段时在这里加一行
+
+
+def migrate(data: Dict[str, Any], source: str = "") -> Dict[str, Any]:
+    """把任意旧版本的字典升级到 FORMAT_VERSION；更新的版本抛 UnsupportedVersion。"""
+    version = data.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise CorruptSession(f"{source}：version 字段无效 {printable(repr(version)[:40])}")
+    if version > FORMAT_VERSION:
+        raise UnsupportedVersion(f"{source} 是 version {version} 的文件，本程序只认识到 version "
+                                 f"{FORMAT_VERSION}；请升级程序，文件保持原样")
+    while version < FORMAT_VERSION:
+        data = MIGRATIONS[version](data)
+        version += 1
+    return data
+
+
+def _check_fields(data: Any, path: str) -> None:
+    """文件能解析成 JSON 还不够：字段类型也得对，否则按损坏处理。"""
+    if not isinstance(data, dict):
+        raise CorruptSession(f"{path}：顶层不是 JSON 对象")
+    try:
+        validate_session_id(data.get("session_id"))
+        if data.get("parent_id") is not None:
+            validate_session_id(data["parent_id"])
+        validate_messages(data.get("messages", []))
+    except SessionError as exc:
+        raise CorruptSession(f"{path}：{exc}") from None
+    fork_point = data.get("fork_point")
+    checks = {"title": isinstance(data.get("title", ""), str),
+              "created_at": isinstance(data.get("created_at") or "", str),
+              "revision": type(data.get("revision", 0)) is int,
+              "created_ns": type(data.get("created_ns", 0)) is int,
+              "workspace": data.get("workspace") is None or isinstance(data["workspace"], dict),
+              "source": data.get("source") is None or isinstance(data["source"], dict),
+              "fork_point": fork_point is None or (type(fork_point) is int and
+                                                   0 <= fork_point <= len(data.get("messages", [])))}
+    bad = [name for name, ok in checks.items() if not ok]
+    if bad:
+        raise CorruptSession(f"{path}：字段类型或取值不对：{', '.join(bad)}")
+
+
+# ── 📦 编码与解码：字节 ⇄ 字典 ────────────────────────────────────────────────────────────────
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encode_session(payload: Dict[str, Any], session_id: str) -> bytes:
+    """字典 → UTF-8 字节，并确认它能原样读回来：
+
+    * 孤立代理项（半个 emoji，真实记录里见过）写成 \\udXXX 转义：{"t": "cut \\ud83d"} 读回来仍是 "cut \\ud83d"；
+    * 嵌套太深（check_nesting）或含有 JSON 存不了的值时抛 InvalidMessage，写明会话和第几条消息。"""
+    where = f"会话 {session_id} 的"
+    try:
+        text = json.dumps(payload, ensure_ascii=False, indent=2)
+    except RecursionError:
+        raw = _TOO_DEEP_LINE     # 编码器都递归不下去了：交给 check_nesting 说明是哪条
+    except (TypeError, ValueError):
+        number = _first_unencodable(payload.get("messages", []))
+        what = f"第 {number} 条消息" if number else "标题、工作区快照或 source"
+        raise InvalidMessage(f"{where}{what}含有无法存成 JSON 的值") from None
+    else:
+        try:
+            raw = text.encode("utf-8")
+        except UnicodeEncodeError:   # JSON 的结构字符都是 ASCII，代理项只可能在字符串里：原地换成转义
+            raw = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+    check_nesting(raw, payload.get("messages", []), where)
+    return raw
+
+
+def _first_unencodable(messages: List[Any]) -> int:
+    for number, message in enumerate(messages, 1):
+        try:
+            json.dumps(message)
+        except (TypeError, ValueError, RecursionError):
+            return number
+    return 0
+
+
+def decode_session(raw: bytes, path: str) -> Dict[str, Any]:
+    """UTF-8 字节 → 升级到当前版本、字段检查过的字典；读不懂一律 CorruptSession（文件不动）。"""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CorruptSession(f"会话文件已损坏：{path}：第 {exc.start + 1} 个字节起不是 UTF-8 文本") from None
+    except json.JSONDecodeError as exc:
+        raise CorruptSession(f"会话文件已损坏（可能写入被中断）：{path}：第 {exc.lineno} 行第 {exc.colno} 列"
+                             f"无法按 JSON 解析") from None
+    except RecursionError:
+        raise CorruptSession(f"会话文件已损坏：{path}：嵌套层数太深，无法解析") from None
+    except ValueError:   # 比如上万位的整数
+        raise CorruptSession(f"会话文件已损坏：{path}：含有无法解析的数值") from None
+    if isinstance(data, dict):
+        data = migrate(data, path)
+    _check_fields(data, path)
+    return data
+
+
+class SessionFile(NamedTuple):
+    """读一次会话文件得到的全部：升级后的内容、当时的 fstat、字节的 sha256。"""
+    data: Dict[str, Any]
+    info: os.stat_result
+    digest: bytes
+
+
+def read_session_file(path: str) -> SessionFile:
+    """读一个会话文件（只读普通文件，见 s11_storage.read_regular_file）；不存在抛 FileNotFoundError。"""
+    try:
+        raw, info = read_regular_file(path)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise unreadable(path, exc) from None
+    return SessionFile(decode_session(raw, path), info, hashlib.sha256(raw).digest())
+
+
+def unreadable(path: str, exc: OSError) -> UnreadableSession:
+    """打不开的条目 → UnreadableSession，说明它是什么（符号链接、FIFO……）或哪个系统错误。"""
+    if isinstance(exc, NotRegularFile):
+        return UnreadableSession(f"{path} 不是会话文件：它是{exc.kind}；仓库不打开、不覆盖它，请手动处理")
+    return UnreadableSession(f"无法读取会话文件 {describe_os_error(exc)}")

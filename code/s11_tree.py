@@ -1,0 +1,163 @@
+"""s11_tree.py — 从会话摘要算出会话树：一个遍历，命令行、8.11 标签页和会话树浏览器共用
+
+    list_sessions() 的摘要 ──► Forest(summaries)        by_id、kids（按创建先后）、roots
+                                 │
+                                 ├─ walk(forest, root)   先序遍历，显式栈：Step(节点, 深度, 是否最后一个孩子)
+                                 └─ branch_prefixes()    Step → '│   ├── ' 这样的前缀（两种画法，缩进有上限）
+
+    修复登录服务内存泄漏 [5d38f60f4c00] 5 条
+    ├── 修复登录服务内存泄漏 · 分支 [4d67e2e6b66c] 7 条（自第 5 条分叉，+2：方案 A…）
+    └── 修复登录服务内存泄漏 · 分支 [0994dd416b46] 9 条（自第 5 条分叉，+4：方案 B…）
+
+关键洞察：树只存在于 parent_id 里；把“找孩子、走一遍、画前缀”各写一次，三个页面画出的是同一棵树。
+
+保证：父节点已删除（或读不了）的分支自成一棵树；人为改坏的 parent_id 环不会让遍历停不下来；
+几千层的分叉链不爆递归，缩进最多 MAX_INDENT 层（更深的节点在行首标出层数），所以每行的长度有上限。
+本模块只依赖标准库和 s11_text。
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional
+
+from s11_text import printable, shorten
+
+__all__ = ["Forest", "Step", "walk", "branch_prefixes", "root_of", "creation_order", "CLI_STYLE", "PAGE_STYLE",
+           "MAX_INDENT", "render_text", "describe", "first_added", "content_text"]
+
+MAX_INDENT = 16        # 最多缩进几层；更深的节点标出层数，不再加宽
+MAX_TITLE_SHOWN = 60   # 文字树里一个标题最多显示几个字
+FIRST_ADDED_CHARS = 24
+
+
+def creation_order(summary: Dict[str, Any]) -> tuple:
+    """摘要的创建先后：created_at 只精确到秒，同一秒里的靠 created_ns，再靠 ID 稳定下来。"""
+    return summary.get("created_at") or "", summary.get("created_ns", 0), summary["session_id"]
+
+
+class Forest:
+    """一组摘要（每个至少有 session_id / parent_id / created_at）组成的森林。
+
+    kids[None] 是根：parent_id 为 None，或父节点不在这组摘要里（已删除）的节点。孩子按创建先后排好。"""
+
+    def __init__(self, summaries: List[Dict[str, Any]]):
+        self.by_id: Dict[str, Dict[str, Any]] = {s["session_id"]: s for s in summaries}
+        self.in_order = sorted(self.by_id.values(), key=creation_order)
+        self.kids: Dict[Optional[str], List[Dict[str, Any]]] = {}
+        for summary in self.in_order:
+            parent = summary.get("parent_id")
+            self.kids.setdefault(parent if parent in self.by_id else None, []).append(summary)
+
+    def roots(self) -> List[Dict[str, Any]]:
+        """根在前；人为改坏的 parent_id 环里没有根，环上的节点排在后面各自补作起点（walk 会跳过已走过的）。"""
+        return self.kids.get(None, []) + self.in_order
+
+    def children(self, session_id: str) -> List[Dict[str, Any]]:
+        return self.kids.get(session_id, [])
+
+
+class Step(NamedTuple):
+    """遍历的一步：node 是摘要，depth 从 0（根）数起，last 说明它是不是父节点的最后一个孩子。"""
+    node: Dict[str, Any]
+    depth: int
+    last: bool
+
+
+def walk(forest: Forest, root_id: Optional[str] = None) -> Iterator[Step]:
+    """先序遍历（父在子前，兄弟按创建先后）：root_id 这棵子树；不给 root_id 就走整个森林。
+
+    显式栈，不递归；每个节点只出现一次（seen 挡住改坏的环）。"""
+    seen: set = set()
+    starts = [forest.by_id[root_id]] if root_id is not None else forest.roots()
+    for start in starts:
+        if start["session_id"] in seen:
+            continue
+        stack = [Step(start, 0, True)]
+        while stack:
+            step = stack.pop()
+            if step.node["session_id"] in seen:
+                continue
+            seen.add(step.node["session_id"])
+            yield step
+            children = forest.children(step.node["session_id"])
+            for index in range(len(children) - 1, -1, -1):
+                stack.append(Step(children[index], step.depth + 1, index == len(children) - 1))
+
+
+class Style(NamedTuple):
+    """一种画法：分支记号（不是 / 是最后一个孩子）和它下面那一列的续线（还有 / 没有更多兄弟）。"""
+    branch: str
+    last_branch: str
+    more: str
+    no_more: str
+
+
+CLI_STYLE = Style("├── ", "└── ", "│   ", "    ")
+# 页面上（单选框、列表）的标签是 HTML 文本，普通空格会被折叠：用不换行空格
+PAGE_STYLE = Style("├─ ", "└─ ", "│\u00a0\u00a0", "\u00a0\u00a0\u00a0")
+
+
+def branch_prefixes(steps: Iterator[Step], style: Style = CLI_STYLE,
+                    max_indent: int = MAX_INDENT) -> Iterator[tuple]:
+    """给 walk() 的每一步配上前缀：(Step, '│   ├── ')。根的前缀是空串。
+
+    只记住每一层“下面还有没有兄弟”（与深度成正比的状态），所以 5,000 层的链也是线性的；
+    深度超过 max_indent 的节点不再加宽，改在前缀里写 '…（第 N 层）'。"""
+    more: List[bool] = []   # more[i]：第 i+1 层的祖先后面还有兄弟
+    for step in steps:
+        del more[max(step.depth - 1, 0):]
+        if step.depth == 0:
+            yield step, ""
+        else:
+            shown = more[:max_indent]
+            indent = "".join(style.more if flag else style.no_more for flag in shown)
+            marker = f"…（第 {step.depth} 层）" if step.depth > max_indent else ""
+            yield step, indent + marker + (style.last_branch if step.last else style.branch)
+        more.append(not step.last)
+
+
+def root_of(session_id: str, by_id: Dict[str, Dict[str, Any]]) -> str:
+    """沿 parent_id 走到这棵树的根（父节点不在 by_id 里就停；人为改坏的环也会停下）。"""
+    seen, current = set(), session_id
+    while current not in seen and by_id.get(current, {}).get("parent_id") in by_id:
+        seen.add(current)
+        current = by_id[current]["parent_id"]
+    return current
+
+
+# ── 摘要里“这个分支做了什么” ───────────────────────────────────────────────────────────────────
+def content_text(content: Any) -> str:
+    """消息内容的纯文字（压成一行）：字符串原样；内容块取 text / name / type。
+
+    [{"type": "text", "text": "方案 A"}, {"type": "tool_use", "name": "Bash"}] -> '方案 A Bash'
+    """
+    if isinstance(content, list):
+        content = " ".join(str(b.get("text") or b.get("name") or b.get("type", "")) for b in content
+                           if isinstance(b, dict))
+    return " ".join(str(content or "").split())
+
+
+def first_added(messages: List[Dict[str, Any]], fork_point: Optional[int]) -> str:
+    """分支新增的第一条消息的前 FIRST_ADDED_CHARS 个字（根会话、没有新增时为空串）。"""
+    if not fork_point or fork_point >= len(messages):
+        return ""
+    text = content_text(messages[fork_point].get("content"))
+    return text[:FIRST_ADDED_CHARS] + ("…" if len(text) > FIRST_ADDED_CHARS else "")
+
+
+# ── 文字树（命令行、体检报告）──────────────────────────────────────────────────────────────────
+def describe(summary: Dict[str, Any]) -> str:
+    """'标题 [id] 7 条（自第 5 条分叉，+2：方案 A…）'；标题和新增内容都经过 printable()。"""
+    title = shorten(printable(summary["title"]), MAX_TITLE_SHOWN)
+    text = f"{title} [{summary['session_id']}] {summary['message_count']} 条"
+    if summary.get("fork_point") is not None:
+        added = summary["message_count"] - summary["fork_point"]
+        text += f"（自第 {summary['fork_point']} 条分叉，+{added}"
+        text += f"：{printable(summary['first_added'])}）" if summary.get("first_added") else "）"
+    return text
+
+
+def render_text(forest: Forest, root_id: Optional[str] = None) -> str:
+    """整个森林（或 root_id 这棵子树）的文字图，每个节点一行、几百个字以内；没有会话时写明。"""
+    lines = [prefix + describe(step.node) for step, prefix in branch_prefixes(walk(forest, root_id))]
+    return "\n".join(lines) if lines else "（还没有会话）"
