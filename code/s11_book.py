@@ -8,10 +8,15 @@
 Key insight: 读者会照抄印在书上的代码，所以实验室（s11_lab.py）和测试都拿这份原版当对照组——
 它的每个缺陷都是真的，不能"顺手修好"。
 
-Copied from chapter 8.11 ("1️⃣ 树节点 SessionNode", "2️⃣ 会话仓库 SessionStore" and "3️⃣ 分叉与导出");
-only the missing imports, ROLE_ICONS and `_path` (which the chapter uses but does not print) are added.
-Do not "fix" it: the tests and the lab need the chapter's real behaviour, including its non-atomic save,
-its unchecked ids and its silent last-writer-wins. This is the one copy in the repository.
+照抄第 8.11 节的「1️⃣ 树节点 SessionNode」「2️⃣ 会话仓库 SessionStore」「3️⃣ 分叉与导出」和
+「🎬 实战演示」里的 demo_tree_branching；只补上书里用到却没印出来的 import、ROLE_ICONS 和 `_path`，
+以及文件末尾标明“不是书里的”几行 __main__：
+
+    python code/s11_book.py      书中原版跑一遍演示（写到 ./sessions_book/），打印三个会话和分支 B 的导出
+    python code/s11_session.py   本仓库跑同一个故事（写到 ./sessions/），打印会话树和导出
+
+不要“顺手修好”它：测试和实验室需要书中代码的真实行为——不是原子的保存、不检查的 ID、
+悄悄覆盖的后写者。这是仓库里唯一的一份。
 """
 
 import json
@@ -127,3 +132,46 @@ class SessionStore:
             os.remove(path)
             return True
         return False
+
+
+def demo_tree_branching(store: SessionStore) -> Dict[str, Any]:
+    """🎬 演示：创建主会话 → 模拟对话 → 分叉 2 个方案 → 恢复其一 → 导出 Markdown"""
+    main_id = store.create_session("修复登录服务内存泄漏", [
+        {"role": "system", "content": "你是一名资深 Python 后端工程师，负责诊断并修复 Web 服务内存泄漏。"},
+        {"role": "user", "content": "服务连续运行 3 天后，内存占用从 200MB 一路涨到 3GB，帮我定位根因。"},
+    ])
+    main = store.load(main_id)
+    main.messages.append({"role": "assistant", "content": "已初步检查日志：怀疑全局缓存未清理 + 长连接未释放，先深入阅读代码确认。"})
+    main.messages.append({"role": "user", "content": "我怀疑是 event_listener 注册表无限增长，帮忙重点排查。"})
+    main.messages.append({"role": "assistant", "content": "已 grep 全局注册表，定位到 cache_store 与 ws_pool 两处高度可疑的点。"})
+    store.save(main)  # 💾 中途存档，随时可断点续跑
+
+    branch_a = store.fork(main_id, [
+        {"role": "assistant", "content": "方案 A：为 cache_store 增加 LRU 容量上限，并注册定时清理任务。"},
+        {"role": "user", "content": "可以，按方案 A 继续实施。"},
+    ])
+    branch_b = store.fork(main_id, [
+        {"role": "assistant", "content": "方案 B：改用 WeakValueDictionary 弱引用缓存，让 GC 自动回收。"},
+        {"role": "user", "content": "先别改代码，我要先对比 A/B 两套方案的压测数据再拍板。"},
+    ])
+
+    resumed = store.load(branch_b.session_id)  # 📂 恢复分支 B（断点续跑）
+    resumed.messages.append({"role": "user", "content": "压测完成：方案 B 峰值内存更低、吞吐更稳，决定采用方案 B。"})
+    resumed.messages.append({"role": "assistant", "content": "✅ 已按弱引用方案完成重构，内存曲线回归平稳，问题闭环。"})
+    store.save(resumed)
+
+    return {"main_id": main_id, "branch_a_id": branch_a.session_id,
+            "branch_b_id": branch_b.session_id,
+            "export_md": store.export_markdown(resumed.session_id)}
+
+
+# ── 以下不是书里的代码：让 python code/s11_book.py 也能像 s11_session.py 一样跑一遍 ─────────────
+if __name__ == "__main__":
+    demo_store = SessionStore("sessions_book")
+    result = demo_tree_branching(demo_store)
+    print(f"会话文件已写入 {os.path.abspath(demo_store.storage_dir)}/\n")
+    for summary in demo_store.list_sessions():
+        parent = summary["parent_id"] or "无（根会话）"
+        print(f"{summary['title']} [{summary['session_id']}] {summary['message_count']} 条，父分支：{parent}")
+    print()
+    print(result["export_md"])

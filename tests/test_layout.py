@@ -1,0 +1,186 @@
+"""The house rules of the code layout, checked by reading the source with `ast` (nothing is imported).
+
+- imports flow one way, lowest first (LAYERS), with no cycle anywhere, packages included;
+- gradio is imported only by the *_tab modules and app.py;
+- no library module builds an argument parser: the one command line is code/s11_cli.py;
+- one home per idea: exactly one printable(), one table of OS errors, one tree walker;
+- code/ is a folder of lessons, not a package.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CODE = REPO / "code"
+
+# Lowest first. A module may import only modules of a lower layer (or, inside one package, its siblings).
+LAYERS = [
+    ["s11_text", "s11_redact", "s11_workspace", "s11_book"],
+    ["s11_storage"],
+    ["s11_format"],
+    ["s11_trash", "s11_tree", "s11_export"],
+    ["s11_session"],
+    ["s11_import"],
+    ["s11_workbench"],          # its gradio-free logic
+    ["s11_workbench.*_tab"],    # the layout modules: the only ones (with app.py) that import gradio
+    ["s11_cli"],
+    ["app"],
+]
+
+
+def module_files() -> dict[str, Path]:
+    found = {"app": REPO / "app.py"}
+    for path in sorted(CODE.rglob("*.py")):
+        parts = path.relative_to(CODE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = module_files()
+
+
+def layer_of(name: str) -> int:
+    top = name.split(".")[0]
+    for rank, group in enumerate(LAYERS):
+        for pattern in group:
+            if pattern.endswith("*_tab"):
+                if name.startswith(pattern.split(".")[0] + ".") and name.endswith("_tab"):
+                    return rank
+            elif pattern == name or (pattern == top and not name.endswith("_tab")):
+                return rank
+    raise AssertionError(f"{name} is in no layer of LAYERS: add it where it belongs")
+
+
+def our_imports(name: str, path: Path) -> set[str]:
+    """Every module of ours that `name` imports, anywhere in the file (lazy imports count too)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found.update(target for target in targets if target in MODULES and target != name)
+    return found
+
+
+GRAPH = {name: our_imports(name, path) for name, path in MODULES.items()}
+
+
+def test_there_is_no_code_package():
+    assert not (CODE / "__init__.py").exists(), "a package named `code` would shadow the standard `code` module"
+
+
+def test_every_module_has_a_layer():
+    for name in MODULES:
+        layer_of(name)
+
+
+def test_imports_flow_from_higher_layers_to_lower_ones_only():
+    wrong = []
+    for name, targets in GRAPH.items():
+        for target in targets:
+            same_package = "." in name and target.split(".")[0] == name.split(".")[0]
+            if layer_of(target) > layer_of(name) or (layer_of(target) == layer_of(name) and not same_package):
+                wrong.append(f"{name} (layer {layer_of(name)}) imports {target} (layer {layer_of(target)})")
+    assert wrong == []
+
+
+def test_there_is_no_import_cycle():
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(start: str) -> None:   # iterative DFS: white 0 / grey 1 / black 2
+        stack = [(start, iter(sorted(GRAPH[start])))]
+        path = [start]
+        state[start] = 1
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+            elif state.get(child, 0) == 1:
+                cycles.append(" -> ".join(path[path.index(child):] + [child]))
+            elif state.get(child, 0) == 0:
+                state[child] = 1
+                stack.append((child, iter(sorted(GRAPH[child]))))
+                path.append(child)
+
+    for name in sorted(GRAPH):
+        if state.get(name, 0) == 0:
+            visit(name)
+    assert cycles == []
+
+
+def imports_named(path: Path, wanted: str) -> bool:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import) and any(alias.name.split(".")[0] == wanted for alias in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == wanted and not node.level:
+            return True
+    return False
+
+
+def test_only_tab_modules_and_app_import_gradio():
+    importers = sorted(name for name, path in MODULES.items() if imports_named(path, "gradio"))
+    assert importers and all(name == "app" or name.endswith("_tab") for name in importers), importers
+
+
+def test_only_the_command_line_and_app_build_an_argument_parser():
+    builders = sorted(name for name, path in MODULES.items() if imports_named(path, "argparse"))
+    assert set(builders) <= {"s11_cli", "app"}, builders
+
+
+def definitions(predicate) -> list[str]:
+    found = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if predicate(node):
+                found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def test_there_is_one_printable():
+    found = definitions(lambda node: isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and node.name.lstrip("_") == "printable")
+    assert len(found) == 1 and found[0].startswith("s11_text:"), found
+
+
+def is_os_error_table(node) -> bool:
+    """A dict (or a dict comprehension over pairs) keyed by errno codes or OSError subclasses, with Chinese text."""
+    if isinstance(node, ast.Dict):
+        keys = node.keys
+    elif isinstance(node, ast.Tuple) and all(isinstance(item, ast.Tuple) and len(item.elts) == 2 for item in node.elts):
+        keys = [item.elts[0] for item in node.elts]
+    else:
+        return False
+    errno_keys = [key for key in keys if isinstance(key, ast.Attribute) and isinstance(key.value, ast.Name)
+                  and key.value.id == "errno"
+                  or isinstance(key, ast.Call) and "errno" in ast.unparse(key)
+                  or isinstance(key, ast.Name) and key.id.endswith("Error") and key.id != "OSError"]
+    return len(errno_keys) >= 3
+
+
+def test_there_is_one_table_of_os_errors():
+    found = definitions(is_os_error_table)
+    assert len(found) == 1 and found[0].startswith("s11_text:"), found
+
+
+@pytest.mark.parametrize("walker", ["walk_tree", "_render_subtree", "_children_index", "root_of", "walk"])
+def test_the_tree_is_walked_in_one_place(walker):
+    found = definitions(lambda node: isinstance(node, ast.FunctionDef) and node.name == walker)
+    assert all(place.startswith("s11_tree:") for place in found), found
