@@ -9,7 +9,7 @@
                  带 ?teacher=<启动时打印的密钥> 打开时，教师密钥只记在服务器端的 gr.State 里。
     每个请求 ──> 处理函数拿 visitor 作输入，ctx.spaces.open(token) 重新验签（见 code/s11_spaces.py）。
 
-Key insight: 这里只是外壳。gradio 导入要 ~5 秒，所以先打印一句提示再导入；逻辑全在 code/ 里。
+关键洞察：这里只是外壳。gradio 导入要 ~5 秒，所以先打印一句提示再导入；逻辑全在 code/ 里。
 全程离线：主题只用系统字体，不加载 Google Fonts，关闭统计上报。
 """
 

@@ -1,31 +1,29 @@
 """s11_export — 把一个会话渲染成 Markdown，或一张离线可看的 HTML 页面（纯函数，不读写磁盘）。
 
-    session dict ──► _view(): redacted copy (s11_redact) + lineage path + counts + source facts
+    一个会话字典 ──► _view()：脱敏后的副本（s11_redact）+ 分支路径 + 脱敏计数 + 来源信息
                        │
                        ├─► message_parts(): text | thinking | tool_call | tool_output | image | unknown
                        └─► message_marks(): 🏷️ label · 🗜️ summary · ⚙️ meta · 🛰️ subagent · model · 🕒 time
                                  │
                  ┌───────────────┴───────────────┐
           markdown_chunks()                  html_chunks()
-          the chapter's export_markdown      <!doctype html>, CSP, no <script>, no URL,
-          layout; risky text → a fence       every string through html.escape()
+          章节 export_markdown 的版式；      <!doctype html>、CSP、没有 <script>、没有 URL，
+          可疑文本 → 装进代码围栏            每个字符串都过 html.escape()
                  │                                │
           render_markdown() = "".join        render_html() = "".join
 
-Key insight: 导出的是不可信文本——消息里的 ```、### 、<script> 或 ![](http://…) 不能改写文档结构，
+关键洞察：导出的是不可信文本——消息里的 ```、### 、<script> 或 ![](http://…) 不能改写文档结构，
 也不能让阅读器去外网取图：普通文本原样输出（与章节的 export_markdown 逐字节一致），
 可疑文本装进一个结尾由我们掌控的代码围栏。
 
-Guarantees: the input dicts are never mutated; with redact=True (the default) the title, every
-message string, the source facts and the lineage titles are masked; with redact=False the original
-text is kept verbatim. Every check is one linear scan (`in` / str.find, or a regex whose only loop is a
-single character class), and message text travels as its own chunk until the final join: a 200 MB
-session costs a few times what json.loads of it costs, and a caller can stream the chunks to a file.
+保证：传入的字典从不被修改；redact=True（默认）时，标题、消息里的每个字符串、来源信息和分支路径上的标题
+都会脱敏；redact=False 时原文逐字保留。每项检查都只是一次线性扫描（`in` / str.find，或者唯一的循环
+只是单个字符类的正则）；消息文本一直作为独立的片段传递，直到最后才拼接：导出一个 200 MB 的会话，
+花费只是对它做 json.loads 的几倍，调用方也可以把片段逐个流式写进文件。
 
-Out of scope: turning message Markdown into HTML (the page shows text pre-wrapped — the standard
-library has no Markdown parser), embedding images (a placeholder line instead), links between
-exported pages, the source's working folder (a path from someone's machine), and reading or
-writing files (that is SessionStore's job).
+不做：把消息里的 Markdown 转成 HTML（页面按 pre-wrap 原样显示文本——标准库没有 Markdown 解析器）；
+嵌入图片（改成一行占位说明）；导出页面之间的链接；来源会话的工作目录（那是别人机器上的路径）；
+读写文件（那是 SessionStore 的事）。
 """
 
 from __future__ import annotations
@@ -40,7 +38,7 @@ import s11_redact
 
 ROLE_ICONS = {"system": "🧠", "user": "👤", "assistant": "🤖", "tool": "🔧", "toolResult": "🔧"}
 DEFAULT_ICON = "📄"
-TOOL_ROLES = {"tool", "toolResult"}   # their text is a tool's output, so it is shown as output
+TOOL_ROLES = {"tool", "toolResult"}   # 这些角色的文本是工具的输出，所以按工具结果显示
 CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 FORMAT_NAMES = {"claude-code": "Claude Code", "pi": "Pi"}
 
@@ -48,9 +46,9 @@ FORMAT_NAMES = {"claude-code": "Claude Code", "pi": "Pi"}
 class Part(NamedTuple):
     kind: str              # text | thinking | tool_call | tool_output | image | unknown
     text: str
-    caption: str = ""      # tool name, tool-call id or unknown block type
+    caption: str = ""      # 工具名、工具调用 id，或未知内容块的类型
     is_error: bool = False
-    truncated_from: int = 0   # the original length in characters when the importer cut this text
+    truncated_from: int = 0   # 导入器截断过这段文本时，它原来的长度（按字符计）
 
 
 class _View(NamedTuple):
@@ -58,22 +56,22 @@ class _View(NamedTuple):
     title: str
     parent_id: str | None
     created_at: str
-    fork_point: int        # how many leading messages came from the parent; 0 for a root
+    fork_point: int        # 开头有几条消息继承自父分支；根会话为 0
     messages: list[dict]
-    path: list[dict]       # lineage summaries from the root down to this session
+    path: list[dict]       # 从根会话一路到本会话的分支路径摘要
     counts: dict[str, int]
     tool_names: dict[str, str]
-    source: str            # one sentence about where an imported node came from; "" otherwise
+    source: str            # 一句话说明导入的节点从哪里来；不是导入的为 ""
 
 
-# ── the parts of a message ──────────────────────────────────────────────────────────────────
+# ── 一条消息的各个部分 ──────────────────────────────────────────────────────────────────────
 
 
 def message_parts(message: dict, tool_names: dict[str, str] | None = None) -> list[Part]:
-    """Flatten one message (string content or a list of Claude / Pi blocks) into display parts.
+    """把一条消息（字符串内容，或 Claude / Pi 的内容块列表）摊平成用于显示的各个部分。
 
-    tool_names maps tool-call ids to tool names (see tool_call_names), because a Claude
-    tool_result only names the call id.
+    tool_names 把工具调用 id 映射到工具名（见 tool_call_names），因为 Claude 的 tool_result
+    只写调用 id。
 
     >>> message_parts({"role": "toolResult", "toolName": "bash", "content": [{"type": "text", "text": "ok"}]})
     [Part(kind='tool_output', text='ok', caption='bash', is_error=False, truncated_from=0)]
@@ -89,7 +87,7 @@ def message_parts(message: dict, tool_names: dict[str, str] | None = None) -> li
 
 
 def tool_call_names(messages: list[dict]) -> dict[str, str]:
-    """Map every tool-call id in the session to its tool name.
+    """会话里的每个工具调用 id → 它的工具名。
 
     >>> tool_call_names([{"content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}]}])
     {'toolu_1': 'Bash'}
@@ -104,17 +102,17 @@ def tool_call_names(messages: list[dict]) -> dict[str, str]:
 
 
 def message_marks(message: dict) -> list[tuple[str, str]]:
-    """The extras an imported message carries, as (kind, short text) pairs in a fixed order.
+    """导入的消息额外带着的标记，按固定顺序给出 (kind, 简短文字) 对。
 
     >>> message_marks({"role": "user", "label": "修复前", "summary": True, "model": "m1"})
     [('label', '🏷️ 修复前'), ('summary', '🗜️ 压缩摘要'), ('model', '模型 m1')]
     """
-    if not _MARKS.keys() & message.keys():   # the chapter's messages carry none: one set test, in C
+    if not _MARKS.keys() & message.keys():   # 章节自己的消息一个都不带：一次集合运算就判断完，在 C 里完成
         return []
     return [(key, show(message[key])) for key, show in _MARKS.items() if message.get(key) not in (None, False, "")]
 
 
-_MARKS = {   # message key -> how its value reads; booleans only need to be there
+_MARKS = {   # 消息里的键 -> 它的值显示成什么；布尔型的键只要出现就行
     "label": lambda value: f"🏷️ {_one_line(value)}",
     "summary": lambda value: "🗜️ 压缩摘要",
     "meta": lambda value: "⚙️ 代理注入的文字",
@@ -125,12 +123,12 @@ _MARKS = {   # message key -> how its value reads; booleans only need to be ther
 
 
 def truncation_note(original_length: int) -> str:
-    """'…已截断，原长 N 字符' for a text the importer cut (0 = not cut)."""
+    """导入器截断过的文本写 '…已截断，原长 N 字符'（0 = 没有截断）。"""
     return f"…已截断，原长 {original_length} 字符" if original_length else ""
 
 
 def _as_tool_output(parts: list[Part], message: dict) -> list[Part]:
-    # Pi's toolResult (and OpenAI-style "tool") messages carry a tool's output as plain text blocks.
+    # Pi 的 toolResult 消息（以及 OpenAI 风格的 "tool" 消息）把工具的输出放在普通的 text 块里。
     caption = _as_text(message.get("toolName") or message.get("name"))
     is_error = bool(message.get("isError") or message.get("is_error"))
     return [part._replace(kind="tool_output", caption=caption, is_error=is_error) if part.kind == "text" else part
@@ -152,7 +150,7 @@ def _original_length(block: dict) -> int:
 
 
 def _tool_result_part(block: dict) -> Part:
-    # Claude's tool_result content is either a string or a list of blocks (text, image, …).
+    # Claude 的 tool_result 的 content 要么是字符串，要么是内容块列表（text、image……）。
     content = block.get("content")
     if isinstance(content, list):
         text = "\n".join(_flat_text(_block_part(item)) for item in content)
@@ -167,7 +165,7 @@ def _flat_text(part: Part) -> str:
 
 
 def _image_part(block: dict) -> Part:
-    # Claude keeps the type in source.media_type, Pi in mimeType, the importer's placeholder in media_type.
+    # 图片类型：Claude 放在 source.media_type，Pi 放在 mimeType，导入器留下的占位块放在 media_type。
     source = block.get("source") if isinstance(block.get("source"), dict) else {}
     media_type = _one_line(block.get("media_type") or source.get("media_type") or block.get("mimeType") or "image")
     size = block.get("size")
@@ -176,7 +174,7 @@ def _image_part(block: dict) -> Part:
 
 
 def _human_size(count: int) -> str:
-    """1536 -> '1.5 KB' (the size of the image's base64 text, as the importer measured it)."""
+    """1536 -> '1.5 KB'（图片 base64 文本的大小，由导入器量出）。"""
     if count < 1024:
         return f"{count} 字节"
     for unit in ("KB", "MB", "GB"):
@@ -217,7 +215,7 @@ def _pretty_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 
-# ── what both formats show ──────────────────────────────────────────────────────────────────
+# ── 两种格式都要显示的内容 ──────────────────────────────────────────────────────────────────
 
 
 def _view(session: dict, lineage: list[dict] | None, redact: bool) -> _View:
@@ -228,7 +226,7 @@ def _view(session: dict, lineage: list[dict] | None, redact: bool) -> _View:
     counts: dict[str, int] = {}
     if redact:
         (title, messages, source), counts = s11_redact.redact_value([title, messages, source])
-        # Ancestors' titles are masked too, but counted in their own exports, not in this one.
+        # 祖先会话的标题也要脱敏，但计数算在它们自己的导出里，不算在这一份里。
         path, _ = s11_redact.redact_value(path)
     return _View(str(session.get("session_id") or ""), title, session.get("parent_id"),
                  str(session.get("created_at") or ""), _fork_point(session), messages, path, counts,
@@ -236,7 +234,7 @@ def _view(session: dict, lineage: list[dict] | None, redact: bool) -> _View:
 
 
 def _lineage_path(session: dict, lineage: list[dict] | None, message_count: int) -> list[dict]:
-    # Tolerate no lineage, or one that stops at the parent: this session always ends the path.
+    # 允许没有 lineage，或 lineage 只到父分支为止：路径的最后一段总是本会话。
     path = [entry for entry in lineage or [] if isinstance(entry, dict)]
     if not path or path[-1].get("session_id") != session.get("session_id"):
         path.append({"session_id": session.get("session_id"), "title": session.get("title"),
@@ -289,18 +287,18 @@ def _path_sentence(path: list[dict]) -> str:
 
 # ── Markdown ────────────────────────────────────────────────────────────────────────────────
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")   # CommonMark's line endings (str.splitlines knows more)
-# Every rule below needs one of these characters; text without any of them is inert (a fast path).
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")   # CommonMark 认的换行符（str.splitlines 认得更多）
+# 下面每条规则都要用到其中某个字符；一个都不含的文本必然无害（快速通道）。
 _MAYBE_STRUCTURE = re.compile(r"[<:!#=`~-]")
-_RAW_HTML = re.compile(r"<[A-Za-z/!?]")   # a tag, comment, declaration or <scheme:…> autolink
-_IMAGE = "!["                              # ![alt](url), ![alt][ref], ![ref]: a viewer would fetch the URL
-# A literal ':' first lets the regex engine jump from colon to colon; the lookbehinds then read the scheme.
+_RAW_HTML = re.compile(r"<[A-Za-z/!?]")   # 标签、注释、声明，或 <scheme:…> 自动链接
+_IMAGE = "!["                              # ![alt](url)、![alt][ref]、![ref]：阅读器会去取那个 URL
+# 先写字面量 ':'，正则引擎就能从一个冒号直接跳到下一个冒号；再由后顾断言回头读出协议名（scheme）。
 _SCRIPT_URL = re.compile(r":(?:(?<=[Jj][Aa][Vv][Aa][Ss][Cc][Rr][Ii][Pp][Tt]:)|(?<=[Vv][Bb][Ss][Cc][Rr][Ii][Pp][Tt]:))")
-# A line that might be structure once its quote / list markers are skipped: a heading, a fence, or a
-# setext underline. Its only loop is one character class, so a line that does not match costs its length.
+# 跳过引用 / 列表标记之后可能是文档结构的行：标题、代码围栏，或 setext 标题的下划线。
+# 唯一的循环只是一个字符类，所以匹配不上的一行，代价就是这一行的长度。
 _MAYBE_STRUCTURE_LINE = r"[ \t>*+0-9.)-]*(?:[#`~=]|-[ \t]*(?:\n|\Z))"
 _FIRST_LINE = re.compile(f"(?={_MAYBE_STRUCTURE_LINE})")
-_NEXT_LINE = re.compile(f"\n(?={_MAYBE_STRUCTURE_LINE})")            # a literal first: fast to find
+_NEXT_LINE = re.compile(f"\n(?={_MAYBE_STRUCTURE_LINE})")            # 字面量打头：找得快
 _FENCE_LINE = {"`": re.compile(r"\n(?=```)"), "~": re.compile(r"\n(?=~~~)")}
 _TOP_LEVEL_FENCE = re.compile(r"(`{3,})[^`]*$|(~{3,})")
 _BLANKS = re.compile(r"[ \t]*")
@@ -310,7 +308,7 @@ _INLINE_SPECIALS = re.compile(r"([\\`*_\[\]<>&~|#])")
 
 
 def markdown_chunks(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> Iterator[str]:
-    """render_markdown() in pieces, for writing a big session to a file without one giant string.
+    """分片版的 render_markdown()：把大会话写进文件时，不必先拼出一个巨大的字符串。
 
     >>> "".join(markdown_chunks({"session_id": "s1", "messages": []})).split("\\n")[0]
     '# 🗂️ 会话导出：未命名会话'
@@ -336,7 +334,7 @@ def markdown_chunks(session: dict, lineage: list[dict] | None = None, *, redact:
 
 
 def render_markdown(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> str:
-    """Render one session in the chapter's export_markdown layout, plus branch / redaction facts.
+    """按章节 export_markdown 的版式渲染一个会话，另外写明分支和脱敏信息。
 
     >>> print(render_markdown({"session_id": "s1", "title": "t", "messages": [{"role": "user", "content": "hi"}],
     ...                        "created_at": "2026-08-25 18:46:40"}))
@@ -358,7 +356,7 @@ def render_markdown(session: dict, lineage: list[dict] | None = None, *, redact:
 
 
 def _markdown_extra_facts(view: _View) -> list[str]:
-    # Full-width colons stay outside **…**: CommonMark won't close bold right after punctuation.
+    # 全角冒号放在 **…** 外面：紧跟在标点后面的 **，CommonMark 不会把它当成粗体的结尾。
     facts = []
     if len(view.path) > 1:
         facts.append(f"- **分支路径**：{_inline(_path_sentence(view.path))}")
@@ -378,8 +376,8 @@ def _markdown_part(part: Part) -> list[str]:
 
 
 def _markdown_text(text: str) -> list[str]:
-    # We don't sanitise Markdown line by line (that needs a full CommonMark parser); plain text goes
-    # out as-is, anything else into a fence — the one block whose end the text can't move.
+    # 不逐行清洗 Markdown（那需要一个完整的 CommonMark 解析器）：普通文本原样输出，
+    # 其余的一律装进代码围栏——只有这种块，文本挪不动它的结尾。
     return [text] if _is_inert_markdown(text) else _fence(text)
 
 
@@ -390,11 +388,11 @@ def _markdown_thinking(part: Part) -> list[str]:
 
 
 def _quote(text: str) -> str:
-    """'a\\n\\nb' -> '> a\\n>\\n> b' (an empty line is a bare '>'), in a few str passes instead of a loop."""
+    """'a\\n\\nb' -> '> a\\n>\\n> b' （空行写成单独一个 '>'）；用几次 str 操作完成，不写循环。"""
     if "\r" in text:
         text = _LINE_BREAK.sub("\n", text)
     quoted = "\n" + ("> " + text.replace("\n", "\n> ")) + "\n"
-    # Each pass fixes every other one of consecutive empty lines, so two passes fix them all.
+    # 连续的空行，每一遍只能修好其中隔一个的那些，所以两遍就全修好了。
     quoted = quoted.replace("\n> \n", "\n>\n").replace("\n> \n", "\n>\n")
     return quoted[1:-1]
 
@@ -416,8 +414,8 @@ _MARKDOWN_RENDERERS = {
 
 
 def _is_inert_markdown(text: str) -> bool:
-    """True when text can sit between two message headings without changing the document's outline,
-    showing an image, running a script link or drawing a diagram in the preview.
+    """文本放在两条消息的标题之间时，既不改变文档的大纲，也不会在预览里显示图片、运行脚本链接
+    或画出图表，才返回 True。
 
     >>> _is_inert_markdown("看这段：\\n```py\\nx = 1\\n```"), _is_inert_markdown("```py\\nx = 1")
     (True, False)
@@ -429,7 +427,7 @@ def _is_inert_markdown(text: str) -> bool:
     if _IMAGE in text or _RAW_HTML.search(text) or _SCRIPT_URL.search(text):
         return False
     if "\r" in text:
-        text = _LINE_BREAK.sub("\n", text)   # one kind of line break: every search below looks for "\n"
+        text = _LINE_BREAK.sub("\n", text)   # 统一成一种换行：下面的每次查找都只找 "\n"
     start = 0 if _FIRST_LINE.match(text) else _next_line(_NEXT_LINE, text, 0)
     while start >= 0:
         end = _line_end(text, start)
@@ -437,27 +435,27 @@ def _is_inert_markdown(text: str) -> bool:
         if opener := _TOP_LEVEL_FENCE.match(line):
             fence = opener.group(1) or opener.group(2)
             if _fence_language(line, fence) == "mermaid":
-                return False   # the Gradio preview would draw it, clickable links and all
+                return False   # Gradio 的预览会把它画出来，连同可点击的链接
             end = _closing_line_end(text, end, fence)
             if end < 0:
-                return False   # never closed: it would swallow the headings that follow
+                return False   # 没有闭合：它会吞掉后面的标题
         elif _is_structure_after_markers(line, lambda start=start: _previous_line_has_text(text, start)):
-            return False   # an indented or nested fence may outlive the message; the rest fake headings
+            return False   # 缩进或嵌套的围栏可能延续到消息之外；其余几种会伪造标题
         start = _next_line(_NEXT_LINE, text, end)
     return True
 
 
 def _next_line(finder: re.Pattern[str], text: str, position: int) -> int:
-    """Start of the next line after position that finder picks out, or -1.
+    """position 之后、finder 挑出的下一行的起点；没有就是 -1。
 
-    Lines it skips cannot change the fence state or the outline, so Python never looks at them.
+    被它跳过的行改变不了围栏状态，也改变不了大纲，所以 Python 根本不用看它们。
     """
     match = finder.search(text, position)
     return match.end() if match else -1
 
 
 def _closing_line_end(text: str, position: int, fence: str) -> int:
-    # Jump from one line that starts with three fence characters to the next (nothing else can close it).
+    # 从一个以三个围栏字符开头的行，跳到下一个这样的行（别的行都关不上这个围栏）。
     start = _next_line(_FENCE_LINE[fence[0]], text, position)
     while start >= 0:
         end = _line_end(text, start)
@@ -480,8 +478,8 @@ def _previous_line_has_text(text: str, start: int) -> bool:
 
 
 def _is_structure_after_markers(line: str, previous_has_text) -> bool:
-    # After any run of quote / list markers: a fence, an ATX heading, or (under a line of text) a
-    # setext underline. The underline test is O(1) per position: the dashes or '=' must run to the end.
+    # 跳过任意一串引用 / 列表标记之后：代码围栏、ATX 标题，或者（紧挨在一行文字下面的）setext 下划线。
+    # 下划线的判断在每个位置上都是 O(1)：'-' 或 '=' 必须一直连到行尾。
     core = line.rstrip(" \t")
     underline_from = len(core.rstrip(core[-1])) if core[-1:] in ("-", "=") else len(core)
     for position in _marker_ends(line):
@@ -493,7 +491,7 @@ def _is_structure_after_markers(line: str, previous_has_text) -> bool:
 
 
 def _marker_ends(line: str) -> Iterator[int]:
-    """Every position where the text after a run of quote / list markers could start.
+    """一串引用 / 列表标记之后，正文可能开始的每一个位置。
 
     >>> list(_marker_ends("> - 1. x")), list(_marker_ends("---"))
     ([0, 2, 4, 7], [0, 1, 2, 3])
@@ -507,7 +505,7 @@ def _marker_ends(line: str) -> Iterator[int]:
         elif "0" <= char <= "9":
             digits_end = _DIGITS.match(line, position).end()
             if digits_end - position > 9 or not line.startswith((".", ")"), digits_end):
-                return   # "1234567890." is not a list marker, and neither is "12" without . or )
+                return   # "1234567890." 不是列表标记，后面没有 . 或 ) 的 "12" 也不是
             position = digits_end + 1
         else:
             return
@@ -521,42 +519,42 @@ def _fence_language(line: str, fence: str) -> str:
 
 
 def _closes_fence(fence: str, line: str) -> bool:
-    # Only an unindented closer counts, so we never believe a fence is closed when CommonMark doesn't.
+    # 只认没有缩进的结束行：CommonMark 认为围栏还没关时，我们绝不会以为它已经关了。
     closer = line.rstrip(" \t")
     return len(closer) >= len(fence) and closer.count(fence[0]) == len(closer)
 
 
 def fenced(text: str, language: str = "") -> str:
-    """Wrap untrusted text in a code fence it cannot close: 'a ``` b' -> a fence of 4 backticks.
+    """把不可信的文本装进一个它关不上的代码围栏：'a ``` b' -> 用 4 个反引号的围栏。
 
-    Every module that shows session text as Markdown (the tabs, the lab) uses this one.
+    所有把会话文字显示成 Markdown 的模块（各个标签页、实验室）都用这一个函数。
     """
     return "".join(_fence(text, language))
 
 
 def _fence(text: str, info: str = "") -> list[str]:
-    # A backtick fence closes only on a run at least as long as its opener (CommonMark), so one
-    # longer than any run inside the text cannot be closed early by the text.
+    # 反引号围栏只会被一串至少和开头一样长的反引号关上（CommonMark），所以比文本里任何一串都长的围栏，
+    # 不会被文本提前关上。
     ticks = "`" * max(3, _longest_backtick_run(text) + 1)
     return [f"{ticks}{info}\n", text, f"\n{ticks}"]
 
 
 def _code_span(text: str) -> str:
-    text = _one_line(str(text))   # a line break would end the heading or list line
+    text = _one_line(str(text))   # 换行会让标题行或列表行提前结束
     ticks = "`" * (_longest_backtick_run(text) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def _longest_backtick_run(text: str) -> int:
-    """Length of the longest run of backticks, by doubling then halving a substring test.
+    """最长的一串反引号有多长：用子串测试，先倍增、再二分。
 
     >>> _longest_backtick_run("a `b` ```c``` d"), _longest_backtick_run("none")
     (3, 0)
     """
     if "`" not in text:
         return 0
-    found, missing = 1, 2   # "`" * found is in text; "`" * missing is not known to be, until checked
+    found, missing = 1, 2   # "`" * found 在文本里；"`" * missing 在不在，查过之前还不知道
     while "`" * missing in text:
         found, missing = missing, missing * 2
     while missing - found > 1:
@@ -566,8 +564,8 @@ def _longest_backtick_run(text: str) -> int:
 
 
 def _inline(text: str) -> str:
-    # Titles and dates sit inside a heading or list line: keep them on one line, with no markup,
-    # no HTML and no image ("![x](u)" reads as text once its "[" is escaped).
+    # 标题和日期放在标题行或列表行里：让它们留在一行之内，不带标记、不带 HTML、不成图片
+    # （"![x](u)" 的 "[" 转义之后，读起来就只是文字）。
     return _INLINE_SPECIALS.sub(r"\\\1", _one_line(str(text)))
 
 
@@ -628,7 +626,7 @@ pre { margin: .25rem 0 0; padding: .6rem .8rem; max-height: 30rem; overflow: aut
 
 
 def html_chunks(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> Iterator[str]:
-    """render_html() in pieces, for writing a big session to a file without one giant string."""
+    """分片版的 render_html()：把大会话写进文件时，不必先拼出一个巨大的字符串。"""
     view = _view(session, lineage, redact)
     yield "\n".join([
         "<!doctype html>", '<html lang="zh-CN">', "<head>", '<meta charset="utf-8">',
@@ -645,7 +643,7 @@ def html_chunks(session: dict, lineage: list[dict] | None = None, *, redact: boo
 
 
 def render_html(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> str:
-    """Render one session as a standalone, offline HTML page (inline CSS, no script, no URL).
+    """把一个会话渲染成一张独立、离线可看的 HTML 页面（CSS 内联，没有脚本，没有 URL）。
 
     >>> page = render_html({"session_id": "s1", "title": "<b>", "messages": [{"role": "user", "content": "<i>"}]})
     >>> "&lt;b&gt;" in page and "&lt;i&gt;" in page and "<script" not in page
@@ -704,7 +702,7 @@ def _html_figure(css_class: str, label: str, part: Part) -> list[str]:
     caption = f"{label} <code>{_escape(part.caption)}</code>" if part.caption else label
     error = " error" if part.is_error else ""
     status = " · ❌ 出错" if part.is_error else ""
-    # The newline after <pre> is eaten by the HTML parser, so a leading newline in the text survives.
+    # HTML 解析器会吃掉紧跟在 <pre> 后面的那个换行，所以文本开头自己的换行能保留下来。
     return [f'<figure class="{css_class}{error}"><figcaption>{caption}{status}</figcaption><pre>\n',
             _escape(part.text), "</pre></figure>"]
 

@@ -6,30 +6,28 @@
                validator  否决“长得像但不是”的：校验位、Luhn、发卡行前缀、上下文（订单号、token=token）
          ──► 各行认领的区间，重叠时排在前面的行胜出 ──► [已脱敏:<label>] + {label: count}
 
-Key insight: 正则只负责“长得像”，校验函数和上下文负责“真的是”，而速度来自先便宜地排除——绝大多数行
+关键洞察：正则只负责“长得像”，校验函数和上下文负责“真的是”，而速度来自先便宜地排除——绝大多数行
 根本不含 "bearer"、"sk-" 或一长串数字，这些行上昂贵的正则一次也不必运行。
 
-Extending: 在 RULES 里插入一行 Rule（越具体越靠前）。hints 可以不写（整段文本都扫描，只是慢些）；
+扩展：在 RULES 里插入一行 Rule（越具体越靠前）。hints 可以不写（整段文本都扫描，只是慢些）；
 要写就写每个命中所在的行都必然包含的字符串（任意大小写都算），或用 word_starting("前缀_") 表示
 “以固定前缀开头的长令牌”。再在 tests/test_redact.py 的 CASES 里给它一个真阳性和一个假阳性样例：
 测试会检查每一行都有，并把整张表去掉 hints 再跑一遍，确认 hints 没有漏掉任何命中。
 
-Guarantees:
-- Every row looks at the same original text; where two rows claim overlapping text the earlier row
-  wins (a JWT after "Bearer" is labelled JWT, a key after API_KEY= is labelled by its own shape).
-- Hints change the speed, never the result.
-- redact() is idempotent: a marker is never claimed, and if a mask unblocks another row next to it
-  (a lookaround that now sees "]"), the table is applied again until nothing changes.
-- redact_value() returns a deep copy and never mutates its input; dict keys are kept.
-- Linear time: no pattern backtracks quadratically, whatever the input.
-- Speed: 1.7–1.9× one regular-expression pass on 5 MB of realistic text (benchmarks/bench_redact.py).
+保证：
+- 每一行看的都是同一份原文；两行认领的文字重叠时，排在前面的行胜出（"Bearer" 后面的 JWT 标成 JWT，
+  API_KEY= 后面的密钥按它自己的形状标注）。
+- hints 只影响速度，从不影响结果。
+- redact() 是幂等的：标记本身从不被认领；如果一处遮盖让另一行能在它旁边匹配了（环视断言现在看到的是 "]"），
+  就把整张表再执行一遍，直到什么都不再变化。
+- redact_value() 返回深拷贝，从不修改输入；字典的键原样保留。
+- 线性时间：无论输入是什么，没有哪个正则会出现平方级的回溯。
+- 速度：在 5 MB 接近真实的文本上，耗时是单趟正则扫描的 1.7–1.9 倍（benchmarks/bench_redact.py）。
 
-Out of scope: names, street addresses and free-form secrets ("密码是 hunter2") — they need context,
-not patterns; secrets split across messages; non-mainland phone and ID formats; full-width digits
-outside mobile numbers; a bare 15–19 digit number with no card word, no grouping and no issuer prefix
-(it is an order number until proven otherwise); a bare word after a lower-case name outside YAML
-(`password = changeme` reads like code such as `token=token`); deciding what is sensitive for a
-particular customer.
+不做：人名、街道地址和自由形式的秘密（"密码是 hunter2"）——它们要靠上下文，不是靠模式；拆在几条消息里的
+秘密；中国大陆以外的电话和证件格式；手机号以外的全角数字；没有卡号字样、没有分组、也没有发卡行前缀的
+一串 15–19 位裸数字（在证明不是之前，它就是订单号）；YAML 以外、小写名字后面的一个裸单词
+（`password = changeme` 读起来就像 `token=token` 这样的代码）；判断对某个具体客户来说什么算敏感。
 """
 
 from __future__ import annotations
@@ -47,31 +45,31 @@ _MARKER_START = "[已脱敏:"
 
 
 class Rule(NamedTuple):
-    name: str                                           # identifier used by tests, e.g. "cn_mobile"
-    label: str                                          # Chinese text inside the marker, e.g. "手机号"
-    pattern: re.Pattern[str]                            # finds candidates; group "secret" = the part to mask
-    validator: Callable[[re.Match[str]], bool] | None = None   # vetoes look-alikes; None = every match counts
-    hints: tuple[str | Callable[[_HintIndex], list[tuple[int, int]]], ...] = ()   # where to look; () = everywhere
+    name: str                                           # 测试里用的标识符，例如 "cn_mobile"
+    label: str                                          # 标记里的中文，例如 "手机号"
+    pattern: re.Pattern[str]                            # 找候选；名为 "secret" 的组 = 要遮住的部分
+    validator: Callable[[re.Match[str]], bool] | None = None   # 否决长得像的；None = 每个匹配都算
+    hints: tuple[str | Callable[[_HintIndex], list[tuple[int, int]]], ...] = ()   # 去哪里找；() = 全文
 
 
-# Digit rules use ASCII-alnum lookarounds instead of \b: in Python's Unicode regexes CJK
-# characters are \w, so "手机13812345678请回电" has no \b around the digits. Letters count as
-# neighbours on purpose, so a digit run inside a hex id (UUID, git sha) is never a phone or card.
-# "3.14159265358" and "0.1234567890123456": digits right after "<digit>." are the decimals of a float.
-# The first digit comes before the lookbehinds so that re can skip everything that is not a digit.
+# 数字类规则用“ASCII 字母数字”的环视断言，而不用 \b：Python 的 Unicode 正则里汉字也算 \w，
+# 所以 "手机13812345678请回电" 里的数字两边都没有 \b。字母故意也算作相邻字符，
+# 这样十六进制 id（UUID、git sha）里的一串数字永远不会被当成手机号或卡号。
+# "3.14159265358" 和 "0.1234567890123456"：紧跟在 "<数字>." 后面的数字是浮点数的小数部分。
+# 第一个数字写在后顾断言前面，re 就能跳过所有不是数字的字符。
 _FIRST_DIGIT = r"[0-9](?<![0-9A-Za-z][0-9])(?<![0-9][.,][0-9])"
 _NUMBER_END = r"(?![0-9A-Za-z])(?![.,][0-9])"
-_WORD_START = r"(?<![A-Za-z0-9_-])"       # a token prefix starts a word: "sk-…", never "task-…"
+_WORD_START = r"(?<![A-Za-z0-9_-])"       # 令牌前缀必须在单词开头："sk-…" 算，"task-…" 永远不算
 
 
-# ── validators: does a candidate really look like one ──────────────────────────────────────
+# ── 校验函数：候选是不是真的像 ─────────────────────────────────────────────────────────────
 
 _ID_WEIGHTS = [2 ** (17 - position) % 11 for position in range(17)]   # 7, 9, 10, 5, 8, 4, 2, 1, 6, 3, …
 _ID_CHECK_CHARS = "10X98765432"
 
 
 def is_valid_cn_id(candidate: str) -> bool:
-    """Check an 18-char Chinese ID: ISO 7064 MOD 11-2 check char and a plausible birth date.
+    """检查 18 位的中国身份证号：ISO 7064 MOD 11-2 校验位，以及一个说得通的出生日期。
 
     >>> is_valid_cn_id("11010519491231002X"), is_valid_cn_id("110105194912310021")
     (True, False)
@@ -84,7 +82,7 @@ def is_valid_cn_id(candidate: str) -> bool:
 
 
 def _plausible_birth_date(yyyymmdd: str) -> bool:
-    # A random 18-digit number passes the check char 1 time in 11; a real calendar date cuts that further.
+    # 随机的 18 位数字有 1/11 的机会通过校验位；再要求是日历上真实存在的日期，概率就更低了。
     try:
         born = datetime.date(int(yyyymmdd[:4]), int(yyyymmdd[4:6]), int(yyyymmdd[6:]))
     except ValueError:
@@ -93,7 +91,7 @@ def _plausible_birth_date(yyyymmdd: str) -> bool:
 
 
 def is_luhn_valid(candidate: str) -> bool:
-    """Luhn check for a 15–19 digit card number; spaces, dots and dashes between groups are ignored.
+    """对 15–19 位的卡号做 Luhn 校验；分组之间的空格、点和短横线忽略不计。
 
     >>> is_luhn_valid("4111 1111 1111 1111"), is_luhn_valid("2024113012345678")
     (True, False)
@@ -101,14 +99,14 @@ def is_luhn_valid(candidate: str) -> bool:
     digits = [int(char) for char in candidate if char.isdigit()]
     if not 15 <= len(digits) <= 19:
         return False
-    # From the right, every second digit is doubled; a doubled 7 (14) counts as 1 + 4 = 14 - 9.
+    # 从右往左，每隔一位乘 2；7 乘 2 得 14，按 1 + 4 = 14 - 9 计。
     total = sum(digit if index % 2 == 0 else (digit * 2 - 9 if digit > 4 else digit * 2)
                 for index, digit in enumerate(reversed(digits)))
     return total % 10 == 0
 
 
 def looks_random(token: str) -> bool:
-    """A key or token, not a word: an alphanumeric run of 16+ chars mixing two of upper/lower/digit.
+    """是密钥或令牌，而不是单词：有一段 16 个字符以上的字母数字串，混有大写、小写、数字中的两种。
 
     >>> looks_random("proj-Xy7Qm2Lp9Rt4Vn8Kc3Hs6Jd1"), looks_random("spinner-double-bounce-v2")
     (True, False)
@@ -127,7 +125,7 @@ def _random_secret(match: re.Match[str]) -> bool:
 
 
 def _mixed_secret(match: re.Match[str]) -> bool:
-    # Bearer tokens may be split by dots and dashes; prose ("Bearer authentication") is one kind of letter.
+    # Bearer 令牌中间可能有点和短横线；正文（"Bearer authentication"）里只有一类字母。
     token = _secret(match)
     return any(c.isupper() for c in token) + any(c.islower() for c in token) + any(c.isdigit() for c in token) >= 2
 
@@ -137,9 +135,9 @@ def _id_number_ok(match: re.Match[str]) -> bool:
     return is_valid_cn_id(compact)
 
 
-# A bare run of 15–19 digits is a card only with evidence (issue decision): the usual grouping, a
-# known issuer prefix of the right length (this row), or a card word shortly before (the next row) —
-# and always Luhn. Order numbers and snowflake ids are bare runs too.
+# 一串 15–19 位的裸数字，要有证据才算卡号（issue 里定下的）：常见的分组写法、长度对得上的
+# 已知发卡行前缀（本行），或者前面不远处有卡号字样（下一行）——而且一律要过 Luhn。
+# 订单号和 snowflake id 也是一串裸数字。
 _CARD_ISSUER = re.compile(r"""
       4[0-9]{15}                                         # Visa
     | (?:5[1-5][0-9]{2}|222[1-9]|22[3-9][0-9]|2[3-6][0-9]{2}|27[01][0-9]|2720)[0-9]{12}   # Mastercard
@@ -148,27 +146,27 @@ _CARD_ISSUER = re.compile(r"""
     | (?:6011|64[4-9][0-9]|65[0-9]{2})[0-9]{12}          # Discover
     | 35(?:2[89]|[3-8][0-9])[0-9]{12}                    # JCB
 """, re.VERBOSE)
-# …and an issuer prefix does not count when the number is labelled as something else.
+# ……而数字被标明是别的东西时，发卡行前缀不算数。
 _ID_WORD_BEFORE = re.compile(
     r"(?:订单|单号|编号|流水|(?<![A-Za-z])(?:orders?|ids?|no)|Ids?|IDs?|ORDER|#)[^\n0-9A-Za-z]{0,4}$")
 
 
 def _card_ok(match: re.Match[str]) -> bool:
     number = match.group()
-    if number.isdigit():                                  # bare: needs a known issuer prefix
+    if number.isdigit():                                  # 裸数字：必须有已知的发卡行前缀
         if not _CARD_ISSUER.fullmatch(number):
             return False
         if _ID_WORD_BEFORE.search(match.string, max(0, match.start() - 12), match.start()):
             return False
-    return is_luhn_valid(number)                          # Luhn last: it is the slow check
+    return is_luhn_valid(number)                          # Luhn 放最后：它是最慢的检查
 
 
 def _luhn_ok(match: re.Match[str]) -> bool:
     return is_luhn_valid(_secret(match))
 
 
-# A name=value pair is a credential when the name holds a sensitive word (anywhere: DB_PASSWORD,
-# JWT_SECRET, clientSecret) and is not metadata about one (token_type, TOKEN_URL, password_file).
+# name=value 是凭据的条件：名字里含敏感词（在哪个位置都算：DB_PASSWORD、JWT_SECRET、clientSecret），
+# 而且不是关于凭据的元数据（token_type、TOKEN_URL、password_file）。
 _SENSITIVE_WORD = re.compile(
     r"password|passwd|passphrase|secret|token|api[_-]?key"
     r"|(?:access|private|signing|encryption|master|account|auth|client)[_-]?key", re.IGNORECASE)
@@ -176,15 +174,15 @@ _METADATA_SUFFIXES = ("tokens", "secrets", "passwords", "keys", "type", "count",
                       "file", "dir", "length", "len", "ttl", "timeout", "header", "prefix", "limit", "expires_in",
                       "expiresin", "expiry")
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-# …and the value is data, not a reference, a placeholder or code.
+# ……而且值是数据，不是引用、占位符或代码。
 _LITERALS = frozenset("true false null none nil undefined str int bool bytes string optional any".split())
 _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")   # self.password
 _CODE_WORD = re.compile(r"[a-z_][A-Za-z_]*")        # token=token, api_key=api_key, password=pwd
-_YAML_LINE = re.compile(r"[ \t]*(?:- )?$")          # only indentation (or a list dash) before the name
+_YAML_LINE = re.compile(r"[ \t]*(?:- )?$")          # 名字前面只有缩进（或列表的短横线）
 
 
 def _is_reference(value: str) -> bool:
-    """${VAR}, $VAR, %(pw)s, <your-key>, ****, None, 4096, self.password: a name or placeholder, not data.
+    """${VAR}、$VAR、%(pw)s、<your-key>、****、None、4096、self.password：是名字或占位符，不是数据。
 
     >>> [_is_reference(v) for v in ("${API_KEY}", "<your-key>", "None", "4096", "self.password", "hunter2")]
     [True, True, True, True, True, False]
@@ -204,7 +202,7 @@ def _credential_ok(match: re.Match[str]) -> bool:
     value, text = match.group("secret"), match.string
     if _is_reference(value):
         return False
-    name_start = match.start()                   # the match starts at the sensitive word: walk back to the name
+    name_start = match.start()                   # 匹配从敏感词开始：往回找到名字的开头
     while name_start > max(0, match.start() - 64) and text[name_start - 1] in _NAME_CHARS:
         name_start -= 1
     name = text[name_start:match.end("word")]
@@ -214,8 +212,8 @@ def _credential_ok(match: re.Match[str]) -> bool:
         return True
     if text[match.end():match.end() + 1] in ("(", "["):             # getpass(), os.environ["X"]
         return False
-    # An upper-case name is a .env line, where every value is data. After a lower-case name a bare
-    # word is code (token=token) — unless the line is YAML: "password: changeme" alone on its line.
+    # 全大写的名字是 .env 里的一行，那里每个值都是数据。小写名字后面的一个裸单词是代码（token=token）——
+    # 除非这一行是 YAML："password: changeme" 独占一行。
     if name.isupper() or not _CODE_WORD.fullmatch(value):
         return True
     line_end = text.find("\n", match.end())
@@ -223,7 +221,7 @@ def _credential_ok(match: re.Match[str]) -> bool:
         not text[match.end():len(text) if line_end == -1 else line_end].strip()
 
 
-# File names such as logo@2x.png look like e-mail addresses.
+# logo@2x.png 这样的文件名看起来像邮箱地址。
 _FILE_SUFFIXES = frozenset("png jpg jpeg gif svg webp ico bmp js mjs ts tsx jsx css scss json yaml yml md txt".split())
 
 
@@ -231,19 +229,18 @@ def _email_ok(match: re.Match[str]) -> bool:
     return match.group().rsplit(".", 1)[1].lower() not in _FILE_SUFFIXES
 
 
-# ── hints: where a row needs to look ────────────────────────────────────────────────────────
+# ── hints：每一行需要去哪里找 ───────────────────────────────────────────────────────────────
 
-_JOIN_GAP = 64      # windows closer than this are searched as one: a regex call costs as much as ~100 chars
+_JOIN_GAP = 64      # 距离比这更近的窗口合成一个来搜：调用一次正则的开销，约等于扫过 100 个字符
 
 
 class _HintIndex:
-    """Where a row needs to look. Each hint is searched once per text and shared by every row naming it.
+    """每一行需要去哪里找。每个 hint 在一段文本上只搜一次，由所有写了它的行共享。
 
-    A string hint gives the lines that contain it, in any case: ASCII hints are found in a lower-cased
-    one-byte copy of the text (same positions; characters outside Latin-1 become "?"), so "bearer"
-    finds Bearer and BEARER with one bytes.find scan instead of a case-insensitive regex.
-    A function hint receives the index (the text and that copy) and returns the spans to look at:
-    word_starting() and the number hints below.
+    字符串 hint 给出含有它的那些行，不分大小写：ASCII 的 hint 在文本的一份转成小写的单字节副本里找
+    （位置不变；Latin-1 以外的字符变成 "?"），所以 "bearer" 用一次 bytes.find 扫描就能找到 Bearer
+    和 BEARER，不必用忽略大小写的正则。
+    函数 hint 接收这个索引（文本和那份副本），返回要看的区间：word_starting() 和下面的几个数字 hint 就是这种。
     """
 
     def __init__(self, text: str):
@@ -276,7 +273,7 @@ class _HintIndex:
 
 
 def _lines_containing(haystack, needle, newline) -> list[tuple[int, int]]:
-    """[(start, end)] of every line holding needle; one find per line, so the cost is one scan."""
+    """每个含有 needle 的行的 [(start, end)]；每行只 find 一次，所以总代价就是一次扫描。"""
     lines = []
     position = haystack.find(needle)
     while position != -1:
@@ -289,18 +286,17 @@ def _lines_containing(haystack, needle, newline) -> list[tuple[int, int]]:
 
 _DIGIT_SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte in b" .-" else ord(" ")
                         for byte in range(256))
-_NUMBER_SHAPES = (b"0" * 15, b"0000-0000-0000", b"000000-0000")   # bare, 4-4-4 groups, 6-8-4 / 6-4-4-4 / 4-6-5
+_NUMBER_SHAPES = (b"0" * 15, b"0000-0000-0000", b"000000-0000")   # 裸数字、4-4-4 分组、6-8-4 / 6-4-4-4 / 4-6-5
 _ZEROS = re.compile(b"0+")
 
 
 def _long_numbers(index: _HintIndex) -> list[tuple[int, int, int, int]]:
-    """(window start, window end, run start, digits before the first separator) of every run of 15+
-    digits, alone or in groups.
+    """每一串 15 位以上的数字（连成一串的或分组的）的
+    (窗口起点, 窗口终点, 数字串起点, 第一个分隔符之前的位数)。
 
-    Digits are everywhere in logs, so rather than let re try every digit, the text's one-byte copy
-    is translated into a skeleton (digit → "0", one of " .-" → "-", anything else → " ") and
-    bytes.find looks for the shapes above at memory speed. A window is the whole stretch of digits
-    and separators, plus two characters so that the rows' lookaheads see what follows.
+    日志里到处是数字，与其让 re 在每个数字上都试一遍，不如把文本的单字节副本翻译成一副骨架
+    （数字 → "0"，" .-" 之一 → "-"，其余 → " "），再用 bytes.find 以内存速度查找上面那几种形状。
+    一个窗口是数字和分隔符连成的整段，再往后多两个字符，让各行的前瞻断言看得到后面是什么。
 
     >>> _long_numbers(_HintIndex("order 2024113012345678, card 4111 1111 1111 1111."))
     [(5, 24, 6, 16), (28, 49, 29, 4)]
@@ -320,30 +316,28 @@ def _long_numbers(index: _HintIndex) -> list[tuple[int, int, int, int]]:
 
 
 def id_number_runs(index: _HintIndex) -> list[tuple[int, int]]:
-    """Hint for ID numbers: 17 or 18 digits in a row (the 18th character may be X), or 6-8-4 / 6-4-4-4 groups."""
+    """身份证号的 hint：连着的 17 或 18 位数字（第 18 个字符可以是 X），或 6-8-4 / 6-4-4-4 分组。"""
     return [(start, end) for start, end, _, first in index.spans(_long_numbers) if first in (6, 17, 18)]
 
 
 def card_number_runs(index: _HintIndex) -> list[tuple[int, int]]:
-    """Hint for cards: numbers in groups (4-4-4-4; 4-6-5, found by its 6-digit group), or 15–19 digits
-    with a card issuer's prefix."""
+    """卡号的 hint：分组的数字（4-4-4-4；4-6-5 靠它那组 6 位数字找到），或带发卡行前缀的 15–19 位数字。"""
     text = index.text
     return [(start, end) for start, end, run, first in index.spans(_long_numbers)
             if first in (4, 6) or (15 <= first <= 19 and _CARD_ISSUER.fullmatch(text, run, run + first))]
 
 
 _WORD_SKELETON = bytes(ord("w") if byte in b"abcdefghijklmnopqrstuvwxyz0123456789_-" else ord(" ")
-                       for byte in range(256))        # the copy is lower-cased already
-_WORD_PREFIXES: set[str] = set()            # every prefix some row asked for with word_starting()
-_LONG_WORD = b"w" * 20                      # every word_starting() row matches at least 20 characters
+                       for byte in range(256))        # 副本已经转成小写了
+_WORD_PREFIXES: set[str] = set()            # 各行通过 word_starting() 要过的所有前缀
+_LONG_WORD = b"w" * 20                      # 用 word_starting() 的行，每个匹配都至少 20 个字符
 
 
 def word_starting(*prefixes: str) -> Callable[[_HintIndex], list[tuple[int, int]]]:
-    """Hint for a token with a fixed prefix: from each 20+ character word starting with one of the
-    prefixes (case matters) to the end of its line.
+    """固定前缀令牌的 hint：从每个以这些前缀之一开头（区分大小写）、20 个字符以上的单词起，到它所在行的行尾。
 
-    Ten token rows would cost ten scans of the whole text; instead _prefixed_words finds all long
-    words once (a skeleton again: letters, digits, "_" and "-" become "w") and each row keeps its own.
+    十行令牌规则本来要把全文扫十遍；改为由 _prefixed_words 一次找出所有长单词（又是一副骨架：字母、
+    数字、"_" 和 "-" 变成 "w"），每一行再留下自己的那些。
     """
     _WORD_PREFIXES.update(prefixes)
 
@@ -356,7 +350,7 @@ def word_starting(*prefixes: str) -> Callable[[_HintIndex], list[tuple[int, int]
 
 def _prefixed_words(index: _HintIndex) -> list[tuple[int, int]]:
     skeleton, text, prefixes = index.folded.translate(_WORD_SKELETON), index.text, tuple(_WORD_PREFIXES)
-    heads = {prefix[:2] for prefix in prefixes}          # a set lookup first: most long words are identifiers
+    heads = {prefix[:2] for prefix in prefixes}          # 先查一次集合：大多数长单词是标识符
     spans = []
     position = skeleton.find(_LONG_WORD)
     while position != -1:
@@ -368,32 +362,32 @@ def _prefixed_words(index: _HintIndex) -> list[tuple[int, int]]:
     return spans
 
 
-# ── the table ───────────────────────────────────────────────────────────────────────────────
+# ── 规则表 ──────────────────────────────────────────────────────────────────────────────────
 
-# A card number, not part of a longer number or the decimals of a float:
-_CARD_NUMBER = (_FIRST_DIGIT + r"(?:[0-9]{14,18}"                                       # bare
+# 卡号：不是更长数字的一部分，也不是浮点数的小数部分：
+_CARD_NUMBER = (_FIRST_DIGIT + r"(?:[0-9]{14,18}"                                       # 裸数字
                 r"|[0-9]{3}(?P<sep>[ .-])[0-9]{4}(?P=sep)[0-9]{4}(?P=sep)[0-9]{4}(?:(?P=sep)[0-9]{1,3})?"  # 4-4-4-4
                 r"|[0-9]{3}(?P<amex>[ .-])[0-9]{6}(?P=amex)[0-9]{5})"                      # Amex 4-6-5
                 + _NUMBER_END)
 
-# Order matters: specific shapes first. Rows look at the same text; on overlap the earlier row wins.
+# 顺序有讲究：具体的形状在前。各行看的是同一份文本；重叠时排在前面的行胜出。
 RULES: list[Rule] = [
     Rule("private_key", "私钥", re.compile(
-        # An unterminated block (a truncated tool output) is masked to the end of the text (or of
-        # the string, when redact_value() batches several).
+        # 没有结尾的块（被截断的工具输出）一直遮到文本末尾
+        # （redact_value() 把多个字符串合成一批处理时，遮到这个字符串的末尾）。
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?=\n\0)|\Z)")),   # no hints: a block spans lines
+        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?=\n\0)|\Z)")),   # 不写 hints：一个块要跨好几行
     Rule("jwt", "JWT", re.compile(
         _WORD_START + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), hints=("eyj",)),
-    Rule("slack_webhook", "Slack Webhook", re.compile(      # no hints: re finds fixed text as fast as a hint
+    Rule("slack_webhook", "Slack Webhook", re.compile(      # 不写 hints：re 找固定文字和 hint 一样快
         r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/-]{20,})")),
-    Rule("sk_api_key", "API密钥", re.compile(                # OpenAI, Anthropic (sk-ant-), DeepSeek …
+    Rule("sk_api_key", "API密钥", re.compile(                # OpenAI、Anthropic（sk-ant-）、DeepSeek……
         _WORD_START + r"sk-[A-Za-z0-9_-]{20,}"), _random_secret, hints=(word_starting("sk-"),)),
     Rule("stripe_key", "Stripe密钥", re.compile(_WORD_START + r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),
          hints=(word_starting("sk_live_", "sk_test_", "rk_live_", "rk_test_"),)),
     Rule("aws_access_key", "AWS密钥", re.compile(_WORD_START + r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])"),
          hints=(word_starting("AKIA", "ASIA"),)),
-    Rule("aws_secret_key", "AWS密钥", re.compile(            # 40 base64 chars right after its name
+    Rule("aws_secret_key", "AWS密钥", re.compile(            # 紧跟在名字后面的 40 个 base64 字符
         r"(?i:aws[ _-]?secret[ _-]?(?:access[ _-]?)?key|secret[ _-]?access[ _-]?key)[\"']?[ \t]*[:=][ \t]*[\"']?"
         r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"), hints=("secret",)),
     Rule("google_api_key", "Google密钥", re.compile(_WORD_START + r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
@@ -411,38 +405,37 @@ RULES: list[Rule] = [
          hints=(word_starting("xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"),)),
     Rule("azure_key", "Azure密钥", re.compile(
         r"(?:Account|SharedAccess)Key=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})"), hints=("key",)),
-    Rule("bearer_token", "Bearer令牌", re.compile(           # Bearer x, BEARER x, bearer  x (keeps the word)
+    Rule("bearer_token", "Bearer令牌", re.compile(           # Bearer x、BEARER x、bearer  x（保留这个词本身）
         r"(?<![A-Za-z])(?i:bearer)[ \t]+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"), _mixed_secret,
         hints=("bearer",)),
     Rule("auth_header", "认证信息", re.compile(              # Authorization: Basic … / token … / Digest …
         r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic|token|digest)[ \t]+"
         r"(?P<secret>[A-Za-z0-9._~+/=-]{8,})"), _not_a_reference, hints=("authorization",)),
-    Rule("url_password", "密码", re.compile(                 # postgres://app:S3cr3t@host → only S3cr3t
+    Rule("url_password", "密码", re.compile(                 # postgres://app:S3cr3t@host → 只遮 S3cr3t
         r"://[^\s:/?#@]*:(?P<secret>[^\s/?#@]+)@"), _not_a_reference),
     Rule("credential", "凭据", re.compile(                   # API_KEY=…, "password": "…", JWT_SECRET: …
-        # Starts at the sensitive word (DB_PASSWORD matches from PASSWORD); the validator reads the
-        # whole name. The possessive ++ never gives characters back: no backtracking on long words.
-        # The first letter is a plain character class so that re can skip to candidates quickly.
+        # 从敏感词开始匹配（DB_PASSWORD 从 PASSWORD 处匹配上）；完整的名字由校验函数去读。
+        # 占有量词 ++ 吃进的字符绝不吐回：长单词上不会回溯。
+        # 第一个字母用普通的字符类，re 就能快速跳到候选位置。
         r"""(?P<word>[PpSsTtKk](?i:ass|ecret|oken|ey)[A-Za-z0-9_.-]*+)["']?[ \t]*[:=][ \t]*"""
         r"""(?P<quote>["'`])?(?P<secret>(?(quote)(?:(?!(?P=quote))[^\n])+|[^\s"'`,;()\[\]{}]+))"""),
         _credential_ok, hints=("pass", "secret", "token", "key")),
-    # The lookbehind makes each run of local-part characters start at most one match attempt;
-    # without it a long base64 blob costs quadratic time.
+    # 有了这个后顾断言，每一串 local-part（@ 前面的部分）字符最多只发起一次匹配尝试；
+    # 没有它，一长段 base64 要花平方级的时间。
     Rule("email", "邮箱", re.compile(
         r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"), _email_ok,
         hints=("@",)),
-    Rule("cn_id_number", "身份证号", re.compile(            # 18 chars, also as 6-8-4 or 6-4-4-4 groups
+    Rule("cn_id_number", "身份证号", re.compile(            # 18 个字符，也可以是 6-8-4 或 6-4-4-4 分组
         _FIRST_DIGIT + r"(?<!0)[0-9]{5}[ -]?(?:18|19|20)[0-9]{2}[ -]?(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])"
         r"[ -]?[0-9]{3}[0-9Xx]" + _NUMBER_END), _id_number_ok, hints=(id_number_runs,)),
     Rule("bank_card", "银行卡号", re.compile(_CARD_NUMBER), _card_ok, hints=(card_number_runs,)),
-    Rule("bank_card_after_word", "银行卡号", re.compile(    # 卡号 / 银行卡 / card number: any 15–19 digits
+    Rule("bank_card_after_word", "银行卡号", re.compile(    # 卡号 / 银行卡 / card number：任意 15–19 位数字
         r"(?:卡|(?i:card))[^0-9\n]{0,20}?(?P<secret>" + _CARD_NUMBER + ")"), _luhn_ok,
         hints=("卡", "card")),
     Rule("cn_mobile", "手机号", re.compile(
-        # No hints (digits are everywhere), so the pattern starts with "1[3-9][0-9]": re jumps from
-        # one "1" to the next, and only then do the lookbehinds check what stands before those three
-        # characters ("..." in them) — a non-alphanumeric, +86, 0086 or a phone word (Tel13812345678),
-        # never "<digit>." (the decimals of 3.14159265358).
+        # 不写 hints（数字到处都是），所以正则以 "1[3-9][0-9]" 开头：re 从一个 "1" 跳到下一个 "1"，
+        # 然后才由后顾断言检查这三个字符前面是什么（断言里的 "..." 就是这三个字符）——非字母数字、
+        # +86、0086 或电话字样（Tel13812345678），绝不能是 "<数字>."（3.14159265358 的小数部分）。
         r"1[3-9][0-9](?:(?<![0-9A-Za-z]...)(?<![0-9][.,]...)|(?<=\+86...)|(?<=0086...)|(?<=[Tt]el...)"
         r"|(?<=TEL...)|(?<=[Pp]hone...)|(?<=[Mm]obile...))(?P<sep>[ .-]?)[0-9]{4}(?P=sep)[0-9]{4}" + _NUMBER_END)),
     Rule("cn_mobile_fullwidth", "手机号", re.compile(       # １３８１２３４５６７８
@@ -451,11 +444,11 @@ RULES: list[Rule] = [
 ]
 
 
-# ── the engine ──────────────────────────────────────────────────────────────────────────────
+# ── 执行引擎 ────────────────────────────────────────────────────────────────────────────────
 
 
 def redact(text: str) -> str:
-    """Replace every secret in text with a [已脱敏:<label>] marker.
+    """把文本里的每一处秘密替换成 [已脱敏:<label>] 标记。
 
     >>> redact("手机13812345678请回电，邮件 alice@example.com")
     '手机[已脱敏:手机号]请回电，邮件 [已脱敏:邮箱]'
@@ -464,23 +457,23 @@ def redact(text: str) -> str:
 
 
 def redact_with_counts(text: str) -> tuple[str, dict[str, int]]:
-    """Like redact(), and also report how many secrets of each label were masked (RULES order).
+    """和 redact() 一样，另外报告每种标签各遮住了几处（按 RULES 的顺序）。
 
     >>> redact_with_counts("a@example.com b@example.com 时间戳 1732867200123")
     ('[已脱敏:邮箱] [已脱敏:邮箱] 时间戳 1732867200123', {'邮箱': 2})
     """
     counts: Counter[str] = Counter()
     redacted, markers = _apply(text, _claims(text), counts)
-    # A mask can unblock a row only next to itself (a lookaround now sees "]"), and rows match
-    # within a line, so re-checking the lines that now hold a marker is enough to know we are done.
+    # 一处遮盖只可能让紧挨着它的地方变得能匹配（环视断言现在看到的是 "]"），而各行都在一行之内匹配，
+    # 所以只要重查现在含有标记的那些行，就足以知道是否已经完成。
     if markers and _claims(_lines_around(redacted, markers)):
-        while claims := _claims(redacted):                    # rare: repeat until stable
-            redacted, _ = _apply(redacted, claims, counts)    # ends: every claim consumes original text
+        while claims := _claims(redacted):                    # 很少发生：重复到稳定为止
+            redacted, _ = _apply(redacted, claims, counts)    # 一定会结束：每次认领都消耗掉一段原文
     return redacted, _in_rule_order(counts)
 
 
 def _claims(text: str) -> list[tuple[int, int, str]]:
-    """Apply every row to the same text: sorted (start, end, label); on overlap the earlier row wins."""
+    """把每一行都用在同一份文本上：返回排好序的 (start, end, label)；重叠时排在前面的行胜出。"""
     index = _HintIndex(text)
     starts: list[int] = []
     claims: list[tuple[int, int, str]] = []
@@ -494,7 +487,7 @@ def _claims(text: str) -> list[tuple[int, int, str]]:
 
 
 def _apply(text: str, claims: list[tuple[int, int, str]], counts: Counter[str]) -> tuple[str, list[int]]:
-    """Replace each claim with its marker; also return where the markers start in the result."""
+    """把每处认领替换成它的标记；同时返回各个标记在结果里的起点。"""
     pieces, markers, position, length = [], [], 0, 0
     for start, end, label in claims:
         marker = MARKER.format(label=label)
@@ -508,7 +501,7 @@ def _apply(text: str, claims: list[tuple[int, int, str]], counts: Counter[str]) 
 
 
 def _lines_around(text: str, positions: list[int]) -> str:
-    """The lines holding the given positions, joined by newlines."""
+    """含有这些位置的那些行，用换行连起来。"""
     lines: list[tuple[int, int]] = []
     for position in positions:
         if lines and position < lines[-1][1]:
@@ -520,7 +513,7 @@ def _lines_around(text: str, positions: list[int]) -> str:
 
 def _matches(rule: Rule, text: str, windows: list[tuple[int, int]], starts: list[int],
              claims: list[tuple[int, int, str]]):
-    """Spans the row claims: matched in its windows, free (not claimed, not a marker), validated."""
+    """这一行认领的区间：在它的窗口里匹配到、还空着（没被认领，也不是标记）、通过了校验。"""
     secret = "secret" if "secret" in rule.pattern.groupindex else 0
     for window_start, window_end in windows:
         for match in rule.pattern.finditer(text, window_start, window_end):
@@ -531,8 +524,8 @@ def _matches(rule: Rule, text: str, windows: list[tuple[int, int]], starts: list
 
 
 def _overlaps(starts: list[int], claims: list[tuple[int, int, str]], start: int, end: int) -> bool:
-    index = bisect.bisect_left(starts, end)              # claims starting before our end …
-    return index > 0 and claims[index - 1][1] > start    # … the last of them must end before our start
+    index = bisect.bisect_left(starts, end)              # 起点在我们终点之前的认领……
+    return index > 0 and claims[index - 1][1] > start    # ……其中最后一个必须在我们的起点之前结束
 
 
 def _in_rule_order(counts: Counter[str]) -> dict[str, int]:
@@ -543,13 +536,13 @@ def _in_rule_order(counts: Counter[str]) -> dict[str, int]:
 
 
 def redact_value(value: Any) -> tuple[Any, dict[str, int]]:
-    """Deep-copy JSON-like data, redacting every string value (dict keys are left alone).
+    """深拷贝类似 JSON 的数据，并对其中每个字符串值脱敏（字典的键不动）。
 
     >>> redact_value({"role": "user", "content": [{"type": "text", "text": "call 13812345678"}]})
     ({'role': 'user', 'content': [{'type': 'text', 'text': 'call [已脱敏:手机号]'}]}, {'手机号': 1})
     """
     box: list[Any] = [value]
-    slots: list[tuple[Any, Any]] = []              # (container in the copy, key) of every string
+    slots: list[tuple[Any, Any]] = []              # 每个字符串所在的 (副本里的容器, 键)
     copied = _copy_noting_strings(box, slots)
     redacted, counts = _redact_batch([container[key] for container, key in slots])
     for (container, key), text in zip(slots, redacted):
@@ -557,8 +550,8 @@ def redact_value(value: Any) -> tuple[Any, dict[str, int]]:
     return copied[0], counts
 
 
-# Strings are redacted as one text (one pass instead of thousands of small ones), joined by a
-# separator that no row matches across: rows stop at a newline, the private-key row at "\n\0".
+# 所有字符串拼成一段文本一起脱敏（一趟，而不是几千趟小的），用一个没有哪行能跨过去匹配的分隔符连接：
+# 各行遇到换行就停，私钥那一行遇到 "\n\0" 就停。
 _BATCH_SEPARATOR = "\n\0\n"
 
 
@@ -567,7 +560,7 @@ def _redact_batch(strings: list[str]) -> tuple[list[str], dict[str, int]]:
     if joined.count("\0") == len(strings) - 1:
         redacted, counts = redact_with_counts(joined)
         return (redacted.split(_BATCH_SEPARATOR) if strings else []), counts
-    total: Counter[str] = Counter()            # a string holds "\0" itself: one by one
+    total: Counter[str] = Counter()            # 有字符串自己就含 "\0"：只好逐个处理
     pieces = []
     for string in strings:
         piece, counts = redact_with_counts(string)
@@ -577,7 +570,7 @@ def _redact_batch(strings: list[str]) -> tuple[list[str], dict[str, int]]:
 
 
 def _copy_noting_strings(value: Any, slots: list[tuple[Any, Any]]) -> Any:
-    """A deep copy of a list or dict; where each string sits is appended to slots."""
+    """列表或字典的深拷贝；每个字符串所在的位置追加到 slots 里。"""
     items = value.items() if isinstance(value, dict) else enumerate(value)
     copied: Any = {} if isinstance(value, dict) else [None] * len(value)
     for key, item in items:
@@ -587,5 +580,5 @@ def _copy_noting_strings(value: Any, slots: list[tuple[Any, Any]]) -> Any:
         elif isinstance(item, (dict, list, tuple)):
             copied[key] = _copy_noting_strings(item, slots)
         else:
-            copied[key] = copy.deepcopy(item)   # numbers, None, bools — and anything odd, never aliased
+            copied[key] = copy.deepcopy(item)   # 数字、None、布尔值——以及任何奇怪的东西，都不与原对象共享
     return copied

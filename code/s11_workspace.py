@@ -1,48 +1,45 @@
-"""s11_workspace — 会话分支与代码分支不是一回事: remember what the code looked like at save time.
+"""s11_workspace — 会话分支与代码分支不是一回事：记下保存时代码是什么样子。
 
     save  ── snapshot(folder) ──►  {"kind": "git", "commit": "3f2a9c1…", "branch": "main",
-                                     "files": {"src/app.py": "9b1e…"}}   stored beside the messages
+                                     "files": {"src/app.py": "9b1e…"}}   和消息存在一起
     load  ── drift(saved, folder) ──►  ["分支已切换：main → feature",
-                                        "文件已修改：src/app.py"]          shown before resuming
+                                        "文件已修改：src/app.py"]          恢复之前先显示
 
-Key insight: a session remembers *why*, the repository remembers *what*; resuming the one without
-checking the other lets the agent reason about code that is no longer there. (Claude Code writes
-`cwd` and `gitBranch` on every transcript line for the same reason.)
+关键洞察：会话记住的是*为什么*，仓库记住的是*是什么*；只恢复前者而不核对后者，Agent 就会对着
+已经不在的代码推理。（Claude Code 在会话记录的每一行都写上 `cwd` 和 `gitBranch`，也是这个原因。）
 
-Snapshot format (version 1, a JSON-serialisable dict; keys of "files"/"skipped" are paths relative
-to "root" with forward slashes, sorted, so two snapshots of the same tree are equal):
+快照格式（version 1，一个能 JSON 序列化的字典；"files" / "skipped" 的键是相对 "root" 的路径，
+用正斜杠、排好序，所以同一棵目录树的两份快照相等）：
 
-    git mode — folder is inside a git work tree and a `git` binary works:
-      {"version": 1, "kind": "git", "root": "/abs/top-level", "commit": "<hex>" | None (no commit yet),
-       "branch": "main" | None (detached HEAD), "dirty": bool,
-       "files":   {path: fingerprint | None},   # dirty and untracked files only; None = deleted
-       "added":   [path, ...],                  # dirty paths HEAD does not have (untracked, staged new)
+    git 模式——folder 在某个 git 工作树里，而且 `git` 命令能用：
+      {"version": 1, "kind": "git", "root": "/abs/top-level", "commit": "<hex>" | None（还没有提交）,
+       "branch": "main" | None（分离头指针）, "dirty": bool,
+       "files":   {path: fingerprint | None},   # 只有改动过的和未跟踪的文件；None = 已删除
+       "added":   [path, ...],                  # HEAD 里没有的改动路径（未跟踪的、已暂存的新文件）
        "skipped": {path: reason}, "truncated": bool}
-      A path absent from "files" is clean, i.e. equal to the commit. The whole work tree is covered,
-      even when folder is a subdirectory of it.
-    files mode — no git, not a repository, or any git error:
+      不在 "files" 里的路径是干净的，即与提交中的一致。覆盖的是整个工作树，
+      即使 folder 只是其中的一个子目录。
+    files 模式——没有 git、不是仓库，或者 git 出了任何错：
       {"version": 1, "kind": "files", "root": "/abs/folder",
        "files": {path: fingerprint}, "skipped": {path: reason}, "truncated": bool}
-    missing — folder does not exist (a snapshot never raises for that):
+    missing——folder 不存在（取快照从不因此抛异常）：
       {"version": 1, "kind": "missing", "root": "/abs/folder"}
 
-    fingerprint: 64 hex digits     sha256 of the content
-                 "link:<target>"   a symbolic link; never followed, so a walk never leaves root
-                 "stat:<size>:<mtime_ns>"  content not read, see "skipped" for why:
-                     "too-large" (> MAX_FILE_BYTES), "unreadable", "not-a-regular-file"
-                 "unreadable"      not even stat() worked
-    skipped also lists directories that could not be listed ("unreadable-dir").
+    fingerprint: 64 位十六进制     内容的 sha256
+                 "link:<target>"   符号链接；从不跟随，所以遍历永远走不出 root
+                 "stat:<size>:<mtime_ns>"  没有读内容，原因见 "skipped"：
+                     "too-large"（> MAX_FILE_BYTES）、"unreadable"、"not-a-regular-file"
+                 "unreadable"      连 stat() 都失败了
+    skipped 里还列出列不出内容的目录（"unreadable-dir"）。
 
-Limits: MAX_FILE_BYTES (1 MiB) — bigger files are fingerprinted by size + mtime, so touching one
-without changing it reports it as modified. MAX_FILES (5000) — the walk stops there and marks the
-snapshot "truncated"; the worst case still reads MAX_FILES × MAX_FILE_BYTES. Each git command has
-GIT_TIMEOUT_SECONDS. SKIP_DIRS (caches, virtualenvs, .git) are never entered, in both modes; pass the
-session store's own folder in `exclude` or every save would change the snapshot.
+限制：MAX_FILE_BYTES（1 MiB）——更大的文件按大小 + mtime 取指纹，所以只是 touch 一下、内容没变，
+也会报告为已修改。MAX_FILES（5000）——遍历到这个数就停下，并把快照标记为 "truncated"；最坏情况下
+仍要读 MAX_FILES × MAX_FILE_BYTES。每条 git 命令限时 GIT_TIMEOUT_SECONDS。两种模式都从不进入
+SKIP_DIRS（缓存、虚拟环境、.git）；要把会话仓库自己的目录传进 `exclude`，否则每次保存都会改变快照。
 
-Out of scope: git-ignored files (git mode), submodule contents, file modes and timestamps of hashed
-files, restoring code, and races where a directory is swapped for a link while the walk runs.
-Across two different commits, file lines for a path clean on one side are relative to that side's
-own commit; the commit line is the signal there.
+不做：被 git 忽略的文件（git 模式）、子模块的内容、已算哈希的文件的权限位和时间戳、恢复代码，
+以及遍历进行中某个目录被换成链接这类竞争。跨两个不同的提交比较时，对某一侧干净的路径，
+文件行是相对那一侧自己的提交而言的；这时要看的信号是提交那一行。
 """
 
 from __future__ import annotations
@@ -65,7 +62,7 @@ GIT_TIMEOUT_SECONDS = 5
 SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".mypy_cache", ".pytest_cache",
              ".ruff_cache", ".tox", ".hypothesis"}
 
-# Inherited from a git hook or a wrapper, these would point git at some other repository than folder.
+# 这些变量若是从 git 钩子或包装脚本继承来的，会让 git 指向 folder 以外的另一个仓库。
 _REPOSITORY_OVERRIDES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
                          "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
 _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -76,14 +73,14 @@ _CHANGE_ORDER = ("文件已修改", "新增文件", "文件已删除")
 
 
 class _GitFailed(Exception):
-    """Internal: git is missing, the folder is no work tree, or git misbehaved -> use files mode."""
+    """内部用：没有 git、folder 不是工作树，或者 git 行为异常 -> 改用 files 模式。"""
 
 
-# ── snapshot ────────────────────────────────────────────────────────────────────────────────────
+# ── 快照 ────────────────────────────────────────────────────────────────────────────────────────
 
 def snapshot(folder: str | os.PathLike, *, exclude: Iterable[str | os.PathLike] = ()) -> dict:
-    """Describe the code in folder (see the module docstring for the format). Never raises for git
-    trouble, a missing folder or files vanishing mid-walk. Relative excludes are taken from the cwd."""
+    """描述 folder 里的代码（格式见模块的文档字符串）。git 出问题、folder 不存在、遍历途中文件消失，
+    都不会抛异常。exclude 里的相对路径以当前工作目录为准。"""
     root = os.path.realpath(folder)
     if not os.path.isdir(root):
         return {"version": SNAPSHOT_VERSION, "kind": "missing", "root": _json_safe(root)}
@@ -95,13 +92,13 @@ def snapshot(folder: str | os.PathLike, *, exclude: Iterable[str | os.PathLike] 
 
 
 def _git(git: str, cwd: str, *args: str, accept: tuple[int, ...] = (0,)) -> str:
-    """Run one read-only git command and return its stdout; any failure becomes _GitFailed."""
+    """运行一条只读的 git 命令，返回它的 stdout；任何失败都变成 _GitFailed。"""
     env = {key: value for key, value in os.environ.items() if key not in _REPOSITORY_OVERRIDES}
-    env["GIT_OPTIONAL_LOCKS"] = "0"  # status must not take index.lock while the user runs git
+    env["GIT_OPTIONAL_LOCKS"] = "0"  # 用户同时在跑 git 时，status 不能去拿 index.lock
     try:
         done = subprocess.run([git, *args], capture_output=True, text=True, encoding="utf-8",
                               errors="surrogateescape", timeout=GIT_TIMEOUT_SECONDS, cwd=cwd, env=env)
-    except Exception as error:  # timeout, vanished binary, ...: a git error must never break a save
+    except Exception as error:  # 超时、git 程序不见了……：git 出错绝不能让保存失败
         raise _GitFailed(str(error)) from error
     if done.returncode not in accept:
         raise _GitFailed(f"git {args[0]} exited {done.returncode}")
@@ -141,7 +138,7 @@ def _git_snapshot(folder: str, excluded: list[str]) -> dict:
 
 
 def _parse_porcelain(output: str) -> dict[str, bool]:
-    """Map each dirty path to "HEAD does not have it"; a rename carries its source in the next field.
+    """把每个改动过的路径映射到“HEAD 里没有它”；重命名的源路径在下一个字段里。
 
     ' M a.py\\0?? b.py\\0R  new.py\\0old.py\\0'
         -> {'a.py': False, 'b.py': True, 'old.py': False, 'new.py': True}
@@ -151,15 +148,15 @@ def _parse_porcelain(output: str) -> dict[str, bool]:
         record = fields[index]
         index += 1
         if len(record) < 4:
-            continue  # the empty field after the final NUL
-        code, path = record[:2], record[3:].rstrip("/")  # "?? nested-repo/" names a directory
+            continue  # 最后一个 NUL 后面的空字段
+        code, path = record[:2], record[3:].rstrip("/")  # "?? nested-repo/" 指的是一个目录
         is_new = code == "??" or "A" in code
         if "R" in code or "C" in code:
             source, index = fields[index], index + 1
             is_new = True
-            if "R" in code:  # a copy leaves its source untouched
+            if "R" in code:  # 复制不会动它的源文件
                 entries[source] = False
-        # "D  x" plus "?? x" (deleted from the index, still on disk): HEAD has x, so not new
+        # "D  x" 加上 "?? x"（从索引里删了，磁盘上还在）：HEAD 里有 x，所以不算新增
         entries[path] = entries.get(path, True) and is_new
     return entries
 
@@ -173,7 +170,7 @@ def _files_snapshot(root: str, excluded: list[str]) -> dict:
             break
         fingerprint, reason = _fingerprint(os.path.join(root, path))
         if fingerprint is None:
-            continue  # deleted while we walked
+            continue  # 遍历途中被删掉了
         key = _json_safe(path)
         files[key] = fingerprint
         if reason:
@@ -184,7 +181,7 @@ def _files_snapshot(root: str, excluded: list[str]) -> dict:
 
 
 def _walk(root: str, skip: list[str], skipped: dict[str, str]) -> Iterator[str]:
-    """Yield the relative path of every non-directory under root, in sorted order, never following links."""
+    """按排好的顺序逐个给出 root 下每个非目录条目的相对路径，从不跟随链接。"""
     pending = [""]
     while pending:
         directory = pending.pop()
@@ -211,16 +208,16 @@ def _walk(root: str, skip: list[str], skipped: dict[str, str]) -> Iterator[str]:
 
 def _is_real_directory(entry: os.DirEntry) -> bool:
     try:
-        return entry.is_dir(follow_symlinks=False)  # a link to a directory is recorded, not entered
+        return entry.is_dir(follow_symlinks=False)  # 指向目录的链接只记录，不进入
     except OSError:
         return False
 
 
 def _fingerprint(path: str) -> tuple[str | None, str | None]:
-    """Return (fingerprint, why the content was not hashed); fingerprint None means the file is gone.
+    """返回 (指纹, 内容为什么没有算哈希)；指纹为 None 表示文件已经不在了。
 
-    b'hello\\n' -> ('5891b5b5…be03', None); link to ../x -> ('link:../x', None);
-    a 2 MiB file -> ('stat:2097152:1732870000000000000', 'too-large')
+    b'hello\\n' -> ('5891b5b5…be03', None)；指向 ../x 的链接 -> ('link:../x', None)；
+    一个 2 MiB 的文件 -> ('stat:2097152:1732870000000000000', 'too-large')
     """
     try:
         info = os.lstat(path)
@@ -238,13 +235,13 @@ def _fingerprint(path: str) -> tuple[str | None, str | None]:
         return _sha256(path), None
     except FileNotFoundError:
         return None, None
-    except OSError:  # permission denied, or swapped for a link or a FIFO since lstat
+    except OSError:  # 权限不足，或者 lstat 之后被换成了链接或 FIFO
         return _stat_fingerprint(info), "unreadable"
 
 
 def _sha256(path: str) -> str:
-    # O_NOFOLLOW: a file replaced by a link after lstat must not lead us outside root;
-    # O_NONBLOCK: a FIFO swapped in must not hang the save.
+    # O_NOFOLLOW：lstat 之后被换成链接的文件，不能把我们带出 root；
+    # O_NONBLOCK：被换进来的 FIFO 不能让保存卡住。
     with os.fdopen(os.open(path, _OPEN_FLAGS), "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise OSError(f"{path} is no longer a regular file")
@@ -259,12 +256,12 @@ def _stat_fingerprint(info: os.stat_result) -> str:
 
 
 def _relative_excludes(root: str, excluded: list[str]) -> list[str]:
-    """'/repo/.sessions' under root '/repo' -> '.sessions'; paths outside root are dropped."""
+    """root 为 '/repo' 时 '/repo/.sessions' -> '.sessions'；root 以外的路径丢掉。"""
     relative = []
     for path in excluded:
         try:
             inside = os.path.relpath(path, root)
-        except ValueError:  # another drive on Windows
+        except ValueError:  # Windows 上的另一个盘符
             continue
         if inside != os.pardir and not inside.startswith(os.pardir + os.sep):
             relative.append("" if inside == os.curdir else inside.replace(os.sep, "/"))
@@ -276,17 +273,17 @@ def _is_excluded(path: str, skip: list[str]) -> bool:
 
 
 def _json_safe(text: str) -> str:
-    """Undecodable bytes in a file name (kept as surrogates by Python) become \\xNN, so
-    json.dump(..., ensure_ascii=False) can write the snapshot: 'caf\\udce9' -> 'caf\\\\xe9'."""
+    """文件名里解不了码的字节（Python 把它们存成代理项）变成 \\xNN，这样
+    json.dump(..., ensure_ascii=False) 才写得出快照：'caf\\udce9' -> 'caf\\\\xe9'。"""
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-# ── compare ─────────────────────────────────────────────────────────────────────────────────────
+# ── 比较 ────────────────────────────────────────────────────────────────────────────────────────
 
 def compare(saved: dict | None, now: dict | None) -> list[str]:
-    """Short Chinese lines naming what changed between two snapshots; [] when they agree or one is None.
+    """两份快照之间变了什么，每项一行简短的中文；两者一致或其中一份是 None 时返回 []。
 
-    Order: kind, root, commit, branch, files (modified, added, removed; each by path), truncation.
+    顺序：kind、root、commit、branch、文件（已修改、新增、已删除；每类按路径排）、截断。
     """
     if saved is None or now is None:
         return []
@@ -298,7 +295,7 @@ def compare(saved: dict | None, now: dict | None) -> list[str]:
     if saved["root"] != now["root"]:
         lines.append(f"工作区目录已变化：{saved['root']} → {now['root']}")
     if saved["kind"] != now["kind"] or saved["kind"] == "missing":
-        return lines  # a git dirty list and a full file list do not compare file by file
+        return lines  # git 的改动列表和完整的文件列表没法逐个文件比较
     if saved["kind"] == "git":
         lines += _git_lines(saved, now)
     lines += _file_lines(saved, now)
@@ -309,14 +306,14 @@ def compare(saved: dict | None, now: dict | None) -> list[str]:
 
 def drift(saved: dict | None, folder: str | os.PathLike, *,
           exclude: Iterable[str | os.PathLike] = ()) -> list[str]:
-    """compare(saved, snapshot(folder)); [] when the session recorded no snapshot."""
+    """compare(saved, snapshot(folder))；会话没有记录快照时返回 []。"""
     if saved is None:
         return []
     return compare(saved, snapshot(folder, exclude=exclude))
 
 
 def _is_snapshot(data: object) -> bool:
-    """A snapshot read back from a session file may be old, hand-edited or corrupt: check before use."""
+    """从会话文件里读回的快照可能是旧版的、手改过的或已损坏的：用之前先检查。"""
     if not isinstance(data, dict) or data.get("version") != SNAPSHOT_VERSION:
         return False
     if data.get("kind") not in _KIND_NAMES or not isinstance(data.get("root"), str):
@@ -362,9 +359,9 @@ def _file_lines(saved: dict, now: dict) -> list[str]:
 
 
 def _file_state(snap: dict, path: str, other: dict) -> tuple[bool, str | None]:
-    """(exists, fingerprint) of path in snap. In git mode a path missing from "files" is clean: it
-    equals the commit, which has it unless the other side lists it as new. Across two commits that is
-    the likely reading (an untracked file that appeared), not a certainty: the commit line says more."""
+    """path 在 snap 里的 (是否存在, 指纹)。git 模式下不在 "files" 里的路径是干净的：它与提交中的一致，
+    而提交里有它——除非另一侧把它列为新增。跨两个提交时，这只是最可能的解读（冒出了一个未跟踪的文件），
+    并不确定：提交那一行能说明更多。"""
     if path in snap["files"]:
         return snap["files"][path] is not None, snap["files"][path]
     if snap["kind"] == "files":
