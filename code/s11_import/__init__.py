@@ -40,7 +40,6 @@ import hashlib
 import json
 import os
 import re
-import sys
 import time
 from collections import Counter, deque
 from contextlib import contextmanager
@@ -48,8 +47,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from s11_session import SessionError, SessionNode, SessionStore
+from s11_text import human_size, os_error_reason
 
-__all__ = ["import_file", "run_cli", "list_examples", "ImportReport", "UnsupportedFormat", "NoConversation",
+__all__ = ["import_file", "list_examples", "ImportReport", "UnsupportedFormat", "NoConversation",
            "TranscriptTooLarge", "EXAMPLES_DIR", "DEFAULT_MAX_BYTES", "TOOL_OUTPUT_LIMIT", "TEXT_LIMIT"]
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024   # 真实记录通常 < 20 MB；Claude Code 自己遇到 60 MB 的单行就打不开了
@@ -101,7 +101,7 @@ class ImportReport:
 
     def describe(self) -> str:
         """多行中文报告，命令行和工作台都用它。"""
-        lines = [f"导入 {self.file}（{FORMAT_NAMES.get(self.format, self.format)} 格式，读入 {_size(self.bytes_read)}）",
+        lines = [f"导入 {self.file}（{FORMAT_NAMES.get(self.format, self.format)} 格式，读入 {human_size(self.bytes_read)}）",
                  f"  会话节点 {len(self.node_ids)} 个：新写入 {self.written - self.updated}，更新 {self.updated}，"
                  f"未变化 {self.unchanged}" + (f"，保留仓库里续写过的 {self.kept}" if self.kept else ""),
                  f"  消息 {self.messages} 条；活动端（对话现在停在这里）：{self.active_id or '无'}"]
@@ -111,7 +111,7 @@ class ImportReport:
             lines.append(f"  没有变成消息的条目：{shown}")
         lines += [f"  ⚠️ {warning}" for warning in self.warnings]
         ratio = f"，是读入的 {self.bytes_written / self.bytes_read:.2f} 倍" if self.bytes_read and self.bytes_written else ""
-        lines.append(f"  写入 {_size(self.bytes_written)}{ratio}；分叉复制的前缀约 {_size(self.copy_bytes)}")
+        lines.append(f"  写入 {human_size(self.bytes_written)}{ratio}；分叉复制的前缀约 {human_size(self.copy_bytes)}")
         return "\n".join(lines)
 
 
@@ -122,11 +122,6 @@ def _describe_skipped(skipped: List[Tuple[int, str]], shown: int = 20) -> List[s
     if len(skipped) > shown:
         lines.append(f"    ……另有 {len(skipped) - shown} 行")
     return lines
-
-
-def _size(count: int) -> str:
-    return f"{count} B" if count < 1024 else (f"{count / 1024:.1f} KB" if count < 1024 ** 2
-                                              else f"{count / 1024 ** 2:.1f} MB")
 
 
 # ── 条目：记录里的一行（消息，或只用来接线的结构条目）─────────────────────────────────────────
@@ -281,7 +276,7 @@ def _read_file(path: str, t: _Transcript, max_bytes: int) -> int:
 def _check_size(path: str, max_bytes: int) -> int:
     size = os.path.getsize(path)
     if size > max_bytes:
-        raise TranscriptTooLarge(f"{os.path.basename(path)} 有 {_size(size)}，超过导入上限 {_size(max_bytes)}"
+        raise TranscriptTooLarge(f"{os.path.basename(path)} 有 {human_size(size)}，超过导入上限 {human_size(max_bytes)}"
                                  f"；仓库没有任何改动")
     return size
 
@@ -1202,18 +1197,17 @@ def _paused_gc() -> Iterator[None]:
 # ── 读 + 建树 + 规划（不碰仓库）──────────────────────────────────────────────────────────────
 def _read_all(path: str, max_bytes: int) -> Tuple[_Transcript, int]:
     t = _Transcript(path)
+    if os.path.isdir(path):   # 导入的是一个文件；整个文件夹交给 find_transcripts
+        raise SessionError(f"无法读取 {t.file}：这是一个文件夹；仓库没有任何改动")
     try:
         size = _read_file(path, t, max_bytes)
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        raise SessionError(f"无法读取 {t.file}：{_OS_ERRORS.get(type(exc), exc.strerror)}；仓库没有任何改动") from None
+        raise SessionError(f"无法读取 {t.file}：{os_error_reason(exc)}；仓库没有任何改动") from None
     if t.format is None:
         raise _unrecognised(t, size)
     if t.format == CLAUDE:
         size += _read_subagents(path, t, max_bytes)
     return t, size
-
-
-_OS_ERRORS = {FileNotFoundError: "文件不存在", IsADirectoryError: "这是一个文件夹", PermissionError: "没有读取权限"}
 
 
 def _unrecognised(t: _Transcript, size: int) -> SessionError:
@@ -1386,22 +1380,3 @@ def _is_subagent_file(path: str) -> bool:
     session_dir = os.path.dirname(subagents)
     return os.path.basename(subagents) == "subagents" and os.path.isfile(session_dir + ".jsonl")
 
-
-def run_cli(store: SessionStore, paths: List[str]) -> int:
-    """python code/s11_session.py --dir D import PATH [PATH …]：打印导入后的树和报告；有失败时返回 2。"""
-    files, problems = find_transcripts(list(paths))
-    for problem in problems:
-        print(f"错误：{problem}", file=sys.stderr)
-    status = 2 if problems else 0
-    for path in files:
-        try:
-            report = import_file(path, store)
-        except (SessionError, OSError) as exc:
-            print(f"错误：{exc}", file=sys.stderr)
-            status = 2
-            continue
-        for root in report.root_ids:
-            print(store.render_tree(root))
-        print(report.describe())
-        print()
-    return status
