@@ -20,6 +20,7 @@ import pytest
 
 import s11_import
 from s11_import import NoConversation, TranscriptTooLarge, UnsupportedFormat, import_file
+from s11_import.formats import FORMATS, detect
 from s11_session import SessionError, SessionStore
 
 REPO = Path(__file__).resolve().parent.parent
@@ -184,6 +185,19 @@ def test_json_and_text_that_are_not_transcripts_are_unsupported(tmp_path, store,
     path = tmp_path / "other.jsonl"
     path.write_text(content, encoding="utf-8")
     with pytest.raises(UnsupportedFormat, match="other.jsonl"):
+        import_file(path, store)
+    assert os.listdir(store.storage_dir) == []
+
+
+def test_each_line_type_belongs_to_one_format_and_a_refusal_names_every_format(tmp_path, store):
+    owners = [(kind, row.name) for row in FORMATS for kind in row.readers]
+    assert len({kind for kind, _ in owners}) == len(owners)   # so detection cannot depend on the table's order
+    assert all(detect(kind).name == name for kind, name in owners)
+    assert list(s11_import.FORMAT_NAMES) == [row.name for row in FORMATS] == [s11_import.CLAUDE, s11_import.PI]
+    path = tmp_path / "codex.jsonl"
+    path.write_text('{"type": "session_meta", "payload": {}}\n{"type": "response_item", "payload": {}}\n',
+                    encoding="utf-8")
+    with pytest.raises(UnsupportedFormat, match="codex.jsonl 不是 Claude Code 或 Pi 的会话记录"):
         import_file(path, store)
     assert os.listdir(store.storage_dir) == []
 
@@ -775,13 +789,13 @@ def test_recovering_a_huge_torn_line_stays_cheap(tmp_path, store, monkeypatch):
             attempts.append(index)
             return super().raw_decode(text, index)
 
-    monkeypatch.setattr(s11_import.json, "JSONDecoder", CountingDecoder)
+    monkeypatch.setattr(s11_import.lines.json, "JSONDecoder", CountingDecoder)
     torn = '{"type":"message","id":"t","parentId":"m1","message":{"role":"user","content":[' + '{"a":1},' * 50_000
     path = pi_file(tmp_path / "p.jsonl", [pi_msg("m1", None, "user", "问"), torn, pi_msg("m2", "m1", "assistant", "答")])
     report = import_file(path, store)
     assert [line for line, _ in report.skipped] == [3]
     assert own_texts(nodes(store, report)[0]) == ["问", "答"]
-    assert len(attempts) <= s11_import._MAX_TAIL_ATTEMPTS + 1 < 50_000
+    assert len(attempts) <= s11_import.lines._MAX_TAIL_ATTEMPTS + 1 < 50_000
 
 
 def test_deeply_nested_tool_input_is_kept_as_text_so_the_node_can_be_saved(tmp_path, store):
@@ -805,7 +819,7 @@ def test_a_node_the_store_refuses_is_skipped_with_its_branches_and_named(tmp_pat
 
     def refuse_the_trunk(node):
         if node.session_id == planned[0]:
-            raise s11_import.SessionError("模拟：别人正在保存")
+            raise SessionError("模拟：别人正在保存")
         real_save(node)
 
     monkeypatch.setattr(store, "save", refuse_the_trunk)
