@@ -7,7 +7,7 @@
 
     页面加载 ──> enter_space：浏览器里的空间令牌（gr.BrowserState）有效就沿用，否则领一个新的；
                  带 ?teacher=<启动时打印的密钥> 打开时，教师密钥只记在服务器端的 gr.State 里。
-    每个请求 ──> 处理函数拿 visitor 作输入，ctx.spaces.open(token) 重新验签（见 code/s11_spaces.py）。
+    每个请求 ──> 处理函数拿 visitor 作输入，ctx.spaces.open(token) 重新验签（见 code/s11_workbench/spaces.py）。
 
 Key insight: 这里只是外壳。gradio 导入要 ~5 秒，所以先打印一句提示再导入；逻辑全在 code/ 里。
 全程离线：主题只用系统字体，不加载 Google Fonts，关闭统计上报。
@@ -32,9 +32,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "code"))
 
 SECTIONS = [
-    ("8.11 会话持久化与多分支", "s11_tab"),
-    ("🌳 会话树浏览器", "s11_explorer_tab"),
-    ("🧪 为什么要这样写", "s11_lab_tab"),
+    ("8.11 会话持久化与多分支", "s11_workbench.demo_tab"),
+    ("🌳 会话树浏览器", "s11_workbench.explorer_tab"),
+    ("🧪 为什么要这样写", "s11_workbench.lab_tab"),
 ]
 
 DEFAULT_HOST = "127.0.0.1"
@@ -83,7 +83,7 @@ CSS = """
 class TabContext(NamedTuple):
     """每个标签页的 build(ctx) 拿到的东西。按访客区分的数据只经由 visitor（gr.BrowserState）传进事件。"""
     sessions_dir: str   # 会话根目录（--sessions-dir）
-    spaces: Any         # s11_spaces.Spaces：每个浏览器一个私有空间
+    spaces: Any         # s11_workbench.spaces.Spaces：每个浏览器一个私有空间
     visitor: Any        # gr.BrowserState：本浏览器的空间令牌；处理函数每次都 spaces.open(token)
     teacher: Any = None  # gr.State：用教师链接打开时是教师密钥，否则 None（只在服务器端，浏览器改不了）
     ready: Any = None    # 页面加载事件：需要令牌的加载逻辑写成 ctx.ready.then(...)，首次访问也拿得到令牌
@@ -113,7 +113,7 @@ class UploadGuard:
     def refusal(self, scope) -> tuple[int, str] | None:
         import tempfile
 
-        from s11_spaces import SpaceError
+        from s11_workbench.spaces import SpaceError
         headers = dict(scope.get("headers") or [])
         length = headers.get(b"content-length", b"").decode("latin-1").strip()
         nbytes = int(length) if length.isdigit() else None
@@ -143,7 +143,7 @@ def enter_space(spaces, token, request) -> tuple:
     """页面加载：(令牌, 教师密钥或 None)。令牌有效就原样返回，否则领一个新的；领得太快时 gr.Error。"""
     import gradio as gr
 
-    from s11_spaces import SpaceError
+    from s11_workbench.spaces import SpaceError
     client = request.client.host if request is not None and request.client else None
     try:
         token = spaces.ensure_token(token, client=client)
@@ -158,7 +158,7 @@ def launch_options(demo=None) -> dict:
     单个上传的上限、会话目录不经 /gradio_api/file= 外泄、上传限速中间件（传入 build_app 的结果时）。"""
     import gradio as gr
 
-    from s11_spaces import Limits
+    from s11_workbench.spaces import Limits
     theme = gr.themes.Soft(primary_hue="emerald", secondary_hue="sky", neutral_hue="slate",
                            font=SANS_FONTS, font_mono=MONO_FONTS)
     spaces = getattr(demo, "s11_spaces", None)
@@ -176,7 +176,7 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
     """搭好整个工作台并返回 gr.Blocks（测试可以在进程内 launch 它）；demo.s11_spaces 是它的 Spaces。"""
     import gradio as gr
 
-    from s11_spaces import Limits, Spaces
+    from s11_workbench.spaces import Limits, Spaces
     spaces = Spaces(sessions_dir, limits=limits or Limits(), teacher_secret=teacher_secret)
     with gr.Blocks(title="第 8 章 · Agent 工作台", delete_cache=DELETE_CACHE, analytics_enabled=False) as demo:
         # BrowserState 的加密密钥会出现在页面配置里：用服务器密钥的单向派生，重启后浏览器里的令牌仍能解开
@@ -235,7 +235,7 @@ def use_private_gradio_cache() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    from s11_workbench import check_sessions_dir  # 不依赖 gradio：目录用不了就立刻说，不等第一个同学点击
+    from s11_workbench.demo import check_sessions_dir  # 不依赖 gradio：目录用不了就立刻说，不等第一个同学点击
     problem = check_sessions_dir(args.sessions_dir)
     if problem is not None:
         print(f"❌ {problem}", file=sys.stderr, flush=True)
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> None:
     demo.launch(server_name=args.host, server_port=args.port, prevent_thread_lock=True, quiet=True,
                 **launch_options(demo))
     print(f"✅ 工作台已就绪：{demo.local_url}（Ctrl+C 退出）", flush=True)
-    from s11_spaces import classroom_links
+    from s11_workbench.spaces import classroom_links
     for line in classroom_links(args.host, args.port, demo.s11_spaces.teacher_secret):
         print(line, flush=True)
     demo.block_thread()

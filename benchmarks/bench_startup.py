@@ -38,7 +38,7 @@ ENV = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}
 
 # D: runs in a fresh interpreter and prints the phase times as JSON on its last line
 PHASED = r"""
-import json, os, sys, time, urllib.request
+import importlib, json, os, sys, time, urllib.request
 t0 = time.perf_counter()
 import gradio
 t1 = time.perf_counter()
@@ -48,7 +48,7 @@ phases = {{"import gradio": t1 - t0, "import app": time.perf_counter() - t1}}
 builds = {{}}
 for _, name in app.SECTIONS:
     started = time.perf_counter()
-    module = __import__(name)
+    module = importlib.import_module(name)
     phases[f"import {{name}}"] = time.perf_counter() - started
     def timed(ctx, _build=module.build, _name=name):
         started = time.perf_counter()

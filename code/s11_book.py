@@ -5,7 +5,7 @@
     load: 不校验版本、不校验 id            版本号 + 迁移表、id 白名单、修订号冲突检测
     export: 原样导出                       导出前脱敏
 
-Key insight: 读者会照抄印在书上的代码，所以实验室（s11_lab.py）和测试都拿这份原版当对照组——
+Key insight: 读者会照抄印在书上的代码，所以实验室（s11_workbench/lab.py）和测试都拿这份原版当对照组——
 它的每个缺陷都是真的，不能"顺手修好"。
 
 Copied from chapter 8.11 ("1️⃣ 树节点 SessionNode", "2️⃣ 会话仓库 SessionStore" and "3️⃣ 分叉与导出");

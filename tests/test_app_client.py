@@ -97,7 +97,7 @@ def test_every_section_module_exposes_build():
 
     import app
 
-    assert app.SECTIONS[0] == ("8.11 会话持久化与多分支", "s11_tab")
+    assert app.SECTIONS[0] == ("8.11 会话持久化与多分支", "s11_workbench.demo_tab")
     for _label, module_name in app.SECTIONS:
         assert callable(importlib.import_module(module_name).build)
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-import s11_explorer as explorer_module
 import s11_import
-from s11_explorer import LIST_LIMIT, MAP_MAX_CHARS, MAP_MAX_EDGES, PAGE_SIZE, Explorer, View
 from s11_session import SessionNode, SessionStore, demo_tree_branching
-from s11_spaces import Limits, Spaces
+from s11_workbench import explorer as explorer_module
+from s11_workbench.explorer import LIST_LIMIT, MAP_MAX_CHARS, MAP_MAX_EDGES, PAGE_SIZE, Explorer, View
+from s11_workbench.spaces import Limits, Spaces
 
 CODE_DIR = Path(__file__).resolve().parent.parent / "code"
 ROOMY = Limits(creates_per_minute=10_000, create_burst=10_000, min_free_bytes=0)
@@ -76,7 +76,7 @@ def chat_text(page) -> str:
 
 # ── no gradio ──────────────────────────────────────────────────────────────────────────────
 def test_the_explorer_logic_imports_without_gradio():
-    probe = "import sys, s11_explorer; print('gradio' in sys.modules)"
+    probe = "import sys, s11_workbench.explorer; print('gradio' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", probe], cwd=CODE_DIR, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 

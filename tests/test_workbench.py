@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-import s11_workbench as workbench
 from s11_session import SessionError, SessionNode, SessionStore
+from s11_workbench import demo as workbench
 
 CODE_DIR = Path(__file__).resolve().parent.parent / "code"
 HOSTILE_TITLES = [
@@ -71,7 +71,7 @@ def everything_the_page_shows(run) -> str:
 
 # ── 不依赖 gradio ──────────────────────────────────────────────────────────────────────────
 def test_workbench_imports_without_gradio():
-    probe = "import sys, s11_workbench; print('gradio' in sys.modules)"
+    probe = "import sys, s11_workbench.demo; print('gradio' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
                             env={**os.environ, "PYTHONPATH": str(CODE_DIR)})
     assert result.returncode == 0, result.stderr
@@ -363,7 +363,7 @@ def test_the_default_download_folder_is_private_and_made_fresh_for_this_process(
     assert stat.S_IMODE(os.stat(root).st_mode) == 0o700
     run = workbench.run_demo(str(tmp_path / "sessions"))       # the logic's own default, no export_root given
     assert Path(run.markdown_download).parent.parent == Path(root)
-    probe = "import s11_workbench as w; print(w.private_export_root())"
+    probe = "from s11_workbench import demo as w; print(w.private_export_root())"
     other = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
                            env={**os.environ, "PYTHONPATH": str(CODE_DIR)})
     assert other.returncode == 0, other.stderr

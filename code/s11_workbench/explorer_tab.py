@@ -1,4 +1,4 @@
-"""s11_explorer_tab.py — 「🌳 会话树浏览器」标签页：只摆控件、接事件，逻辑全在 s11_explorer
+"""explorer_tab.py — 「🌳 会话树浏览器」标签页：只摆控件、接事件，逻辑全在 explorer.py
 
     ┌ 来源：📁 我的空间 / 📚 共享书架 / 👩‍🏫 学生空间（老师） ──────────────────────────────┐
     │ 🔍 搜索  [会话列表]            │ 标题 · ID · 路径                                       │
@@ -16,7 +16,17 @@ from __future__ import annotations
 import gradio as gr
 from gradio.context import Context
 
-from s11_explorer import ID_COLUMN, LIST_HEADERS, MINE, PAGE_SIZE, ROLES, SHELF, Explorer, Page, View
+from s11_workbench.explorer import (
+    ID_COLUMN,
+    LIST_HEADERS,
+    MINE,
+    PAGE_SIZE,
+    ROLES,
+    SHELF,
+    Explorer,
+    Page,
+    View,
+)
 
 INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、续写、导出\n\n"
          "这里列出 **你自己空间** 里的全部会话（8.11 标签页的演示也写在这里），还有老师放上 **共享书架** 的会话。"

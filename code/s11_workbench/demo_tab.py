@@ -1,4 +1,4 @@
-"""s11_tab.py — 8.11 的 Gradio 标签页：一个按钮 + 一个结果区
+"""demo_tab.py — 8.11 的 Gradio 标签页：一个按钮 + 一个结果区
 
     [🌿 运行主会话 → 双分支 → 恢复 → 导出]                         api_name="run_demo"
     ┌ #s11-result（唯一结果区，没有折叠面板，也没有自带滚动条的框）──────────────┐
@@ -12,7 +12,7 @@
     └──────────────────────────────────────────────────────────────────────────┘
     窄屏（手机）时各列自动上下排，文字树在图之前。
 
-Key insight: 这里只摆放控件，所有逻辑都在 s11_workbench 里（不依赖 gradio，可单测）。
+Key insight: 这里只摆放控件，所有逻辑都在 demo.py 里（不依赖 gradio，可单测）。
 会话文字只进 gr.Markdown（会做 HTML 清洗），从不进 gr.HTML。
 """
 
@@ -22,8 +22,14 @@ import logging
 
 import gradio as gr
 
-from s11_spaces import SpaceError
-from s11_workbench import explain_error, field_notes_markdown, files_markdown, public_name, run_demo_safely
+from s11_workbench.demo import (
+    explain_error,
+    field_notes_markdown,
+    files_markdown,
+    public_name,
+    run_demo_safely,
+)
+from s11_workbench.spaces import SpaceError
 
 log = logging.getLogger(__name__)
 

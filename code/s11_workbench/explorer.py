@@ -1,4 +1,4 @@
-"""s11_explorer.py — 会话树浏览器的全部逻辑（不 import gradio，测试直接驱动）
+"""explorer.py — 会话树浏览器的全部逻辑（不 import gradio，测试直接驱动）
 
     浏览器 ──token──> Explorer.<动作>(token, view, …)
                         │ spaces.open(token) ── 每次都重新解析：只认自己的空间
@@ -35,15 +35,9 @@ from typing import Callable
 
 import s11_export
 import s11_redact
-from s11_session import (
-    TRASH_DIR,
-    ConflictError,
-    SessionError,
-    SessionNode,
-    SessionNotFound,
-    validate_session_id,
-)
-from s11_workbench import fenced, mermaid_text, private_export_root, prune_old_exports, shorten
+from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, validate_session_id
+from s11_trash import TRASH_DIR
+from s11_workbench.demo import fenced, mermaid_text, private_export_root, prune_old_exports, shorten
 
 log = logging.getLogger(__name__)
 

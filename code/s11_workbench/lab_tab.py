@@ -1,6 +1,6 @@
-"""s11_lab_tab.py — 🧪 为什么要这样写：实验室标签页（只摆控件，逻辑全在 s11_lab）
+"""lab_tab.py — 🧪 为什么要这样写：实验室标签页（只摆控件，逻辑全在 lab.py）
 
-    ### 💥 写到一半被杀                         一个实验一段，顺序同 s11_lab.EXPERIMENTS
+    ### 💥 写到一半被杀                         一个实验一段，顺序同 lab.EXPERIMENTS
     这个实验做什么……
     [▶ 运行：写到一半被杀]                      api_name="lab_kill"
     ┌─────────────────────┬─────────────────────┐
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from s11_lab import BOOK, EXPERIMENTS, OURS, STORE_NAMES, experiment_sources, run_experiment_safely
+from s11_workbench.lab import BOOK, EXPERIMENTS, OURS, STORE_NAMES, experiment_sources, run_experiment_safely
 
 # 每次点击都会起进程或写临时文件：排队而不是一拥而上（2 核的机器上 50 个同学同时点也不会拖垮服务器）
 CONCURRENCY = {"kill": ("lab-kill", 1)}
