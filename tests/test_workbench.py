@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from s11_session import SessionError, SessionNode, SessionStore
+from s11_text import os_error_reason
 from s11_workbench import demo as workbench
 
 CODE_DIR = Path(__file__).resolve().parent.parent / "code"
@@ -163,7 +164,7 @@ def test_a_run_inside_a_visitors_space_shows_paths_from_the_root_sessions_folder
 def test_an_os_error_outside_the_run_is_put_on_the_sessions_folder_in_chinese(tmp_path):
     error = FileExistsError(errno.EEXIST, "File exists", str(tmp_path / "gradio_sessions" / "spaces" / "4f"))
     message = workbench.explain_error(error, str(tmp_path / "gradio_sessions"))
-    assert message.startswith("⚠️ 无法写入会话目录 `gradio_sessions`：路径上已有一个同名的文件")
+    assert message.startswith("⚠️ 无法写入会话目录 `gradio_sessions`：路径上已有一个同名的普通文件")
     assert "File exists" not in message and str(tmp_path) not in message
 
 
@@ -373,12 +374,13 @@ def test_the_default_download_folder_is_private_and_made_fresh_for_this_process(
 
 @pytest.mark.parametrize("code, chinese", [
     (errno.EACCES, "权限不足"), (errno.ENOSPC, "磁盘空间不足"), (errno.EROFS, "只读文件系统"),
-    (errno.ENOTDIR, "不是文件夹"), (errno.ENAMETOOLONG, "路径太长"), (errno.EXDEV, f"errno {errno.EXDEV}"),
+    (errno.ENOTDIR, "不是文件夹"), (errno.ENAMETOOLONG, "路径太长"), (errno.EXDEV, "跨文件系统"),
+    (errno.EDOM, f"errno {errno.EDOM}"),   # an errno the table does not know: its number, never the English text
 ])
 def test_os_errors_read_in_chinese_without_the_english_strerror(code, chinese):
     error = OSError(code, os.strerror(code))
     text = workbench.explain_error(workbench.FolderUnavailable(workbench.SESSIONS_FOLDER, "/srv/x/sessions",
-                                                               workbench.os_error_text(error)), "/srv/x/sessions")
+                                                               os_error_reason(error)), "/srv/x/sessions")
     assert chinese in text
     assert os.strerror(code) not in text and "/srv/x" not in text
     assert not re.search(r"[A-Za-z]{4,}", text.replace("sessions", "").replace("sessions-dir", "")

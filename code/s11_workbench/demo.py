@@ -21,7 +21,6 @@ Scope: 不调用大模型；不清理 gradio_sessions/ 里的旧演示会话（�
 from __future__ import annotations
 
 import atexit
-import errno
 import functools
 import json
 import logging
@@ -38,6 +37,7 @@ from typing import Iterator, NamedTuple
 
 from s11_export import fenced, message_parts
 from s11_session import ROLE_ICONS, SessionError, SessionNode, SessionStore, demo_tree_branching
+from s11_text import hide_folders, os_error_reason, public_name, shorten
 
 log = logging.getLogger(__name__)
 
@@ -57,25 +57,6 @@ MERMAID_ENTITIES = MappingProxyType(str.maketrans({
     "|": "#124;", "`": "#96;", ";": "#59;", ":": "#58;", "\\": "#92;",
     "\n": " ", "\r": " ", "\t": " ",
 }))
-
-# errno → 中文原因。系统自带的 strerror 是英文的，不混进给同学看的句子里。
-OS_ERROR_TEXT = MappingProxyType({code: text for code, text in (
-    (errno.EACCES, "权限不足"),
-    (errno.EPERM, "操作不被允许（权限不足，或目录被设为不可修改）"),
-    (errno.ENOSPC, "磁盘空间不足"),
-    (getattr(errno, "EDQUOT", None), "超出了磁盘配额"),
-    (errno.EROFS, "这是一个只读文件系统"),
-    (errno.ENOTDIR, "路径上有一个同名的普通文件，不是文件夹"),
-    (errno.EEXIST, "路径上已有一个同名的文件，不是文件夹"),
-    (errno.EISDIR, "要写文件的地方是一个文件夹"),
-    (errno.ENOENT, "路径不存在（可能刚被删掉）"),
-    (errno.ENAMETOOLONG, "路径太长"),
-    (errno.ELOOP, "符号链接层数太多（可能是循环链接）"),
-    (errno.EIO, "磁盘读写出错"),
-    (errno.EMFILE, "同时打开的文件太多"),
-    (errno.ENFILE, "系统打开的文件太多"),
-    (errno.EBUSY, "目录正被占用"),
-) if code is not None})
 
 # 会话文件里章节原版没有的字段，各用一句话说明它为什么存在（页面在三个文件上方逐行列出）。
 FIELD_NOTES = (
@@ -145,12 +126,6 @@ class RecordingStore(SessionStore):
 
 # ---------------------------------------------------------------- 文本小工具
 
-def shorten(text: str, limit: int) -> str:
-    """'修复登录服务内存泄漏·分支', 6 -> '修复登录服…'（按字符截断，先把换行压成空格）"""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def mermaid_text(text: str, limit: int = LABEL_MAX_CHARS) -> str:
     """'a "b" <c>' -> 'a #quot;b#quot; #lt;c#gt;'：会话文字进入 mermaid 标签前必须经过这里。"""
     return shorten(text, limit).translate(MERMAID_ENTITIES)
@@ -174,19 +149,6 @@ def message_text(message: dict) -> str:
         body = part.caption if part.kind == "tool_call" else part.text
         pieces.append(PART_PREFIXES.get(part.kind, "") + body)
     return " ".join(piece for piece in pieces if piece.strip())
-
-
-def public_name(folder: str) -> str:
-    """'/srv/app/gradio_sessions' -> 'gradio_sessions'：页面上只说目录叫什么，不暴露服务器的目录结构。"""
-    return os.path.basename(os.path.normpath(os.path.abspath(os.fspath(folder)))) or os.sep
-
-
-def hide_server_paths(text: str, folders: list[str]) -> str:
-    """把消息里出现的完整目录路径换成目录名（store 的错误消息会带上文件的完整路径）。"""
-    for folder in folders:
-        for spelling in {os.path.abspath(folder), os.path.realpath(folder)}:
-            text = text.replace(spelling, public_name(folder))
-    return text
 
 
 # ---------------------------------------------------------------- 会话树
@@ -489,7 +451,7 @@ def blame(kind: str, folder: str) -> Iterator[None]:
     try:
         yield
     except OSError as error:
-        raise FolderUnavailable(kind, folder, os_error_text(error)) from error
+        raise FolderUnavailable(kind, folder, os_error_reason(error)) from error
 
 
 # ---------------------------------------------------------------- 一次完整运行
@@ -547,13 +509,6 @@ def downloads_root() -> str:
 
 # ---------------------------------------------------------------- 出错时：一句中文
 
-def os_error_text(error: OSError) -> str:
-    """OSError -> 中文原因；不认识的 errno 只报编号（strerror 是英文，不用）。"""
-    if error.errno in OS_ERROR_TEXT:
-        return OS_ERROR_TEXT[error.errno]
-    return f"系统错误（errno {error.errno}）" if error.errno else f"系统错误（{type(error).__name__}）"
-
-
 FOLDER_ADVICE = MappingProxyType({
     SESSIONS_FOLDER: "请换一个可写的目录（启动参数 `--sessions-dir`）。",
     DOWNLOADS_FOLDER: "会话已经存好；只是导出文件没能写进服务器的临时目录，请检查临时目录所在磁盘（环境变量 TMPDIR）。",
@@ -566,9 +521,9 @@ def explain_error(error: BaseException, sessions_dir: str) -> str:
         return (f"⚠️ 无法写入{error.kind} {inline_code(public_name(error.folder))}：{error.reason}。"
                 f"{FOLDER_ADVICE.get(error.kind, '')}")
     if isinstance(error, SessionError):
-        return f"⚠️ 会话数据异常：{shorten(hide_server_paths(str(error), [sessions_dir]), 200)}"
+        return f"⚠️ 会话数据异常：{shorten(hide_folders(str(error), [sessions_dir]), 200)}"
     if isinstance(error, OSError):   # run_demo 之外（例如建访客的空间目录时）：算在会话根目录头上
-        return explain_error(FolderUnavailable(SESSIONS_FOLDER, sessions_dir, os_error_text(error)), sessions_dir)
+        return explain_error(FolderUnavailable(SESSIONS_FOLDER, sessions_dir, os_error_reason(error)), sessions_dir)
     return f"⚠️ 演示运行失败（{type(error).__name__}），详细信息已写入服务器日志。"
 
 
@@ -613,5 +568,5 @@ def check_sessions_dir(path: str | os.PathLike) -> str | None:
         os.close(handle)
         os.unlink(probe)
     except OSError as error:
-        return f"会话目录 {folder} 不能用：{os_error_text(error)}，写不进文件。{advice}"
+        return f"会话目录 {folder} 不能用：{os_error_reason(error)}，写不进文件。{advice}"
     return None

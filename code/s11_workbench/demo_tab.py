@@ -22,13 +22,8 @@ import logging
 
 import gradio as gr
 
-from s11_workbench.demo import (
-    explain_error,
-    field_notes_markdown,
-    files_markdown,
-    public_name,
-    run_demo_safely,
-)
+from s11_text import public_name
+from s11_workbench.demo import explain_error, field_notes_markdown, files_markdown, run_demo_safely
 from s11_workbench.spaces import SpaceError
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,6 @@ Scope: 不调用大模型（续写的一轮由读者输入）；搜索只看标�
 from __future__ import annotations
 
 import dataclasses
-import errno
 import logging
 import os
 import re
@@ -35,9 +34,11 @@ from typing import Callable
 
 import s11_export
 import s11_redact
+from s11_export import fenced
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, validate_session_id
+from s11_text import hide_paths, os_error_reason, shorten
 from s11_trash import TRASH_DIR
-from s11_workbench.demo import fenced, mermaid_text, private_export_root, prune_old_exports, shorten
+from s11_workbench.demo import mermaid_text, private_export_root, prune_old_exports
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,6 @@ ROLES = {"user": "👤 user", "assistant": "🤖 assistant"}   # 续写时读者
 # CommonMark 允许转义任何 ASCII 标点：转义之后 Markdown 与 HTML 都无从发挥，文字按原样显示
 _ASCII_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
 _CODE_LIKE_LINE = re.compile(r"^(?: {4}|\t)|^\s*(?:`{3,}|~{3,})", re.MULTILINE)
-_ABSOLUTE_PATH = re.compile(r"(?:[A-Za-z]:)?[/\\](?:[^\s/\\：，:'\"]+[/\\])+")
 
 
 # ── 服务器端视图与整页结果 ────────────────────────────────────────────────────────────────
@@ -136,11 +136,6 @@ def fold(text: str, limit: int = FOLD_CHARS, max_lines: int = FOLD_LINES) -> str
         return text
     head = "\n".join(lines[:max_lines])[:limit]
     return f"{head}\n…（已折叠：全文 {len(text):,} 字符、{len(lines):,} 行；导出可看全文）"
-
-
-def hide_paths(text: str) -> str:
-    """错误消息里别露出服务器的绝对路径：'/srv/x/spaces/ab/c.json 坏了' -> 'c.json 坏了'"""
-    return _ABSOLUTE_PATH.sub("", str(text))
 
 
 # ── 一条消息 → 对话框里的几行 ───────────────────────────────────────────────────────────────
@@ -326,10 +321,6 @@ def _text_map(tree: list[tuple[dict, str, int]]) -> str:
 
 
 # ── 错误 → 一句中文 ───────────────────────────────────────────────────────────────────────
-_OS_ERRORS = {errno.ENOSPC: "磁盘空间不足", errno.EACCES: "权限不足", errno.EROFS: "文件系统只读",
-              errno.ENOENT: "文件不存在", errno.EISDIR: "路径是一个文件夹"}
-
-
 def explain(error: BaseException) -> str:
     """异常 -> 页面上的一句话（不含堆栈，也不含服务器路径）。"""
     if isinstance(error, ConflictError):
@@ -338,7 +329,7 @@ def explain(error: BaseException) -> str:
     if isinstance(error, SessionError):
         return f"⚠️ {hide_paths(shorten(str(error), 300))}"
     if isinstance(error, OSError):
-        return f"⚠️ 读写会话文件失败：{_OS_ERRORS.get(error.errno, '系统错误')}。"
+        return f"⚠️ 读写会话文件失败：{os_error_reason(error)}。"
     return f"⚠️ 操作失败（{type(error).__name__}），详细信息已写入服务器日志。"
 
 

@@ -28,7 +28,6 @@ Scope: 不做账号和登录（空间跟着浏览器走，清掉浏览器数据�
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import hmac
 import os
@@ -42,6 +41,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, SessionStore
+from s11_text import os_error_reason, public_name
 
 __all__ = ["SpaceError", "Limits", "Space", "Spaces", "TokenBucket", "ReadOnlyStore", "copy_lineage",
            "local_addresses", "classroom_links"]
@@ -57,8 +57,6 @@ MAX_TOKEN_CHARS = 200      # 比真令牌长得多的输入直接拒绝，不做
 _SPACE_ID = re.compile(rf"[0-9a-f]{{{SPACE_ID_HEX}}}")
 _TOKEN = re.compile(rf"([0-9a-f]{{{SPACE_ID_HEX}}})\.([0-9a-f]{{{SIGNATURE_HEX}}})")
 _SIGN_PREFIX = b"s11-space:"
-_OS_ERRORS = {PermissionError: "权限不足", FileNotFoundError: "文件不存在", IsADirectoryError: "是一个文件夹",
-              NotADirectoryError: "路径上有一个同名的普通文件，不是文件夹", FileExistsError: "路径上有一个同名的普通文件"}
 UPLOAD_OVERHEAD_BYTES = 64 * 1024   # multipart 的边界和表头：上传请求体可以比文件本身大这么多
 
 
@@ -300,10 +298,7 @@ class Spaces:
 
     def _folder_problem(self, error: OSError) -> str:
         """打不开空间目录时给同学看的一句话：只写会话目录的名字，不暴露服务器上的完整路径。"""
-        reason = _OS_ERRORS.get(type(error)) or {errno.ENOSPC: "磁盘空间不足", errno.EROFS: "这是只读文件系统"}.get(
-            error.errno, type(error).__name__)
-        name = os.path.basename(os.path.abspath(self.sessions_dir))
-        return f"无法写入会话目录 {name}（{reason}）：请告诉老师检查 --sessions-dir"
+        return f"无法写入会话目录 {public_name(self.sessions_dir)}（{os_error_reason(error)}）：请告诉老师检查 --sessions-dir"
 
     # ── 教师 ────────────────────────────────────────────────────────────────
     def is_teacher(self, secret) -> bool:
