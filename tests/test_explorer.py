@@ -248,6 +248,27 @@ def test_export_writes_redacted_downloads_with_a_preview(explorer, spaces):
     assert stat.S_IMODE(os.stat(explorer.export_root).st_mode) == 0o700   # other accounts cannot read it
 
 
+def test_export_uses_the_one_checked_downloads_folder_and_its_pruning(spaces, student, tmp_path):
+    """The explorer's downloads go through s11_workbench.downloads like the 8.11 tab's: a folder other accounts
+    can open is refused (nothing written), and old run-* folders are removed before a new one is made."""
+    token, ids = student
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    explorer = Explorer(spaces, export_root=str(shared))
+    view = explorer.select(token, View(), ids["branch_b_id"]).view
+    refused = explorer.export(token, view)
+    assert refused.downloads == (None, None) and "别的账号也能读写它" in refused.notice
+    assert list(shared.iterdir()) == [] and str(tmp_path) not in refused.notice
+    os.chmod(shared, 0o700)
+    old = shared / "run-old"
+    old.mkdir()
+    os.utime(old, (1, 1))
+    page = explorer.export(token, view)
+    assert page.downloads[0] is not None and not old.exists()
+    assert [entry.name for entry in shared.iterdir()] == [Path(page.downloads[0]).parent.name]
+
+
 def test_export_needs_a_selected_session(explorer, student):
     token, _ = student
     page = explorer.export(token, View())

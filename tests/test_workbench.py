@@ -21,6 +21,7 @@ import pytest
 from s11_session import SessionError, SessionNode, SessionStore
 from s11_text import os_error_reason
 from s11_workbench import demo as workbench
+from s11_workbench import downloads
 
 CODE_DIR = Path(__file__).resolve().parent.parent / "code"
 HOSTILE_TITLES = [
@@ -327,14 +328,14 @@ def test_permission_denied_on_the_sessions_folder_is_reported_in_chinese(tmp_pat
 
 def test_a_full_download_disk_blames_the_download_folder_and_leaves_no_half_written_run(
         tmp_path, export_root, monkeypatch):
-    real_write = workbench.write_text
+    real_write = downloads.write_text
 
     def full_disk(path, text):
         if path.endswith(".html"):
             raise OSError(errno.ENOSPC, "No space left on device")
         real_write(path, text)
 
-    monkeypatch.setattr(workbench, "write_text", full_disk)
+    monkeypatch.setattr(downloads, "write_text", full_disk)
     run, message = workbench.run_demo_safely(str(tmp_path / "sessions"), export_root=str(export_root))
     assert run is None
     assert message.startswith("⚠️ 无法写入下载目录 `exports`") and "磁盘空间不足" in message
@@ -347,24 +348,24 @@ def test_a_download_folder_owned_by_someone_else_or_open_to_all_is_refused(tmp_p
     shared = tmp_path / "shared"
     shared.mkdir(mode=0o777)
     os.chmod(shared, 0o777)
-    with pytest.raises(workbench.FolderUnavailable, match="下载目录 shared：别的账号也能读写它"):
-        workbench.ensure_private_folder(str(shared))
+    with pytest.raises(downloads.FolderUnavailable, match="下载目录 shared：别的账号也能读写它"):
+        downloads.ensure_private_folder(str(shared))
     link = tmp_path / "link"
     link.symlink_to(tmp_path / "elsewhere", target_is_directory=True)
     (tmp_path / "elsewhere").mkdir(mode=0o700)
-    with pytest.raises(workbench.FolderUnavailable, match="不是一个真实的文件夹"):
-        workbench.ensure_private_folder(str(link))
+    with pytest.raises(downloads.FolderUnavailable, match="不是一个真实的文件夹"):
+        downloads.ensure_private_folder(str(link))
 
 
 def test_the_default_download_folder_is_private_and_made_fresh_for_this_process(tmp_path):
-    root = workbench.private_export_root()
-    assert root == workbench.private_export_root()              # one per start, not one per click
+    root = downloads.private_export_root()
+    assert root == downloads.private_export_root()              # one per start, not one per click
     assert Path(root).parent == Path(tempfile.gettempdir())
-    assert Path(root).name.startswith(workbench.EXPORT_ROOT_PREFIX) and Path(root).name != "s11_exports"
+    assert Path(root).name.startswith(downloads.EXPORT_ROOT_PREFIX) and Path(root).name != "s11_exports"
     assert stat.S_IMODE(os.stat(root).st_mode) == 0o700
     run = workbench.run_demo(str(tmp_path / "sessions"))       # the logic's own default, no export_root given
     assert Path(run.markdown_download).parent.parent == Path(root)
-    probe = "from s11_workbench import demo as w; print(w.private_export_root())"
+    probe = "from s11_workbench import downloads; print(downloads.private_export_root())"
     other = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
                            env={**os.environ, "PYTHONPATH": str(CODE_DIR)})
     assert other.returncode == 0, other.stderr
@@ -379,7 +380,7 @@ def test_the_default_download_folder_is_private_and_made_fresh_for_this_process(
 ])
 def test_os_errors_read_in_chinese_without_the_english_strerror(code, chinese):
     error = OSError(code, os.strerror(code))
-    text = workbench.explain_error(workbench.FolderUnavailable(workbench.SESSIONS_FOLDER, "/srv/x/sessions",
+    text = workbench.explain_error(downloads.FolderUnavailable(workbench.SESSIONS_FOLDER, "/srv/x/sessions",
                                                                os_error_reason(error)), "/srv/x/sessions")
     assert chinese in text
     assert os.strerror(code) not in text and "/srv/x" not in text
@@ -511,7 +512,7 @@ def test_recent_download_folders_survive_pruning(export_root):
     an_hour_ago = time.time() - 3600
     os.utime(old, (an_hour_ago, an_hour_ago))
     os.utime(unrelated, (an_hour_ago, an_hour_ago))
-    workbench.prune_old_exports(str(export_root), keep_seconds=600)
+    downloads.prune_old_exports(str(export_root), keep_seconds=600)
     assert sorted(entry.name for entry in export_root.iterdir()) == ["keep-me", "run-fresh"]
 
 

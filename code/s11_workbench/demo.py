@@ -8,7 +8,7 @@
                  ├─> tree_markdown      会话树（mermaid + 文字摘要）+ 五步：存档 · 读档 · 分叉 · 恢复 · 导出
                  ├─> preview_markdown   分支 B 的导出，按 继承 1–5 / 分叉新增 6–7 / 恢复后追加 8–9 分组标注
                  ├─> files_markdown     3 个会话文件各一张卡片：存档几次、哪个字段变了、文件原文
-                 └─> markdown_download / html_download   本进程私有（0700）下载目录里的一个新 run-* 目录
+                 └─> markdown_download / html_download   downloads.offer()：所有标签页共用的私有下载目录
 
 Key insight: 页面要讲清“哪几条是恢复后追加的”，靠的不是猜，而是记录：RecordingStore 记下每一次 save()，
 分支 B 第一次存档时有 7 条、再次存档时有 9 条，于是第 8–9 条就是恢复后追加的，revision 1 → 2 就是变化的字段。
@@ -20,34 +20,27 @@ Scope: 不调用大模型；不清理 gradio_sessions/ 里的旧演示会话（�
 
 from __future__ import annotations
 
-import atexit
-import functools
 import json
 import logging
 import os
 import re
-import shutil
-import stat
 import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from s11_export import fenced, message_parts
 from s11_session import ROLE_ICONS, SessionError, SessionNode, SessionStore, demo_tree_branching
 from s11_text import hide_folders, os_error_reason, public_name, shorten
+from s11_workbench import downloads
+from s11_workbench.downloads import DOWNLOADS_FOLDER, EXPORT_KEEP_SECONDS, FolderUnavailable, blame
 
 log = logging.getLogger(__name__)
 
-# Gradio 在事件返回时就把下载文件复制进自己的缓存，所以我们的副本只需活过这一次点击；留 15 分钟足够宽裕。
-EXPORT_KEEP_SECONDS = 15 * 60
-EXPORT_ROOT_PREFIX = "s11_exports-"
 LABEL_MAX_CHARS = 28
 ADDED_PREVIEW_CHARS = 14
 SESSIONS_FOLDER = "会话目录"
-DOWNLOADS_FOLDER = "下载目录"
 
 # mermaid 的实体写法：标签里一旦出现这些字符就可能提前结束节点、开出新语句（如 `"]; click A call ...`）。
 # 一次 translate 完成替换，`#` 本身也被转义，所以不会出现二次转义。
@@ -102,14 +95,6 @@ class DemoRun:
     markdown_download: str
     html_download: str
     elapsed_ms: int
-
-
-class FolderUnavailable(SessionError):
-    """会话目录或下载目录用不了。消息只写目录的名字（页面不显示服务器上的完整路径）和中文原因。"""
-
-    def __init__(self, kind: str, folder: str, reason: str):
-        self.kind, self.folder, self.reason = kind, folder, reason
-        super().__init__(f"无法写入{kind} {public_name(folder)}：{reason}")
 
 
 class RecordingStore(SessionStore):
@@ -382,78 +367,6 @@ def files_markdown(files: list[WrittenFile]) -> list[str]:
     return [file_card(file, number) for number, file in enumerate(files, 1)]
 
 
-# ---------------------------------------------------------------- 下载：私有目录
-
-@functools.cache
-def private_export_root() -> str:
-    """本进程的下载目录：第一次用到时 mkdtemp 新建（0700、名字随机），进程退出时删掉。
-
-    不用固定的 /tmp/s11_exports：那个名字别的账号可以抢先建好（之后每次点击都失败），也能偷看导出。
-    """
-    folder = tempfile.mkdtemp(prefix=EXPORT_ROOT_PREFIX)
-    atexit.register(shutil.rmtree, folder, True)
-    return folder
-
-
-def ensure_private_folder(folder: str) -> None:
-    """folder 不存在就以 0700 新建；已存在则必须是本账号的、别人进不去的真实目录，否则拒绝往里写导出。"""
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    info = os.lstat(folder)
-    if not stat.S_ISDIR(info.st_mode):
-        raise FolderUnavailable(DOWNLOADS_FOLDER, folder, "它不是一个真实的文件夹（可能是符号链接）")
-    if os.name == "posix" and info.st_uid != os.getuid():
-        raise FolderUnavailable(DOWNLOADS_FOLDER, folder, "它属于别的账号")
-    if os.name == "posix" and info.st_mode & 0o077:
-        raise FolderUnavailable(DOWNLOADS_FOLDER, folder, "别的账号也能读写它（权限应为 0700）")
-
-
-def prune_old_exports(export_root: str, keep_seconds: float) -> None:
-    """删掉 export_root 下比 keep_seconds 更旧的 run-* 目录；并发的两次清理互不报错。"""
-    now = time.time()
-    try:
-        entries = list(os.scandir(export_root))
-    except FileNotFoundError:
-        return
-    for entry in entries:
-        if not entry.name.startswith("run-"):
-            continue
-        try:
-            too_old = now - entry.stat().st_mtime > keep_seconds
-        except FileNotFoundError:  # 另一个线程刚删掉它
-            continue
-        if too_old:
-            shutil.rmtree(entry.path, ignore_errors=True)
-
-
-def write_text(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
-
-
-def write_exports(session_id: str, markdown: str, html: str, export_root: str) -> tuple[str, str]:
-    """把两份导出写进 export_root 下一个全新的 run-* 目录，返回 (.md 路径, .html 路径)。"""
-    ensure_private_folder(export_root)
-    run_dir = tempfile.mkdtemp(prefix="run-", dir=export_root)
-    try:
-        markdown_path = os.path.join(run_dir, f"session-{session_id}.md")
-        html_path = os.path.join(run_dir, f"session-{session_id}.html")
-        write_text(markdown_path, markdown)
-        write_text(html_path, html)
-        return markdown_path, html_path
-    except BaseException:
-        shutil.rmtree(run_dir, ignore_errors=True)  # 失败时不留下半个导出目录
-        raise
-
-
-@contextmanager
-def blame(kind: str, folder: str) -> Iterator[None]:
-    """这一段里的 OSError 都算在 kind（会话目录 / 下载目录）头上，换成带中文原因的 FolderUnavailable。"""
-    try:
-        yield
-    except OSError as error:
-        raise FolderUnavailable(kind, folder, os_error_reason(error)) from error
-
-
 # ---------------------------------------------------------------- 一次完整运行
 
 def run_demo(sessions_dir: str, *, export_root: str | None = None, shown_from: str | None = None,
@@ -480,10 +393,8 @@ def run_demo(sessions_dir: str, *, export_root: str | None = None, shown_from: s
                               names[node.session_id] + (" · 📂 已恢复" if node.session_id == branch_b_id else ""),
                               history.get(node.session_id, ()))
                  for node in nodes]
-    export_root = export_root or downloads_root()
-    with blame(DOWNLOADS_FOLDER, export_root):
-        prune_old_exports(export_root, keep_seconds)
-        markdown_download, html_download = write_exports(branch_b_id, ids["export_md"], html, export_root)
+    markdown_download, html_download = downloads.offer(branch_b_id, ids["export_md"], html, export_root=export_root,
+                                                       keep_seconds=keep_seconds)
 
     branch_b = nodes[2]
     fork_point = branch_b.fork_point or 0
@@ -499,12 +410,6 @@ def run_demo(sessions_dir: str, *, export_root: str | None = None, shown_from: s
         html_download=html_download,
         elapsed_ms=round((time.perf_counter() - started) * 1000),
     )
-
-
-def downloads_root() -> str:
-    """默认的下载根目录；连临时目录都建不了时，算在下载目录（系统临时目录）头上。"""
-    with blame(DOWNLOADS_FOLDER, tempfile.gettempdir()):
-        return private_export_root()
 
 
 # ---------------------------------------------------------------- 出错时：一句中文

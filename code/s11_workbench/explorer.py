@@ -27,7 +27,6 @@ import dataclasses
 import logging
 import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -38,7 +37,8 @@ from s11_export import fenced
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, validate_session_id
 from s11_text import hide_paths, os_error_reason, shorten
 from s11_trash import TRASH_DIR
-from s11_workbench.demo import mermaid_text, private_export_root, prune_old_exports
+from s11_workbench import downloads
+from s11_workbench.demo import mermaid_text
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,6 @@ MAP_MAX_CHARS = 40_000
 TEXT_MAP_MAX_LINES = 300
 TRASH_SHOWN = 30
 PREVIEW_CHARS = 30_000
-EXPORT_KEEP_SECONDS = 15 * 60
 MINE, SHELF, SPACE_PREFIX = "mine", "shelf", "space:"
 LIST_HEADERS = ["会话", "ID"]
 ID_COLUMN = LIST_HEADERS.index("ID")
@@ -339,9 +338,8 @@ class Explorer:
 
     def __init__(self, spaces, *, export_root: str | None = None, upload_root: str | None = None):
         self.spaces = spaces
-        # 与 8.11 标签页共用本进程的私有（0700）下载目录：别的账户既读不到也占不了它，进程退出时删掉
-        self.export_root = export_root or private_export_root()
-        os.makedirs(self.export_root, mode=0o700, exist_ok=True)
+        # 与 8.11 标签页共用本进程的私有（0700）下载目录（downloads.py）：同一套检查、同一种清理，进程退出时删掉
+        self.export_root = export_root or downloads.private_export_root()
         self.upload_root = os.path.realpath(upload_root) if upload_root else None
 
     # ── 解析来源 ──────────────────────────────────────────────────────────────
@@ -465,7 +463,7 @@ class Explorer:
             session_id = self._selected(view)
             markdown = space.store.export_markdown(session_id, redact=True)
             page = space.store.export_html(session_id, redact=True)
-            paths = self._write_exports(session_id, markdown, page)
+            paths = downloads.offer(session_id, markdown, page, export_root=self.export_root)
             preview = markdown if len(markdown) <= PREVIEW_CHARS else (
                 markdown[:PREVIEW_CHARS] + f"\n\n…（预览只显示前 {PREVIEW_CHARS:,} 字符，完整内容请下载）")
             done = f"✅ 已导出会话 {session_id}（已脱敏）：Markdown {len(markdown):,} 字符，HTML {len(page):,} 字符"
@@ -569,16 +567,6 @@ class Explorer:
                 raise SessionNotFound(f"书架上没有会话 {session_id}")
             return View(source=SHELF), f"已从共享书架撤下 {session_id}", {}
         return self._act(token, view, teacher, action, check=True)
-
-    # ── 下载文件 ────────────────────────────────────────────────────────────────
-    def _write_exports(self, session_id: str, markdown: str, page: str) -> tuple[str, str]:
-        prune_old_exports(self.export_root, EXPORT_KEEP_SECONDS)
-        run_dir = tempfile.mkdtemp(prefix="run-", dir=self.export_root)   # 每次一个新目录：两次导出互不覆盖
-        paths = (os.path.join(run_dir, f"session-{session_id}.md"), os.path.join(run_dir, f"session-{session_id}.html"))
-        for path, text in zip(paths, (markdown, page)):
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        return paths
 
     # ── 整页 ───────────────────────────────────────────────────────────────────
     def render(self, token, view: View, teacher: str | None, notice: str = "", *, check: bool = True,
