@@ -21,7 +21,7 @@ import pytest
 from s11_session import SessionError, SessionNode, SessionStore
 from s11_text import os_error_reason
 from s11_workbench import demo as workbench
-from s11_workbench import downloads
+from s11_workbench import downloads, markdown
 
 CODE_DIR = Path(__file__).resolve().parent.parent / "code"
 HOSTILE_TITLES = [
@@ -287,11 +287,11 @@ def test_hostile_session_text_stays_inside_its_mermaid_label(title):
     ("会话 🌿", "会话 🌿"),
 ])
 def test_mermaid_text_uses_entity_codes(raw, escaped):
-    assert workbench.mermaid_text(raw) == escaped
+    assert markdown.mermaid_text(raw) == escaped
 
 
 def test_long_labels_are_shortened():
-    assert workbench.mermaid_text("长" * 100) == "长" * (workbench.LABEL_MAX_CHARS - 1) + "…"
+    assert markdown.mermaid_text("长" * 100) == "长" * (markdown.LABEL_MAX_CHARS - 1) + "…"
 
 
 @pytest.mark.parametrize("body", ["plain", "has ``` inside", "````four````", ""])
@@ -516,11 +516,12 @@ def test_recent_download_folders_survive_pruning(export_root):
     assert sorted(entry.name for entry in export_root.iterdir()) == ["keep-me", "run-fresh"]
 
 
-def test_no_module_level_mutable_state():
+@pytest.mark.parametrize("module", [workbench, downloads, markdown], ids=lambda module: module.__name__)
+def test_no_module_level_mutable_state(module):
     import s11_session
 
     mutable = (list, dict, set)
-    offenders = [name for name, value in vars(workbench).items()
+    offenders = [name for name, value in vars(module).items()
                  if not name.startswith("__") and isinstance(value, mutable)
                  and value is not getattr(s11_session, name, None)]  # the store's own constants are its business
     assert offenders == []

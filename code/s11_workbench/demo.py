@@ -35,21 +35,12 @@ from s11_session import ROLE_ICONS, SessionError, SessionNode, SessionStore, dem
 from s11_text import hide_folders, os_error_reason, public_name, shorten
 from s11_workbench import downloads
 from s11_workbench.downloads import DOWNLOADS_FOLDER, EXPORT_KEEP_SECONDS, FolderUnavailable, blame
+from s11_workbench.markdown import inline_code, mermaid_text
 
 log = logging.getLogger(__name__)
 
-LABEL_MAX_CHARS = 28
 ADDED_PREVIEW_CHARS = 14
 SESSIONS_FOLDER = "会话目录"
-
-# mermaid 的实体写法：标签里一旦出现这些字符就可能提前结束节点、开出新语句（如 `"]; click A call ...`）。
-# 一次 translate 完成替换，`#` 本身也被转义，所以不会出现二次转义。
-MERMAID_ENTITIES = MappingProxyType(str.maketrans({
-    "#": "#35;", '"': "#quot;", "'": "#39;", "<": "#lt;", ">": "#gt;", "&": "#amp;",
-    "[": "#91;", "]": "#93;", "(": "#40;", ")": "#41;", "{": "#123;", "}": "#125;",
-    "|": "#124;", "`": "#96;", ";": "#59;", ":": "#58;", "\\": "#92;",
-    "\n": " ", "\r": " ", "\t": " ",
-}))
 
 # 会话文件里章节原版没有的字段，各用一句话说明它为什么存在（页面在三个文件上方逐行列出）。
 FIELD_NOTES = (
@@ -109,17 +100,7 @@ class RecordingStore(SessionStore):
         self.saves.append(SaveRecord(session.session_id, session.revision, len(session.messages)))
 
 
-# ---------------------------------------------------------------- 文本小工具
-
-def mermaid_text(text: str, limit: int = LABEL_MAX_CHARS) -> str:
-    """'a "b" <c>' -> 'a #quot;b#quot; #lt;c#gt;'：会话文字进入 mermaid 标签前必须经过这里。"""
-    return shorten(text, limit).translate(MERMAID_ENTITIES)
-
-
-def inline_code(text: str) -> str:
-    """Markdown 行内代码；text 含反引号时换用更长的分隔符。"""
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
-
+# ---------------------------------------------------------------- 消息的纯文字
 
 PART_PREFIXES = MappingProxyType({"thinking": "💭 ", "tool_call": "🔧 ", "tool_output": "📤 ", "image": "🖼️ "})
 

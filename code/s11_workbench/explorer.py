@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -38,7 +37,7 @@ from s11_session import ConflictError, SessionError, SessionNode, SessionNotFoun
 from s11_text import hide_paths, os_error_reason, shorten
 from s11_trash import TRASH_DIR
 from s11_workbench import downloads
-from s11_workbench.demo import mermaid_text
+from s11_workbench.markdown import literal_inline, literal_markdown, mermaid_text
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +57,6 @@ MINE, SHELF, SPACE_PREFIX = "mine", "shelf", "space:"
 LIST_HEADERS = ["会话", "ID"]
 ID_COLUMN = LIST_HEADERS.index("ID")
 ROLES = {"user": "👤 user", "assistant": "🤖 assistant"}   # 续写时读者可以选的角色
-
-# CommonMark 允许转义任何 ASCII 标点：转义之后 Markdown 与 HTML 都无从发挥，文字按原样显示
-_ASCII_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
-_CODE_LIKE_LINE = re.compile(r"^(?: {4}|\t)|^\s*(?:`{3,}|~{3,})", re.MULTILINE)
 
 
 # ── 服务器端视图与整页结果 ────────────────────────────────────────────────────────────────
@@ -109,25 +104,7 @@ class ExplorerError(SessionError):
     """读者的操作不成立（没选会话、空消息、只读来源……），消息是给读者看的中文。"""
 
 
-# ── 文字 → 页面：会话文字一律按纯文本显示 ────────────────────────────────────────────────────
-def literal_markdown(text: str) -> str:
-    """任意文字 -> 在 Markdown 里逐字显示的写法。
-
-    '<b>hi</b>' -> '\\<b\\>hi\\</b\\>'（普通文字：转义每个 ASCII 标点）
-    '    x = 1' -> 代码围栏（缩进、围栏这类“代码样”的文字整段装进更长的围栏，空白也保留）
-    """
-    text = str(text)
-    if _CODE_LIKE_LINE.search(text):
-        return fenced(text)
-    return _ASCII_PUNCTUATION.sub(r"\\\1", text)
-
-
-def literal_inline(text: str, limit: int | None = None) -> str:
-    """一行之内的纯文字（标题、ID、文件名）：先压成一行，再转义。"""
-    flat = shorten(text, limit) if limit else " ".join(str(text).split())
-    return _ASCII_PUNCTUATION.sub(r"\\\1", flat)
-
-
+# ── 文字 → 页面：会话文字一律按纯文本显示（转义在 markdown.py），太长的先折叠 ──────────────────────────
 def fold(text: str, limit: int = FOLD_CHARS, max_lines: int = FOLD_LINES) -> str:
     """超长文字只留开头，并说明全文多长：'x' * 5000 -> 'xxx…\\n…（已折叠：全文 5,000 字符…）'"""
     lines = text.split("\n")
