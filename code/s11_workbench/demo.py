@@ -33,6 +33,7 @@ from typing import NamedTuple
 from s11_export import fenced, message_parts
 from s11_session import ROLE_ICONS, SessionError, SessionNode, SessionStore, demo_tree_branching
 from s11_text import hide_folders, os_error_reason, public_name, shorten
+from s11_tree import Forest, walk
 from s11_workbench import downloads
 from s11_workbench.downloads import DOWNLOADS_FOLDER, EXPORT_KEEP_SECONDS, FolderUnavailable, blame
 from s11_workbench.markdown import inline_code, mermaid_text
@@ -174,8 +175,15 @@ def mermaid_tree(nodes: list[SessionNode], names: dict[str, str], resumed_id: st
     return "\n".join(lines)
 
 
+def forest_of(nodes: list[SessionNode]) -> Forest:
+    """几个节点 -> s11_tree 的 Forest；兄弟按它们在 nodes 里的先后排（下标当作创建顺序）。"""
+    return Forest([{"session_id": node.session_id, "parent_id": node.parent_id, "created_ns": index}
+                   for index, node in enumerate(nodes)])
+
+
 def text_summary(nodes: list[SessionNode], names: dict[str, str], resumed_id: str | None = None) -> str:
-    """文字版会话树（放进 ```text 代码块，会话文字不会被当成 Markdown/HTML）。每行不超过 ~30 列，手机上也不折行：
+    """文字版会话树（放进 ```text 代码块，会话文字不会被当成 Markdown/HTML），按 s11_tree.walk 的先序一个个写。
+    每行不超过 ~30 列，手机上也不折行：
 
     🌱 主会话 · 5 条
     │  「修复登录服务内存泄漏」
@@ -187,17 +195,16 @@ def text_summary(nodes: list[SessionNode], names: dict[str, str], resumed_id: st
     │    新增：🤖 方案 A：为 cache_s…
     """
     by_id = {node.session_id: node for node in nodes}
-    branches = [node for node in nodes if node.parent_id in by_id]
     lines = []
-    for node in nodes:
-        parent = by_id.get(node.parent_id)
+    for step in walk(forest_of(nodes)):
+        node = by_id[step.node["session_id"]]
         name = names.get(node.session_id, "会话") + (" 📂 已恢复" if node.session_id == resumed_id else "")
-        if parent is None:
+        if step.depth == 0:
             lines += [f"{name} · {len(node.messages)} 条", f"│  「{shorten(node.title, 12)}」",
                       f"│  id={node.session_id}"]
             continue
-        inherited = inherited_count(node, parent)
-        stem, indent = ("└─ ", "     ") if node is branches[-1] else ("├─ ", "│    ")
+        inherited = inherited_count(node, by_id[node.parent_id])
+        stem, indent = ("└─ ", "     ") if step.last else ("├─ ", "│    ")
         lines += [f"{stem}{name} · {len(node.messages)} 条",
                   f"{indent}= 继承 {inherited} + 新增 {len(node.messages) - inherited}",
                   f"{indent}id={node.session_id}",

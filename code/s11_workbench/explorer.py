@@ -26,16 +26,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 import s11_export
 import s11_redact
+import s11_trash
 from s11_export import fenced
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, validate_session_id
 from s11_text import hide_paths, os_error_reason, shorten
-from s11_trash import TRASH_DIR
+from s11_tree import PAGE_STYLE, Forest, branch_prefixes, root_of, walk
 from s11_workbench import downloads
 from s11_workbench.markdown import literal_inline, literal_markdown, mermaid_text
 
@@ -167,42 +169,15 @@ def chat_rows(message: dict, number: int, tool_names: dict, clean: Callable[[str
     return [head] + rows
 
 
-# ── 树：从摘要列表算出整棵树 ───────────────────────────────────────────────────────────────
-def _children_index(summaries: list[dict]) -> tuple[dict, dict]:
-    by_id = {s["session_id"]: s for s in summaries}
-    kids: dict[str | None, list[dict]] = {}
-    for s in sorted(summaries, key=lambda s: (s["created_at"], s["created_ns"], s["session_id"])):
-        parent = s["parent_id"] if s["parent_id"] in by_id else None   # 父节点已删除：自成一棵树
-        kids.setdefault(parent, []).append(s)
-    return by_id, kids
+# ── 树：从摘要列表算出整棵树（找孩子、遍历、画前缀都在 s11_tree，这里只挑画法）─────────────────────
+# 页面上的树每一层都照画（与命令行不同，不设缩进上限）：单选框的标签和以前逐字相同
+PAGE_MAX_INDENT = sys.maxsize
 
 
-def root_of(session_id: str, by_id: dict) -> str:
-    """沿 parent_id 走到这棵树的根（人为改坏的环也会停下）。"""
-    seen, current = set(), session_id
-    while by_id.get(current, {}).get("parent_id") in by_id and current not in seen:
-        seen.add(current)
-        current = by_id[current]["parent_id"]
-    return current
-
-
-def walk_tree(root_id: str, by_id: dict, kids: dict) -> list[tuple[dict, str, int]]:
-    """先序遍历（显式栈，1,000 层也不爆递归）-> [(摘要, '│  ├─ ' 这样的前缀, 深度)]。"""
-    out, seen = [], set()
-    stack = [(by_id[root_id], "", "", 0)]
-    while stack:
-        node, first, rest, depth = stack.pop()
-        if node["session_id"] in seen:
-            continue
-        seen.add(node["session_id"])
-        out.append((node, first, depth))
-        children = kids.get(node["session_id"], [])
-        for i in range(len(children) - 1, -1, -1):
-            last = i == len(children) - 1
-            # 不换行空格：单选框的标签是 HTML 文本，普通空格会被折叠，树就歪了
-            stack.append((children[i], rest + ("└─ " if last else "├─ "), rest + ("\u00a0\u00a0\u00a0" if last else "│\u00a0\u00a0"),
-                          depth + 1))
-    return out
+def page_tree(forest: Forest, session_id: str) -> list[tuple[dict, str, int]]:
+    """session_id 所在的整棵树，先序 -> [(摘要, '│  ├─ ' 这样的前缀, 深度)]；父节点已删除的分支自成一棵树。"""
+    steps = walk(forest, root_of(session_id, forest.by_id))
+    return [(step.node, prefix, step.depth) for step, prefix in branch_prefixes(steps, PAGE_STYLE, PAGE_MAX_INDENT)]
 
 
 def active_end(tree: list[tuple[dict, str, int]], mtimes: dict[str, int]) -> str | None:
@@ -568,8 +543,8 @@ class Explorer:
     def _render(self, space, own, view: View, teacher, notice: str, extra: dict, check: bool) -> Page:
         store = space.store
         summaries = store.list_sessions()
-        by_id, kids = _children_index(summaries)
-        node = store.load(view.session_id) if view.session_id in by_id else None
+        forest = Forest(summaries)
+        node = store.load(view.session_id) if view.session_id in forest.by_id else None
         if node is None:
             view = dataclasses.replace(view, session_id=None, revision=0, start=None, chat_numbers=())
         elif view.revision == -1:
@@ -584,14 +559,14 @@ class Explorer:
         if page.teacher:
             page.teacher_rows = _teacher_rows(self.spaces.list_spaces(teacher))
         if node is not None:
-            self._render_node(page, store, node, by_id, kids, clean=s11_redact.redact if space.read_only else str)
+            self._render_node(page, store, node, forest, clean=s11_redact.redact if space.read_only else str)
         for key, value in extra.items():
             setattr(page, key, value)
         return page
 
-    def _render_node(self, page: Page, store, node: SessionNode, by_id: dict, kids: dict, clean) -> None:
+    def _render_node(self, page: Page, store, node: SessionNode, forest: Forest, clean) -> None:
         view = page.view
-        tree = walk_tree(root_of(node.session_id, by_id), by_id, kids)
+        tree = page_tree(forest, node.session_id)
         mtimes = _mtimes(store, tree)
         end = active_end(tree, mtimes)
         page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end), n["session_id"]) for n, prefix, _ in tree]
@@ -670,38 +645,28 @@ def _problems(store) -> str:
     return "\n".join([f"#### 🩺 体检发现 {len(problems)} 个问题", *lines, *more])
 
 
-def trashed(store) -> list[tuple[str, int]]:
-    """回收站里的会话 [(id, 删除时间 ns)]，新的在前。只从文件名里取合法的 ID，从不读文件内容。"""
-    folder = os.path.join(store.storage_dir, TRASH_DIR)
-    found = []
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return []
-    for name in names:
-        sid, _, rest = name.partition(".")
-        stamp = rest.removesuffix(".json")
-        if rest.endswith(".json") and stamp.isdigit():
-            try:
-                found.append((validate_session_id(sid), int(stamp)))
-            except SessionError:
-                continue
-    return sorted(found, key=lambda item: -item[1])
-
-
 def _trash_choices(store, deleted: tuple) -> list:
     titles = dict(deleted)
     seen, choices = set(), []
-    for sid, stamp in trashed(store):
-        if sid in seen or os.path.exists(store.path_of(sid)):
+    for entry in s11_trash.entries(store.storage_dir):   # 最近删除的在前
+        sid = entry.session_id
+        if sid in seen or not _restorable(store, sid):
             continue
         seen.add(sid)
-        when = time.strftime("%H:%M:%S", time.localtime(stamp / 1e9))
+        when = time.strftime("%H:%M:%S", time.localtime(entry.deleted_ns / 1e9))
         title = f"{shorten(titles[sid], 30)} " if sid in titles else ""
         choices.append((f"{title}[{sid}] 删除于 {when}", sid))
         if len(choices) >= TRASH_SHOWN:
             break
     return choices
+
+
+def _restorable(store, session_id: str) -> bool:
+    """回收站里的这一份能恢复：ID 合法（手工放进去的 CON.1.json 不算），同名的会话也不在仓库里。"""
+    try:
+        return not os.path.exists(store.path_of(session_id))
+    except SessionError:
+        return False
 
 
 def _teacher_rows(spaces: list[dict]) -> list:
