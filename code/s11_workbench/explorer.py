@@ -1,6 +1,6 @@
 """explorer.py — 会话树浏览器的全部逻辑（不 import gradio，测试直接驱动）
 
-    浏览器 ──token──> Explorer.<动作>(token, view, …)
+    浏览器 ──token──> Explorer.<动作>(token, view, *控件的值, teacher=老师密钥)   页面事件的动作都按这个顺序收参数
                         │ spaces.open(token) ── 每次都重新解析：只认自己的空间
                         │ view.source: "mine" 自己的空间 / "shelf" 共享书架 / "space:<id>" 老师只读查看
                         ▼
@@ -284,6 +284,16 @@ def explain(error: BaseException) -> str:
     return f"⚠️ 操作失败（{type(error).__name__}），详细信息已写入服务器日志。"
 
 
+# ── 翻页 ───────────────────────────────────────────────────────────────────────────────
+def earlier_start(view: View) -> int:
+    """“◀ 更早”的新起点（1 起）：当前窗口起点再往前一页；窗口停在末尾（start 为 None）时从最后一页算起。"""
+    begin = view.start
+    if begin is None:
+        total = max(view.chat_numbers, default=0)
+        begin = max(0, total - PAGE_SIZE)
+    return max(1, begin + 1 - PAGE_SIZE)
+
+
 # ── 浏览器 ───────────────────────────────────────────────────────────────────────────────
 class Explorer:
     """页面的全部动作。只持有 Spaces 和一个私有下载目录；按访客区分的数据都在参数里。"""
@@ -347,7 +357,8 @@ class Explorer:
             return View(session_id=session_id, revision=-1), "", {}
         return self._act(token, View(), teacher, action, check=True)
 
-    def refresh(self, token, view: View, teacher: str | None = None, query: str | None = None) -> Page:
+    def refresh(self, token, view: View, query: str | None = None, teacher: str | None = None) -> Page:
+        """重新读一遍（query 不是 None 时换成这个搜索词）。"""
         if query is not None:
             view = dataclasses.replace(view, query=str(query)[:200])
         return self._act(token, view, teacher, lambda space, own: (view, "", {}), check=True)
@@ -371,6 +382,14 @@ class Explorer:
         begin = None if start is None else max(0, int(start) - 1)
         return self._act(token, dataclasses.replace(view, start=begin), teacher,
                          lambda space, own: (dataclasses.replace(view, start=begin), "", {}))
+
+    def earlier(self, token, view: View, teacher: str | None = None) -> Page:
+        """“◀ 更早”：从当前窗口起点再往前翻一页。"""
+        return self.window(token, view, earlier_start(view), teacher)
+
+    def latest(self, token, view: View, teacher: str | None = None) -> Page:
+        """“最新 ▶”：回到最后 PAGE_SIZE 条。"""
+        return self.window(token, view, None, teacher)
 
     def fork(self, token, view: View, at: int, first_message: str = "", title: str = "",
              teacher: str | None = None) -> Page:
@@ -521,6 +540,10 @@ class Explorer:
         return self._act(token, view, teacher, action, check=True)
 
     # ── 整页 ───────────────────────────────────────────────────────────────────
+    def redraw(self, token, view: View, teacher: str | None = None) -> Page:
+        """按视图原样重画，不重新体检（Chatbot 自带的“清空”只清掉了页面上的显示，会话并没有删）。"""
+        return self.render(token, view, teacher, check=False)
+
     def render(self, token, view: View, teacher: str | None, notice: str = "", *, check: bool = True,
                **extra) -> Page:
         """按视图画出整页；令牌无效时只给提示。"""
