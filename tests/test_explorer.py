@@ -552,6 +552,20 @@ def test_a_5000_message_session_is_shown_a_window_at_a_time(explorer, spaces):
     assert len(store_of(spaces, token).load(forked.view.session_id).messages) == 4322
 
 
+def test_earlier_and_latest_page_through_the_path_a_window_at_a_time(explorer, spaces):
+    token = spaces.new_token()
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"第 {i + 1} 条"} for i in range(250)]
+    sid = store_of(spaces, token).create_session("翻页的会话", messages)
+    page = explorer.select(token, View(), sid)
+    assert page.window_start == 151
+    starts = []
+    for _ in range(3):   # 151 → 51 → 1, and no further than the first message
+        page = explorer.earlier(token, page.view)
+        starts.append(page.window_start)
+    assert starts == [51, 1, 1] and "第 1–100 条" in page.path_note
+    assert explorer.latest(token, page.view).window_start == 151
+
+
 def _wide_tree(store: SessionStore, count: int) -> str:
     """count nodes, every node with two children (a full binary tree): no chain to compress."""
     root = SessionNode(title="根", messages=[{"role": "user", "content": "0"}])

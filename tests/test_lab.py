@@ -41,7 +41,7 @@ def run(key: str, **options) -> lab.LabResult:
     return lab.run_experiment(key, **options)
 
 
-# ── 写到一半被杀 ────────────────────────────────────────────────────────────────────────────
+# ── killed halfway through a save ─────────────────────────────────────────────────────────────────
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="the kill experiment needs os.fork and SIGKILL")
 
 
@@ -112,7 +112,7 @@ def test_a_torn_tail_starts_on_a_whole_character():
     assert lab.whole_characters(data) == "到一半"
 
 
-# ── 两个窗口同时续写 ────────────────────────────────────────────────────────────────────────
+# ── two windows resuming at once ──────────────────────────────────────────────────────────────────
 def test_two_windows_the_book_silently_loses_one_turn_ours_keeps_both():
     result = run("conflict")
     assert result.book.failed and result.book.facts == {"final": 3, "lost": 1}
@@ -122,7 +122,7 @@ def test_two_windows_the_book_silently_loses_one_turn_ours_keeps_both():
     assert "ConflictError" in result.ours.evidence
 
 
-# ── 危险的会话 ID ──────────────────────────────────────────────────────────────────────────
+# ── a dangerous session id ────────────────────────────────────────────────────────────────────────
 def test_a_dangerous_id_makes_the_book_read_and_delete_a_file_outside_its_folder():
     book = run("ids").book
     assert book.failed
@@ -138,7 +138,7 @@ def test_a_dangerous_id_is_refused_by_ours_and_the_outside_file_is_untouched():
     assert lab.OUTSIDE_FILE["title"] not in ours.evidence
 
 
-# ── 升级与迁移 ─────────────────────────────────────────────────────────────────────────────
+# ── upgrades and migrations ───────────────────────────────────────────────────────────────────────
 def test_a_newer_file_loses_its_unknown_fields_when_the_book_saves_it():
     book = run("versions").book
     assert book.failed
@@ -153,7 +153,7 @@ def test_ours_migrates_a_chapter_file_and_refuses_a_newer_one_byte_for_byte():
     assert f"version {s11_session.FORMAT_VERSION}" in ours.evidence
 
 
-# ── 导出前脱敏 ─────────────────────────────────────────────────────────────────────────────
+# ── redaction before export ───────────────────────────────────────────────────────────────────────
 def test_the_books_export_carries_every_secret_in_clear_ours_masks_each_with_a_count():
     result = run("redact")
     assert result.book.failed and result.book.facts["leaked"] == list(lab.SECRETS)
@@ -163,7 +163,7 @@ def test_the_books_export_carries_every_secret_in_clear_ours_masks_each_with_a_c
         assert secret in result.book.evidence and secret not in result.ours.evidence
 
 
-# ── 会话 ≠ 代码 ────────────────────────────────────────────────────────────────────────────
+# ── session ≠ code ────────────────────────────────────────────────────────────────────────────────
 def test_resuming_on_changed_code_the_book_is_silent_ours_lists_the_drift():
     result = run("drift")
     assert result.book.failed and result.book.facts == {"drift": [], "recorded_workspace": False}
@@ -171,7 +171,7 @@ def test_resuming_on_changed_code_the_book_is_silent_ours_lists_the_drift():
     assert any("cache_store.py" in line for line in result.ours.facts["drift"])
 
 
-# ── 每个实验：只碰自己的临时文件夹 ─────────────────────────────────────────────────────────────
+# ── every experiment touches only its own temporary folder ────────────────────────────────────────
 @pytest.mark.parametrize("key", [key for key in lab.EXPERIMENTS if key != "kill"])
 def test_an_experiment_removes_its_temporary_folder_and_touches_nothing_else(key, private_tmp, tmp_path):
     before = sorted(p.name for p in Path.cwd().iterdir())
@@ -213,7 +213,7 @@ def test_both_columns_are_labelled_and_lead_with_the_verdict():
     assert ours.startswith("#### 🛡️ 本仓库") and "**✅" in ours
 
 
-# ── 源码：页面展示的是真实的函数 ───────────────────────────────────────────────────────────────
+# ── source: the page shows the real functions ─────────────────────────────────────────────────────
 @pytest.mark.parametrize("key", list(lab.EXPERIMENTS))
 def test_every_function_an_experiment_names_resolves_to_real_source(key):
     experiment = lab.EXPERIMENTS[key]
@@ -251,7 +251,7 @@ def test_a_table_is_shown_from_its_assignment():
     assert code.startswith("MIGRATIONS =") and "MIGRATIONS" in label
 
 
-# ── 小工具与边界 ──────────────────────────────────────────────────────────────────────────────
+# ── helpers and edges ─────────────────────────────────────────────────────────────────────────────
 @pytest.mark.parametrize("text", ["plain", "a ``` b", "````", "`", "```python\nprint(1)\n```"])
 def test_fenced_text_cannot_close_its_own_fence(text):
     fenced = lab.fenced(text)
@@ -266,7 +266,7 @@ def test_the_lab_logic_does_not_import_gradio():
     assert done.stdout.strip() == "False", done.stderr
 
 
-# ── 书中原版：一字未改 ────────────────────────────────────────────────────────────────────────
+# ── the book's code, unchanged to the letter ──────────────────────────────────────────────────────
 def chapter_code_lines() -> list[str]:
     """Every line of the chapter's printed SessionNode / SessionStore code (its python blocks up to the demo)."""
     text = CHAPTER.read_text(encoding="utf-8")

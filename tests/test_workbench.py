@@ -3,6 +3,7 @@ what a failure says, and the start-up check of the sessions folder."""
 
 from __future__ import annotations
 
+import ast
 import errno
 import json
 import os
@@ -71,16 +72,33 @@ def everything_the_page_shows(run) -> str:
     return "\n".join([run.tree_markdown, run.preview_markdown, *workbench.files_markdown(run.files)])
 
 
-# ── 不依赖 gradio ──────────────────────────────────────────────────────────────────────────
+# ── no gradio ─────────────────────────────────────────────────────────────────────────────────────
+LOGIC_MODULES = ["demo", "downloads", "markdown", "explorer", "lab", "spaces", "upload_guard"]
+
+
 def test_workbench_imports_without_gradio():
-    probe = "import sys, s11_workbench.demo; print('gradio' in sys.modules)"
+    probe = (f"import sys; import {', '.join('s11_workbench.' + name for name in LOGIC_MODULES)}; "
+             "print('gradio' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
                             env={**os.environ, "PYTHONPATH": str(CODE_DIR)})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
 
 
-# ── 一次点击写下什么 ────────────────────────────────────────────────────────────────────────
+def test_only_the_tab_modules_import_gradio():
+    """The layout rule of code/: gradio (~5 s to import) is imported by *_tab modules and app.py, nowhere else."""
+    importers = set()
+    for path in sorted(CODE_DIR.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(name.split(".")[0] == "gradio" for name in names):
+                importers.add(path.relative_to(CODE_DIR).as_posix())
+    assert "s11_workbench/demo_tab.py" in importers   # the scan does see an import of gradio
+    assert [path for path in sorted(importers) if not path.endswith("_tab.py")] == []
+
+
+# ── what one click writes ─────────────────────────────────────────────────────────────────────────
 def test_one_run_writes_exactly_three_session_files(demo_run, tmp_path):
     on_disk = json_files(tmp_path / "sessions")
     assert len(on_disk) == 3
@@ -106,7 +124,7 @@ def test_every_save_is_recorded_so_the_page_knows_what_the_resume_added(tmp_path
     assert workbench.resumed_range(history[ids["branch_a_id"]]) is None
 
 
-# ── 三个会话文件 ────────────────────────────────────────────────────────────────────────────
+# ── the three session files ───────────────────────────────────────────────────────────────────────
 def test_each_file_card_shows_the_json_that_is_on_disk(demo_run):
     cards = workbench.files_markdown(demo_run.files)
     assert len(cards) == 3
@@ -116,7 +134,7 @@ def test_each_file_card_shows_the_json_that_is_on_disk(demo_run):
             on_disk = json.load(handle)
         assert json.loads(fenced_block(card, "json")) == on_disk
         assert f"{file.size_bytes:,} 字节" in card
-        assert "修复登录服务内存泄漏" in card  # ensure_ascii=False: 中文原样可读
+        assert "修复登录服务内存泄漏" in card  # ensure_ascii=False: the Chinese stays readable
     assert [card.splitlines()[0] for card in cards] == [
         "#### ① 🌱 主会话", "#### ② 🌿 分支 A", "#### ③ 🌿 分支 B · 📂 已恢复"]
 
@@ -169,7 +187,7 @@ def test_an_os_error_outside_the_run_is_put_on_the_sessions_folder_in_chinese(tm
     assert "File exists" not in message and str(tmp_path) not in message
 
 
-# ── 导出预览：按来历分组 ──────────────────────────────────────────────────────────────────
+# ── the export preview, grouped by where each message came from ───────────────────────────────────
 def test_preview_is_the_export_of_resumed_branch_b(demo_run):
     assert "会话导出" in demo_run.export_markdown
     assert "方案 B" in demo_run.export_markdown
@@ -217,7 +235,7 @@ def test_html_download_is_a_page_beside_the_markdown(demo_run):
     assert Path(demo_run.html_download).parent == Path(demo_run.markdown_download).parent
 
 
-# ── 会话树与五个步骤 ────────────────────────────────────────────────────────────────────────
+# ── the session tree and the five steps ───────────────────────────────────────────────────────────
 def test_tree_diagram_has_three_nodes_two_edges_and_the_resumed_marker(demo_run):
     source = fenced_block(demo_run.tree_markdown, "mermaid")
     node_lines = [line for line in source.splitlines() if re.match(r"    n\d+\[", line)]
@@ -281,7 +299,7 @@ def test_hostile_session_text_stays_inside_its_mermaid_label(title):
     ('say "hi"', "say #quot;hi#quot;"),
     ("a<b>&c", "a#lt;b#gt;#amp;c"),
     ("x]; y", "x#93;#59; y"),
-    ("#quot;", "#35;quot#59;"),          # 已经像实体的文字也被转义，不会被 mermaid 还原成引号
+    ("#quot;", "#35;quot#59;"),          # text that already looks like an entity is escaped too, never turned back into a quote
     ("line1\nline2", "line1 line2"),
     ("`code`", "#96;code#96;"),
     ("会话 🌿", "会话 🌿"),
@@ -302,7 +320,7 @@ def test_fence_is_longer_than_any_backtick_run_inside(body):
     assert fence not in body
 
 
-# ── 出错时：一句中文，说清是哪个目录，不写文件 ─────────────────────────────────────────────
+# ── on failure: one Chinese sentence naming the folder, nothing written ───────────────────────────
 def test_sessions_dir_under_a_regular_file_gives_chinese_message_and_writes_nothing(tmp_path, export_root):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("我是文件", encoding="utf-8")
@@ -409,7 +427,7 @@ def test_unexpected_errors_name_the_type_not_the_stack(tmp_path, monkeypatch):
     assert run is None and "KeyError" in message and "boom" not in message
 
 
-# ── 启动检查：python app.py 之前先看会话目录能不能用 ────────────────────────────────────────
+# ── start-up check: is the sessions folder usable before python app.py serves ─────────────────────
 def test_startup_check_accepts_a_new_folder_and_creates_it_without_leaving_a_probe(tmp_path):
     folder = tmp_path / "a" / "b" / "gradio_sessions"
     assert workbench.check_sessions_dir(folder) is None
@@ -470,7 +488,7 @@ def test_startup_check_refuses_a_folder_it_cannot_write_into(unwritable_folder):
     assert not re.search(r"Permission|denied|not permitted", problem)
 
 
-# ── 一个班同时点击 ──────────────────────────────────────────────────────────────────────
+# ── a whole class clicking at once ────────────────────────────────────────────────────────────────
 def test_concurrent_runs_into_one_folder_all_succeed_and_every_file_loads(tmp_path, export_root):
     sessions = tmp_path / "sessions"
     results, errors = [], []
@@ -486,7 +504,7 @@ def test_concurrent_runs_into_one_folder_all_succeed_and_every_file_loads(tmp_pa
         thread.join(timeout=60)
     assert errors == [] and len(results) == 4
     assert len({run.ids["main_id"] for run in results}) == 4
-    for run in results:  # 每次运行只看到自己的树、自己的文件
+    for run in results:  # each run shows only its own tree and its own files
         others = {r.ids["main_id"] for r in results} - {run.ids["main_id"]}
         assert not any(other in everything_the_page_shows(run) for other in others)
         assert workbench.resumed_range(run.files[2].saves) == (8, 9)
@@ -496,7 +514,7 @@ def test_concurrent_runs_into_one_folder_all_succeed_and_every_file_loads(tmp_pa
     assert all(store.load(path.stem) is not None for path in files)
 
 
-# ── 下载目录不无限增长 ──────────────────────────────────────────────────────────────────
+# ── the downloads folder does not grow without bound ──────────────────────────────────────────────
 def test_download_folders_do_not_accumulate(tmp_path, export_root):
     for _ in range(3):
         run = workbench.run_demo(str(tmp_path / "sessions"), export_root=str(export_root), keep_seconds=0)
