@@ -1,4 +1,4 @@
-"""demo.py — 8.11 工作台的全部逻辑（不 import gradio，可单独测试）
+"""demo.py — 8.11 标签页的全部逻辑（不 import gradio，可单独测试）
 
     python app.py ──> check_sessions_dir(dir)        建不了 / 不是文件夹 / 写不进：启动时就退出（exit 2）
     点击 🌿 ──> run_demo(sessions_dir)

@@ -288,7 +288,8 @@ def kill_rounds_in_subprocess(folder: str, rounds: int = KILL_ROUNDS, messages: 
     runners = {kind: subprocess.Popen(
         [sys.executable, "-m", RUNNER_MODULE, "kill-rounds", kind, os.path.join(folder, kind),
          str(rounds), str(messages), str(seed)],
-        env=runner_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for kind in (BOOK, OURS)}
+        env=runner_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for kind in (BOOK, OURS)}
     return {kind: _collect(runner) for kind, runner in runners.items()}
 
 
