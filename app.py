@@ -2,12 +2,13 @@
 
     python app.py [--host 127.0.0.1] [--port 7860] [--sessions-dir gradio_sessions]
 
-    SECTIONS ──> 每个模块一个 build(ctx) ──> gr.Tab      ctx = TabContext(sessions_dir, spaces, visitor, teacher, ready)
-    新增一节 = 写一个 code/sNN_tab.py + 在 SECTIONS 里加一行。
+    tabs() = (demo_tab, explorer_tab, lab_tab)   每个 code/s11_workbench/*_tab.py 有 LABEL、CSS 和 build(ctx)
+       └─> gr.Tab(LABEL) 里调 build(ctx)            ctx = TabContext(sessions_dir, spaces, visitor, teacher, ready)
+    新增一页 = 在 code/s11_workbench/ 写一对 xxx.py（逻辑）+ xxx_tab.py（布局），再在 tabs() 里加上它的名字。
 
     页面加载 ──> enter_space：浏览器里的空间令牌（gr.BrowserState）有效就沿用，否则领一个新的；
                  带 ?teacher=<启动时打印的密钥> 打开时，教师密钥只记在服务器端的 gr.State 里。
-    每个请求 ──> 处理函数拿 visitor 作输入，ctx.spaces.open(token) 重新验签（见 code/s11_spaces.py）。
+    每个请求 ──> 处理函数拿 visitor 作输入，ctx.spaces.open(token) 重新验签（见 code/s11_workbench/spaces.py）。
 
 关键洞察：这里只是外壳。gradio 导入要 ~5 秒，所以先打印一句提示再导入；逻辑全在 code/ 里。
 全程离线：主题只用系统字体，不加载 Google Fonts，关闭统计上报。
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import importlib
 import os
 import shutil
 import sys
@@ -31,12 +31,6 @@ HERE = Path(__file__).resolve().parent
 # code/ 是一组课程文件而不是包：叫 code 的包会遮住标准库的 code 模块（pdb 要用）
 sys.path.insert(0, str(HERE / "code"))
 
-SECTIONS = [
-    ("8.11 会话持久化与多分支", "s11_tab"),
-    ("🌳 会话树浏览器", "s11_explorer_tab"),
-    ("🧪 为什么要这样写", "s11_lab_tab"),
-]
-
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860
 DEFAULT_SESSIONS_DIR = HERE / "gradio_sessions"
@@ -49,85 +43,29 @@ SANS_FONTS = ["system-ui", "-apple-system", "Segoe UI", "PingFang SC", "Hiragino
 MONO_FONTS = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "DejaVu Sans Mono",
               "Noto Sans Mono CJK SC", "Noto Color Emoji", "monospace"]
 
+# 整页的样式；每个标签页自己的样式在它的 CSS 里（launch_options 把它们接在后面）
 CSS = """
 .gradio-container { max-width: 1400px !important; margin: 0 auto !important; }
-/* 8.11 结果区：没有自带滚动条的框，长内容交给整页滚动；代码与 JSON 自动折行，手机上不会横向溢出 */
-#s11-result pre, #s11-result pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; word-break: break-word; }
-#s11-result pre { overflow: visible !important; max-height: none !important; }
-#s11-result .prose, #s11-result .prose * { overflow-wrap: anywhere; }
-#s11-result td code { overflow-wrap: normal; white-space: nowrap; }
-#s11-result .mermaid, #s11-result svg { max-width: 100%; height: auto; }
-#s11-status:empty { display: none; }
-@media (max-width: 520px) { #s11-result .block.padded { padding: 8px 6px; } }
-/* 导出预览的三个分组标题：继承 / 分叉新增 / 恢复后追加，各一种颜色（深色模式另配底色，文字对比度都 ≥ 4.5） */
-#s11-export h2 { font-size: 1rem; margin: 1.4em 0 .6em; padding: .45em .75em; border-left: 6px solid;
-  border-radius: 6px; color: #111827; }
-#s11-export h2:nth-of-type(1) { border-color: #2563eb; background: #dbeafe; }
-#s11-export h2:nth-of-type(2) { border-color: #16a34a; background: #dcfce7; }
-#s11-export h2:nth-of-type(3) { border-color: #d97706; background: #ffedd5; }
-.dark #s11-export h2 { color: #f3f4f6; }
-.dark #s11-export h2:nth-of-type(1) { background: #1e3a5f; }
-.dark #s11-export h2:nth-of-type(2) { background: #14432a; }
-.dark #s11-export h2:nth-of-type(3) { background: #4a2c0a; }
-/* 页签在窄屏上换行（不横向溢出）；会话树浏览器：表格在自己的框里滚动，会话树限高，代码块折行 */
+/* 页签在窄屏上换行（不横向溢出） */
 .tab-container:not(.visually-hidden) { flex-wrap: wrap; height: auto; }
 .tab-wrapper { height: auto; }
-#s11x-list, #s11x-spaces { contain: inline-size; }
-#s11x-tree .wrap { max-height: 360px; overflow-y: auto; }
-#s11x-map .mermaid, #s11x-map svg { max-width: 100%; height: auto; }
-#s11x-map pre, #s11x-map pre code, #s11x-path pre, #s11x-path pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; }
-#s11x-notice:empty { display: none; }
 """
+
+
+def tabs() -> tuple:
+    """工作台的标签页，按页面上的顺序。它们 import gradio（~5 秒），所以用到时才导入：`python app.py` 能先检查
+    会话目录、先打印“正在加载”，`import app` 也不必等 gradio。"""
+    from s11_workbench import demo_tab, explorer_tab, lab_tab
+    return demo_tab, explorer_tab, lab_tab
 
 
 class TabContext(NamedTuple):
     """每个标签页的 build(ctx) 拿到的东西。按访客区分的数据只经由 visitor（gr.BrowserState）传进事件。"""
     sessions_dir: str   # 会话根目录（--sessions-dir）
-    spaces: Any         # s11_spaces.Spaces：每个浏览器一个私有空间
+    spaces: Any         # s11_workbench.spaces.Spaces：每个浏览器一个私有空间
     visitor: Any        # gr.BrowserState：本浏览器的空间令牌；处理函数每次都 spaces.open(token)
     teacher: Any = None  # gr.State：用教师链接打开时是教师密钥，否则 None（只在服务器端，浏览器改不了）
     ready: Any = None    # 页面加载事件：需要令牌的加载逻辑写成 ctx.ready.then(...)，首次访问也拿得到令牌
-
-
-# 上传之外的 POST（事件数据是 JSON）最多这么大：粘贴一大段文字绰绰有余，塞不进几百 MB
-MAX_JSON_BODY_BYTES = 8 * 1024 * 1024
-
-
-class UploadGuard:
-    """ASGI 中间件，在 gradio 读请求体之前：上传（multipart）必须声明大小并经 spaces.admit_upload 放行
-    （单个上限、同一地址限速、磁盘余量）；其他 POST 请求体不超过 MAX_JSON_BODY_BYTES。"""
-
-    def __init__(self, app, spaces):
-        self.app, self.spaces = app, spaces
-
-    async def __call__(self, scope, receive, send):
-        refusal = self.refusal(scope) if scope["type"] == "http" and scope["method"] == "POST" else None
-        if refusal is None:
-            await self.app(scope, receive, send)
-            return
-        status, text = refusal
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
-        await send({"type": "http.response.body", "body": text.encode("utf-8")})
-
-    def refusal(self, scope) -> tuple[int, str] | None:
-        import tempfile
-
-        from s11_spaces import SpaceError
-        headers = dict(scope.get("headers") or [])
-        length = headers.get(b"content-length", b"").decode("latin-1").strip()
-        nbytes = int(length) if length.isdigit() else None
-        if not headers.get(b"content-type", b"").startswith(b"multipart/"):
-            if nbytes is not None and nbytes > MAX_JSON_BODY_BYTES:
-                return 413, f"请求太大：{nbytes} 字节，上限 {MAX_JSON_BODY_BYTES} 字节"
-            return None
-        client = (scope.get("client") or ("?",))[0]
-        try:
-            self.spaces.admit_upload(client, nbytes, tempfile.gettempdir())
-        except SpaceError as error:
-            status = 411 if nbytes is None else 429 if "频繁" in str(error) else 413
-            return status, str(error)
-        return None
 
 
 FORGET_TEACHER_LINK_JS = """() => {
@@ -143,7 +81,7 @@ def enter_space(spaces, token, request) -> tuple:
     """页面加载：(令牌, 教师密钥或 None)。令牌有效就原样返回，否则领一个新的；领得太快时 gr.Error。"""
     import gradio as gr
 
-    from s11_spaces import SpaceError
+    from s11_workbench.spaces import SpaceError
     client = request.client.host if request is not None and request.client else None
     try:
         token = spaces.ensure_token(token, client=client)
@@ -158,14 +96,17 @@ def launch_options(demo=None) -> dict:
     单个上传的上限、会话目录不经 /gradio_api/file= 外泄、上传限速中间件（传入 build_app 的结果时）。"""
     import gradio as gr
 
-    from s11_spaces import Limits
+    from s11_workbench.spaces import Limits
     theme = gr.themes.Soft(primary_hue="emerald", secondary_hue="sky", neutral_hue="slate",
                            font=SANS_FONTS, font_mono=MONO_FONTS)
     spaces = getattr(demo, "s11_spaces", None)
-    options = {"theme": theme, "css": CSS, "footer_links": ["api", "settings"], "ssr_mode": False,
+    css = CSS + "".join(tab.CSS for tab in tabs())
+    options = {"theme": theme, "css": css, "footer_links": ["api", "settings"], "ssr_mode": False,
                "max_file_size": (spaces.limits if spaces is not None else Limits()).max_upload_bytes}
     if spaces is not None:
         from starlette.middleware import Middleware
+
+        from s11_workbench.upload_guard import UploadGuard
         options["blocked_paths"] = [os.path.abspath(spaces.sessions_dir)]
         options["app_kwargs"] = {"middleware": [Middleware(UploadGuard, spaces=spaces)]}
     return options
@@ -176,7 +117,7 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
     """搭好整个工作台并返回 gr.Blocks（测试可以在进程内 launch 它）；demo.s11_spaces 是它的 Spaces。"""
     import gradio as gr
 
-    from s11_spaces import Limits, Spaces
+    from s11_workbench.spaces import Limits, Spaces
     spaces = Spaces(sessions_dir, limits=limits or Limits(), teacher_secret=teacher_secret)
     with gr.Blocks(title="第 8 章 · Agent 工作台", delete_cache=DELETE_CACHE, analytics_enabled=False) as demo:
         # BrowserState 的加密密钥会出现在页面配置里：用服务器密钥的单向派生，重启后浏览器里的令牌仍能解开
@@ -196,9 +137,10 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
         ready.then(None, js=FORGET_TEACHER_LINK_JS)
         ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready)
         with gr.Tabs():
-            for label, module_name in SECTIONS:
-                with gr.Tab(label, id=module_name):   # id：页面加载时（如 ?session= 链接）可以直接切到这一页
-                    importlib.import_module(module_name).build(ctx)
+            for tab in tabs():
+                # id：页面加载时（如 ?session= 链接）可以直接切到这一页（explorer_tab 从 gr.Tab 上读它）
+                with gr.Tab(tab.LABEL, id=tab.__name__.rpartition(".")[2]):
+                    tab.build(ctx)
     demo.s11_spaces = spaces
     return demo
 
@@ -235,7 +177,7 @@ def use_private_gradio_cache() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    from s11_workbench import check_sessions_dir  # 不依赖 gradio：目录用不了就立刻说，不等第一个同学点击
+    from s11_workbench.demo import check_sessions_dir  # 不依赖 gradio：目录用不了就立刻说，不等第一个同学点击
     problem = check_sessions_dir(args.sessions_dir)
     if problem is not None:
         print(f"❌ {problem}", file=sys.stderr, flush=True)
@@ -247,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     demo.launch(server_name=args.host, server_port=args.port, prevent_thread_lock=True, quiet=True,
                 **launch_options(demo))
     print(f"✅ 工作台已就绪：{demo.local_url}（Ctrl+C 退出）", flush=True)
-    from s11_spaces import classroom_links
+    from s11_workbench.spaces import classroom_links
     for line in classroom_links(args.host, args.port, demo.s11_spaces.teacher_secret):
         print(line, flush=True)
     demo.block_thread()

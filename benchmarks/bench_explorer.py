@@ -1,4 +1,4 @@
-"""bench_explorer.py — every explorer handler (s11_explorer.Explorer) on a space with 2,000 sessions, without gradio.
+"""bench_explorer.py — every explorer handler (s11_workbench.explorer.Explorer) on a space with 2,000 sessions, without gradio.
 
     python benchmarks/bench_explorer.py            # 30 runs per handler, plus a 5,000-message session and a 1,000-node tree
     python benchmarks/bench_explorer.py --quick    # 5 runs per handler, the 2,000-session space only
@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as c  # noqa: E402
 
 c.setup_paths()
-from s11_explorer import Explorer, View  # noqa: E402
 from s11_session import SessionNode, SessionStore, demo_tree_branching  # noqa: E402
-from s11_spaces import Limits, Spaces  # noqa: E402
+from s11_workbench.explorer import Explorer, View  # noqa: E402
+from s11_workbench.spaces import Limits, Spaces  # noqa: E402
 
 TARGET_MEDIAN_S = 0.050
 SESSIONS = 2000
@@ -163,7 +163,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     runs = args.runs or (5 if args.quick else 30)
     root = Path(tempfile.mkdtemp(prefix=".bench-explorer-", dir=Path(__file__).resolve().parent))
-    c.print_header("bench_explorer: s11_explorer handlers on a space with 2,000 sessions (no gradio)",
+    c.print_header("bench_explorer: s11_workbench.explorer handlers on a space with 2,000 sessions (no gradio)",
                    {"scratch": f"{root} — {c.filesystem_of(root)}", "fsync": "on for every handler"})
     try:
         spaces = Spaces(root / "sessions", limits=ROOMY)

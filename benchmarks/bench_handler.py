@@ -1,14 +1,14 @@
-"""bench_handler.py — the 8.11 button click without gradio: s11_workbench.run_demo(sessions_dir).
+"""bench_handler.py — the 8.11 button click without gradio: s11_workbench.demo.run_demo(sessions_dir).
 
     python benchmarks/bench_handler.py            # 50 clicks in a fresh folder + folders of 300 / 3,000 sessions
     python benchmarks/bench_handler.py --quick    # 5 clicks, no big folders
 
-    on_run() (s11_tab) ──> run_demo(sessions_dir)                      fsync on (SessionStore default)
-                            ├─ prune_old_exports
+    on_run() (demo_tab) ──> run_demo(sessions_dir)                      fsync on (SessionStore default)
+                            ├─ prune_old_exports            (downloads.offer)
                             ├─ demo_tree_branching(store)   ← store work: create, save, 2 forks, load, save,
                             │                                  export_markdown (lineage + redaction)
                             ├─ 3 × store.load               ← re-read the nodes for the page
-                            ├─ write_exports                ← .md + export_html to a run-* folder
+                            ├─ write_exports                ← .md + export_html to a run-* folder (downloads.offer)
                             ├─ tree_markdown                ← mermaid + text summary
                             └─ 3 × written_file             ← re-read the 3 JSON files, pretty-print
                         ──> files_markdown(run.files)       ← the "本次写入的文件" panel
@@ -35,33 +35,34 @@ import _common as c  # noqa: E402
 
 c.setup_paths()
 import s11_session  # noqa: E402
-import s11_workbench  # noqa: E402
+from s11_workbench import demo, downloads  # noqa: E402
 
 TARGET_MEDIAN_S = 0.030
-PHASES = {   # module attribute of s11_workbench -> label in the table
+PHASES = {   # module attribute (of s11_workbench.demo or .downloads) -> label in the table
     "prune_old_exports": "prune old exports",
     "demo_tree_branching": "store: demo_tree_branching",
     "write_exports": "write .md + export_html",
     "tree_markdown": "tree_markdown (mermaid + text)",
     "written_file": "3 × written_file (re-read JSON)",
 }
+PHASE_MODULES = {"prune_old_exports": downloads, "write_exports": downloads}   # the rest live in demo
 
 
 class PhaseTimer:
-    """Wraps s11_workbench's module-level helpers so each call adds its duration to self.current."""
+    """Wraps the module-level helpers run_demo reaches so each call adds its duration to self.current."""
 
     def __init__(self):
         self.current: Dict[str, float] = {}
-        self.originals = {name: getattr(s11_workbench, name) for name in PHASES}
+        self.originals = {name: getattr(PHASE_MODULES.get(name, demo), name) for name in PHASES}
 
     def __enter__(self) -> "PhaseTimer":
         for name, original in self.originals.items():
-            setattr(s11_workbench, name, self._wrap(name, original))
+            setattr(PHASE_MODULES.get(name, demo), name, self._wrap(name, original))
         return self
 
     def __exit__(self, *exc) -> None:
         for name, original in self.originals.items():
-            setattr(s11_workbench, name, original)
+            setattr(PHASE_MODULES.get(name, demo), name, original)
 
     def _wrap(self, name, original):
         def timed(*args, **kwargs):
@@ -76,9 +77,9 @@ class PhaseTimer:
 def one_click(sessions_dir: str, export_root: str, timer: PhaseTimer) -> Dict[str, float]:
     timer.current = {}
     started = time.perf_counter()
-    run = s11_workbench.run_demo(sessions_dir, export_root=export_root)
+    run = demo.run_demo(sessions_dir, export_root=export_root)
     middle = time.perf_counter()
-    s11_workbench.files_markdown(run.files)
+    demo.files_markdown(run.files)
     ended = time.perf_counter()
     phases = dict(timer.current)
     phases["run_demo"] = middle - started
@@ -117,11 +118,11 @@ def phase_table(title: str, samples: List[Dict[str, float]], note: str = "") -> 
 
 
 def profile_click(sessions_dir: str, export_root: str, top: int = 20) -> None:
-    s11_workbench.run_demo(sessions_dir, export_root=export_root)
+    demo.run_demo(sessions_dir, export_root=export_root)
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(5):
-        s11_workbench.run_demo(sessions_dir, export_root=export_root)
+        demo.run_demo(sessions_dir, export_root=export_root)
     profiler.disable()
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).strip_dirs().sort_stats("tottime").print_stats(top)
@@ -139,7 +140,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     count = args.clicks or (5 if args.quick else 50)
     root = Path(tempfile.mkdtemp(prefix=".bench-handler-", dir=Path(__file__).resolve().parent))
-    c.print_header("bench_handler: s11_workbench.run_demo() — the 8.11 click without gradio",
+    c.print_header("bench_handler: s11_workbench.demo.run_demo() — the 8.11 click without gradio",
                    {"scratch": f"{root} — {c.filesystem_of(root)}", "fsync": "on (SessionStore default)"})
     try:
         export_root = str(root / "exports")

@@ -8,7 +8,7 @@
                                            shutting down an interpreter with gradio loaded takes ~0.3 s)
     C. python app.py --port <free>         … until GET / answers HTTP 200 (end to end, a subprocess)
     D. the same steps in one process, phase by phase:
-         import gradio │ import app │ import each tab module │ build_app() (each tab's build()) │ launch() │ 200
+         import gradio │ import app │ import the tab modules │ build_app() (each tab's build()) │ launch() │ 200
     E. an empty gr.Blocks (one Markdown) built and launched: what gradio itself costs after its import
 
 Key insight: "our own work" is everything app.py does beyond importing gradio. D measures it directly
@@ -46,10 +46,11 @@ sys.path.insert(0, {repo!r})
 import app
 phases = {{"import gradio": t1 - t0, "import app": time.perf_counter() - t1}}
 builds = {{}}
-for _, name in app.SECTIONS:
-    started = time.perf_counter()
-    module = __import__(name)
-    phases[f"import {{name}}"] = time.perf_counter() - started
+started = time.perf_counter()
+tabs = app.tabs()
+phases["import the tab modules"] = time.perf_counter() - started
+for module in tabs:
+    name = module.__name__
     def timed(ctx, _build=module.build, _name=name):
         started = time.perf_counter()
         try:

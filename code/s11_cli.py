@@ -32,9 +32,9 @@ from typing import Callable, Dict, List, Optional
 import s11_import
 from s11_format import SessionError, SessionNotFound
 from s11_session import SessionStore, demo_tree_branching
-from s11_spaces import SpaceError, Spaces, count_sessions, last_activity
 from s11_text import describe_os_error, human_size, printable
 from s11_tree import content_text
+from s11_workbench.spaces import SpaceError, Spaces, count_sessions, last_activity
 
 log = logging.getLogger(__name__)
 

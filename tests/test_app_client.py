@@ -92,14 +92,16 @@ def test_a_bad_port_is_a_clear_error_not_a_traceback(monkeypatch, capsys, env, a
     assert complaint in capsys.readouterr().err
 
 
-def test_every_section_module_exposes_build():
-    import importlib
-
+def test_every_tab_module_exposes_its_label_css_and_build():
     import app
 
-    assert app.SECTIONS[0] == ("8.11 会话持久化与多分支", "s11_tab")
-    for _label, module_name in app.SECTIONS:
-        assert callable(importlib.import_module(module_name).build)
+    tabs = app.tabs()
+    assert [tab.__name__ for tab in tabs] == ["s11_workbench.demo_tab", "s11_workbench.explorer_tab",
+                                              "s11_workbench.lab_tab"]
+    assert tabs[0].LABEL == "8.11 会话持久化与多分支"
+    for tab in tabs:
+        assert callable(tab.build) and tab.LABEL and isinstance(tab.CSS, str)
+        assert tab.CSS in app.launch_options()["css"]   # each tab's own rules reach the page
 
 
 def run_app(*args: str) -> subprocess.CompletedProcess:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-import s11_explorer as explorer_module
 import s11_import
-from s11_explorer import LIST_LIMIT, MAP_MAX_CHARS, MAP_MAX_EDGES, PAGE_SIZE, Explorer, View
 from s11_session import SessionNode, SessionStore, demo_tree_branching
-from s11_spaces import Limits, Spaces
+from s11_workbench import explorer as explorer_module
+from s11_workbench.explorer import LIST_LIMIT, MAP_MAX_CHARS, MAP_MAX_EDGES, PAGE_SIZE, Explorer, View
+from s11_workbench.spaces import Limits, Spaces
 
 CODE_DIR = Path(__file__).resolve().parent.parent / "code"
 ROOMY = Limits(creates_per_minute=10_000, create_burst=10_000, min_free_bytes=0)
@@ -76,7 +76,7 @@ def chat_text(page) -> str:
 
 # ── no gradio ──────────────────────────────────────────────────────────────────────────────
 def test_the_explorer_logic_imports_without_gradio():
-    probe = "import sys, s11_explorer; print('gradio' in sys.modules)"
+    probe = "import sys, s11_workbench.explorer; print('gradio' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", probe], cwd=CODE_DIR, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 
@@ -246,6 +246,27 @@ def test_export_writes_redacted_downloads_with_a_preview(explorer, spaces):
         assert "13812345678" not in text and "已脱敏" in text
     assert page.preview == Path(markdown_path).read_text(encoding="utf-8")
     assert stat.S_IMODE(os.stat(explorer.export_root).st_mode) == 0o700   # other accounts cannot read it
+
+
+def test_export_uses_the_one_checked_downloads_folder_and_its_pruning(spaces, student, tmp_path):
+    """The explorer's downloads go through s11_workbench.downloads like the 8.11 tab's: a folder other accounts
+    can open is refused (nothing written), and old run-* folders are removed before a new one is made."""
+    token, ids = student
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    explorer = Explorer(spaces, export_root=str(shared))
+    view = explorer.select(token, View(), ids["branch_b_id"]).view
+    refused = explorer.export(token, view)
+    assert refused.downloads == (None, None) and "别的账号也能读写它" in refused.notice
+    assert list(shared.iterdir()) == [] and str(tmp_path) not in refused.notice
+    os.chmod(shared, 0o700)
+    old = shared / "run-old"
+    old.mkdir()
+    os.utime(old, (1, 1))
+    page = explorer.export(token, view)
+    assert page.downloads[0] is not None and not old.exists()
+    assert [entry.name for entry in shared.iterdir()] == [Path(page.downloads[0]).parent.name]
 
 
 def test_export_needs_a_selected_session(explorer, student):
@@ -529,6 +550,20 @@ def test_a_5000_message_session_is_shown_a_window_at_a_time(explorer, spaces):
     assert explorer.window(token, moved.view, 10**9).window_start == 5000
     forked = explorer.fork(token, moved.view, 4321, "从中间分叉")
     assert len(store_of(spaces, token).load(forked.view.session_id).messages) == 4322
+
+
+def test_earlier_and_latest_page_through_the_path_a_window_at_a_time(explorer, spaces):
+    token = spaces.new_token()
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"第 {i + 1} 条"} for i in range(250)]
+    sid = store_of(spaces, token).create_session("翻页的会话", messages)
+    page = explorer.select(token, View(), sid)
+    assert page.window_start == 151
+    starts = []
+    for _ in range(3):   # 151 → 51 → 1, and no further than the first message
+        page = explorer.earlier(token, page.view)
+        starts.append(page.window_start)
+    assert starts == [51, 1, 1] and "第 1–100 条" in page.path_note
+    assert explorer.latest(token, page.view).window_start == 151
 
 
 def _wide_tree(store: SessionStore, count: int) -> str:

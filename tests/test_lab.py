@@ -19,12 +19,13 @@ from pathlib import Path
 import pytest
 
 import s11_book
-import s11_lab
 import s11_session
+from s11_workbench import lab
 
 CODE_DIR = Path(__file__).resolve().parent.parent / "code"
 CHAPTER = Path(__file__).resolve().parents[1].parent / "shared" / "chapter-8.11.md"   # ../shared from the repo
 KILL_ATTEMPTS = 3
+RUNNER_ENV = {**os.environ, "PYTHONPATH": str(CODE_DIR)}   # how the lab starts its helper process
 
 
 @pytest.fixture
@@ -36,11 +37,11 @@ def private_tmp(tmp_path, monkeypatch) -> Path:
     return folder
 
 
-def run(key: str, **options) -> s11_lab.LabResult:
-    return s11_lab.run_experiment(key, **options)
+def run(key: str, **options) -> lab.LabResult:
+    return lab.run_experiment(key, **options)
 
 
-# ── 写到一半被杀 ────────────────────────────────────────────────────────────────────────────
+# ── killed halfway through a save ─────────────────────────────────────────────────────────────────
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="the kill experiment needs os.fork and SIGKILL")
 
 
@@ -48,7 +49,7 @@ needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="the kill experi
 def test_a_kill_during_save_never_leaves_our_file_unreadable_and_loses_nothing_saved():
     result = run("kill")
     ours = result.ours.facts
-    assert ours["rounds"] == s11_lab.KILL_ROUNDS
+    assert ours["rounds"] == lab.KILL_ROUNDS
     assert ours["torn"] == 0 and ours["lost_turns"] == 0
     assert ours["readable_at_least_saved"] is True
     assert result.ours.failed is False and result.ours.verdict.startswith("✅")
@@ -65,7 +66,7 @@ def test_a_kill_during_save_leaves_the_books_file_unreadable():
         torn_counts.append(result.book.facts["torn"])
         if torn_counts[-1] > 0:
             break
-    assert torn_counts[-1] > 0, f"the book's store never tore in {KILL_ATTEMPTS} × {s11_lab.KILL_ROUNDS} rounds"
+    assert torn_counts[-1] > 0, f"the book's store never tore in {KILL_ATTEMPTS} × {lab.KILL_ROUNDS} rounds"
     assert result.book.failed is True
     evidence = result.book.evidence
     assert "JSONDecodeError" in evidence or "UnicodeDecodeError" in evidence
@@ -74,15 +75,16 @@ def test_a_kill_during_save_leaves_the_books_file_unreadable():
 
 def run_runner(kind: str, folder: Path, rounds: int, messages: int) -> dict:
     """The kill runner as the page starts it: its own single-threaded process (never fork pytest itself)."""
-    done = subprocess.run([sys.executable, str(CODE_DIR / "s11_lab.py"), "kill-rounds", kind, str(folder),
-                           str(rounds), str(messages), "7"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "s11_workbench.lab", "kill-rounds", kind, str(folder),
+                           str(rounds), str(messages), "7"], capture_output=True, text=True, timeout=120,
+                          env=RUNNER_ENV)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
 @needs_fork
 def test_each_kill_round_reads_back_with_the_stores_own_load(tmp_path):
-    rounds = run_runner(s11_lab.OURS, tmp_path / "ours", rounds=4, messages=50)["rounds"]
+    rounds = run_runner(lab.OURS, tmp_path / "ours", rounds=4, messages=50)["rounds"]
     assert len(rounds) == 4
     for one in rounds:
         assert one["error"] is None
@@ -92,40 +94,40 @@ def test_each_kill_round_reads_back_with_the_stores_own_load(tmp_path):
 
 
 def test_the_kill_runner_refuses_a_bad_command_line():
-    done = subprocess.run([sys.executable, str(CODE_DIR / "s11_lab.py"), "kill-rounds", "nobody", "x", "1", "1", "1"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "s11_workbench.lab", "kill-rounds", "nobody", "x", "1", "1", "1"],
+                          capture_output=True, text=True, timeout=60, env=RUNNER_ENV)
     assert done.returncode == 2
     assert "用法" in done.stderr
 
 
 def test_without_fork_the_kill_experiment_says_so_in_chinese(monkeypatch):
     monkeypatch.delattr(os, "fork", raising=False)
-    book, ours = s11_lab.run_experiment_safely("kill")
+    book, ours = lab.run_experiment_safely("kill")
     assert book == ours
     assert "没能跑完" in book and "os.fork" in book
 
 
 def test_a_torn_tail_starts_on_a_whole_character():
     data = "写到一半".encode()[2:]   # cut inside the first character
-    assert s11_lab.whole_characters(data) == "到一半"
+    assert lab.whole_characters(data) == "到一半"
 
 
-# ── 两个窗口同时续写 ────────────────────────────────────────────────────────────────────────
+# ── two windows resuming at once ──────────────────────────────────────────────────────────────────
 def test_two_windows_the_book_silently_loses_one_turn_ours_keeps_both():
     result = run("conflict")
     assert result.book.failed and result.book.facts == {"final": 3, "lost": 1}
-    assert s11_lab.TURN_WINDOW_1["content"] in result.book.evidence.split("悄悄丢掉的一轮")[1]
+    assert lab.TURN_WINDOW_1["content"] in result.book.evidence.split("悄悄丢掉的一轮")[1]
     assert not result.ours.failed
     assert result.ours.facts == {"final": 4, "lost": 0, "conflict": True}
     assert "ConflictError" in result.ours.evidence
 
 
-# ── 危险的会话 ID ──────────────────────────────────────────────────────────────────────────
+# ── a dangerous session id ────────────────────────────────────────────────────────────────────────
 def test_a_dangerous_id_makes_the_book_read_and_delete_a_file_outside_its_folder():
     book = run("ids").book
     assert book.failed
     assert book.facts == {"read_outside": True, "outside_intact": False, "errors": []}
-    assert s11_lab.OUTSIDE_FILE["title"] in book.evidence
+    assert lab.OUTSIDE_FILE["title"] in book.evidence
 
 
 def test_a_dangerous_id_is_refused_by_ours_and_the_outside_file_is_untouched():
@@ -133,10 +135,10 @@ def test_a_dangerous_id_is_refused_by_ours_and_the_outside_file_is_untouched():
     assert not ours.failed
     assert ours.facts == {"read_outside": False, "outside_intact": True,
                           "errors": ["InvalidSessionId", "InvalidSessionId"]}
-    assert s11_lab.OUTSIDE_FILE["title"] not in ours.evidence
+    assert lab.OUTSIDE_FILE["title"] not in ours.evidence
 
 
-# ── 升级与迁移 ─────────────────────────────────────────────────────────────────────────────
+# ── upgrades and migrations ───────────────────────────────────────────────────────────────────────
 def test_a_newer_file_loses_its_unknown_fields_when_the_book_saves_it():
     book = run("versions").book
     assert book.failed
@@ -151,17 +153,17 @@ def test_ours_migrates_a_chapter_file_and_refuses_a_newer_one_byte_for_byte():
     assert f"version {s11_session.FORMAT_VERSION}" in ours.evidence
 
 
-# ── 导出前脱敏 ─────────────────────────────────────────────────────────────────────────────
+# ── redaction before export ───────────────────────────────────────────────────────────────────────
 def test_the_books_export_carries_every_secret_in_clear_ours_masks_each_with_a_count():
     result = run("redact")
-    assert result.book.failed and result.book.facts["leaked"] == list(s11_lab.SECRETS)
+    assert result.book.failed and result.book.facts["leaked"] == list(lab.SECRETS)
     assert not result.ours.failed and result.ours.facts["leaked"] == []
-    assert result.ours.facts["markers"] == {label: 1 for label in s11_lab.SECRETS}
-    for secret in s11_lab.SECRETS.values():
+    assert result.ours.facts["markers"] == {label: 1 for label in lab.SECRETS}
+    for secret in lab.SECRETS.values():
         assert secret in result.book.evidence and secret not in result.ours.evidence
 
 
-# ── 会话 ≠ 代码 ────────────────────────────────────────────────────────────────────────────
+# ── session ≠ code ────────────────────────────────────────────────────────────────────────────────
 def test_resuming_on_changed_code_the_book_is_silent_ours_lists_the_drift():
     result = run("drift")
     assert result.book.failed and result.book.facts == {"drift": [], "recorded_workspace": False}
@@ -169,8 +171,8 @@ def test_resuming_on_changed_code_the_book_is_silent_ours_lists_the_drift():
     assert any("cache_store.py" in line for line in result.ours.facts["drift"])
 
 
-# ── 每个实验：只碰自己的临时文件夹 ─────────────────────────────────────────────────────────────
-@pytest.mark.parametrize("key", [key for key in s11_lab.EXPERIMENTS if key != "kill"])
+# ── every experiment touches only its own temporary folder ────────────────────────────────────────
+@pytest.mark.parametrize("key", [key for key in lab.EXPERIMENTS if key != "kill"])
 def test_an_experiment_removes_its_temporary_folder_and_touches_nothing_else(key, private_tmp, tmp_path):
     before = sorted(p.name for p in Path.cwd().iterdir())
     run(key)
@@ -194,77 +196,77 @@ def test_a_failing_experiment_becomes_a_chinese_message_and_still_cleans_up(monk
     def broken(folder):
         Path(folder, "half-written").write_text("x")
         raise OSError(28, "No space left on device")
-    monkeypatch.setitem(s11_lab.EXPERIMENTS, "ids", dataclasses.replace(s11_lab.EXPERIMENTS["ids"], run=broken))
-    book, ours = s11_lab.run_experiment_safely("ids")
+    monkeypatch.setitem(lab.EXPERIMENTS, "ids", dataclasses.replace(lab.EXPERIMENTS["ids"], run=broken))
+    book, ours = lab.run_experiment_safely("ids")
     assert book == ours and "没能跑完" in book and "No space left" in book
     assert list(private_tmp.iterdir()) == []
 
 
 def test_an_unknown_experiment_is_a_message_not_an_exception():
-    book, ours = s11_lab.run_experiment_safely("nope")
+    book, ours = lab.run_experiment_safely("nope")
     assert "nope" in book and book == ours
 
 
 def test_both_columns_are_labelled_and_lead_with_the_verdict():
-    book, ours = s11_lab.run_experiment_safely("conflict")
+    book, ours = lab.run_experiment_safely("conflict")
     assert book.startswith("#### 📖 书中原版") and "**❌" in book
     assert ours.startswith("#### 🛡️ 本仓库") and "**✅" in ours
 
 
-# ── 源码：页面展示的是真实的函数 ───────────────────────────────────────────────────────────────
-@pytest.mark.parametrize("key", list(s11_lab.EXPERIMENTS))
+# ── source: the page shows the real functions ─────────────────────────────────────────────────────
+@pytest.mark.parametrize("key", list(lab.EXPERIMENTS))
 def test_every_function_an_experiment_names_resolves_to_real_source(key):
-    experiment = s11_lab.EXPERIMENTS[key]
+    experiment = lab.EXPERIMENTS[key]
     for ref in experiment.code_refs + experiment.book_refs:
-        label, code = s11_lab.source_of(ref)
+        label, code = lab.source_of(ref)
         name = ref.rsplit(".", 1)[1]
         assert name in label and name in code
     assert all(ref.startswith("s11_book.") for ref in experiment.book_refs)
     assert not any(ref.startswith("s11_book.") for ref in experiment.code_refs)
 
 
-@pytest.mark.parametrize("key", list(s11_lab.EXPERIMENTS))
+@pytest.mark.parametrize("key", list(lab.EXPERIMENTS))
 def test_the_explanation_names_the_functions_whose_source_is_shown(key):
-    experiment = s11_lab.EXPERIMENTS[key]
+    experiment = lab.EXPERIMENTS[key]
     named = " ".join(re.findall(r"`([^`]+)`", experiment.explanation))
     for ref in experiment.code_refs:
         assert re.search(rf"(?<![\w]){re.escape(ref.rsplit('.', 1)[1])}(?![\w])", named), ref
 
 
 def test_a_shown_source_is_the_live_code_not_a_copy():
-    book_code, ours_code = s11_lab.experiment_sources("ids")
+    book_code, ours_code = lab.experiment_sources("ids")
     assert "def validate_session_id" in ours_code
     assert 'os.path.join(self.storage_dir, f"{session_id}.json")' in book_code
 
 
 def test_a_missing_function_is_reported_on_the_page_not_raised(monkeypatch):
-    monkeypatch.setitem(s11_lab.EXPERIMENTS, "ids", dataclasses.replace(
-        s11_lab.EXPERIMENTS["ids"], code_refs=("s11_session.no_such_function",)))
-    _, ours_code = s11_lab.experiment_sources("ids")
+    monkeypatch.setitem(lab.EXPERIMENTS, "ids", dataclasses.replace(
+        lab.EXPERIMENTS["ids"], code_refs=("s11_session.no_such_function",)))
+    _, ours_code = lab.experiment_sources("ids")
     assert ours_code.startswith("# 源码暂时读不到") and "no_such_function" in ours_code
 
 
 def test_a_table_is_shown_from_its_assignment():
-    label, code = s11_lab.source_of("s11_session.MIGRATIONS")
+    label, code = lab.source_of("s11_session.MIGRATIONS")
     assert code.startswith("MIGRATIONS =") and "MIGRATIONS" in label
 
 
-# ── 小工具与边界 ──────────────────────────────────────────────────────────────────────────────
+# ── helpers and edges ─────────────────────────────────────────────────────────────────────────────
 @pytest.mark.parametrize("text", ["plain", "a ``` b", "````", "`", "```python\nprint(1)\n```"])
 def test_fenced_text_cannot_close_its_own_fence(text):
-    fenced = s11_lab.fenced(text)
+    fenced = lab.fenced(text)
     fence = fenced.split("\n", 1)[0]
     body = fenced[len(fence) + 1:-len(fence) - 1]
     assert body == text and fence not in body
 
 
 def test_the_lab_logic_does_not_import_gradio():
-    code = "import sys, s11_lab; print('gradio' in sys.modules)"
+    code = "import sys, s11_workbench.lab; print('gradio' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], cwd=CODE_DIR, capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "False", done.stderr
 
 
-# ── 书中原版：一字未改 ────────────────────────────────────────────────────────────────────────
+# ── the book's code, unchanged to the letter ──────────────────────────────────────────────────────
 def chapter_code_lines() -> list[str]:
     """Every line of the chapter's printed SessionNode / SessionStore code (its python blocks up to the demo)."""
     text = CHAPTER.read_text(encoding="utf-8")
@@ -291,6 +293,6 @@ def test_the_books_store_still_writes_in_place_with_json_dump():
 
 @needs_fork
 def test_the_runner_reports_every_round_and_the_full_session_size(tmp_path):
-    report = run_runner(s11_lab.BOOK, tmp_path / "book", rounds=2, messages=20)
+    report = run_runner(lab.BOOK, tmp_path / "book", rounds=2, messages=20)
     assert report["kind"] == "book" and len(report["rounds"]) == 2
-    assert report["session_bytes"] > 20 * len(s11_lab.KILL_MESSAGE_TEXT.encode())
+    assert report["session_bytes"] > 20 * len(lab.KILL_MESSAGE_TEXT.encode())

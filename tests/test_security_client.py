@@ -69,7 +69,7 @@ def world(tmp_path_factory):
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     import app
-    from s11_spaces import Limits, Spaces
+    from s11_workbench.spaces import Limits, Spaces
 
     root = tmp_path_factory.mktemp("security_sessions")
     limits = Limits(max_upload_bytes=256 * 1024, create_burst=100_000, new_spaces_per_minute=100_000,
@@ -520,7 +520,7 @@ def test_an_oversized_event_body_is_refused(world):
 @pytest.fixture(scope="module")
 def tight_app(tmp_path_factory):
     import app
-    from s11_spaces import Limits
+    from s11_workbench.spaces import Limits
 
     limits = Limits(max_upload_bytes=64 * 1024, uploads_per_minute=3, new_spaces_per_minute=3)
     demo = app.build_app(tmp_path_factory.mktemp("tight_sessions"), limits=limits)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import s11_workspace
-from s11_lab import demo_code_drift
 from s11_session import SessionNode, SessionNotFound, SessionStore
+from s11_workbench.lab import demo_code_drift
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}

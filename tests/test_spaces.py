@@ -1,6 +1,6 @@
 """Private spaces: signed tokens, limits, the shelf, the teacher's view and the after-class command line.
 
-Everything here drives `s11_spaces` directly (no gradio); the HTTP side is in test_security_client.py.
+Everything here drives `s11_workbench.spaces` directly (no gradio); the HTTP side is in test_security_client.py.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import s11_cli
-import s11_spaces
-from s11_spaces import Limits, ReadOnlyStore, SpaceError, Spaces, TokenBucket
+import s11_workbench.spaces as spaces_module
+from s11_workbench.spaces import Limits, ReadOnlyStore, SpaceError, Spaces, TokenBucket
 
 HELLO = [{"role": "user", "content": "你好"}, {"role": "assistant", "content": "你好！"}]
 
@@ -423,7 +423,7 @@ class TestCommandLine:
 
 
 def test_local_addresses_lists_no_loopback_address():
-    for name, address in s11_spaces.local_addresses():
+    for name, address in spaces_module.local_addresses():
         assert not address.startswith("127.") and address.count(".") == 3
         assert isinstance(name, str)
 
@@ -435,7 +435,7 @@ class TestUploads:
         with pytest.raises(SpaceError, match="Content-Length"):
             spaces.admit_upload("10.0.0.1", None)
         with pytest.raises(SpaceError, match="上限"):
-            spaces.admit_upload("10.0.0.1", 1000 + s11_spaces.UPLOAD_OVERHEAD_BYTES + 1)
+            spaces.admit_upload("10.0.0.1", 1000 + spaces_module.UPLOAD_OVERHEAD_BYTES + 1)
 
     def test_one_address_uploading_in_a_loop_is_slowed_but_a_classmate_is_not(self, tmp_path):
         clock = FakeClock()
@@ -467,21 +467,21 @@ class TestUploads:
 
 class TestClassroomLinks:
     def test_on_all_interfaces_students_get_lan_addresses_and_the_teacher_a_local_link(self, monkeypatch):
-        monkeypatch.setattr(s11_spaces, "local_addresses", lambda: [("wlan0", "192.168.1.23")])
-        lines = s11_spaces.classroom_links("0.0.0.0", 7860, "s3cret")
+        monkeypatch.setattr(spaces_module, "local_addresses", lambda: [("wlan0", "192.168.1.23")])
+        lines = spaces_module.classroom_links("0.0.0.0", 7860, "s3cret")
         assert "http://192.168.1.23:7860/" in lines[0] and "wlan0" in lines[0]
         assert lines[-1].endswith("http://127.0.0.1:7860/?teacher=s3cret")
         assert not any("teacher" in line for line in lines[:-1])
 
     def test_without_a_lan_address_the_teacher_is_told_how_to_find_one(self, monkeypatch):
-        monkeypatch.setattr(s11_spaces, "local_addresses", lambda: [])
-        assert "ip addr" in s11_spaces.classroom_links("0.0.0.0", 8000, "x")[0]
+        monkeypatch.setattr(spaces_module, "local_addresses", lambda: [])
+        assert "ip addr" in spaces_module.classroom_links("0.0.0.0", 8000, "x")[0]
 
     def test_on_loopback_the_page_is_local_only_and_says_how_to_open_it_up(self):
-        lines = s11_spaces.classroom_links("127.0.0.1", 7860, "x")
+        lines = spaces_module.classroom_links("127.0.0.1", 7860, "x")
         assert "--host 0.0.0.0" in lines[0] and lines[1].endswith("http://127.0.0.1:7860/?teacher=x")
 
     def test_a_specific_host_is_used_for_both_links(self):
-        lines = s11_spaces.classroom_links("10.1.2.3", 7860, "x")
+        lines = spaces_module.classroom_links("10.1.2.3", 7860, "x")
         assert lines == ["🧑‍🎓 学生打开：http://10.1.2.3:7860/",
                          "🧑‍🏫 教师链接（只给自己用，别发给学生、别投到大屏上）：http://10.1.2.3:7860/?teacher=x"]

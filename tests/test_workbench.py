@@ -3,6 +3,7 @@ what a failure says, and the start-up check of the sessions folder."""
 
 from __future__ import annotations
 
+import ast
 import errno
 import json
 import os
@@ -18,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
-import s11_workbench as workbench
 from s11_session import SessionError, SessionNode, SessionStore
+from s11_text import os_error_reason
+from s11_workbench import demo as workbench
+from s11_workbench import downloads, markdown
 
 CODE_DIR = Path(__file__).resolve().parent.parent / "code"
 HOSTILE_TITLES = [
@@ -69,16 +72,33 @@ def everything_the_page_shows(run) -> str:
     return "\n".join([run.tree_markdown, run.preview_markdown, *workbench.files_markdown(run.files)])
 
 
-# ── 不依赖 gradio ──────────────────────────────────────────────────────────────────────────
+# ── no gradio ─────────────────────────────────────────────────────────────────────────────────────
+LOGIC_MODULES = ["demo", "downloads", "markdown", "explorer", "lab", "spaces", "upload_guard"]
+
+
 def test_workbench_imports_without_gradio():
-    probe = "import sys, s11_workbench; print('gradio' in sys.modules)"
+    probe = (f"import sys; import {', '.join('s11_workbench.' + name for name in LOGIC_MODULES)}; "
+             "print('gradio' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
                             env={**os.environ, "PYTHONPATH": str(CODE_DIR)})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
 
 
-# ── 一次点击写下什么 ────────────────────────────────────────────────────────────────────────
+def test_only_the_tab_modules_import_gradio():
+    """The layout rule of code/: gradio (~5 s to import) is imported by *_tab modules and app.py, nowhere else."""
+    importers = set()
+    for path in sorted(CODE_DIR.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(name.split(".")[0] == "gradio" for name in names):
+                importers.add(path.relative_to(CODE_DIR).as_posix())
+    assert "s11_workbench/demo_tab.py" in importers   # the scan does see an import of gradio
+    assert [path for path in sorted(importers) if not path.endswith("_tab.py")] == []
+
+
+# ── what one click writes ─────────────────────────────────────────────────────────────────────────
 def test_one_run_writes_exactly_three_session_files(demo_run, tmp_path):
     on_disk = json_files(tmp_path / "sessions")
     assert len(on_disk) == 3
@@ -104,7 +124,7 @@ def test_every_save_is_recorded_so_the_page_knows_what_the_resume_added(tmp_path
     assert workbench.resumed_range(history[ids["branch_a_id"]]) is None
 
 
-# ── 三个会话文件 ────────────────────────────────────────────────────────────────────────────
+# ── the three session files ───────────────────────────────────────────────────────────────────────
 def test_each_file_card_shows_the_json_that_is_on_disk(demo_run):
     cards = workbench.files_markdown(demo_run.files)
     assert len(cards) == 3
@@ -114,7 +134,7 @@ def test_each_file_card_shows_the_json_that_is_on_disk(demo_run):
             on_disk = json.load(handle)
         assert json.loads(fenced_block(card, "json")) == on_disk
         assert f"{file.size_bytes:,} 字节" in card
-        assert "修复登录服务内存泄漏" in card  # ensure_ascii=False: 中文原样可读
+        assert "修复登录服务内存泄漏" in card  # ensure_ascii=False: the Chinese stays readable
     assert [card.splitlines()[0] for card in cards] == [
         "#### ① 🌱 主会话", "#### ② 🌿 分支 A", "#### ③ 🌿 分支 B · 📂 已恢复"]
 
@@ -163,11 +183,11 @@ def test_a_run_inside_a_visitors_space_shows_paths_from_the_root_sessions_folder
 def test_an_os_error_outside_the_run_is_put_on_the_sessions_folder_in_chinese(tmp_path):
     error = FileExistsError(errno.EEXIST, "File exists", str(tmp_path / "gradio_sessions" / "spaces" / "4f"))
     message = workbench.explain_error(error, str(tmp_path / "gradio_sessions"))
-    assert message.startswith("⚠️ 无法写入会话目录 `gradio_sessions`：路径上已有一个同名的文件")
+    assert message.startswith("⚠️ 无法写入会话目录 `gradio_sessions`：路径上已有一个同名的普通文件")
     assert "File exists" not in message and str(tmp_path) not in message
 
 
-# ── 导出预览：按来历分组 ──────────────────────────────────────────────────────────────────
+# ── the export preview, grouped by where each message came from ───────────────────────────────────
 def test_preview_is_the_export_of_resumed_branch_b(demo_run):
     assert "会话导出" in demo_run.export_markdown
     assert "方案 B" in demo_run.export_markdown
@@ -215,7 +235,7 @@ def test_html_download_is_a_page_beside_the_markdown(demo_run):
     assert Path(demo_run.html_download).parent == Path(demo_run.markdown_download).parent
 
 
-# ── 会话树与五个步骤 ────────────────────────────────────────────────────────────────────────
+# ── the session tree and the five steps ───────────────────────────────────────────────────────────
 def test_tree_diagram_has_three_nodes_two_edges_and_the_resumed_marker(demo_run):
     source = fenced_block(demo_run.tree_markdown, "mermaid")
     node_lines = [line for line in source.splitlines() if re.match(r"    n\d+\[", line)]
@@ -279,17 +299,17 @@ def test_hostile_session_text_stays_inside_its_mermaid_label(title):
     ('say "hi"', "say #quot;hi#quot;"),
     ("a<b>&c", "a#lt;b#gt;#amp;c"),
     ("x]; y", "x#93;#59; y"),
-    ("#quot;", "#35;quot#59;"),          # 已经像实体的文字也被转义，不会被 mermaid 还原成引号
+    ("#quot;", "#35;quot#59;"),          # text that already looks like an entity is escaped too, never turned back into a quote
     ("line1\nline2", "line1 line2"),
     ("`code`", "#96;code#96;"),
     ("会话 🌿", "会话 🌿"),
 ])
 def test_mermaid_text_uses_entity_codes(raw, escaped):
-    assert workbench.mermaid_text(raw) == escaped
+    assert markdown.mermaid_text(raw) == escaped
 
 
 def test_long_labels_are_shortened():
-    assert workbench.mermaid_text("长" * 100) == "长" * (workbench.LABEL_MAX_CHARS - 1) + "…"
+    assert markdown.mermaid_text("长" * 100) == "长" * (markdown.LABEL_MAX_CHARS - 1) + "…"
 
 
 @pytest.mark.parametrize("body", ["plain", "has ``` inside", "````four````", ""])
@@ -300,7 +320,7 @@ def test_fence_is_longer_than_any_backtick_run_inside(body):
     assert fence not in body
 
 
-# ── 出错时：一句中文，说清是哪个目录，不写文件 ─────────────────────────────────────────────
+# ── on failure: one Chinese sentence naming the folder, nothing written ───────────────────────────
 def test_sessions_dir_under_a_regular_file_gives_chinese_message_and_writes_nothing(tmp_path, export_root):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("我是文件", encoding="utf-8")
@@ -326,14 +346,14 @@ def test_permission_denied_on_the_sessions_folder_is_reported_in_chinese(tmp_pat
 
 def test_a_full_download_disk_blames_the_download_folder_and_leaves_no_half_written_run(
         tmp_path, export_root, monkeypatch):
-    real_write = workbench.write_text
+    real_write = downloads.write_text
 
     def full_disk(path, text):
         if path.endswith(".html"):
             raise OSError(errno.ENOSPC, "No space left on device")
         real_write(path, text)
 
-    monkeypatch.setattr(workbench, "write_text", full_disk)
+    monkeypatch.setattr(downloads, "write_text", full_disk)
     run, message = workbench.run_demo_safely(str(tmp_path / "sessions"), export_root=str(export_root))
     assert run is None
     assert message.startswith("⚠️ 无法写入下载目录 `exports`") and "磁盘空间不足" in message
@@ -346,24 +366,24 @@ def test_a_download_folder_owned_by_someone_else_or_open_to_all_is_refused(tmp_p
     shared = tmp_path / "shared"
     shared.mkdir(mode=0o777)
     os.chmod(shared, 0o777)
-    with pytest.raises(workbench.FolderUnavailable, match="下载目录 shared：别的账号也能读写它"):
-        workbench.ensure_private_folder(str(shared))
+    with pytest.raises(downloads.FolderUnavailable, match="下载目录 shared：别的账号也能读写它"):
+        downloads.ensure_private_folder(str(shared))
     link = tmp_path / "link"
     link.symlink_to(tmp_path / "elsewhere", target_is_directory=True)
     (tmp_path / "elsewhere").mkdir(mode=0o700)
-    with pytest.raises(workbench.FolderUnavailable, match="不是一个真实的文件夹"):
-        workbench.ensure_private_folder(str(link))
+    with pytest.raises(downloads.FolderUnavailable, match="不是一个真实的文件夹"):
+        downloads.ensure_private_folder(str(link))
 
 
 def test_the_default_download_folder_is_private_and_made_fresh_for_this_process(tmp_path):
-    root = workbench.private_export_root()
-    assert root == workbench.private_export_root()              # one per start, not one per click
+    root = downloads.private_export_root()
+    assert root == downloads.private_export_root()              # one per start, not one per click
     assert Path(root).parent == Path(tempfile.gettempdir())
-    assert Path(root).name.startswith(workbench.EXPORT_ROOT_PREFIX) and Path(root).name != "s11_exports"
+    assert Path(root).name.startswith(downloads.EXPORT_ROOT_PREFIX) and Path(root).name != "s11_exports"
     assert stat.S_IMODE(os.stat(root).st_mode) == 0o700
     run = workbench.run_demo(str(tmp_path / "sessions"))       # the logic's own default, no export_root given
     assert Path(run.markdown_download).parent.parent == Path(root)
-    probe = "import s11_workbench as w; print(w.private_export_root())"
+    probe = "from s11_workbench import downloads; print(downloads.private_export_root())"
     other = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
                            env={**os.environ, "PYTHONPATH": str(CODE_DIR)})
     assert other.returncode == 0, other.stderr
@@ -373,12 +393,13 @@ def test_the_default_download_folder_is_private_and_made_fresh_for_this_process(
 
 @pytest.mark.parametrize("code, chinese", [
     (errno.EACCES, "权限不足"), (errno.ENOSPC, "磁盘空间不足"), (errno.EROFS, "只读文件系统"),
-    (errno.ENOTDIR, "不是文件夹"), (errno.ENAMETOOLONG, "路径太长"), (errno.EXDEV, f"errno {errno.EXDEV}"),
+    (errno.ENOTDIR, "不是文件夹"), (errno.ENAMETOOLONG, "路径太长"), (errno.EXDEV, "跨文件系统"),
+    (errno.EDOM, f"errno {errno.EDOM}"),   # an errno the table does not know: its number, never the English text
 ])
 def test_os_errors_read_in_chinese_without_the_english_strerror(code, chinese):
     error = OSError(code, os.strerror(code))
-    text = workbench.explain_error(workbench.FolderUnavailable(workbench.SESSIONS_FOLDER, "/srv/x/sessions",
-                                                               workbench.os_error_text(error)), "/srv/x/sessions")
+    text = workbench.explain_error(downloads.FolderUnavailable(workbench.SESSIONS_FOLDER, "/srv/x/sessions",
+                                                               os_error_reason(error)), "/srv/x/sessions")
     assert chinese in text
     assert os.strerror(code) not in text and "/srv/x" not in text
     assert not re.search(r"[A-Za-z]{4,}", text.replace("sessions", "").replace("sessions-dir", "")
@@ -406,7 +427,7 @@ def test_unexpected_errors_name_the_type_not_the_stack(tmp_path, monkeypatch):
     assert run is None and "KeyError" in message and "boom" not in message
 
 
-# ── 启动检查：python app.py 之前先看会话目录能不能用 ────────────────────────────────────────
+# ── start-up check: is the sessions folder usable before python app.py serves ─────────────────────
 def test_startup_check_accepts_a_new_folder_and_creates_it_without_leaving_a_probe(tmp_path):
     folder = tmp_path / "a" / "b" / "gradio_sessions"
     assert workbench.check_sessions_dir(folder) is None
@@ -467,7 +488,7 @@ def test_startup_check_refuses_a_folder_it_cannot_write_into(unwritable_folder):
     assert not re.search(r"Permission|denied|not permitted", problem)
 
 
-# ── 一个班同时点击 ──────────────────────────────────────────────────────────────────────
+# ── a whole class clicking at once ────────────────────────────────────────────────────────────────
 def test_concurrent_runs_into_one_folder_all_succeed_and_every_file_loads(tmp_path, export_root):
     sessions = tmp_path / "sessions"
     results, errors = [], []
@@ -483,7 +504,7 @@ def test_concurrent_runs_into_one_folder_all_succeed_and_every_file_loads(tmp_pa
         thread.join(timeout=60)
     assert errors == [] and len(results) == 4
     assert len({run.ids["main_id"] for run in results}) == 4
-    for run in results:  # 每次运行只看到自己的树、自己的文件
+    for run in results:  # each run shows only its own tree and its own files
         others = {r.ids["main_id"] for r in results} - {run.ids["main_id"]}
         assert not any(other in everything_the_page_shows(run) for other in others)
         assert workbench.resumed_range(run.files[2].saves) == (8, 9)
@@ -493,7 +514,7 @@ def test_concurrent_runs_into_one_folder_all_succeed_and_every_file_loads(tmp_pa
     assert all(store.load(path.stem) is not None for path in files)
 
 
-# ── 下载目录不无限增长 ──────────────────────────────────────────────────────────────────
+# ── the downloads folder does not grow without bound ──────────────────────────────────────────────
 def test_download_folders_do_not_accumulate(tmp_path, export_root):
     for _ in range(3):
         run = workbench.run_demo(str(tmp_path / "sessions"), export_root=str(export_root), keep_seconds=0)
@@ -509,15 +530,16 @@ def test_recent_download_folders_survive_pruning(export_root):
     an_hour_ago = time.time() - 3600
     os.utime(old, (an_hour_ago, an_hour_ago))
     os.utime(unrelated, (an_hour_ago, an_hour_ago))
-    workbench.prune_old_exports(str(export_root), keep_seconds=600)
+    downloads.prune_old_exports(str(export_root), keep_seconds=600)
     assert sorted(entry.name for entry in export_root.iterdir()) == ["keep-me", "run-fresh"]
 
 
-def test_no_module_level_mutable_state():
+@pytest.mark.parametrize("module", [workbench, downloads, markdown], ids=lambda module: module.__name__)
+def test_no_module_level_mutable_state(module):
     import s11_session
 
     mutable = (list, dict, set)
-    offenders = [name for name, value in vars(workbench).items()
+    offenders = [name for name, value in vars(module).items()
                  if not name.startswith("__") and isinstance(value, mutable)
                  and value is not getattr(s11_session, name, None)]  # the store's own constants are its business
     assert offenders == []

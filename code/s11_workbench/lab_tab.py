@@ -1,6 +1,6 @@
-"""s11_lab_tab.py — 🧪 为什么要这样写：实验室标签页（只摆控件，逻辑全在 s11_lab）
+"""lab_tab.py — 🧪 为什么要这样写：实验室标签页（只摆控件，逻辑全在 lab.py）
 
-    ### 💥 写到一半被杀                         一个实验一段，顺序同 s11_lab.EXPERIMENTS
+    ### 💥 写到一半被杀                         一个实验一段，顺序同 lab.EXPERIMENTS
     这个实验做什么……
     [▶ 运行：写到一半被杀]                      api_name="lab_kill"
     ┌─────────────────────┬─────────────────────┐
@@ -15,18 +15,22 @@ Key insight: 实验都在自己的临时文件夹里跑，不读写任何访客�
 
 from __future__ import annotations
 
+import functools
+
 import gradio as gr
 
-from s11_lab import BOOK, EXPERIMENTS, OURS, STORE_NAMES, experiment_sources, run_experiment_safely
+from s11_workbench.lab import BOOK, EXPERIMENTS, OURS, STORE_NAMES, experiment_sources, run_experiment_safely
 
+LABEL = "🧪 为什么要这样写"
+# 证据里的异常原文、文件尾巴要整段可见：代码块自动折行，而不是藏在横向滚动条后面
+CSS = """
+.lab-result pre, .lab-result pre code { white-space: pre-wrap !important; overflow-wrap: anywhere !important;
+  word-break: break-word; }
+"""
 # 每次点击都会起进程或写临时文件：排队而不是一拥而上（2 核的机器上 50 个同学同时点也不会拖垮服务器）
 CONCURRENCY = {"kill": ("lab-kill", 1)}
 DEFAULT_CONCURRENCY = ("lab", 2)
 COLUMN_MIN_WIDTH = 320
-# 证据里的异常原文、文件尾巴要整段可见：代码块自动折行，而不是藏在横向滚动条后面。
-# 这是一段固定的样式表，不含任何会话文字（会话文字只进 gr.Markdown 的代码块）。
-LAB_CSS = ("<style>.lab-result pre, .lab-result pre code { white-space: pre-wrap !important; "
-           "overflow-wrap: anywhere !important; word-break: break-word; }</style>")
 
 INTRO = (
     "## 🧪 为什么要这样写：同一个故障，书中原版和本仓库各跑一遍\n\n"
@@ -44,7 +48,6 @@ def placeholder(kind: str) -> str:
 
 def build(ctx) -> None:
     """在当前 gr.Tab 里为 EXPERIMENTS 的每一行搭一段：说明、按钮、两栏结果、源码。"""
-    gr.HTML(LAB_CSS, padding=False, elem_id="lab-style")
     gr.Markdown(INTRO, elem_id="lab-intro")
     for key, experiment in EXPERIMENTS.items():
         _experiment_row(key, experiment)
@@ -73,5 +76,5 @@ def _experiment_row(key: str, experiment) -> None:
                     gr.Code(ours_code, language="python", label=f"🛡️ {STORE_NAMES[OURS]}", interactive=False,
                             max_lines=40, wrap_lines=True, elem_id=f"lab-{key}-ours-code")
     concurrency_id, limit = CONCURRENCY.get(key, DEFAULT_CONCURRENCY)
-    button.click(lambda: run_experiment_safely(key), inputs=None, outputs=[book, ours], api_name=f"lab_{key}",
-                 concurrency_id=concurrency_id, concurrency_limit=limit)
+    button.click(functools.partial(run_experiment_safely, key), inputs=None, outputs=[book, ours],
+                 api_name=f"lab_{key}", concurrency_id=concurrency_id, concurrency_limit=limit)

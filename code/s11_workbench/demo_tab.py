@@ -1,4 +1,4 @@
-"""s11_tab.py — 8.11 的 Gradio 标签页：一个按钮 + 一个结果区
+"""demo_tab.py — 8.11 的 Gradio 标签页：一个按钮 + 一个结果区
 
     [🌿 运行主会话 → 双分支 → 恢复 → 导出]                         api_name="run_demo"
     ┌ #s11-result（唯一结果区，没有折叠面板，也没有自带滚动条的框）──────────────┐
@@ -12,7 +12,7 @@
     └──────────────────────────────────────────────────────────────────────────┘
     窄屏（手机）时各列自动上下排，文字树在图之前。
 
-Key insight: 这里只摆放控件，所有逻辑都在 s11_workbench 里（不依赖 gradio，可单测）。
+Key insight: 这里只摆放控件，所有逻辑都在 demo.py 里（不依赖 gradio，可单测）。
 会话文字只进 gr.Markdown（会做 HTML 清洗），从不进 gr.HTML。
 """
 
@@ -22,11 +22,33 @@ import logging
 
 import gradio as gr
 
-from s11_spaces import SpaceError
-from s11_workbench import explain_error, field_notes_markdown, files_markdown, public_name, run_demo_safely
+from s11_text import public_name
+from s11_workbench.demo import explain_error, field_notes_markdown, files_markdown, run_demo_safely
+from s11_workbench.spaces import SpaceError
 
 log = logging.getLogger(__name__)
 
+LABEL = "8.11 会话持久化与多分支"
+# 结果区：没有自带滚动条的框，长内容交给整页滚动；代码与 JSON 自动折行，手机上不会横向溢出
+CSS = """
+#s11-result pre, #s11-result pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; word-break: break-word; }
+#s11-result pre { overflow: visible !important; max-height: none !important; }
+#s11-result .prose, #s11-result .prose * { overflow-wrap: anywhere; }
+#s11-result td code { overflow-wrap: normal; white-space: nowrap; }
+#s11-result .mermaid, #s11-result svg { max-width: 100%; height: auto; }
+#s11-status:empty { display: none; }
+@media (max-width: 520px) { #s11-result .block.padded { padding: 8px 6px; } }
+/* 导出预览的三个分组标题：继承 / 分叉新增 / 恢复后追加，各一种颜色（深色模式另配底色，文字对比度都 ≥ 4.5） */
+#s11-export h2 { font-size: 1rem; margin: 1.4em 0 .6em; padding: .45em .75em; border-left: 6px solid;
+  border-radius: 6px; color: #111827; }
+#s11-export h2:nth-of-type(1) { border-color: #2563eb; background: #dbeafe; }
+#s11-export h2:nth-of-type(2) { border-color: #16a34a; background: #dcfce7; }
+#s11-export h2:nth-of-type(3) { border-color: #d97706; background: #ffedd5; }
+.dark #s11-export h2 { color: #f3f4f6; }
+.dark #s11-export h2:nth-of-type(1) { background: #1e3a5f; }
+.dark #s11-export h2:nth-of-type(2) { background: #14432a; }
+.dark #s11-export h2:nth-of-type(3) { background: #4a2c0a; }
+"""
 RUN_LABEL = "🌿 运行主会话 → 双分支 → 恢复 → 导出"
 TREE_PLACEHOLDER = ("#### 🌳 会话树\n\n👆 点击上方按钮，这里会画出本次运行的会话树："
                     "主会话 → 分支 A / 分支 B（📂 恢复续跑），并列出这一次点击的五个步骤。")
@@ -49,6 +71,10 @@ def file_placeholder(name: str) -> str:
     return f"#### {name}\n\n运行后，这里显示它的 JSON 文件原文。"
 
 
+def enable_run_button():
+    return gr.Button(interactive=True)
+
+
 def build(ctx) -> None:
     """在当前 gr.Blocks / gr.Tab 上下文里搭好 8.11 的界面（ctx 见 app.TabContext）。"""
     sessions_dir = ctx.sessions_dir
@@ -57,8 +83,7 @@ def build(ctx) -> None:
     run_button = gr.Button(RUN_LABEL, variant="primary", size="lg", elem_id="s11-run",
                            interactive=ctx.ready is None)
     if ctx.ready is not None:
-        ctx.ready.then(lambda: gr.Button(interactive=True), inputs=None, outputs=run_button,
-                       api_visibility="private", queue=False)
+        ctx.ready.then(enable_run_button, inputs=None, outputs=run_button, api_visibility="private", queue=False)
     with gr.Column(elem_id="s11-result"):
         status = gr.Markdown("", elem_id="s11-status")
         with gr.Row(equal_height=False, elem_id="s11-story"):

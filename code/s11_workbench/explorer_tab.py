@@ -1,4 +1,4 @@
-"""s11_explorer_tab.py — 「🌳 会话树浏览器」标签页：只摆控件、接事件，逻辑全在 s11_explorer
+"""explorer_tab.py — 「🌳 会话树浏览器」标签页：只摆控件、接事件，逻辑全在 explorer.py
 
     ┌ 来源：📁 我的空间 / 📚 共享书架 / 👩‍🏫 学生空间（老师） ──────────────────────────────┐
     │ 🔍 搜索  [会话列表]            │ 标题 · ID · 路径                                       │
@@ -6,8 +6,8 @@
     │                              │ [🌿 分叉] [📂 续写] [📤 导出] [🗑️ 删除/恢复] [📥 导入]        │
     └ 🗺️ 分支图（mermaid） · 🩺 体检 · 👩‍🏫 老师：所有空间 / 发布到书架 ─────────────────────────┘
 
-Key insight: 每个事件都把浏览器里的空间令牌（ctx.visitor）和服务器端的 gr.State（视图、老师密钥）
-一起交给 Explorer，拿回一整页 Page，再由 page_outputs() 摊到各个控件上——这里没有任何判断逻辑。
+Key insight: 每个事件都经 PageEvent 把浏览器里的空间令牌（ctx.visitor）和服务器端的 gr.State（视图、老师密钥）
+交给 Explorer 的一个方法，拿回一整页 Page，再由 page_outputs() 摊到各个控件上——这里没有任何判断逻辑。
 会话文字只进 Chatbot / Markdown（已转义）/ Dataframe / Radio / Code，从不进 gr.HTML。
 """
 
@@ -16,13 +16,43 @@ from __future__ import annotations
 import gradio as gr
 from gradio.context import Context
 
-from s11_explorer import ID_COLUMN, LIST_HEADERS, MINE, PAGE_SIZE, ROLES, SHELF, Explorer, Page, View
+from s11_workbench.explorer import (
+    ID_COLUMN,
+    LIST_HEADERS,
+    MINE,
+    PAGE_SIZE,
+    ROLES,
+    SHELF,
+    Explorer,
+    Page,
+    View,
+)
 
+LABEL = "🌳 会话树浏览器"
+# 表格在自己的框里滚动，会话树限高，代码块折行
+CSS = """
+#s11x-list, #s11x-spaces { contain: inline-size; }
+#s11x-tree .wrap { max-height: 360px; overflow-y: auto; }
+#s11x-map .mermaid, #s11x-map svg { max-width: 100%; height: auto; }
+#s11x-map pre, #s11x-map pre code, #s11x-path pre, #s11x-path pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; }
+#s11x-notice:empty { display: none; }
+"""
 INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、续写、导出\n\n"
          "这里列出 **你自己空间** 里的全部会话（8.11 标签页的演示也写在这里），还有老师放上 **共享书架** 的会话。"
          "选中一个节点看它从根开始的完整路径；在任意一条消息之后 **分叉**，或给它 **续写** 一轮"
          "（由你输入，不调用大模型）；**导出** 脱敏的 Markdown / HTML。别的同学看不到你的空间。")
 TEACHER_HEADERS = ["空间", "会话数", "大小", "最后活动"]
+
+
+class PageEvent:
+    """把 Explorer 的一个动作接成事件处理函数：输入按 API 的顺序 (令牌, 视图, 老师密钥, *控件的值) 进来，
+    交给 action(令牌, 视图, *控件的值, teacher=老师密钥)，拿回的整页 Page 由 page_outputs() 摊到各控件上。"""
+
+    def __init__(self, action):
+        self.action = action
+
+    def __call__(self, token, current, secret, *values):
+        return page_outputs(self.action(token, current, *values, teacher=secret))
 
 
 def page_outputs(page: Page) -> list:
@@ -138,58 +168,38 @@ def build(ctx) -> None:
                branch_map, problems, trash, examples, teacher_box, teacher_table, publish_button,
                unpublish_button, report, resume_text]
 
-    def show(page: Page):
-        return page_outputs(page)
-
-    def wire(trigger, handler, inputs, api_name):
+    def wire(trigger, action, inputs, api_name):
         """每个事件的输入都以 (令牌, 视图, 老师密钥) 开头；API 名字固定，脚本与测试按名字调用。"""
-        return trigger(lambda token, current, secret, *args: show(handler(token, current, *args, teacher=secret)),
-                       inputs=[visitor, view, teacher, *inputs], outputs=outputs, api_name=api_name,
-                       concurrency_limit=8)
+        return trigger(PageEvent(action), inputs=[visitor, view, teacher, *inputs], outputs=outputs,
+                       api_name=api_name, concurrency_limit=8)
 
-    wire(refresh.click, lambda token, current, query, teacher: explorer.refresh(token, current, teacher, query),
-         [search], "explorer_refresh")
-    wire(search.submit, lambda token, current, query, teacher: explorer.refresh(token, current, teacher, query),
-         [search], "explorer_search")
-    wire(source.input, lambda token, current, value, teacher: explorer.switch_source(token, current, value, teacher),
-         [source], "explorer_source")
-    wire(tree.input, lambda token, current, value, teacher: explorer.select(token, current, value, teacher),
-         [tree], "explorer_select")
-    wire(earlier.click, lambda token, current, teacher: explorer.window(token, current, _earlier(current), teacher),
-         [], "explorer_earlier")
-    wire(start.submit, lambda token, current, value, teacher: explorer.window(token, current, value, teacher),
-         [start], "explorer_window")
-    wire(later.click, lambda token, current, teacher: explorer.window(token, current, None, teacher),
-         [], "explorer_latest")
-    wire(fork_button.click, lambda token, current, at, text, title, teacher: explorer.fork(
-        token, current, at, text, title, teacher), [fork_at, fork_text, fork_title], "explorer_fork")
-    wire(resume_button.click, lambda token, current, text, who, teacher: explorer.resume(
-        token, current, text, who, teacher), [resume_text, role], "explorer_resume")
-    wire(export_button.click, lambda token, current, teacher: explorer.export(token, current, teacher),
-         [], "explorer_export")
-    wire(delete_button.click, lambda token, current, teacher: explorer.delete(token, current, teacher),
-         [], "explorer_delete")
-    wire(restore_button.click, lambda token, current, value, teacher: explorer.restore(token, current, value, teacher),
-         [trash], "explorer_restore")
-    wire(import_button.click, lambda token, current, path, teacher: explorer.import_upload(
-        token, current, path, teacher), [upload], "explorer_import")
-    wire(example_button.click, lambda token, current, name, teacher: explorer.import_example(
-        token, current, name, teacher), [examples], "explorer_import_example")
-    wire(publish_button.click, lambda token, current, teacher: explorer.publish(token, current, teacher),
-         [], "explorer_publish")
-    wire(unpublish_button.click, lambda token, current, teacher: explorer.unpublish(token, current, teacher),
-         [], "explorer_unpublish")
+    wire(refresh.click, explorer.refresh, [search], "explorer_refresh")
+    wire(search.submit, explorer.refresh, [search], "explorer_search")
+    wire(source.input, explorer.switch_source, [source], "explorer_source")
+    wire(tree.input, explorer.select, [tree], "explorer_select")
+    wire(earlier.click, explorer.earlier, [], "explorer_earlier")
+    wire(start.submit, explorer.window, [start], "explorer_window")
+    wire(later.click, explorer.latest, [], "explorer_latest")
+    wire(fork_button.click, explorer.fork, [fork_at, fork_text, fork_title], "explorer_fork")
+    wire(resume_button.click, explorer.resume, [resume_text, role], "explorer_resume")
+    wire(export_button.click, explorer.export, [], "explorer_export")
+    wire(delete_button.click, explorer.delete, [], "explorer_delete")
+    wire(restore_button.click, explorer.restore, [trash], "explorer_restore")
+    wire(import_button.click, explorer.import_upload, [upload], "explorer_import")
+    wire(example_button.click, explorer.import_example, [examples], "explorer_import_example")
+    wire(publish_button.click, explorer.publish, [], "explorer_publish")
+    wire(unpublish_button.click, explorer.unpublish, [], "explorer_unpublish")
 
     def on_row(token, current, secret, evt: gr.EventData):
         row = _event_field(evt, "row_value")   # 排序、搜索之后 evt.index 会指错行，row_value 才是点中的那一行
-        return show(explorer.select(token, current, row[ID_COLUMN] if len(row) > ID_COLUMN else None, secret))
+        return page_outputs(explorer.select(token, current, row[ID_COLUMN] if len(row) > ID_COLUMN else None, secret))
 
     table.select(on_row, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
                  concurrency_limit=8)
 
     def on_space_row(token, current, secret, evt: gr.EventData):
         row = _event_field(evt, "row_value")
-        return show(explorer.open_space(token, current, row[0] if row else None, secret))
+        return page_outputs(explorer.open_space(token, current, row[0] if row else None, secret))
 
     teacher_table.select(on_space_row, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
                          concurrency_limit=8)
@@ -203,8 +213,8 @@ def build(ctx) -> None:
 
     chat.select(on_message, inputs=[view], outputs=[fork_at], api_visibility="private", queue=False)
     # Chatbot 自带的“清空”只清掉页面上的显示：立刻重画，免得读者以为会话被删了（删除在「🗑️ 删除 / 恢复」里）
-    chat.clear(lambda token, current, secret: show(explorer.render(token, current, secret, check=False)),
-               inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private", concurrency_limit=8)
+    chat.clear(PageEvent(explorer.redraw), inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
+               concurrency_limit=8)
 
     tab = Context.block
     tabs = tab.parent if isinstance(tab, gr.Tab) and tab.id is not None else None   # app.py 的 gr.Tabs
@@ -213,7 +223,7 @@ def build(ctx) -> None:
         """页面加载（接在 app.py 领取令牌之后）：?session=<id> 在自己的空间里选中它，并切到本页。"""
         session_id = request.query_params.get("session") if request is not None else None
         jump = gr.Tabs(selected=tab.id) if session_id else gr.skip()
-        return show(explorer.open_page(token, secret, session_id)) + ([jump] if tabs is not None else [])
+        return page_outputs(explorer.open_page(token, secret, session_id)) + ([jump] if tabs is not None else [])
 
     ctx.ready.then(on_load, inputs=[visitor, teacher], outputs=outputs + ([tabs] if tabs is not None else []),
                    api_visibility="private", concurrency_limit=8)
@@ -221,19 +231,10 @@ def build(ctx) -> None:
         def on_tab(token, current, secret):
             if not token:   # 页面还在领令牌：交给随后的页面加载事件来画，免得晚到的“缺少令牌”盖住它
                 return [gr.skip()] * len(outputs)
-            return show(explorer.render(token, current, secret))
+            return page_outputs(explorer.render(token, current, secret))
 
         tab.select(on_tab, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
                    concurrency_limit=8)
-
-
-def _earlier(current: View) -> int:
-    """“◀ 更早”：从当前窗口起点再往前一页（1 起的编号）。"""
-    begin = current.start if current.start is not None else None
-    if begin is None:
-        total = max(current.chat_numbers, default=0)
-        begin = max(0, total - PAGE_SIZE)
-    return max(1, begin + 1 - PAGE_SIZE)
 
 
 def _event_field(evt, name: str):

@@ -1,6 +1,6 @@
-"""s11_explorer.py — 会话树浏览器的全部逻辑（不 import gradio，测试直接驱动）
+"""explorer.py — 会话树浏览器的全部逻辑（不 import gradio，测试直接驱动）
 
-    浏览器 ──token──> Explorer.<动作>(token, view, …)
+    浏览器 ──token──> Explorer.<动作>(token, view, *控件的值, teacher=老师密钥)   页面事件的动作都按这个顺序收参数
                         │ spaces.open(token) ── 每次都重新解析：只认自己的空间
                         │ view.source: "mine" 自己的空间 / "shelf" 共享书架 / "space:<id>" 老师只读查看
                         ▼
@@ -24,26 +24,22 @@ Scope: 不调用大模型（续写的一轮由读者输入）；搜索只看标�
 from __future__ import annotations
 
 import dataclasses
-import errno
 import logging
 import os
-import re
-import tempfile
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 import s11_export
 import s11_redact
-from s11_session import (
-    TRASH_DIR,
-    ConflictError,
-    SessionError,
-    SessionNode,
-    SessionNotFound,
-    validate_session_id,
-)
-from s11_workbench import fenced, mermaid_text, private_export_root, prune_old_exports, shorten
+import s11_trash
+from s11_export import fenced
+from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, validate_session_id
+from s11_text import hide_paths, os_error_reason, shorten
+from s11_tree import PAGE_STYLE, Forest, branch_prefixes, root_of, walk
+from s11_workbench import downloads
+from s11_workbench.markdown import literal_inline, literal_markdown, mermaid_text
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +55,10 @@ MAP_MAX_CHARS = 40_000
 TEXT_MAP_MAX_LINES = 300
 TRASH_SHOWN = 30
 PREVIEW_CHARS = 30_000
-EXPORT_KEEP_SECONDS = 15 * 60
 MINE, SHELF, SPACE_PREFIX = "mine", "shelf", "space:"
 LIST_HEADERS = ["会话", "ID"]
 ID_COLUMN = LIST_HEADERS.index("ID")
 ROLES = {"user": "👤 user", "assistant": "🤖 assistant"}   # 续写时读者可以选的角色
-
-# CommonMark 允许转义任何 ASCII 标点：转义之后 Markdown 与 HTML 都无从发挥，文字按原样显示
-_ASCII_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
-_CODE_LIKE_LINE = re.compile(r"^(?: {4}|\t)|^\s*(?:`{3,}|~{3,})", re.MULTILINE)
-_ABSOLUTE_PATH = re.compile(r"(?:[A-Za-z]:)?[/\\](?:[^\s/\\：，:'\"]+[/\\])+")
 
 
 # ── 服务器端视图与整页结果 ────────────────────────────────────────────────────────────────
@@ -116,25 +106,7 @@ class ExplorerError(SessionError):
     """读者的操作不成立（没选会话、空消息、只读来源……），消息是给读者看的中文。"""
 
 
-# ── 文字 → 页面：会话文字一律按纯文本显示 ────────────────────────────────────────────────────
-def literal_markdown(text: str) -> str:
-    """任意文字 -> 在 Markdown 里逐字显示的写法。
-
-    '<b>hi</b>' -> '\\<b\\>hi\\</b\\>'（普通文字：转义每个 ASCII 标点）
-    '    x = 1' -> 代码围栏（缩进、围栏这类“代码样”的文字整段装进更长的围栏，空白也保留）
-    """
-    text = str(text)
-    if _CODE_LIKE_LINE.search(text):
-        return fenced(text)
-    return _ASCII_PUNCTUATION.sub(r"\\\1", text)
-
-
-def literal_inline(text: str, limit: int | None = None) -> str:
-    """一行之内的纯文字（标题、ID、文件名）：先压成一行，再转义。"""
-    flat = shorten(text, limit) if limit else " ".join(str(text).split())
-    return _ASCII_PUNCTUATION.sub(r"\\\1", flat)
-
-
+# ── 文字 → 页面：会话文字一律按纯文本显示（转义在 markdown.py），太长的先折叠 ──────────────────────────
 def fold(text: str, limit: int = FOLD_CHARS, max_lines: int = FOLD_LINES) -> str:
     """超长文字只留开头，并说明全文多长：'x' * 5000 -> 'xxx…\\n…（已折叠：全文 5,000 字符…）'"""
     lines = text.split("\n")
@@ -142,11 +114,6 @@ def fold(text: str, limit: int = FOLD_CHARS, max_lines: int = FOLD_LINES) -> str
         return text
     head = "\n".join(lines[:max_lines])[:limit]
     return f"{head}\n…（已折叠：全文 {len(text):,} 字符、{len(lines):,} 行；导出可看全文）"
-
-
-def hide_paths(text: str) -> str:
-    """错误消息里别露出服务器的绝对路径：'/srv/x/spaces/ab/c.json 坏了' -> 'c.json 坏了'"""
-    return _ABSOLUTE_PATH.sub("", str(text))
 
 
 # ── 一条消息 → 对话框里的几行 ───────────────────────────────────────────────────────────────
@@ -202,42 +169,15 @@ def chat_rows(message: dict, number: int, tool_names: dict, clean: Callable[[str
     return [head] + rows
 
 
-# ── 树：从摘要列表算出整棵树 ───────────────────────────────────────────────────────────────
-def _children_index(summaries: list[dict]) -> tuple[dict, dict]:
-    by_id = {s["session_id"]: s for s in summaries}
-    kids: dict[str | None, list[dict]] = {}
-    for s in sorted(summaries, key=lambda s: (s["created_at"], s["created_ns"], s["session_id"])):
-        parent = s["parent_id"] if s["parent_id"] in by_id else None   # 父节点已删除：自成一棵树
-        kids.setdefault(parent, []).append(s)
-    return by_id, kids
+# ── 树：从摘要列表算出整棵树（找孩子、遍历、画前缀都在 s11_tree，这里只挑画法）─────────────────────
+# 页面上的树每一层都照画（与命令行不同，不设缩进上限）：单选框的标签和以前逐字相同
+PAGE_MAX_INDENT = sys.maxsize
 
 
-def root_of(session_id: str, by_id: dict) -> str:
-    """沿 parent_id 走到这棵树的根（人为改坏的环也会停下）。"""
-    seen, current = set(), session_id
-    while by_id.get(current, {}).get("parent_id") in by_id and current not in seen:
-        seen.add(current)
-        current = by_id[current]["parent_id"]
-    return current
-
-
-def walk_tree(root_id: str, by_id: dict, kids: dict) -> list[tuple[dict, str, int]]:
-    """先序遍历（显式栈，1,000 层也不爆递归）-> [(摘要, '│  ├─ ' 这样的前缀, 深度)]。"""
-    out, seen = [], set()
-    stack = [(by_id[root_id], "", "", 0)]
-    while stack:
-        node, first, rest, depth = stack.pop()
-        if node["session_id"] in seen:
-            continue
-        seen.add(node["session_id"])
-        out.append((node, first, depth))
-        children = kids.get(node["session_id"], [])
-        for i in range(len(children) - 1, -1, -1):
-            last = i == len(children) - 1
-            # 不换行空格：单选框的标签是 HTML 文本，普通空格会被折叠，树就歪了
-            stack.append((children[i], rest + ("└─ " if last else "├─ "), rest + ("\u00a0\u00a0\u00a0" if last else "│\u00a0\u00a0"),
-                          depth + 1))
-    return out
+def page_tree(forest: Forest, session_id: str) -> list[tuple[dict, str, int]]:
+    """session_id 所在的整棵树，先序 -> [(摘要, '│  ├─ ' 这样的前缀, 深度)]；父节点已删除的分支自成一棵树。"""
+    steps = walk(forest, root_of(session_id, forest.by_id))
+    return [(step.node, prefix, step.depth) for step, prefix in branch_prefixes(steps, PAGE_STYLE, PAGE_MAX_INDENT)]
 
 
 def active_end(tree: list[tuple[dict, str, int]], mtimes: dict[str, int]) -> str | None:
@@ -332,10 +272,6 @@ def _text_map(tree: list[tuple[dict, str, int]]) -> str:
 
 
 # ── 错误 → 一句中文 ───────────────────────────────────────────────────────────────────────
-_OS_ERRORS = {errno.ENOSPC: "磁盘空间不足", errno.EACCES: "权限不足", errno.EROFS: "文件系统只读",
-              errno.ENOENT: "文件不存在", errno.EISDIR: "路径是一个文件夹"}
-
-
 def explain(error: BaseException) -> str:
     """异常 -> 页面上的一句话（不含堆栈，也不含服务器路径）。"""
     if isinstance(error, ConflictError):
@@ -344,8 +280,18 @@ def explain(error: BaseException) -> str:
     if isinstance(error, SessionError):
         return f"⚠️ {hide_paths(shorten(str(error), 300))}"
     if isinstance(error, OSError):
-        return f"⚠️ 读写会话文件失败：{_OS_ERRORS.get(error.errno, '系统错误')}。"
+        return f"⚠️ 读写会话文件失败：{os_error_reason(error)}。"
     return f"⚠️ 操作失败（{type(error).__name__}），详细信息已写入服务器日志。"
+
+
+# ── 翻页 ───────────────────────────────────────────────────────────────────────────────
+def earlier_start(view: View) -> int:
+    """“◀ 更早”的新起点（1 起）：当前窗口起点再往前一页；窗口停在末尾（start 为 None）时从最后一页算起。"""
+    begin = view.start
+    if begin is None:
+        total = max(view.chat_numbers, default=0)
+        begin = max(0, total - PAGE_SIZE)
+    return max(1, begin + 1 - PAGE_SIZE)
 
 
 # ── 浏览器 ───────────────────────────────────────────────────────────────────────────────
@@ -354,9 +300,8 @@ class Explorer:
 
     def __init__(self, spaces, *, export_root: str | None = None, upload_root: str | None = None):
         self.spaces = spaces
-        # 与 8.11 标签页共用本进程的私有（0700）下载目录：别的账户既读不到也占不了它，进程退出时删掉
-        self.export_root = export_root or private_export_root()
-        os.makedirs(self.export_root, mode=0o700, exist_ok=True)
+        # 与 8.11 标签页共用本进程的私有（0700）下载目录（downloads.py）：同一套检查、同一种清理，进程退出时删掉
+        self.export_root = export_root or downloads.private_export_root()
         self.upload_root = os.path.realpath(upload_root) if upload_root else None
 
     # ── 解析来源 ──────────────────────────────────────────────────────────────
@@ -412,7 +357,8 @@ class Explorer:
             return View(session_id=session_id, revision=-1), "", {}
         return self._act(token, View(), teacher, action, check=True)
 
-    def refresh(self, token, view: View, teacher: str | None = None, query: str | None = None) -> Page:
+    def refresh(self, token, view: View, query: str | None = None, teacher: str | None = None) -> Page:
+        """重新读一遍（query 不是 None 时换成这个搜索词）。"""
         if query is not None:
             view = dataclasses.replace(view, query=str(query)[:200])
         return self._act(token, view, teacher, lambda space, own: (view, "", {}), check=True)
@@ -436,6 +382,14 @@ class Explorer:
         begin = None if start is None else max(0, int(start) - 1)
         return self._act(token, dataclasses.replace(view, start=begin), teacher,
                          lambda space, own: (dataclasses.replace(view, start=begin), "", {}))
+
+    def earlier(self, token, view: View, teacher: str | None = None) -> Page:
+        """“◀ 更早”：从当前窗口起点再往前翻一页。"""
+        return self.window(token, view, earlier_start(view), teacher)
+
+    def latest(self, token, view: View, teacher: str | None = None) -> Page:
+        """“最新 ▶”：回到最后 PAGE_SIZE 条。"""
+        return self.window(token, view, None, teacher)
 
     def fork(self, token, view: View, at: int, first_message: str = "", title: str = "",
              teacher: str | None = None) -> Page:
@@ -480,7 +434,7 @@ class Explorer:
             session_id = self._selected(view)
             markdown = space.store.export_markdown(session_id, redact=True)
             page = space.store.export_html(session_id, redact=True)
-            paths = self._write_exports(session_id, markdown, page)
+            paths = downloads.offer(session_id, markdown, page, export_root=self.export_root)
             preview = markdown if len(markdown) <= PREVIEW_CHARS else (
                 markdown[:PREVIEW_CHARS] + f"\n\n…（预览只显示前 {PREVIEW_CHARS:,} 字符，完整内容请下载）")
             done = f"✅ 已导出会话 {session_id}（已脱敏）：Markdown {len(markdown):,} 字符，HTML {len(page):,} 字符"
@@ -585,17 +539,11 @@ class Explorer:
             return View(source=SHELF), f"已从共享书架撤下 {session_id}", {}
         return self._act(token, view, teacher, action, check=True)
 
-    # ── 下载文件 ────────────────────────────────────────────────────────────────
-    def _write_exports(self, session_id: str, markdown: str, page: str) -> tuple[str, str]:
-        prune_old_exports(self.export_root, EXPORT_KEEP_SECONDS)
-        run_dir = tempfile.mkdtemp(prefix="run-", dir=self.export_root)   # 每次一个新目录：两次导出互不覆盖
-        paths = (os.path.join(run_dir, f"session-{session_id}.md"), os.path.join(run_dir, f"session-{session_id}.html"))
-        for path, text in zip(paths, (markdown, page)):
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        return paths
-
     # ── 整页 ───────────────────────────────────────────────────────────────────
+    def redraw(self, token, view: View, teacher: str | None = None) -> Page:
+        """按视图原样重画，不重新体检（Chatbot 自带的“清空”只清掉了页面上的显示，会话并没有删）。"""
+        return self.render(token, view, teacher, check=False)
+
     def render(self, token, view: View, teacher: str | None, notice: str = "", *, check: bool = True,
                **extra) -> Page:
         """按视图画出整页；令牌无效时只给提示。"""
@@ -618,8 +566,8 @@ class Explorer:
     def _render(self, space, own, view: View, teacher, notice: str, extra: dict, check: bool) -> Page:
         store = space.store
         summaries = store.list_sessions()
-        by_id, kids = _children_index(summaries)
-        node = store.load(view.session_id) if view.session_id in by_id else None
+        forest = Forest(summaries)
+        node = store.load(view.session_id) if view.session_id in forest.by_id else None
         if node is None:
             view = dataclasses.replace(view, session_id=None, revision=0, start=None, chat_numbers=())
         elif view.revision == -1:
@@ -634,14 +582,14 @@ class Explorer:
         if page.teacher:
             page.teacher_rows = _teacher_rows(self.spaces.list_spaces(teacher))
         if node is not None:
-            self._render_node(page, store, node, by_id, kids, clean=s11_redact.redact if space.read_only else str)
+            self._render_node(page, store, node, forest, clean=s11_redact.redact if space.read_only else str)
         for key, value in extra.items():
             setattr(page, key, value)
         return page
 
-    def _render_node(self, page: Page, store, node: SessionNode, by_id: dict, kids: dict, clean) -> None:
+    def _render_node(self, page: Page, store, node: SessionNode, forest: Forest, clean) -> None:
         view = page.view
-        tree = walk_tree(root_of(node.session_id, by_id), by_id, kids)
+        tree = page_tree(forest, node.session_id)
         mtimes = _mtimes(store, tree)
         end = active_end(tree, mtimes)
         page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end), n["session_id"]) for n, prefix, _ in tree]
@@ -720,38 +668,28 @@ def _problems(store) -> str:
     return "\n".join([f"#### 🩺 体检发现 {len(problems)} 个问题", *lines, *more])
 
 
-def trashed(store) -> list[tuple[str, int]]:
-    """回收站里的会话 [(id, 删除时间 ns)]，新的在前。只从文件名里取合法的 ID，从不读文件内容。"""
-    folder = os.path.join(store.storage_dir, TRASH_DIR)
-    found = []
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return []
-    for name in names:
-        sid, _, rest = name.partition(".")
-        stamp = rest.removesuffix(".json")
-        if rest.endswith(".json") and stamp.isdigit():
-            try:
-                found.append((validate_session_id(sid), int(stamp)))
-            except SessionError:
-                continue
-    return sorted(found, key=lambda item: -item[1])
-
-
 def _trash_choices(store, deleted: tuple) -> list:
     titles = dict(deleted)
     seen, choices = set(), []
-    for sid, stamp in trashed(store):
-        if sid in seen or os.path.exists(store.path_of(sid)):
+    for entry in s11_trash.entries(store.storage_dir):   # 最近删除的在前
+        sid = entry.session_id
+        if sid in seen or not _restorable(store, sid):
             continue
         seen.add(sid)
-        when = time.strftime("%H:%M:%S", time.localtime(stamp / 1e9))
+        when = time.strftime("%H:%M:%S", time.localtime(entry.deleted_ns / 1e9))
         title = f"{shorten(titles[sid], 30)} " if sid in titles else ""
         choices.append((f"{title}[{sid}] 删除于 {when}", sid))
         if len(choices) >= TRASH_SHOWN:
             break
     return choices
+
+
+def _restorable(store, session_id: str) -> bool:
+    """回收站里的这一份能恢复：ID 合法（手工放进去的 CON.1.json 不算），同名的会话也不在仓库里。"""
+    try:
+        return not os.path.exists(store.path_of(session_id))
+    except SessionError:
+        return False
 
 
 def _teacher_rows(spaces: list[dict]) -> list:

@@ -1,4 +1,4 @@
-"""s11_lab.py — 🧪 为什么要这样写：同一个故障，书中原版与本仓库各跑一遍（不 import gradio）
+"""lab.py — 🧪 为什么要这样写：同一个故障，书中原版与本仓库各跑一遍（不 import gradio）
 
     run_experiment("kill")
         │  tempfile.mkdtemp()  ← 每个实验一个临时文件夹，跑完即删，不碰别的地方
@@ -57,6 +57,8 @@ KILL_PAUSE_SECONDS = 0.005     # 两次保存之间停一下（真实的 Agent �
 KILL_WRITER_SECONDS = 5.0      # 写入进程最多活这么久：万一没被杀掉也会自己退出
 KILL_RUNNER_TIMEOUT = 60.0
 TAIL_BYTES = 80
+RUNNER_MODULE = "s11_workbench.lab"   # 写入实验的子进程：python -m RUNNER_MODULE kill-rounds …
+CODE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # code/：子进程的 PYTHONPATH
 
 
 class LabError(RuntimeError):
@@ -284,10 +286,17 @@ def kill_rounds_in_subprocess(folder: str, rounds: int = KILL_ROUNDS, messages: 
         raise LabError("这个实验需要 os.fork 和 SIGKILL（Linux / macOS）；当前系统不支持")
     seed = random.randrange(2 ** 32) if seed is None else seed
     runners = {kind: subprocess.Popen(
-        [sys.executable, os.path.abspath(__file__), "kill-rounds", kind, os.path.join(folder, kind),
+        [sys.executable, "-m", RUNNER_MODULE, "kill-rounds", kind, os.path.join(folder, kind),
          str(rounds), str(messages), str(seed)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for kind in (BOOK, OURS)}
+        env=runner_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for kind in (BOOK, OURS)}
     return {kind: _collect(runner) for kind, runner in runners.items()}
+
+
+def runner_environment() -> Dict[str, str]:
+    """子进程的环境：code/ 排在 PYTHONPATH 最前面，`python -m s11_workbench.lab` 才找得到本包和 s11_book 等模块。"""
+    inherited = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([CODE_DIR, inherited] if inherited else [CODE_DIR])}
 
 
 def _collect(runner: subprocess.Popen) -> Dict[str, Any]:
@@ -771,10 +780,13 @@ def experiment_sources(key: str) -> Tuple[str, str]:
 
 
 def _runner_main(argv: List[str]) -> int:
-    """python s11_lab.py kill-rounds KIND FOLDER ROUNDS MESSAGES SEED  → 标准输出一行 JSON。"""
+    """python -m s11_workbench.lab kill-rounds KIND FOLDER ROUNDS MESSAGES SEED  → 标准输出一行 JSON。
+
+    这是 kill_rounds_in_subprocess 起的辅助进程，不是给人用的命令行（人用的命令行是 s11_cli）。"""
     command, kind, folder, rounds, messages, seed = argv
     if command != "kill-rounds" or kind not in STORE_CLASSES:
-        print(f"用法：s11_lab.py kill-rounds book|ours FOLDER ROUNDS MESSAGES SEED（收到 {argv}）", file=sys.stderr)
+        print(f"用法：python -m {RUNNER_MODULE} kill-rounds book|ours FOLDER ROUNDS MESSAGES SEED（收到 {argv}）",
+              file=sys.stderr)
         return 2
     print(json.dumps(run_kill_rounds(kind, folder, int(rounds), int(messages), int(seed)), ensure_ascii=False))
     return 0

@@ -1,4 +1,4 @@
-"""s11_spaces.py — 课堂版：每个浏览器一个私有空间，教师一个只读视图和一个共享书架
+"""spaces.py — 课堂版：每个浏览器一个私有空间，教师一个只读视图和一个共享书架
 
     <sessions_dir>/
     ├── .secret                  服务器密钥（0600，第一次启动时原子创建；重启后不变，学生的空间也就还在）
@@ -6,7 +6,7 @@
     │   ├── 3f9a0c1d2e4b5a6c/    一个空间 = 一个普通的 SessionStore 目录（.json、.lock、.trash/）
     │   └── 81d07be2c44f0a19/
     ├── shelf/                   教师发布的会话（所有空间只读；分叉时复制进自己的空间）
-    └── spaces-trash/            remove-idle 移走的空间，empty-trash 才真正删除
+    └── spaces-trash/            课后 `python code/s11_cli.py class remove-idle` 移走的空间，`class empty-trash` 才真正删除
 
     令牌  = "<space_id>.<HMAC-SHA256(服务器密钥, space_id) 的前 32 个十六进制字符>"
     浏览器 ──令牌──> open(token) ──验签──> Space(space_id, store, read_only)
@@ -28,7 +28,6 @@ Scope: 不做账号和登录（空间跟着浏览器走，清掉浏览器数据�
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import hmac
 import os
@@ -38,11 +37,11 @@ import shutil
 import sys
 import threading
 import time
-import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, SessionStore
+from s11_text import os_error_reason, public_name
 
 __all__ = ["SpaceError", "Limits", "Space", "Spaces", "TokenBucket", "ReadOnlyStore", "copy_lineage",
            "local_addresses", "classroom_links"]
@@ -58,8 +57,6 @@ MAX_TOKEN_CHARS = 200      # 比真令牌长得多的输入直接拒绝，不做
 _SPACE_ID = re.compile(rf"[0-9a-f]{{{SPACE_ID_HEX}}}")
 _TOKEN = re.compile(rf"([0-9a-f]{{{SPACE_ID_HEX}}})\.([0-9a-f]{{{SIGNATURE_HEX}}})")
 _SIGN_PREFIX = b"s11-space:"
-_OS_ERRORS = {PermissionError: "权限不足", FileNotFoundError: "文件不存在", IsADirectoryError: "是一个文件夹",
-              NotADirectoryError: "路径上有一个同名的普通文件，不是文件夹", FileExistsError: "路径上有一个同名的普通文件"}
 UPLOAD_OVERHEAD_BYTES = 64 * 1024   # multipart 的边界和表头：上传请求体可以比文件本身大这么多
 
 
@@ -301,10 +298,7 @@ class Spaces:
 
     def _folder_problem(self, error: OSError) -> str:
         """打不开空间目录时给同学看的一句话：只写会话目录的名字，不暴露服务器上的完整路径。"""
-        reason = _OS_ERRORS.get(type(error)) or {errno.ENOSPC: "磁盘空间不足", errno.EROFS: "这是只读文件系统"}.get(
-            error.errno, type(error).__name__)
-        name = os.path.basename(os.path.abspath(self.sessions_dir))
-        return f"无法写入会话目录 {name}（{reason}）：请告诉老师检查 --sessions-dir"
+        return f"无法写入会话目录 {public_name(self.sessions_dir)}（{os_error_reason(error)}）：请告诉老师检查 --sessions-dir"
 
     # ── 教师 ────────────────────────────────────────────────────────────────
     def is_teacher(self, secret) -> bool:
@@ -377,7 +371,7 @@ class Spaces:
                       and os.path.isdir(os.path.join(self.spaces_dir, n))
                       and not os.path.islink(os.path.join(self.spaces_dir, n)))
 
-    # ── 课后清理（命令行）────────────────────────────────────────────────────────
+    # ── 课后清理（命令行 s11_cli 的 class remove-idle / empty-trash）──────────────────────────
     def remove_idle(self, older_than_seconds: float) -> List[str]:
         """把最后活动早于 older_than_seconds 秒之前的空间移进 spaces-trash/（可手动移回），返回它们的 ID。"""
         if isinstance(older_than_seconds, bool) or not isinstance(older_than_seconds, (int, float)) \
@@ -604,103 +598,3 @@ def _interface_addresses() -> List[Tuple[str, str]]:
                 continue
             result.append((name, socket.inet_ntoa(packed[20:24])))
     return result
-
-
-# ── 命令行：python code/s11_spaces.py --dir gradio_sessions list|show|remove-idle|empty-trash ──
-_UNSAFE_CATEGORIES = {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"}
-
-
-def printable(text: str) -> str:
-    """终端输出前把控制字符、双向文字覆盖符等换成 \\uXXXX（换行保留）：标题伪造不了别的行，也改不了终端。"""
-    return "".join(ch if ch == "\n" or unicodedata.category(ch) not in _UNSAFE_CATEGORIES
-                   else f"\\u{ord(ch):04x}" for ch in text)
-
-
-def _display_width(text: str) -> int:
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
-def _columns(cells: List[str], widths: List[int]) -> str:
-    """按显示宽度对齐（汉字占两格）：第一列左对齐，其余右对齐。"""
-    first, *rest = cells
-    line = first + " " * (widths[0] - _display_width(first))
-    return line + "".join(" " * (w - _display_width(c)) + c for c, w in zip(rest, widths[1:]))
-
-
-def _size_text(nbytes: int) -> str:
-    """1536 -> '1.5 KB'，3 * MB -> '3.0 MB'"""
-    return f"{nbytes / 1024:.1f} KB" if nbytes < MB else f"{nbytes / MB:.1f} MB"
-
-
-def _when(epoch: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))
-
-
-def _cmd_list(spaces: Spaces, args) -> int:
-    rows = spaces.list_spaces(spaces.teacher_secret)
-    if not rows:
-        print("还没有任何学生空间")
-        return 0
-    widths = [18, 8, 12, 20]
-    print(_columns(["空间", "会话数", "大小", "最后活动"], widths))
-    for row in rows:
-        print(_columns([row["space_id"], str(row["sessions"]), _size_text(row["bytes"]), _when(row["last_activity"])],
-                       widths))
-    print(f"共 {len(rows)} 个空间；书架上有 {count_sessions(spaces.shelf_dir)} 个会话")
-    return 0
-
-
-def _cmd_show(spaces: Spaces, args) -> int:
-    space = spaces.view(spaces.teacher_secret, args.space_id)
-    count, used = space.usage()
-    print(f"空间 {space.space_id}：{count} 个会话，{_size_text(used)}，最后活动 {_when(last_activity(space.folder))}")
-    print(printable(space.store.render_tree()))
-    return 0
-
-
-def _cmd_remove_idle(spaces: Spaces, args) -> int:
-    if not args.hours >= 0:
-        raise SpaceError(f"--hours {args.hours} 无效：应是不小于 0 的小时数")
-    moved = spaces.remove_idle(args.hours * 3600)
-    for space_id in moved:
-        print(f"已移入回收站：{space_id}")
-    print(f"共移走 {len(moved)} 个闲置超过 {args.hours:g} 小时的空间（在 {spaces.trash_dir}，"
-          "确认无误后运行 empty-trash 彻底删除）" if moved else f"没有闲置超过 {args.hours:g} 小时的空间")
-    return 0
-
-
-def _cmd_empty_trash(spaces: Spaces, args) -> int:
-    removed = spaces.empty_trash()
-    print(f"已彻底删除回收站里的 {removed} 个空间" if removed else "空间回收站是空的")
-    return 0
-
-
-COMMANDS = {"list": _cmd_list, "show": _cmd_show, "remove-idle": _cmd_remove_idle, "empty-trash": _cmd_empty_trash}
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    import argparse
-    parser = argparse.ArgumentParser(description="课后管理学生空间（8.11 工作台）")
-    parser.add_argument("--dir", default="gradio_sessions", help="工作台的会话目录（默认 ./gradio_sessions）")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="列出所有空间：会话数、大小、最后活动时间")
-    sub.add_parser("show", help="打印一个空间的会话树").add_argument("space_id")
-    idle = sub.add_parser("remove-idle", help="把闲置超过 N 小时的空间移进 spaces-trash/")
-    idle.add_argument("--hours", type=float, required=True)
-    sub.add_parser("empty-trash", help="彻底删除 spaces-trash/ 里的空间")
-    args = parser.parse_args(argv)
-    if not os.path.isdir(args.dir):
-        print(f"错误：会话目录 {args.dir} 不存在（用 --dir 指定工作台的 --sessions-dir）", file=sys.stderr)
-        return 2
-    try:
-        return COMMANDS[args.command](Spaces(args.dir), args)
-    except SessionError as exc:
-        print(f"错误：{printable(str(exc))}", file=sys.stderr)
-    except OSError as exc:   # 英文的 strerror 不进中文句子：只说哪个文件、哪一类错误
-        print(f"错误：无法读写 {printable(str(exc.filename or args.dir))}（{_OS_ERRORS.get(type(exc), type(exc).__name__)}）",
-              file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""s11_workbench.py — 8.11 工作台的全部逻辑（不 import gradio，可单独测试）
+"""demo.py — 8.11 标签页的全部逻辑（不 import gradio，可单独测试）
 
     python app.py ──> check_sessions_dir(dir)        建不了 / 不是文件夹 / 写不进：启动时就退出（exit 2）
     点击 🌿 ──> run_demo(sessions_dir)
@@ -8,7 +8,7 @@
                  ├─> tree_markdown      会话树（mermaid + 文字摘要）+ 五步：存档 · 读档 · 分叉 · 恢复 · 导出
                  ├─> preview_markdown   分支 B 的导出，按 继承 1–5 / 分叉新增 6–7 / 恢复后追加 8–9 分组标注
                  ├─> files_markdown     3 个会话文件各一张卡片：存档几次、哪个字段变了、文件原文
-                 └─> markdown_download / html_download   本进程私有（0700）下载目录里的一个新 run-* 目录
+                 └─> markdown_download / html_download   downloads.offer()：所有标签页共用的私有下载目录
 
 Key insight: 页面要讲清“哪几条是恢复后追加的”，靠的不是猜，而是记录：RecordingStore 记下每一次 save()，
 分支 B 第一次存档时有 7 条、再次存档时有 9 条，于是第 8–9 条就是恢复后追加的，revision 1 → 2 就是变化的字段。
@@ -20,62 +20,28 @@ Scope: 不调用大模型；不清理 gradio_sessions/ 里的旧演示会话（�
 
 from __future__ import annotations
 
-import atexit
-import errno
-import functools
 import json
 import logging
 import os
 import re
-import shutil
-import stat
 import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from s11_export import fenced, message_parts
 from s11_session import ROLE_ICONS, SessionError, SessionNode, SessionStore, demo_tree_branching
+from s11_text import hide_folders, os_error_reason, public_name, shorten
+from s11_tree import Forest, walk
+from s11_workbench import downloads
+from s11_workbench.downloads import DOWNLOADS_FOLDER, EXPORT_KEEP_SECONDS, FolderUnavailable, blame
+from s11_workbench.markdown import inline_code, mermaid_text
 
 log = logging.getLogger(__name__)
 
-# Gradio 在事件返回时就把下载文件复制进自己的缓存，所以我们的副本只需活过这一次点击；留 15 分钟足够宽裕。
-EXPORT_KEEP_SECONDS = 15 * 60
-EXPORT_ROOT_PREFIX = "s11_exports-"
-LABEL_MAX_CHARS = 28
 ADDED_PREVIEW_CHARS = 14
 SESSIONS_FOLDER = "会话目录"
-DOWNLOADS_FOLDER = "下载目录"
-
-# mermaid 的实体写法：标签里一旦出现这些字符就可能提前结束节点、开出新语句（如 `"]; click A call ...`）。
-# 一次 translate 完成替换，`#` 本身也被转义，所以不会出现二次转义。
-MERMAID_ENTITIES = MappingProxyType(str.maketrans({
-    "#": "#35;", '"': "#quot;", "'": "#39;", "<": "#lt;", ">": "#gt;", "&": "#amp;",
-    "[": "#91;", "]": "#93;", "(": "#40;", ")": "#41;", "{": "#123;", "}": "#125;",
-    "|": "#124;", "`": "#96;", ";": "#59;", ":": "#58;", "\\": "#92;",
-    "\n": " ", "\r": " ", "\t": " ",
-}))
-
-# errno → 中文原因。系统自带的 strerror 是英文的，不混进给同学看的句子里。
-OS_ERROR_TEXT = MappingProxyType({code: text for code, text in (
-    (errno.EACCES, "权限不足"),
-    (errno.EPERM, "操作不被允许（权限不足，或目录被设为不可修改）"),
-    (errno.ENOSPC, "磁盘空间不足"),
-    (getattr(errno, "EDQUOT", None), "超出了磁盘配额"),
-    (errno.EROFS, "这是一个只读文件系统"),
-    (errno.ENOTDIR, "路径上有一个同名的普通文件，不是文件夹"),
-    (errno.EEXIST, "路径上已有一个同名的文件，不是文件夹"),
-    (errno.EISDIR, "要写文件的地方是一个文件夹"),
-    (errno.ENOENT, "路径不存在（可能刚被删掉）"),
-    (errno.ENAMETOOLONG, "路径太长"),
-    (errno.ELOOP, "符号链接层数太多（可能是循环链接）"),
-    (errno.EIO, "磁盘读写出错"),
-    (errno.EMFILE, "同时打开的文件太多"),
-    (errno.ENFILE, "系统打开的文件太多"),
-    (errno.EBUSY, "目录正被占用"),
-) if code is not None})
 
 # 会话文件里章节原版没有的字段，各用一句话说明它为什么存在（页面在三个文件上方逐行列出）。
 FIELD_NOTES = (
@@ -123,14 +89,6 @@ class DemoRun:
     elapsed_ms: int
 
 
-class FolderUnavailable(SessionError):
-    """会话目录或下载目录用不了。消息只写目录的名字（页面不显示服务器上的完整路径）和中文原因。"""
-
-    def __init__(self, kind: str, folder: str, reason: str):
-        self.kind, self.folder, self.reason = kind, folder, reason
-        super().__init__(f"无法写入{kind} {public_name(folder)}：{reason}")
-
-
 class RecordingStore(SessionStore):
     """一个普通的 SessionStore，只是把每次成功的 save() 记进 self.saves（每次点击一个新实例）。"""
 
@@ -143,23 +101,7 @@ class RecordingStore(SessionStore):
         self.saves.append(SaveRecord(session.session_id, session.revision, len(session.messages)))
 
 
-# ---------------------------------------------------------------- 文本小工具
-
-def shorten(text: str, limit: int) -> str:
-    """'修复登录服务内存泄漏·分支', 6 -> '修复登录服…'（按字符截断，先把换行压成空格）"""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def mermaid_text(text: str, limit: int = LABEL_MAX_CHARS) -> str:
-    """'a "b" <c>' -> 'a #quot;b#quot; #lt;c#gt;'：会话文字进入 mermaid 标签前必须经过这里。"""
-    return shorten(text, limit).translate(MERMAID_ENTITIES)
-
-
-def inline_code(text: str) -> str:
-    """Markdown 行内代码；text 含反引号时换用更长的分隔符。"""
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
-
+# ---------------------------------------------------------------- 消息的纯文字
 
 PART_PREFIXES = MappingProxyType({"thinking": "💭 ", "tool_call": "🔧 ", "tool_output": "📤 ", "image": "🖼️ "})
 
@@ -174,19 +116,6 @@ def message_text(message: dict) -> str:
         body = part.caption if part.kind == "tool_call" else part.text
         pieces.append(PART_PREFIXES.get(part.kind, "") + body)
     return " ".join(piece for piece in pieces if piece.strip())
-
-
-def public_name(folder: str) -> str:
-    """'/srv/app/gradio_sessions' -> 'gradio_sessions'：页面上只说目录叫什么，不暴露服务器的目录结构。"""
-    return os.path.basename(os.path.normpath(os.path.abspath(os.fspath(folder)))) or os.sep
-
-
-def hide_server_paths(text: str, folders: list[str]) -> str:
-    """把消息里出现的完整目录路径换成目录名（store 的错误消息会带上文件的完整路径）。"""
-    for folder in folders:
-        for spelling in {os.path.abspath(folder), os.path.realpath(folder)}:
-            text = text.replace(spelling, public_name(folder))
-    return text
 
 
 # ---------------------------------------------------------------- 会话树
@@ -246,8 +175,15 @@ def mermaid_tree(nodes: list[SessionNode], names: dict[str, str], resumed_id: st
     return "\n".join(lines)
 
 
+def forest_of(nodes: list[SessionNode]) -> Forest:
+    """几个节点 -> s11_tree 的 Forest；兄弟按它们在 nodes 里的先后排（下标当作创建顺序）。"""
+    return Forest([{"session_id": node.session_id, "parent_id": node.parent_id, "created_ns": index}
+                   for index, node in enumerate(nodes)])
+
+
 def text_summary(nodes: list[SessionNode], names: dict[str, str], resumed_id: str | None = None) -> str:
-    """文字版会话树（放进 ```text 代码块，会话文字不会被当成 Markdown/HTML）。每行不超过 ~30 列，手机上也不折行：
+    """文字版会话树（放进 ```text 代码块，会话文字不会被当成 Markdown/HTML），按 s11_tree.walk 的先序一个个写。
+    每行不超过 ~30 列，手机上也不折行：
 
     🌱 主会话 · 5 条
     │  「修复登录服务内存泄漏」
@@ -259,17 +195,16 @@ def text_summary(nodes: list[SessionNode], names: dict[str, str], resumed_id: st
     │    新增：🤖 方案 A：为 cache_s…
     """
     by_id = {node.session_id: node for node in nodes}
-    branches = [node for node in nodes if node.parent_id in by_id]
     lines = []
-    for node in nodes:
-        parent = by_id.get(node.parent_id)
+    for step in walk(forest_of(nodes)):
+        node = by_id[step.node["session_id"]]
         name = names.get(node.session_id, "会话") + (" 📂 已恢复" if node.session_id == resumed_id else "")
-        if parent is None:
+        if step.depth == 0:
             lines += [f"{name} · {len(node.messages)} 条", f"│  「{shorten(node.title, 12)}」",
                       f"│  id={node.session_id}"]
             continue
-        inherited = inherited_count(node, parent)
-        stem, indent = ("└─ ", "     ") if node is branches[-1] else ("├─ ", "│    ")
+        inherited = inherited_count(node, by_id[node.parent_id])
+        stem, indent = ("└─ ", "     ") if step.last else ("├─ ", "│    ")
         lines += [f"{stem}{name} · {len(node.messages)} 条",
                   f"{indent}= 继承 {inherited} + 新增 {len(node.messages) - inherited}",
                   f"{indent}id={node.session_id}",
@@ -420,78 +355,6 @@ def files_markdown(files: list[WrittenFile]) -> list[str]:
     return [file_card(file, number) for number, file in enumerate(files, 1)]
 
 
-# ---------------------------------------------------------------- 下载：私有目录
-
-@functools.cache
-def private_export_root() -> str:
-    """本进程的下载目录：第一次用到时 mkdtemp 新建（0700、名字随机），进程退出时删掉。
-
-    不用固定的 /tmp/s11_exports：那个名字别的账号可以抢先建好（之后每次点击都失败），也能偷看导出。
-    """
-    folder = tempfile.mkdtemp(prefix=EXPORT_ROOT_PREFIX)
-    atexit.register(shutil.rmtree, folder, True)
-    return folder
-
-
-def ensure_private_folder(folder: str) -> None:
-    """folder 不存在就以 0700 新建；已存在则必须是本账号的、别人进不去的真实目录，否则拒绝往里写导出。"""
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    info = os.lstat(folder)
-    if not stat.S_ISDIR(info.st_mode):
-        raise FolderUnavailable(DOWNLOADS_FOLDER, folder, "它不是一个真实的文件夹（可能是符号链接）")
-    if os.name == "posix" and info.st_uid != os.getuid():
-        raise FolderUnavailable(DOWNLOADS_FOLDER, folder, "它属于别的账号")
-    if os.name == "posix" and info.st_mode & 0o077:
-        raise FolderUnavailable(DOWNLOADS_FOLDER, folder, "别的账号也能读写它（权限应为 0700）")
-
-
-def prune_old_exports(export_root: str, keep_seconds: float) -> None:
-    """删掉 export_root 下比 keep_seconds 更旧的 run-* 目录；并发的两次清理互不报错。"""
-    now = time.time()
-    try:
-        entries = list(os.scandir(export_root))
-    except FileNotFoundError:
-        return
-    for entry in entries:
-        if not entry.name.startswith("run-"):
-            continue
-        try:
-            too_old = now - entry.stat().st_mtime > keep_seconds
-        except FileNotFoundError:  # 另一个线程刚删掉它
-            continue
-        if too_old:
-            shutil.rmtree(entry.path, ignore_errors=True)
-
-
-def write_text(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
-
-
-def write_exports(session_id: str, markdown: str, html: str, export_root: str) -> tuple[str, str]:
-    """把两份导出写进 export_root 下一个全新的 run-* 目录，返回 (.md 路径, .html 路径)。"""
-    ensure_private_folder(export_root)
-    run_dir = tempfile.mkdtemp(prefix="run-", dir=export_root)
-    try:
-        markdown_path = os.path.join(run_dir, f"session-{session_id}.md")
-        html_path = os.path.join(run_dir, f"session-{session_id}.html")
-        write_text(markdown_path, markdown)
-        write_text(html_path, html)
-        return markdown_path, html_path
-    except BaseException:
-        shutil.rmtree(run_dir, ignore_errors=True)  # 失败时不留下半个导出目录
-        raise
-
-
-@contextmanager
-def blame(kind: str, folder: str) -> Iterator[None]:
-    """这一段里的 OSError 都算在 kind（会话目录 / 下载目录）头上，换成带中文原因的 FolderUnavailable。"""
-    try:
-        yield
-    except OSError as error:
-        raise FolderUnavailable(kind, folder, os_error_text(error)) from error
-
-
 # ---------------------------------------------------------------- 一次完整运行
 
 def run_demo(sessions_dir: str, *, export_root: str | None = None, shown_from: str | None = None,
@@ -518,10 +381,8 @@ def run_demo(sessions_dir: str, *, export_root: str | None = None, shown_from: s
                               names[node.session_id] + (" · 📂 已恢复" if node.session_id == branch_b_id else ""),
                               history.get(node.session_id, ()))
                  for node in nodes]
-    export_root = export_root or downloads_root()
-    with blame(DOWNLOADS_FOLDER, export_root):
-        prune_old_exports(export_root, keep_seconds)
-        markdown_download, html_download = write_exports(branch_b_id, ids["export_md"], html, export_root)
+    markdown_download, html_download = downloads.offer(branch_b_id, ids["export_md"], html, export_root=export_root,
+                                                       keep_seconds=keep_seconds)
 
     branch_b = nodes[2]
     fork_point = branch_b.fork_point or 0
@@ -539,20 +400,7 @@ def run_demo(sessions_dir: str, *, export_root: str | None = None, shown_from: s
     )
 
 
-def downloads_root() -> str:
-    """默认的下载根目录；连临时目录都建不了时，算在下载目录（系统临时目录）头上。"""
-    with blame(DOWNLOADS_FOLDER, tempfile.gettempdir()):
-        return private_export_root()
-
-
 # ---------------------------------------------------------------- 出错时：一句中文
-
-def os_error_text(error: OSError) -> str:
-    """OSError -> 中文原因；不认识的 errno 只报编号（strerror 是英文，不用）。"""
-    if error.errno in OS_ERROR_TEXT:
-        return OS_ERROR_TEXT[error.errno]
-    return f"系统错误（errno {error.errno}）" if error.errno else f"系统错误（{type(error).__name__}）"
-
 
 FOLDER_ADVICE = MappingProxyType({
     SESSIONS_FOLDER: "请换一个可写的目录（启动参数 `--sessions-dir`）。",
@@ -566,9 +414,9 @@ def explain_error(error: BaseException, sessions_dir: str) -> str:
         return (f"⚠️ 无法写入{error.kind} {inline_code(public_name(error.folder))}：{error.reason}。"
                 f"{FOLDER_ADVICE.get(error.kind, '')}")
     if isinstance(error, SessionError):
-        return f"⚠️ 会话数据异常：{shorten(hide_server_paths(str(error), [sessions_dir]), 200)}"
+        return f"⚠️ 会话数据异常：{shorten(hide_folders(str(error), [sessions_dir]), 200)}"
     if isinstance(error, OSError):   # run_demo 之外（例如建访客的空间目录时）：算在会话根目录头上
-        return explain_error(FolderUnavailable(SESSIONS_FOLDER, sessions_dir, os_error_text(error)), sessions_dir)
+        return explain_error(FolderUnavailable(SESSIONS_FOLDER, sessions_dir, os_error_reason(error)), sessions_dir)
     return f"⚠️ 演示运行失败（{type(error).__name__}），详细信息已写入服务器日志。"
 
 
@@ -613,5 +461,5 @@ def check_sessions_dir(path: str | os.PathLike) -> str | None:
         os.close(handle)
         os.unlink(probe)
     except OSError as error:
-        return f"会话目录 {folder} 不能用：{os_error_text(error)}，写不进文件。{advice}"
+        return f"会话目录 {folder} 不能用：{os_error_reason(error)}，写不进文件。{advice}"
     return None

@@ -1,0 +1,130 @@
+"""downloads.py — 所有标签页共用的一个下载目录：本进程私有（0700），旧的导出过一会儿就删
+
+    8.11 的 run_demo ─┐
+    浏览器的 export ──┴─> offer(session_id, markdown, html)
+                           │ downloads_root()        第一次用到时 mkdtemp（0700、名字随机），进程退出时整个删掉
+                           │ ensure_private_folder() 已存在的目录必须是本账号的、别人进不去的真实目录
+                           │ prune_old_exports()     先删掉比 EXPORT_KEEP_SECONDS 更旧的 run-* 目录
+                           └─> <下载目录>/run-xxxx/session-<id>.md + session-<id>.html   每次一个新目录，两次导出互不覆盖
+
+Key insight: gradio 在事件返回时就把下载文件复制进自己的缓存，所以我们的副本只需活过这一次点击；
+只有一个目录、一套检查、一种清理，哪个标签页的下载都一样安全、一样不会越积越多。
+
+出错时抛 FolderUnavailable（一种 SessionError）：消息只写目录的名字和中文原因，不写服务器上的完整路径。
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import shutil
+import stat
+import tempfile
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+from s11_session import SessionError
+from s11_text import os_error_reason, public_name
+
+# Gradio 在事件返回时就把下载文件复制进自己的缓存，所以我们的副本只需活过这一次点击；留 15 分钟足够宽裕。
+EXPORT_KEEP_SECONDS = 15 * 60
+EXPORT_ROOT_PREFIX = "s11_exports-"
+DOWNLOADS_FOLDER = "下载目录"
+
+
+class FolderUnavailable(SessionError):
+    """会话目录或下载目录用不了。消息只写目录的名字（页面不显示服务器上的完整路径）和中文原因。"""
+
+    def __init__(self, kind: str, folder: str, reason: str):
+        self.kind, self.folder, self.reason = kind, folder, reason
+        super().__init__(f"无法写入{kind} {public_name(folder)}：{reason}")
+
+
+@contextmanager
+def blame(kind: str, folder: str) -> Iterator[None]:
+    """这一段里的 OSError 都算在 kind（会话目录 / 下载目录）头上，换成带中文原因的 FolderUnavailable。"""
+    try:
+        yield
+    except OSError as error:
+        raise FolderUnavailable(kind, folder, os_error_reason(error)) from error
+
+
+@functools.cache
+def private_export_root() -> str:
+    """本进程的下载目录：第一次用到时 mkdtemp 新建（0700、名字随机），进程退出时删掉。
+
+    不用固定的 /tmp/s11_exports：那个名字别的账号可以抢先建好（之后每次点击都失败），也能偷看导出。
+    """
+    folder = tempfile.mkdtemp(prefix=EXPORT_ROOT_PREFIX)
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def downloads_root() -> str:
+    """默认的下载根目录；连临时目录都建不了时，算在下载目录（系统临时目录）头上。"""
+    with blame(DOWNLOADS_FOLDER, tempfile.gettempdir()):
+        return private_export_root()
+
+
+def ensure_private_folder(folder: str) -> None:
+    """folder 不存在就以 0700 新建；已存在则必须是本账号的、别人进不去的真实目录，否则拒绝往里写导出。"""
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode):
+        raise FolderUnavailable(DOWNLOADS_FOLDER, folder, "它不是一个真实的文件夹（可能是符号链接）")
+    if os.name == "posix" and info.st_uid != os.getuid():
+        raise FolderUnavailable(DOWNLOADS_FOLDER, folder, "它属于别的账号")
+    if os.name == "posix" and info.st_mode & 0o077:
+        raise FolderUnavailable(DOWNLOADS_FOLDER, folder, "别的账号也能读写它（权限应为 0700）")
+
+
+def prune_old_exports(export_root: str, keep_seconds: float) -> None:
+    """删掉 export_root 下比 keep_seconds 更旧的 run-* 目录；并发的两次清理互不报错。"""
+    now = time.time()
+    try:
+        entries = list(os.scandir(export_root))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        if not entry.name.startswith("run-"):
+            continue
+        try:
+            too_old = now - entry.stat().st_mtime > keep_seconds
+        except FileNotFoundError:  # 另一个线程刚删掉它
+            continue
+        if too_old:
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def write_exports(session_id: str, markdown: str, html: str, export_root: str) -> tuple[str, str]:
+    """把两份导出写进 export_root 下一个全新的 run-* 目录，返回 (.md 路径, .html 路径)。"""
+    ensure_private_folder(export_root)
+    run_dir = tempfile.mkdtemp(prefix="run-", dir=export_root)
+    try:
+        markdown_path = os.path.join(run_dir, f"session-{session_id}.md")
+        html_path = os.path.join(run_dir, f"session-{session_id}.html")
+        write_text(markdown_path, markdown)
+        write_text(html_path, html)
+        return markdown_path, html_path
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)  # 失败时不留下半个导出目录
+        raise
+
+
+def offer(session_id: str, markdown: str, html: str, *, export_root: str | None = None,
+          keep_seconds: float = EXPORT_KEEP_SECONDS) -> tuple[str, str]:
+    """一次导出的两个下载文件 (.md 路径, .html 路径)：先清掉旧的，再写进检查过的私有目录。
+
+    export_root 默认是本进程的 downloads_root()；写不进去时抛 FolderUnavailable（算在下载目录头上）。
+    """
+    export_root = export_root or downloads_root()
+    with blame(DOWNLOADS_FOLDER, export_root):
+        prune_old_exports(export_root, keep_seconds)
+        return write_exports(session_id, markdown, html, export_root)
