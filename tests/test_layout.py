@@ -43,6 +43,7 @@ def module_files() -> dict[str, Path]:
 
 
 MODULES = module_files()
+PACKAGES = {name for name, path in MODULES.items() if path.name == "__init__.py"}
 
 
 def layer_of(name: str) -> int:
@@ -69,7 +70,8 @@ def our_imports(name: str, path: Path) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 base = ".".join(anchor + ([base] if base else []))
-            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            # `from . import claude` imports the submodule; `from s11_format import X` imports the module
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
         else:
             continue
         found.update(target for target in targets if target in MODULES and target != name)
@@ -92,7 +94,7 @@ def test_imports_flow_from_higher_layers_to_lower_ones_only():
     wrong = []
     for name, targets in GRAPH.items():
         for target in targets:
-            same_package = "." in name and target.split(".")[0] == name.split(".")[0]
+            same_package = target.split(".")[0] == name.split(".")[0] and name.split(".")[0] in PACKAGES
             if layer_of(target) > layer_of(name) or (layer_of(target) == layer_of(name) and not same_package):
                 wrong.append(f"{name} (layer {layer_of(name)}) imports {target} (layer {layer_of(target)})")
     assert wrong == []
