@@ -8,7 +8,7 @@
            └─> s11_redact.redact_with_counts(text)    the whole table: 25 rows, validators, masks
 
     realistic     this repository's own code, tests and docs (what an agent reads) interleaved with
-                  log lines, JSON tool output and Chinese prose from tests/test_redact_corpus.py;
+                  log lines, JSON tool output and Chinese prose from tests/store/test_redact_corpus.py;
                   a planted secret about every 200 corpus lines
     as messages   the same text cut into ~400-character messages, redacted with redact_value() the way
                   an export does; the baseline then runs once per message
@@ -36,8 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as c  # noqa: E402
 
 c.setup_paths()
-import s11_redact  # noqa: E402
 from test_redact_corpus import build_corpus  # noqa: E402
+
+import s11_redact  # noqa: E402
 
 BASELINE = re.compile(r"[A-Za-z0-9_]{20,}")
 TARGET_RATIO = 2.0

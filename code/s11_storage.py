@@ -32,7 +32,7 @@ from typing import Dict, List, Optional, Tuple
 
 from s11_text import describe_os_error
 
-try:  # POSIX: advisory locks shared by threads and processes
+try:  # POSIX：线程和进程共用的建议锁
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None

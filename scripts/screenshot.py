@@ -1,10 +1,11 @@
-"""scripts/screenshot.py — 给 README 拍三张 8.11 标签页截图：桌面浅色、桌面深色、手机（390 px）
+"""scripts/screenshot.py — three screenshots of the 8.11 tab for the README: desktop light, desktop dark, phone (390 px)
 
     python scripts/screenshot.py [--out docs]
 
-启动 app（空闲端口 + 临时会话目录 gradio_sessions/）→ Debian 的 /usr/bin/chromium 点一次按钮 → 等会话树画成 SVG、
-三个会话文件填好 → 整页截图 docs/screenshot-light.png、docs/screenshot-dark.png（1400 px）与 docs/screenshot-phone.png。
-结果区里没有折叠面板，点一次之后所有内容都已展开，所以不需要再点别的。
+Starts the app (a free port, a temporary sessions folder named gradio_sessions/) → Debian's /usr/bin/chromium clicks
+the button once → waits until the tree is an SVG and the three session files are filled in → full-page screenshots
+docs/screenshot-light.png, docs/screenshot-dark.png (1400 px) and docs/screenshot-phone.png.
+The result area has no collapsed panels, so after one click everything is open and nothing else needs a click.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def shoot(browser, url: str, width: int, scheme: str, path: Path) -> None:
     page.locator("#s11-file-3 pre").first.wait_for(timeout=20_000)
     page.evaluate("document.fonts.ready")
     page.mouse.move(0, 0)       # no hover highlight on the button just clicked
-    page.wait_for_timeout(500)  # 让排版与图标字体停下来
+    page.wait_for_timeout(500)  # let layout and the icon fonts settle
     page.screenshot(path=str(path), full_page=True, type="png")
     context.close()
     print(f"wrote {path} ({path.stat().st_size // 1024} KB, {width} px, {scheme})")
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
     import app
 
     with tempfile.TemporaryDirectory(prefix="s11-shot-") as workdir:
-        # 页面上的路径从会话目录名写起（gradio_sessions/spaces/…），临时目录的全名不会出现在截图里
+        # paths on the page start at the sessions folder's name (gradio_sessions/spaces/…): the temp folder's full name never shows
         demo = app.build_app(os.path.join(workdir, "gradio_sessions"))
         demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
                     quiet=True, **app.launch_options(demo))

@@ -4,12 +4,16 @@
 - gradio is imported only by the *_tab modules and app.py;
 - no library module builds an argument parser: the one command line is code/s11_cli.py;
 - one home per idea: exactly one printable(), one table of OS errors, one tree walker;
-- code/ is a folder of lessons, not a package.
+- code/ is a folder of lessons, not a package;
+- one language rule for comments: Chinese in code/ and app.py, English in tests/, benchmarks/ and scripts/.
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -186,3 +190,47 @@ def test_there_is_one_table_of_os_errors():
 def test_the_tree_is_walked_in_one_place(walker):
     found = definitions(lambda node: isinstance(node, ast.FunctionDef) and node.name == walker)
     assert all(place.startswith("s11_tree:") for place in found), found
+
+
+# ── one language rule for comments ───────────────────────────────────────────────────────────
+# code/ and app.py (read next to the Chinese book): comments and docstrings in Chinese, identifiers in English.
+# tests/, benchmarks/, scripts/: comments in English (Chinese inside quotes is test data or a quoted UI text).
+CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+THREE_ENGLISH_WORDS = re.compile(r"[A-Za-z]{2,}[ ,;:]+[A-Za-z]{2,}[ ,;:]+[A-Za-z]{2,}")
+QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'|`[^`]*`|「[^」]*」|“[^”]*”")
+PRAGMA = re.compile(r"#\s*(noqa|type:|pragma|fmt:)")
+
+
+def comments(path: Path):
+    for token in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline):
+        if token.type == tokenize.COMMENT and not PRAGMA.match(token.string):
+            yield token.start[0], token.string
+
+
+def docstrings(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            text = ast.get_docstring(node)
+            if text:
+                yield getattr(node, "lineno", 1), text
+
+
+def test_comments_and_docstrings_in_code_are_chinese():
+    english = []
+    for name, path in MODULES.items():
+        if name == "s11_book":   # the chapter's printed code, verbatim
+            continue
+        for line, text in [*comments(path), *docstrings(path)]:
+            if THREE_ENGLISH_WORDS.search(QUOTED.sub("", text)) and not CJK.search(text):
+                english.append(f"{path.relative_to(REPO)}:{line}: {text[:60]!r}")
+    assert english == []
+
+
+def test_comments_in_tests_benchmarks_and_scripts_are_english():
+    chinese = []
+    for folder in ("tests", "benchmarks", "scripts"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            for line, text in comments(path):
+                if CJK.search(QUOTED.sub("", text)):
+                    chinese.append(f"{path.relative_to(REPO)}:{line}: {text[:60]!r}")
+    assert chinese == []

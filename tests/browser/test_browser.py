@@ -236,7 +236,7 @@ def test_errors_show_a_chinese_message_naming_the_folder_not_a_stack_trace(brows
         [own] = fresh
         moved = own.with_name(own.name + "-moved")
         own.rename(moved)
-        own.write_text("占位的普通文件", encoding="utf-8")   # 这位访客的空间目录变成了一个文件
+        own.write_text("占位的普通文件", encoding="utf-8")   # this visitor's space folder is now a regular file
         page.get_by_role("button", name="运行主会话").click()
         status = page.locator("#s11-status")
         status.get_by_text("无法写入会话目录").wait_for(timeout=15_000)

@@ -28,7 +28,7 @@ from s11_session import (
     UnsupportedVersion,
 )
 
-CODE_DIR = Path(__file__).resolve().parent.parent / "code"
+CODE_DIR = Path(__file__).resolve().parents[2] / "code"
 
 
 def msg(role, content):

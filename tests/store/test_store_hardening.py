@@ -32,7 +32,7 @@ from s11_session import (
     SessionStore,
 )
 
-CODE_DIR = Path(__file__).resolve().parent.parent / "code"
+CODE_DIR = Path(__file__).resolve().parents[2] / "code"
 
 
 def msg(role, content):

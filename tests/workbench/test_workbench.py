@@ -24,7 +24,7 @@ from s11_text import os_error_reason
 from s11_workbench import demo as workbench
 from s11_workbench import downloads, markdown
 
-CODE_DIR = Path(__file__).resolve().parent.parent / "code"
+CODE_DIR = Path(__file__).resolve().parents[2] / "code"
 HOSTILE_TITLES = [
     '"]; click A call alert(1) <script>',
     "x\nclick n0 call alert(1)\n%%{init: {}}%%",

@@ -18,7 +18,7 @@ from s11_workbench import explorer as explorer_module
 from s11_workbench.explorer import LIST_LIMIT, MAP_MAX_CHARS, MAP_MAX_EDGES, PAGE_SIZE, Explorer, View
 from s11_workbench.spaces import Limits, Spaces
 
-CODE_DIR = Path(__file__).resolve().parent.parent / "code"
+CODE_DIR = Path(__file__).resolve().parents[2] / "code"
 ROOMY = Limits(creates_per_minute=10_000, create_burst=10_000, min_free_bytes=0)
 TEACHER = "teacher-secret-for-tests"
 HOSTILE = ["<script>alert(1)</script>", "<img src=x onerror=alert(2)>", "${7*7}", "{{x}}",

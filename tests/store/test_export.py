@@ -29,7 +29,7 @@ except ImportError:   # gradio brings markdown-it-py; without it the parser-base
     MarkdownIt = None
 
 needs_commonmark = pytest.mark.skipif(MarkdownIt is None, reason="markdown-it-py not installed: no CommonMark parser")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO.parent / "shared" / "samples"   # ../shared/samples from the repo
 
 # ── the chapter's demo, branch B (5 inherited messages + 4 of its own) ──────────────────────

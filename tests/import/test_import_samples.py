@@ -15,7 +15,7 @@ import s11_import
 from s11_import import import_file
 from s11_session import SessionStore
 
-SAMPLES = Path(__file__).resolve().parent.parent.parent / "shared" / "samples"
+SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples"
 needs_samples = pytest.mark.skipif(not SAMPLES.is_dir(), reason=f"sample transcripts not found at {SAMPLES}")
 
 

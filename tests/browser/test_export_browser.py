@@ -7,13 +7,16 @@ recorded and refused. Screenshots go to $EXPORT_SCREENSHOTS (default: pytest's t
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import free_port
 from s11_export import render_html, render_markdown
-from test_export import BRANCH_B, BRANCH_B_LINEAGE, TRACKER, remote_image_session
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))   # the export cases live with the export tests
+from test_export import BRANCH_B, BRANCH_B_LINEAGE, TRACKER, remote_image_session  # noqa: E402
 
 pytestmark = [pytest.mark.browser]
 

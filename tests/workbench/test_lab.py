@@ -22,8 +22,8 @@ import s11_book
 import s11_session
 from s11_workbench import lab
 
-CODE_DIR = Path(__file__).resolve().parent.parent / "code"
-CHAPTER = Path(__file__).resolve().parents[1].parent / "shared" / "chapter-8.11.md"   # ../shared from the repo
+CODE_DIR = Path(__file__).resolve().parents[2] / "code"
+CHAPTER = Path(__file__).resolve().parents[2].parent / "shared" / "chapter-8.11.md"   # ../shared from the repo
 KILL_ATTEMPTS = 3
 RUNNER_ENV = {**os.environ, "PYTHONPATH": str(CODE_DIR)}   # how the lab starts its helper process
 

@@ -23,7 +23,7 @@ from s11_import import NoConversation, TranscriptTooLarge, UnsupportedFormat, im
 from s11_import.formats import FORMATS, detect
 from s11_session import SessionError, SessionStore
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CODE_DIR = REPO / "code"
 
 

@@ -9,7 +9,7 @@
                                                 false-positive rate = look-alikes that were changed,
                                                                       and masks beyond the planted ones
 
-Run `python -m pytest -s tests/test_redact_corpus.py` to see the rates. `build_corpus` is also the realistic
+Run `python -m pytest -s tests/store/test_redact_corpus.py` to see the rates. `build_corpus` is also the realistic
 text of `benchmarks/bench_redact.py`. Every fake secret is generated from a seeded RNG at runtime (secret
 scanners never see a literal one in this file); none of them is a real credential.
 """
