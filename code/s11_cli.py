@@ -281,6 +281,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if command is None or command == "class":
             raise BadArguments("缺少子命令（用 -h 查看用法）")
         return COMMANDS[command](args)
+    except BrokenPipeError:   # 读者自己关掉了管道（… | head）：安静地结束，不再往关掉的 stdout 里写
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except BadArguments as exc:
         message = str(exc)
     except SessionError as exc:
