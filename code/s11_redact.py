@@ -415,9 +415,9 @@ RULES: list[Rule] = [
         r"://[^\s:/?#@]*:(?P<secret>[^\s/?#@]+)@"), _not_a_reference),
     Rule("credential", "凭据", re.compile(                   # API_KEY=…, "password": "…", JWT_SECRET: …
         # 从敏感词开始匹配（DB_PASSWORD 从 PASSWORD 处匹配上）；完整的名字由校验函数去读。
-        # 占有量词 *+ 吃进的字符绝不吐回：长单词上不会回溯。
+        # 名字的其余部分“吃进就不吐回”（先行断言 + 反向引用，等于 3.11 的占有量词 *+，3.10 也能用）：长单词上不会回溯。
         # 第一个字母用普通的字符类，re 就能快速跳到候选位置。
-        r"""(?P<word>[PpSsTtKk](?i:ass|ecret|oken|ey)[A-Za-z0-9_.-]*+)["']?[ \t]*[:=][ \t]*"""
+        r"""(?P<word>[PpSsTtKk](?i:ass|ecret|oken|ey)(?=(?P<rest>[A-Za-z0-9_.-]*))(?P=rest))["']?[ \t]*[:=][ \t]*"""
         r"""(?P<quote>["'`])?(?P<secret>(?(quote)(?:(?!(?P=quote))[^\n])+|[^\s"'`,;()\[\]{}]+))"""),
         _credential_ok, hints=("pass", "secret", "token", "key")),
     # 有了这个后顾断言，每一串 local-part（@ 前面的部分）字符最多只发起一次匹配尝试；
