@@ -21,15 +21,17 @@
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from typing import Callable, Dict, Iterable, List, Optional, TypeVar
 
 from .transcript import Entry, Transcript, line_list, plain_text
 
 __all__ = ["repair", "follow_compact_boundaries", "chain_loose_roots", "Tree", "merge_streams", "split_sidechains",
-           "linearise", "spawner", "apply_labels", "active_ends", "level_order", "STEPS"]
+           "linearise", "spawner", "spawn_links", "apply_labels", "active_ends", "level_order", "STEPS"]
 
 Item = TypeVar("Item")
+_TEAMMATE = re.compile(r'<teammate-message(?:\s+[\w-]+="[^"]*")*\s*>')
 STEPS = {"walk": 0}   # 走过的步数（测试用它确认各步是线性的：条目翻倍，步数也只翻倍）
 
 
@@ -299,30 +301,32 @@ def spawner(tree: Tree, root: str) -> Optional[str]:
     """启动这段子代理的消息，按可信程度依次试：它在主线上的父消息；toolUseResult.agentId 对上的那次调用；
     meta.json 的 toolUseId（或 agent_progress 的 parentToolUseID）；Workflow 的 runId；工具结果末尾的
     “agentId: …”；最后是 Task 的 prompt 与子代理的第一句相同（teammate 的包装先去掉）。"""
-    t, entry = tree.t, tree.t.entries[root]
     if tree.spawn_hint.get(root):
         return tree.spawn_hint[root]
-    agent = entry.agent or ""
-    info = t.agents.get(agent, {})
-    for result, call in (t.spawned.get(agent) or (None, None), (None, info.get("tool_use")),
-                         t.runs.get(info.get("run") or "") or (None, None),
-                         t.state.get("tails", {}).get(agent) or (None, None)):
-        found = _call_or_result(tree, result, call) if (result or call) else None
+    for result, call in spawn_links(tree.t, tree.t.entries[root]):
+        found = tree.message_of(tree.t.tool_calls.get(call or "")) or tree.message_of(result)
         if found:
             return found
+    return None
+
+
+def spawn_links(t: Transcript, entry: Entry) -> List[tuple]:
+    """(工具结果消息, tool_use id) 的候选，先试的在前（见 spawner）。"""
+    agent = entry.agent or ""
+    info = t.agents.get(agent, {})
+    links = [t.spawned.get(agent), (None, info.get("tool_use")), t.runs.get(info.get("run") or ""),
+             t.state.get("tails", {}).get(agent)]
     text = _unwrapped_prompt(plain_text(entry.message))
-    return tree.message_of(t.task_prompts.get(text)) if text else None
-
-
-def _call_or_result(tree: Tree, result: Optional[str], call: Optional[str]) -> Optional[str]:
-    return tree.message_of(tree.t.tool_calls.get(call or "")) or tree.message_of(result)
+    links.append(t.task_prompts.get(text) if text else None)
+    return [link for link in links if link and (link[0] or link[1])]
 
 
 def _unwrapped_prompt(text: str) -> str:
     """teammate 收到的第一句包在 <teammate-message …>…</teammate-message> 里：去掉包装再比。"""
     text = text.strip()
-    if text.startswith("<teammate-message") and text.endswith("</teammate-message>"):
-        text = text[text.find(">") + 1:-len("</teammate-message>")].strip()
+    opening = _TEAMMATE.match(text)
+    if opening and text.endswith("</teammate-message>"):
+        text = text[opening.end():-len("</teammate-message>")].strip()
     return text[:4000]
 
 
@@ -336,23 +340,27 @@ def apply_labels(t: Transcript, tree: Tree) -> None:
 
 def active_ends(tree: Tree, hints: Callable[[Transcript, str], List[str]]) -> Dict[str, Optional[str]]:
     """每个会话文件的对话现在停在哪条消息：hints（格式给出的线索，先试的在前）里第一个落在主线消息上的；
-    一个都不中就取这个文件里最新的非子代理叶子。整份记录都是子代理（单独导入的子代理文件）时取最新的叶子。"""
+    一个都不中就取这个文件里最新的非子代理叶子；这个文件的消息都有了后续（别的文件从它末尾接着聊）时，
+    取它自己最新的那条消息。整份记录都是子代理（单独导入的子代理文件）时取最新的叶子。"""
     t = tree.t
+    newest_leaf: Dict[str, str] = {}
     newest: Dict[str, str] = {}
     any_leaf: Optional[str] = None
     for uid in tree.parent:
-        if tree.children.get(uid):
-            continue
         entry = t.entries[uid]
-        if any_leaf is None or entry.last_seq > t.entries[any_leaf].last_seq:
+        leaf = not tree.children.get(uid)
+        if leaf and (any_leaf is None or entry.last_seq > t.entries[any_leaf].last_seq):
             any_leaf = uid
-        if not entry.sidechain and (entry.home not in newest or entry.last_seq > t.entries[newest[entry.home]].last_seq):
-            newest[entry.home] = uid
+        if entry.sidechain:
+            continue
+        for table, wanted in ((newest, True), (newest_leaf, leaf)):
+            if wanted and (entry.home not in table or entry.last_seq > t.entries[table[entry.home]].last_seq):
+                table[entry.home] = uid
     ends: Dict[str, Optional[str]] = {}
     for home in t.files or [t.file]:
         found = next((uid for uid in map(tree.message_of, hints(t, home))
                       if uid and not t.entries[uid].sidechain), None)
-        ends[home] = found or newest.get(home)
+        ends[home] = found or newest_leaf.get(home) or newest.get(home)
     if not newest and any_leaf:
         ends[t.files[0] if t.files else t.file] = any_leaf
     return ends

@@ -297,12 +297,20 @@ def _walk(folder: str, problems: List[str]) -> List[str]:
         dirs.sort()
         for name in sorted(names):
             path = os.path.join(root, name)
-            if name.endswith(TRANSCRIPT_SUFFIXES) and not name.endswith(".meta.json") and not os.path.islink(path):
+            if _looks_like_transcript(name) and not os.path.islink(path):
                 found.append(path)
         if len(found) > _MAX_FILES:
             problems.append(f"文件夹 {printable(folder)} 里的记录超过 {_MAX_FILES} 个，只导入了前 {_MAX_FILES} 个")
             return found[:_MAX_FILES]
     return found
+
+
+def _looks_like_transcript(name: str) -> bool:
+    """文件夹里哪些文件当会话记录：*.jsonl；.json 只认 Gemini CLI 的命名（session-*.json、checkpoint-*.json）——
+    文件夹里别的 JSON（比如一个会话仓库的节点文件、meta.json）不是记录。单独导入一个文件时不看名字。"""
+    if name.endswith(".jsonl"):
+        return True
+    return name.endswith(".json") and name.startswith(("session-", "checkpoint-"))
 
 
 def _prefer_jsonl(paths: List[str]) -> List[str]:

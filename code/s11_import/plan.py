@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Optional
 from s11_session import SessionNode
 
 from .convert import COMPACT
-from .graph import Tree, level_order, spawner
+from .graph import Tree, level_order, spawn_links, spawner
 from .report import TooManyBranches
 from .transcript import Transcript, is_prompt, plain_text, prompt_title, text_or_none
 
@@ -239,9 +239,9 @@ def _subagent_title(t: Transcript, planned: Planned) -> str:
     """Task 调用的描述 > 子代理 meta.json 的描述 / Workflow 的 label > 它收到的第一句 > agentId。"""
     entry = t.entries[planned.start]
     agent = entry.agent or ""
-    spawn = t.spawned.get(agent) or (None, t.agents.get(agent, {}).get("tool_use"))
-    if t.task_titles.get(spawn[1] or ""):
-        return _one_line(t.task_titles[spawn[1]], 32)
+    call = next((call for _, call in spawn_links(t, entry) if call in t.task_titles), None)
+    if call:
+        return _one_line(t.task_titles[call], 32)
     if t.agents.get(agent, {}).get("title"):
         return _one_line(t.agents[agent]["title"], 32)
     return _one_line(prompt_title(plain_text(entry.message)) or agent or "未命名", 32)

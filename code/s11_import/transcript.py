@@ -108,7 +108,7 @@ class Transcript:
         self.leaf_hints: Dict[str, List[str]] = {}           # 会话文件 → 活动端线索（文件顺序）
         self.labels: Dict[str, str] = {}
         self.tool_calls: Dict[str, str] = {}          # tool_use id → 持有这次调用的消息
-        self.task_prompts: Dict[str, str] = {}        # Task 工具的 prompt → 持有调用的消息
+        self.task_prompts: Dict[str, Tuple[str, str]] = {}   # Task 工具的 prompt → (持有调用的消息, tool_use id)
         self.task_titles: Dict[str, str] = {}         # tool_use id → 子代理的描述
         self.spawned: Dict[str, Tuple[Optional[str], Optional[str]]] = {}  # agentId → (工具结果消息, tool_use id)
         self.runs: Dict[str, Tuple[Optional[str], Optional[str]]] = {}     # Workflow 的 runId → 同上
@@ -161,7 +161,7 @@ class Transcript:
 
     def _note_task(self, call_id: str, arguments: dict, uid: str) -> None:
         if isinstance(arguments.get("prompt"), str):
-            self.task_prompts.setdefault(arguments["prompt"].strip()[:4000], uid)
+            self.task_prompts.setdefault(arguments["prompt"].strip()[:4000], (uid, call_id))
         title = arguments.get("description") or arguments.get("name") or arguments.get("subagent_type")
         if isinstance(title, str):
             self.task_titles[call_id] = title
@@ -193,7 +193,7 @@ def is_prompt(message: dict) -> bool:
 _TITLE_HEAD = 4000   # 只看开头这么多字：标题只要一行，正则也就不会在几 MB 的粘贴上跑
 _COMMAND = re.compile(r"<command-name>\s*/?([^<]{1,200}?)\s*</command-name>")
 _COMMAND_ARGS = re.compile(r"<command-args>([^<]{0,400})</command-args>")
-_WRAPPERS = re.compile(r"<(teammate-message|cross-session-message|user-memory-input)\b[^>]{0,600}>"
+_WRAPPERS = re.compile(r'<(teammate-message|cross-session-message|user-memory-input)(\s+[\w-]{1,40}="[^"]{0,600}")*\s*>'
                        r"|</(teammate-message|cross-session-message|user-memory-input)>")
 _HIDDEN = re.compile(r"<(system-reminder|local-command-caveat|local-command-stdout|local-command-stderr|"
                      r"ide_opened_file|ide_selection|command-message|command-contents|session_context|"
