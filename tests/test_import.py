@@ -777,7 +777,8 @@ def test_find_transcripts_never_lists_a_subagent_file_and_names_one_whose_sessio
 
 def test_list_examples_names_the_project_examples():
     names = [os.path.basename(path) for path in s11_import.list_examples()]
-    assert names == ["claude-code-rate-limit.jsonl", "pi-v3-report-cache.jsonl"]
+    assert names == ["claude-code-rate-limit.jsonl", "codex-cli-orders-pagination.jsonl",
+                     "gemini-cli-flaky-due-date.jsonl", "pi-v3-report-cache.jsonl"]   # no subagent file among them
     assert all(os.path.dirname(path) == s11_import.EXAMPLES_DIR for path in s11_import.list_examples())
 
 

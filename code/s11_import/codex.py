@@ -185,12 +185,28 @@ def _arguments(raw: Any) -> Any:
 
 def _output(t: Transcript, item: dict) -> Optional[dict]:
     call = text_or_none(item.get("call_id"))
-    output = item.get("output")
-    if isinstance(output, dict):   # 个别分支写成 {content, success}
-        output = output.get("content", output)
+    output, failed = _unwrapped(item.get("output"))
     message = {"role": "tool", "content": _blocks(t, output, TOOL_OUTPUT_LIMIT), "toolCallId": call,
                "toolName": t.state.get("names", {}).get(call or "")}
+    if failed:
+        message["isError"] = True
     return message
+
+
+def _unwrapped(output: Any) -> Tuple[Any, bool]:
+    """早期的 shell 输出是一段 JSON 文本 {"output": …, "metadata": {"exit_code": …}}；个别分支写成
+    {content, success}。取出真正的输出，退出码不是 0 的算出错。"""
+    if isinstance(output, str) and output.startswith('{"output"') and len(output) < 5_000_000:
+        try:
+            parsed = json.loads(output)
+        except (ValueError, RecursionError):
+            parsed = None
+        if isinstance(parsed, dict) and isinstance(parsed.get("output"), str):
+            metadata = parsed.get("metadata") if isinstance(parsed.get("metadata"), dict) else {}
+            return parsed["output"], metadata.get("exit_code") not in (0, None)
+    if isinstance(output, dict):
+        return output.get("content", output), output.get("success") is False
+    return output, False
 
 
 _ITEM_READERS = {"message": _message, "reasoning": _reasoning, **{name: _call for name in _CALLS},
