@@ -48,16 +48,36 @@ forked_from / parent_thread）；Claude Code 的 queue-operation（工作中插�
 agents；pipeline；plan、lines；report；formats；claude、pi、codex、gemini、graph；transcript；convert。
 """
 
+from .agents import (
+    AGENT_FOLDERS,
+    AgentListing,
+    AgentSession,
+    FollowState,
+    agent_roots,
+    follow,
+    import_agent_session,
+    list_agent_sessions,
+    list_folder_sessions,
+)
 from .convert import TEXT_LIMIT, TOOL_OUTPUT_LIMIT
 from .formats import CLAUDE, CODEX, FORMAT_NAMES, GEMINI, PI
 from .lines import DEFAULT_MAX_BYTES
 from .pipeline import EXAMPLES_DIR, find_transcripts, import_file, import_folder, list_examples
 from .plan import MAX_COPIED_MESSAGES
-from .report import (CompanionFile, FolderReport, ImportReport, NoConversation, TooManyBranches, TranscriptTooLarge,
-                     UnsupportedFormat)
+from .report import (
+    CompanionFile,
+    FolderReport,
+    ImportReport,
+    NoConversation,
+    TooManyBranches,
+    TranscriptTooLarge,
+    UnsupportedFormat,
+)
 from .transcript import SKIPPED_KEPT
 
 __all__ = ["import_file", "import_folder", "find_transcripts", "list_examples", "ImportReport", "FolderReport",
            "UnsupportedFormat", "NoConversation", "TranscriptTooLarge", "CompanionFile", "TooManyBranches",
            "EXAMPLES_DIR", "DEFAULT_MAX_BYTES", "TOOL_OUTPUT_LIMIT", "TEXT_LIMIT", "SKIPPED_KEPT",
-           "MAX_COPIED_MESSAGES", "FORMAT_NAMES", "CLAUDE", "PI", "CODEX", "GEMINI"]
+           "MAX_COPIED_MESSAGES", "FORMAT_NAMES", "CLAUDE", "PI", "CODEX", "GEMINI",
+           "AGENT_FOLDERS", "AgentSession", "AgentListing", "FollowState", "agent_roots", "list_agent_sessions",
+           "list_folder_sessions", "import_agent_session", "follow"]

@@ -27,7 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from . import claude, codex, gemini, graph, pi
+import s11_import.claude as claude  # 不写 from . import：那样看起来像是引用整个包（包又引用本模块）
+import s11_import.codex as codex
+import s11_import.gemini as gemini
+import s11_import.graph as graph
+import s11_import.pi as pi
+
 from .transcript import Entry, Transcript
 
 __all__ = ["Format", "FORMATS", "CLAUDE", "PI", "CODEX", "GEMINI", "FORMAT_NAMES", "detect", "detect_document",

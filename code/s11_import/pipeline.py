@@ -39,7 +39,7 @@ from .report import CompanionFile, FolderReport, ImportReport, NoConversation, U
 from .transcript import Transcript
 
 __all__ = ["import_file", "import_folder", "find_transcripts", "list_examples", "EXAMPLES_DIR", "sniff_format",
-           "TRANSCRIPT_SUFFIXES"]
+           "TRANSCRIPT_SUFFIXES", "companion_owner", "looks_like_transcript"]
 
 EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples")
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json")   # Gemini CLI 的旧会话和检查点是 .json
@@ -261,7 +261,7 @@ def list_examples() -> List[str]:
         return []
     names = sorted(name for name in os.listdir(EXAMPLES_DIR) if name.endswith(TRANSCRIPT_SUFFIXES))
     return [os.path.join(EXAMPLES_DIR, name) for name in names
-            if os.path.isfile(os.path.join(EXAMPLES_DIR, name)) and not _companion_owner(os.path.join(EXAMPLES_DIR, name))]
+            if os.path.isfile(os.path.join(EXAMPLES_DIR, name)) and not companion_owner(os.path.join(EXAMPLES_DIR, name))]
 
 
 def find_transcripts(paths: List[str]) -> Tuple[List[str], List[str]]:
@@ -272,7 +272,7 @@ def find_transcripts(paths: List[str]) -> Tuple[List[str], List[str]]:
         if os.path.isdir(path):
             found, skipped = [], []
             for candidate in _walk(path, problems):
-                owner = _companion_owner(candidate)
+                owner = companion_owner(candidate)
                 if owner is None:
                     found.append(candidate)
                 elif not os.path.isfile(owner[0]):
@@ -297,7 +297,7 @@ def _walk(folder: str, problems: List[str]) -> List[str]:
         dirs.sort()
         for name in sorted(names):
             path = os.path.join(root, name)
-            if _looks_like_transcript(name) and not os.path.islink(path):
+            if looks_like_transcript(name) and not os.path.islink(path):
                 found.append(path)
         if len(found) > _MAX_FILES:
             problems.append(f"文件夹 {printable(folder)} 里的记录超过 {_MAX_FILES} 个，只导入了前 {_MAX_FILES} 个")
@@ -305,7 +305,7 @@ def _walk(folder: str, problems: List[str]) -> List[str]:
     return found
 
 
-def _looks_like_transcript(name: str) -> bool:
+def looks_like_transcript(name: str) -> bool:
     """文件夹里哪些文件当会话记录：*.jsonl；.json 只认 Gemini CLI 的命名（session-*.json、checkpoint-*.json）——
     文件夹里别的 JSON（比如一个会话仓库的节点文件、meta.json）不是记录。单独导入一个文件时不看名字。"""
     if name.endswith(".jsonl"):
@@ -319,7 +319,7 @@ def _prefer_jsonl(paths: List[str]) -> List[str]:
     return [path for path in paths if not (path.endswith(".json") and path + "l" in present)]
 
 
-def _companion_owner(path: str) -> Optional[Tuple[str, Optional[str]]]:
+def companion_owner(path: str) -> Optional[Tuple[str, Optional[str]]]:
     """某种格式的主文件会把它带进来（Claude 的子代理文件）：(主文件, 会话 ID)，否则 None。"""
     return next((owner for owner in (row.owner_of(path) for row in FORMATS) if owner), None)
 
