@@ -175,7 +175,8 @@ def list_folder_sessions(folder: str, *, limit: int = 200, scan_limit: int = _SC
                 listing.truncated = True
                 return _finish(listing, candidates, limit)
             path = os.path.join(where, name)
-            if not looks_like_transcript(name) or companion_owner(path):
+            migrated = name.endswith(".json") and name + "l" in names   # Gemini 迁移成 .jsonl 后旧文件还在
+            if migrated or not looks_like_transcript(name) or companion_owner(path):
                 continue
             info = _regular(path, root)
             if info is not None:

@@ -20,7 +20,7 @@ import os
 import re
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
-from s11_text import human_size
+from s11_text import human_size, printable
 
 from .formats import known_formats
 from .report import TranscriptTooLarge, UnsupportedFormat
@@ -99,13 +99,13 @@ def read_head(path: str, limit: int = 65536, objects: int = 40) -> List[dict]:
 def _check_size(path: str, max_bytes: int) -> int:
     size = os.path.getsize(path)
     if size > max_bytes:
-        raise TranscriptTooLarge(f"{os.path.basename(path)} 有 {human_size(size)}，超过导入上限 {human_size(max_bytes)}"
+        raise TranscriptTooLarge(f"{printable(os.path.basename(path))} 有 {human_size(size)}，超过导入上限 {human_size(max_bytes)}"
                                  f"；仓库没有任何改动")
     return size
 
 
 def _refuse_binary(path: str, head: bytes) -> None:
-    name = os.path.basename(path)
+    name = printable(os.path.basename(path))   # 文件名来自别人的机器：换行、终端转义一律显示成转义
     for magic, kind in _COMPRESSED.items():
         if head.startswith(magic):   # 新版 Codex 会把旧的记录压成 .jsonl.zst
             raise UnsupportedFormat(f"{name} 是 {kind} 压缩文件：先解压（例如 zstd -d）再导入；仓库没有任何改动")
@@ -123,10 +123,10 @@ def _document(path: str, raw: bytes) -> Any:
     try:
         return _LOADS(raw)
     except RecursionError:
-        raise UnsupportedFormat(f"{os.path.basename(path)} 是 JSON 文档，但嵌套太深，读不出来；仓库没有任何改动") from None
+        raise UnsupportedFormat(f"{printable(os.path.basename(path))} 是 JSON 文档，但嵌套太深，读不出来；仓库没有任何改动") from None
     except ValueError as exc:
         where = f"第 {exc.lineno} 行" if isinstance(exc, json.JSONDecodeError) else "某处"
-        raise UnsupportedFormat(f"{os.path.basename(path)} 像是一个 JSON 文档，但{where}不完整或不是 JSON"
+        raise UnsupportedFormat(f"{printable(os.path.basename(path))} 像是一个 JSON 文档，但{where}不完整或不是 JSON"
                                 f"（写入被中断？）；仓库没有任何改动") from None
 
 

@@ -29,6 +29,7 @@ from itertools import chain
 from typing import Any, Dict, List, Optional
 
 from s11_session import SessionNode
+from s11_text import printable
 
 from .convert import COMPACT
 from .graph import Tree, level_order, spawn_links, spawner
@@ -127,7 +128,7 @@ class Planner:
             for item in self._segment(*queue.popleft(), ready):
                 self.copied += item[2]
                 if self.copied > MAX_COPIED_MESSAGES:
-                    raise TooManyBranches(f"{self.t.file} 的分支太多：每个分支节点都复制分叉处之前的全部消息，这份记录"
+                    raise TooManyBranches(f"{printable(self.t.file)} 的分支太多：每个分支节点都复制分叉处之前的全部消息，这份记录"
                                           f"要复制超过 {MAX_COPIED_MESSAGES} 条消息；仓库没有任何改动")
                 index = item[1]
                 queue.append((item[0], index, item[2], self.plan[index].messages[:item[2]], item[3]))
