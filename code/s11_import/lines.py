@@ -139,9 +139,9 @@ def _recover(raw: bytes, line: int, t: Transcript, error: ValueError) -> Iterato
     if "{" not in text:   # 不可能有对象：不必再解析（乱码行最常见的情形）
         t.skip(line, f"不是 JSON：{_detail(error)}", "不是 JSON")
         return
-    found, position = _leading_objects(text)
+    found, position, failed_at = _leading_objects(text)
     if position < len(text):
-        tail = complete_tail(text, position)
+        tail = complete_tail(text, position, failed_at)
         found += [tail] if tail is not None else []
         kind = "JSON 不完整" if text[0] in "{[" or found else "不是 JSON"
         t.skip(line, f"{'JSON 不完整（写入被中断？）' if kind == 'JSON 不完整' else '不是 JSON'}：{_detail(error)}"
@@ -159,24 +159,28 @@ def _detail(error: ValueError) -> str:
     return str(getattr(error, "msg", None) or getattr(error, "reason", None) or error)[:80]
 
 
-def _leading_objects(text: str) -> Tuple[List[Any], int]:
-    """从行首起一个接一个地读完整的 JSON 值（粘连的情形）；返回读出的值和读到的位置。"""
+def _leading_objects(text: str) -> Tuple[List[Any], int, int]:
+    """从行首起一个接一个地读完整的 JSON 值（粘连的情形）；返回读出的值、读到的位置和解析出错的位置。"""
     found, position = [], 0
     while position < len(text):
         try:
             value, position = _DECODER.raw_decode(text, position)
-        except (ValueError, RecursionError):
-            break
+        except RecursionError:
+            return found, position, position
+        except ValueError as exc:
+            return found, position, getattr(exc, "pos", position) or position
         found.append(value)
         while position < len(text) and text[position] in " \t\r\n":
             position += 1
-    return found, position
+    return found, position, position
 
 
-def complete_tail(text: str, floor: int = 0) -> Optional[dict]:
+def complete_tail(text: str, floor: int = 0, failed_at: Optional[int] = None) -> Optional[dict]:
     """残行后面接着写的那一整行：一个恰好结束在行尾的对象。
 
-    从行尾往回扫一遍：字符串整段跳过（从收尾的引号直接找到开头的引号，数一数前面的反斜杠判断是否转义），
+    先试两个几乎总是对的起点，各只解析一次：从行首解析出错的地方往回最近的 '{'（残行在字符串、数字或逗号处
+    断开时，解析器正是读到接着写的那一行的开头才出错），以及残行自己的开头在后面再出现的地方（Agent 的每一行
+    都以同样的键开头）；都不中就从行尾往回扫一遍：字符串整段跳过（从收尾的引号直接找到开头的引号，数一数前面的反斜杠判断是否转义），
     只数字符串外面的括号；括号配平的那个 '{' 就是它的开头，然后只解析一次。在合法的 JSON 里这样找到的开头
     是唯一的，所以不用一个个起点去试；扫描只走过尾巴那个对象，不碰前面的残行。
 
@@ -185,9 +189,32 @@ def complete_tail(text: str, floor: int = 0) -> Optional[dict]:
     >>> complete_tail('{"type":"message","text":"被打断') is None
     True
     """
-    start = _tail_start(text, floor)
-    if start is None:
+    if not text.endswith("}"):
         return None
+    near = [text.rfind("{", floor, failed_at + 1)] if failed_at is not None else []
+    for start in near + _same_start(text, floor):   # 通常一次就中，见上
+        value = _object_to_end(text, start) if start >= max(floor, 1) else None
+        if value is not None:
+            return value
+    start = _tail_start(text, floor)
+    return _object_to_end(text, start) if start is not None else None
+
+
+def _same_start(text: str, floor: int, tries: int = 3) -> List[int]:
+    """残行开头的 '{"键":值,' 在行里后面再出现的位置（从右往左，最多 tries 个）：Agent 每一行的开头都一样，
+    所以接着写的那一行多半就从这里开始。找位置是 str.rfind（C），每个候选只解析一次。"""
+    comma = text.find(",", 0, 48)
+    prefix = text[:comma + 1] if comma > 2 else text[:10]
+    found, position = [], len(text)
+    while len(found) < tries:
+        position = text.rfind(prefix, max(floor, 1), position)
+        if position < 0:
+            break
+        found.append(position)
+    return found
+
+
+def _object_to_end(text: str, start: int) -> Optional[dict]:
     try:
         value, end = _DECODER.raw_decode(text, start)
     except (ValueError, RecursionError):
@@ -196,8 +223,6 @@ def complete_tail(text: str, floor: int = 0) -> Optional[dict]:
 
 
 def _tail_start(text: str, floor: int) -> Optional[int]:
-    if not text.endswith("}"):
-        return None
     mirrored = text[::-1]            # 倒过来的文本：往回扫就变成往前找，都在 C 里完成
     limit, depth, at = len(text) - floor, 0, 0
     while True:
