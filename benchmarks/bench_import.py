@@ -434,10 +434,11 @@ def main() -> None:
     parser.add_argument("--only", choices=("formats", "hostile"), help="run one section")
     parser.add_argument("--code", help="import s11_import from this code/ folder instead (before / after)")
     parser.add_argument("--memory-mb", default="6,32", help="sizes of the memory rows (default 6,32)")
+    parser.add_argument("--hostile-mb", default="2,4", help="sizes of the hostile timing rows (default 2,4)")
     args = parser.parse_args()
     megabytes = 2 if args.quick else 20
     runs = 1 if args.quick else 3
-    sizes = [1.0] if args.quick else [2.0, 4.0]
+    sizes = [1.0] if args.quick else [float(size) for size in args.hostile_mb.split(",")]
     memory_sizes = [0.5] if args.quick else [float(size) for size in args.memory_mb.split(",")]
     c.print_header("bench_import — Claude Code / Pi / Codex CLI / Gemini CLI transcripts → session tree",
                    {"sizes": f"{megabytes} MB each, median of {runs} run(s), fsync on",

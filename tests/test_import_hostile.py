@@ -255,3 +255,12 @@ def test_pi_torn_tails_and_blank_lines_count_too(tmp_path, store):
     report = import_file(pi_file(tmp_path / "p.jsonl", entries), store)
     assert report.skipped_total == 400 and len(report.skipped) == 200 and own_texts(nodes(store, report)[0]) == [
         "问", "答"]
+
+
+def test_the_docstring_examples_of_the_importer_hold():
+    import doctest
+
+    from s11_import import lines, transcript
+    for module in (lines, transcript):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__

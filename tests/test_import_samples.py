@@ -232,3 +232,14 @@ def test_gemini_example_shows_updates_by_id_a_summary_title_and_a_rewind(store):
     first_call = trunk.messages[3]["content"]   # g-1 was written twice; the second write (with the result) won
     assert [b["type"] for b in first_call] == ["thinking", "tool_use", "tool_result"]
     assert report.skipped == [] and report.active_id == trunk.session_id
+
+
+@pytest.mark.parametrize("path", s11_import.list_examples(), ids=lambda path: Path(path).name)
+def test_every_example_imports_cleanly_and_a_second_import_writes_nothing(store, path):
+    first = import_file(path, store)
+    assert store.check() == [] and first.written == len(first.node_ids) >= 2 and first.skipped_total == 0
+    assert first.active_id is not None and store.load(first.active_id).source["active_end"] is True
+    for node_id in first.node_ids:
+        assert store.export_markdown(node_id).startswith("# 🗂️ 会话导出")
+    second = import_file(path, store)
+    assert (second.written, second.unchanged, second.node_ids) == (0, len(first.node_ids), first.node_ids)
