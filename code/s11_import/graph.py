@@ -28,11 +28,10 @@ from typing import Callable, Dict, Iterable, List, Optional, TypeVar
 from .transcript import Entry, Transcript, line_list, plain_text
 
 __all__ = ["repair", "follow_compact_boundaries", "chain_loose_roots", "Tree", "merge_streams", "split_sidechains",
-           "linearise", "spawner", "spawn_links", "apply_labels", "active_ends", "level_order", "STEPS"]
+           "linearise", "spawner", "spawn_links", "apply_labels", "active_ends", "level_order"]
 
 Item = TypeVar("Item")
 _TEAMMATE = re.compile(r'<teammate-message(?:\s+[\w-]+="[^"]*")*\s*>')
-STEPS = {"walk": 0}   # 走过的步数（测试用它确认各步是线性的：条目翻倍，步数也只翻倍）
 
 
 def level_order(roots: Iterable[Item], children: Callable[[Item], Iterable[Item]]) -> List[Item]:
@@ -42,7 +41,6 @@ def level_order(roots: Iterable[Item], children: Callable[[Item], Iterable[Item]
         item = queue.popleft()
         order.append(item)
         queue.extend(children(item))
-    STEPS["walk"] += len(order)
     return order
 
 
@@ -80,7 +78,6 @@ class _Components:
         root = uid
         while self.up.get(root, root) != root:
             root = self.up[root]
-            STEPS["walk"] += 1
         while uid != root:   # 路径压缩：下次直接跳到根
             self.up[uid], uid = root, self.up.get(uid, uid)
         return root
@@ -141,7 +138,6 @@ def _break_cycles(t: Transcript) -> None:
             state[current.uid] = 1
             path.append(current)
             current = t.entries.get(current.parent) if current.parent else None
-        STEPS["walk"] += len(path)
         if current is not None and state[current.uid] == 1:
             cycle = path[path.index(current):]
             victim = max(cycle, key=lambda e: e.seq)
@@ -197,7 +193,6 @@ def _anchors(t: Transcript) -> Dict[str, Optional[str]]:
         while current is not None and current.uid not in anchor and current.kind != "message":
             path.append(current)
             current = t.entries.get(current.parent) if current.parent else None
-        STEPS["walk"] += len(path) + 1
         if current is None:
             found = None
         elif current.kind == "message":
@@ -251,7 +246,6 @@ def _absorb(group: Entry, part: Entry, first_blocks: Dict[str, list]) -> None:
         first_blocks[group.uid] = blocks[:1]
         message["content"] = _visible(blocks)
     message["content"].extend(_visible(_blocks(part.message["content"])))
-    STEPS["walk"] += 1
     group.last_seq = max(group.last_seq, part.seq)
 
 
@@ -273,7 +267,6 @@ def linearise(tree: Tree) -> None:
                if sum(1 for kid in kids if not entries[kid].prompt) > 1}
     for head in tangled:
         line = [head] + sorted(members[head][1:], key=lambda uid: entries[uid].seq)
-        STEPS["walk"] += len(line)
         for previous, current in zip(line, line[1:]):
             tree.parent[current] = previous
     if tangled:
