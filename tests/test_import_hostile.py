@@ -264,3 +264,41 @@ def test_the_docstring_examples_of_the_importer_hold():
     for module in (lines, transcript):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+WRONG_TYPES = {   # fields a reader indexes, iterates or looks up, written with the wrong JSON type
+    "claude": [{"type": ["user"], "uuid": "x1", "message": {"role": "user", "content": "列表类型"}},
+               {"type": "user", "uuid": "x2", "parentUuid": "u0", "message": {"role": "user", "content": [
+                   {"type": ["text"], "text": 1}, {"type": {"a": 1}}, 7, None]}},
+               {"type": "assistant", "uuid": "x3", "parentUuid": "x2", "message": {"role": "assistant", "content": [
+                   {"type": "tool_use", "id": "t", "name": ["Task"], "input": {"prompt": 5}}]}},
+               {"type": "user", "uuid": "x4", "parentUuid": "x3", "toolUseResult": {"agentId": ["a"]},
+                "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": 42}]}},
+               {"type": "progress", "uuid": "x5", "parentUuid": "x4", "data": {"type": "agent_progress",
+                                                                              "agentId": "ag", "message": {"x": 1}}}],
+    "codex": [{"type": "session_meta", "payload": {"id": ["x"], "git": "main"}},
+              {"type": "response_item", "payload": {"type": ["message"]}},
+              {"type": "response_item", "payload": {"type": "message", "role": "user", "content": 3}},
+              {"type": "response_item", "payload": {"type": "reasoning", "summary": 1.5, "content": {"a": 1}}},
+              {"type": "response_item", "payload": {"type": "function_call", "arguments": ["x"], "name": 3}},
+              {"type": "event_msg", "payload": {"type": "thread_rolled_back", "num_turns": [1]}},
+              {"type": "response_item", "payload": {"type": "message", "role": "assistant",
+                                                    "content": [{"type": "output_text", "text": "还在"}]}}],
+    "gemini": [{"sessionId": "g", "projectHash": "h"}, {"id": "m1", "type": ["user"], "content": "x"},
+               {"id": "m2", "type": "gemini", "thoughts": 5, "toolCalls": 1.5, "content": {"text": 3}},
+               {"id": "m3", "type": "gemini", "toolCalls": [{"args": [1], "result": 7, "status": ["error"]}]},
+               {"$rewindTo": ["m1"]}, {"$set": {"messages": 3, "summary": ["t"]}},
+               {"id": "m4", "type": "user", "content": [{"inlineData": 5}, {"functionResponse": "x"}, "还在"]}],
+}
+
+
+@pytest.mark.parametrize("shape", WRONG_TYPES)
+def test_fields_of_the_wrong_json_type_are_kept_inert_not_a_crash(tmp_path, store, shape):
+    lines = WRONG_TYPES[shape]
+    log = head(Claude()) if shape == "claude" else Claude()
+    for line in lines:
+        log.raw(line)
+    report = import_file(log.write(tmp_path / f"{shape}.jsonl"), store)
+    assert report.node_ids and store.check() == []
+    for node_id in report.node_ids:   # both exports still work on what was stored
+        assert store.export_markdown(node_id) and "<!doctype html>" in store.export_html(node_id).lower()

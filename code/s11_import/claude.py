@@ -26,7 +26,7 @@ import re
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from .convert import TEXT_LIMIT
-from .transcript import Entry, Transcript, is_prompt, text_or_none
+from .transcript import Entry, Transcript, as_list, is_prompt, text_or_none
 
 __all__ = ["READERS", "sniff", "unknown", "ids", "active_hints", "origin", "subagent_files", "owner_of", "finish",
            "Companion", "METADATA"]
@@ -49,6 +49,7 @@ def sniff(obj: dict) -> bool:
     if "payload" in obj or "projectHash" in obj:
         return False
     kind = obj.get("type")
+    kind = kind if isinstance(kind, str) else None   # 文件里的 type 可能是列表：不能拿去查集合
     if isinstance(obj.get("uuid"), str) or "parentUuid" in obj:
         return True
     if kind in ("user", "assistant"):
@@ -113,7 +114,7 @@ def _note_spawn(t: Transcript, obj: dict, entry: Entry) -> None:
     for block in results:
         text = block.get("content")
         text = text if isinstance(text, str) else " ".join(
-            b.get("text", "") for b in text or [] if isinstance(b, dict) and isinstance(b.get("text"), str))
+            b.get("text", "") for b in as_list(text) if isinstance(b, dict) and isinstance(b.get("text"), str))
         for agent in _AGENT_TAIL.findall(text[-2000:]):
             tails.setdefault(agent, (entry.uid, block.get("tool_use_id")))
 

@@ -26,7 +26,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from .convert import TEXT_LIMIT, TOOL_OUTPUT_LIMIT
-from .transcript import Entry, Transcript, is_prompt, text_or_none
+from .transcript import Entry, Transcript, as_list, is_prompt, text_or_none
 
 __all__ = ["READERS", "sniff", "kind", "unknown", "ids", "active_hints", "origin"]
 
@@ -47,6 +47,7 @@ def sniff(obj: dict) -> bool:
     if any(key in obj for key in ("uuid", "parentUuid", "sessionId", "projectHash", "$set", "$rewindTo")):
         return False
     kind = obj.get("type")
+    kind = kind if isinstance(kind, str) else None   # 文件里的 type 可能是列表：不能拿去查集合
     if "payload" in obj:
         return kind in _ENVELOPES
     if "record_type" in obj:
@@ -64,12 +65,15 @@ def kind(obj: dict) -> Optional[str]:
     if "payload" in obj:
         return value if isinstance(value, str) else None
     record = obj.get("record_type")
+    record = record if isinstance(record, str) or record is None else "?"
     if record is not None:
         return {"session_meta": "session_meta", "prev_session_meta": "session_meta", "response": "response_item",
                 "event": "event_msg"}.get(record, "state")
     if value is None and "id" in obj:
         return "session_meta"
-    return "response_item" if value in _ITEMS else (value if isinstance(value, str) else None)
+    if not isinstance(value, str):
+        return None
+    return "response_item" if value in _ITEMS else value
 
 
 def _payload(obj: dict) -> dict:
@@ -148,7 +152,7 @@ def _message(t: Transcript, item: dict) -> Optional[dict]:
 
 
 def _reasoning(t: Transcript, item: dict) -> Optional[dict]:
-    texts = [part.get("text") for key in ("summary", "content") for part in item.get(key) or []
+    texts = [part.get("text") for key in ("summary", "content") for part in as_list(item.get(key))
              if isinstance(part, dict) and isinstance(part.get("text"), str)]
     if not texts:
         return {"role": "assistant", "content": [{"type": "redacted_thinking", "omitted": True}]}

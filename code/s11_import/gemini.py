@@ -26,7 +26,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from .convert import TEXT_LIMIT, TOOL_OUTPUT_LIMIT
-from .transcript import Entry, Transcript, is_prompt, text_or_none
+from .transcript import Entry, Transcript, as_list, is_prompt, text_or_none
 
 __all__ = ["READERS", "sniff", "kind", "unknown", "ids", "active_hints", "origin", "document", "sniff_document"]
 
@@ -45,7 +45,8 @@ def sniff(obj: dict) -> bool:
         return True
     if any(key in obj for key in ("uuid", "parentUuid", "message", "payload", "sessionId")):
         return False
-    return obj.get("type") in _TYPES and isinstance(obj.get("id"), str)
+    kind = obj.get("type")
+    return isinstance(kind, str) and kind in _TYPES and isinstance(obj.get("id"), str)
 
 
 def kind(obj: dict) -> Optional[str]:
@@ -119,7 +120,7 @@ def _merge(t: Transcript, fields: dict, line: int) -> None:
 
 def _record(t: Transcript, obj: dict, line: int, sub: int) -> None:
     """一条消息：第一次出现时接在对话末尾；再出现是更新（最后一次为准，位置不变）。"""
-    kind_name = obj.get("type")
+    kind_name = obj.get("type") if isinstance(obj.get("type"), str) else None
     if kind_name in _NOTICES:
         t.drop(f"gemini:{kind_name}")
         return
@@ -187,13 +188,13 @@ def _user(t: Transcript, obj: dict) -> dict:
 
 def _gemini(t: Transcript, obj: dict) -> dict:
     blocks = []
-    for thought in obj.get("thoughts") or []:
+    for thought in as_list(obj.get("thoughts")):
         if isinstance(thought, dict):
             text = ": ".join(str(thought[key]) for key in ("subject", "description") if thought.get(key))
             if text:
                 blocks.append(t.convert.text_block("thinking", "thinking", text, TEXT_LIMIT))
     blocks += _parts(t, obj.get("content"), TEXT_LIMIT)
-    for call in obj.get("toolCalls") or []:
+    for call in as_list(obj.get("toolCalls")):
         if isinstance(call, dict):
             blocks += _tool(t, call)
     message = {"role": "assistant", "content": blocks}

@@ -26,6 +26,8 @@ def sniff(obj: dict) -> bool:
     """Pi 写的对象：文件头 {"type": "session"}，或者 Pi 的条目类型（message 的 message 必须是对象：
     旧版 Codex 的行也叫 {"type": "message"}，但 role 直接写在外面）。"""
     kind = obj.get("type")
+    if not isinstance(kind, str):
+        return False
     if kind == "session":
         return "payload" not in obj and "uuid" not in obj
     if kind not in READERS or any(key in obj for key in ("payload", "uuid", "parentUuid", "sessionId")):

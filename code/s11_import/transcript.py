@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .convert import Converter
 
-__all__ = ["Entry", "Transcript", "LineSample", "text_or_none", "plain_text", "is_prompt", "prompt_title",
+__all__ = ["Entry", "Transcript", "LineSample", "as_list", "text_or_none", "plain_text", "is_prompt", "prompt_title",
            "line_list", "SKIPPED_KEPT", "bounded_key"]
 
 SKIPPED_KEPT = 200        # 报告里逐行列出的跳过行最多这么多条，其余只按原因计数
@@ -156,7 +156,7 @@ class Transcript:
             if block.get("type") in ("tool_use", "toolCall") and isinstance(block.get("id"), str):
                 self.tool_calls.setdefault(block["id"], uid)
                 arguments = block.get("input") or block.get("arguments")
-                if block.get("name") in _TASK_TOOLS and isinstance(arguments, dict):
+                if isinstance(block.get("name"), str) and block["name"] in _TASK_TOOLS and isinstance(arguments, dict):
                     self._note_task(block["id"], arguments, uid)
 
     def _note_task(self, call_id: str, arguments: dict, uid: str) -> None:
@@ -165,6 +165,11 @@ class Transcript:
         title = arguments.get("description") or arguments.get("name") or arguments.get("subagent_type")
         if isinstance(title, str):
             self.task_titles[call_id] = title
+
+
+def as_list(value: Any) -> list:
+    """记录里说是列表的字段：真是列表才用，否则当空列表（文件里可能写成数字、字符串或对象）。"""
+    return value if isinstance(value, list) else []
 
 
 def text_or_none(value: Any) -> Optional[str]:
@@ -176,7 +181,7 @@ def plain_text(message: Optional[dict]) -> str:
     content = (message or {}).get("content")
     if isinstance(content, str):
         return content
-    return "\n".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
+    return "\n".join(b.get("text", "") for b in as_list(content) if isinstance(b, dict) and b.get("type") == "text"
                      and isinstance(b.get("text"), str))
 
 
@@ -185,7 +190,8 @@ def is_prompt(message: dict) -> bool:
     if message["role"] != "user" or message.get("meta") or message.get("summary"):
         return False
     content = message["content"]
-    typed = isinstance(content, str) or any(b.get("type") in ("text", "image") for b in content or [])
+    typed = isinstance(content, str) or any(b.get("type") in ("text", "image") for b in as_list(content)
+                                            if isinstance(b, dict))
     return typed and not plain_text(message).lstrip().startswith("<local-command-")   # 命令的输出不是提问
 
 
