@@ -345,6 +345,13 @@ HEAD = _claude("user", "u0", None, message={"role": "user", "content": "start"})
 def hostile_lines(shape: str, target: int):
     """The shapes issue 18 found: each generator yields lines until target bytes."""
     yield HEAD
+    if shape == "wide sibling fan":   # thousands of tool results under one message, then a later reply to each
+        count = target // 290
+        yield from (_claude("user", f"r{i}", "u0", message={"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t", "content": f"result {i}"}]}) for i in range(count))
+        yield from (_claude("assistant", f"a{i}", f"r{i}", message={"role": "assistant", "content": "ok"})
+                    for i in range(count))
+        return
     size, i = 0, 0
     while size < target:
         i += 1
@@ -358,10 +365,6 @@ def hostile_lines(shape: str, target: int):
         elif shape == "long parent chain":
             line = _claude("user" if i % 2 else "assistant", f"x{i}", previous,
                            message={"role": "user" if i % 2 else "assistant", "content": f"{i}"})
-        elif shape == "wide sibling fan":      # thousands of tool results under one call, each with a later reply
-            line = _claude("user", f"r{i}", "u0", message={"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "t", "content": f"result {i}"}]})
-            line += "\n" + _claude("assistant", f"a{i}", f"r{i}", message={"role": "assistant", "content": "ok"})
         elif shape == "many torn lines":       # a torn line, and the next write glued to it
             line = '{"type":"assistant","uuid":"torn' + str(i) + '","message":{"content":[{"type":"te' + _claude(
                 "assistant", f"x{i}", previous, message={"role": "assistant", "content": [
