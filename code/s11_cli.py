@@ -4,7 +4,9 @@
                                             show ID            一个会话：祖先链 + 每条消息的开头
                                             export ID [--html] [--no-redact]   导出（默认 Markdown，已脱敏）
                                             check              体检：坏文件、父节点缺失、残留的临时文件
-                                            import PATH…       导入 Claude Code / Pi 的记录（文件或文件夹）
+                                            import PATH…       导入 Claude Code / Pi / Codex / Gemini 的记录（文件或文件夹）
+                                            import --agent-folders [--limit N]   导入本机 Agent 文件夹里最新的会话
+                                            agents [--folder DIR] [--limit N]   列出本机 Agent 文件夹里的会话
                                             empty-trash        清空回收站
                                             demo               跑一遍书里的演示（同 python code/s11_session.py）
     python code/s11_cli.py --dir gradio_sessions class list | show SPACE | remove-idle --hours H | empty-trash
@@ -100,27 +102,70 @@ def cmd_check(args) -> int:
 
 
 def cmd_import(args) -> int:
-    """每个文件：打印导入后的树和报告；有文件失败时退出码 2，成功导入的照样留在仓库里。"""
+    """每个文件或文件夹：打印导入后的树和报告；有文件失败时退出码 2，成功导入的照样留在仓库里。
+
+    文件夹用 import_folder：同一个 Claude Code 项目里续接 / 分叉同一段历史的文件合成一棵树。
+    --agent-folders：本机各个 Agent 文件夹里最新的 --limit 个会话（见 agents 子命令）。"""
     store = store_of(args)
-    files, problems = s11_import.find_transcripts(list(args.paths))
-    for problem in problems:
-        complain(problem)
-    status = EXIT_BAD_INPUT if problems else 0
-    for path in files:
+    paths = list(args.paths)
+    if args.agent_folders:
+        listing = s11_import.list_agent_sessions(args.home, limit=args.limit)
+        paths += [session.path for session in listing.sessions]
+        if not listing.sessions:
+            say("本机的 Agent 文件夹里没有找到会话（用 agents 子命令看看找过哪些地方）")
+    if not paths:
+        raise BadArguments("缺少参数：PATH（或 --agent-folders）（用 -h 查看用法）")
+    status = 0
+    for path in paths:
         try:
-            report = s11_import.import_file(path, store)
+            if os.path.isdir(path):
+                folder = s11_import.import_folder(path, store)
+                reports, problems = folder.reports, folder.problems
+            else:
+                reports, problems = [s11_import.import_file(path, store)], []
         except SessionError as exc:
-            complain(str(exc))
-            status = EXIT_BAD_INPUT
-            continue
+            reports, problems = [], [str(exc)]
         except OSError as exc:
-            complain(describe_os_error(exc))
-            status = EXIT_BAD_INPUT
-            continue
-        for root in report.root_ids:
-            say(store.render_tree(root))
-        say(report.describe() + "\n")
+            reports, problems = [], [describe_os_error(exc)]
+        for report in reports:
+            for root in report.root_ids:
+                say(store.render_tree(root))
+            say(report.describe() + "\n")
+        for problem in problems:
+            complain(printable(problem))   # 一句一行：文件名里的换行也只显示成 \n
+        status = EXIT_BAD_INPUT if problems or (not reports and os.path.isdir(path)) else status
     return status
+
+
+def cmd_agents(args) -> int:
+    """本机各个 Agent 文件夹里的会话（或 --folder 指定的文件夹）：最新的在前，最多 --limit 个；只读，不导入。"""
+    listing = (s11_import.list_folder_sessions(args.folder, limit=args.limit) if args.folder
+               else s11_import.list_agent_sessions(args.home, limit=args.limit))
+    if not args.folder:
+        for kind, root in listing.roots:
+            state = "有" if os.path.isdir(root) else "没有"
+            say(f"{s11_import.FORMAT_NAMES.get(kind, kind)}：{printable(root)}（{state}）")
+        say()
+    if not listing.sessions:
+        say("没有找到会话")
+        return 0
+    widths = [4, 12, 24, 40, 10, 18]
+    say(columns(["#", "Agent", "项目", "标题", "大小", "最后修改"], widths, left=4))
+    for number, session in enumerate(listing.sessions, 1):
+        say(columns([str(number), session.agent, _clip(session.project, 24), _clip(session.title, 40),
+                     human_size(session.size), when(session.modified)], widths, left=4))
+        say(f"     {printable(session.path)}")
+    more = "（还有更早的，用 --limit 多列一些）" if listing.truncated else ""
+    say(f"共 {len(listing.sessions)} 个会话{more}；导入一个：python code/s11_cli.py import 路径")
+    return 0
+
+
+def _clip(text: str, width: int) -> str:
+    """按显示宽度截短（汉字占两格），放得进表格的一列。"""
+    text = printable(text)
+    while display_width(text) > width - 1 and text:
+        text = text[:-1]
+    return text
 
 
 def cmd_empty_trash(args) -> int:
@@ -141,11 +186,12 @@ def display_width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
-def columns(cells: List[str], widths: List[int]) -> str:
-    """按显示宽度对齐：第一列左对齐，其余右对齐。"""
-    first, *rest = [printable(cell) for cell in cells]
-    line = first + " " * (widths[0] - display_width(first))
-    return line + "".join(" " * (width - display_width(cell)) + cell for cell, width in zip(rest, widths[1:]))
+def columns(cells: List[str], widths: List[int], left: int = 1) -> str:
+    """按显示宽度对齐：前 left 列左对齐，其余右对齐。"""
+    cells = [printable(cell) for cell in cells]
+    return "".join(cell + " " * (width - display_width(cell)) if index < left else
+                   " " * (width - display_width(cell)) + cell
+                   for index, (cell, width) in enumerate(zip(cells, widths)))
 
 
 def when(epoch: float) -> str:
@@ -196,7 +242,7 @@ def cmd_class_empty_trash(args) -> int:
 
 COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": cmd_demo, "tree": cmd_tree, "show": cmd_show, "export": cmd_export, "check": cmd_check,
-    "import": cmd_import, "empty-trash": cmd_empty_trash,
+    "import": cmd_import, "agents": cmd_agents, "empty-trash": cmd_empty_trash,
     "class list": cmd_class_list, "class show": cmd_class_show, "class remove-idle": cmd_class_remove_idle,
     "class empty-trash": cmd_class_empty_trash,
 }
@@ -260,8 +306,18 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--html", action="store_true", help="导出单个离线 HTML 页面")
     export.add_argument("--no-redact", action="store_true", help="不脱敏（仅限自己查看）")
     _subcommand(sub, "check", "检查坏文件、读不了的条目、新版本文件、父节点缺失、残留临时文件", "check")
-    _subcommand(sub, "import", "导入 Claude Code / Pi 的会话记录（文件或文件夹）", "import").add_argument(
-        "paths", nargs="+", metavar="PATH")
+    importer = _subcommand(sub, "import", "导入 Claude Code / Pi / Codex CLI / Gemini CLI 的会话记录（文件或文件夹）",
+                           "import")
+    importer.add_argument("paths", nargs="*", metavar="PATH")
+    importer.add_argument("--agent-folders", action="store_true",
+                          help="导入本机各个 Agent 文件夹里最新的会话（--limit 个，见 agents）")
+    importer.add_argument("--home", help="在这个家目录下找 Agent 文件夹（默认 ~）")
+    importer.add_argument("--limit", type=int, default=20, help="--agent-folders 最多导入几个（默认 20）")
+    agents = _subcommand(sub, "agents", "列出本机各个 Agent 文件夹里的会话（只读，不导入）", "agents")
+    agents.add_argument("--home", help="在这个家目录下找（默认 ~；CLAUDE_CONFIG_DIR、PI_CODING_AGENT_DIR、"
+                                       "CODEX_HOME、GEMINI_CLI_HOME 照样生效）")
+    agents.add_argument("--folder", help="改为列出这个文件夹里的会话（任何一种 Agent 的）")
+    agents.add_argument("--limit", type=int, default=50, help="最多列几个（默认 50，最新的在前）")
     _subcommand(sub, "empty-trash", "清空回收站（被删会话的副本全部真正删除）", "empty-trash")
     classroom = _subcommand(sub, "class", "课后管理学生空间（--dir 是工作台的 --sessions-dir）", "class")
     rooms = classroom.add_subparsers(title="class 的子命令", metavar="命令", parser_class=ChineseParser)

@@ -51,7 +51,9 @@ class Converter:
             return self.text_block("text", "text", block, limit)
         if not isinstance(block, dict):
             return {"type": "text", "text": json.dumps(block, ensure_ascii=False)}
-        return _BLOCKS.get(block.get("type"), _other_block)(self, block, limit)
+        kind = block.get("type")   # 文件里的 type 可能是列表：不能拿去查字典
+        reader = _BLOCKS.get(kind) if isinstance(kind, str) else None
+        return (reader or _other_block)(self, block, limit)
 
     def cut(self, text: str, limit: int) -> Tuple[str, Optional[int]]:
         if len(text) <= limit:
@@ -137,6 +139,8 @@ def _other_block(convert: Converter, block: dict, limit: int) -> dict:
     copy, original = convert.bounded(block, limit)   # 不认识的块原样保留（有界），导出按“未知内容块”显示
     if original is not None:
         copy["truncated_from"] = original
+    if copy.get("type") is not None and not isinstance(copy["type"], str):
+        copy["type"] = _json_text(copy["type"])[:100]   # type 是列表或对象：存成它的文本，读它的程序才不会出错
     return copy
 
 

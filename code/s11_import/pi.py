@@ -19,7 +19,20 @@ from typing import Any, Dict, List, Optional, Tuple
 from .convert import TEXT_LIMIT, TOOL_OUTPUT_LIMIT, Converter
 from .transcript import Entry, Transcript, is_prompt, text_or_none
 
-__all__ = ["READERS", "ids", "active_hints", "origin"]
+__all__ = ["READERS", "sniff", "ids", "active_hints", "origin"]
+
+
+def sniff(obj: dict) -> bool:
+    """Pi 写的对象：文件头 {"type": "session"}，或者 Pi 的条目类型（message 的 message 必须是对象：
+    旧版 Codex 的行也叫 {"type": "message"}，但 role 直接写在外面）。"""
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        return False
+    if kind == "session":
+        return "payload" not in obj and "uuid" not in obj
+    if kind not in READERS or any(key in obj for key in ("payload", "uuid", "parentUuid", "sessionId")):
+        return False
+    return kind != "message" or isinstance(obj.get("message"), dict)
 
 
 def ids(t: Transcript, obj: dict, line: int, sub: int) -> Tuple[Optional[str], Optional[str]]:
@@ -34,7 +47,7 @@ def ids(t: Transcript, obj: dict, line: int, sub: int) -> Tuple[Optional[str], O
 # ── 行 ─────────────────────────────────────────────────────────────────────────────────────
 def _header(t: Transcript, obj: dict, line: int, sub: int) -> None:
     if t.header:
-        t.dropped["session"] += 1
+        t.drop("session")
         return
     t.header = obj
 
@@ -116,11 +129,13 @@ def _link(t: Transcript, obj: dict, line: int, sub: int) -> None:
     kind = obj["type"]
     custom = obj.get("customType")
     system_prompt = kind == "custom" and isinstance(custom, str) and custom.endswith("system-prompt")
-    t.dropped["custom:system-prompt" if system_prompt else kind] += 1   # 系统提示词快照不保存
+    t.drop("custom:system-prompt" if system_prompt else kind)   # 系统提示词快照不保存
     if kind == "label" and text_or_none(obj.get("targetId")):
         _set_label(t, obj["targetId"], obj.get("label"))
     elif kind == "session_info" and isinstance(obj.get("name"), str) and obj["name"].strip():
-        t.titles["session_info"] = obj["name"]
+        t.set_title("session_info", obj["name"])
+    elif kind == "session_info":   # 空名字表示清除会话名
+        t.titles.get(t.home, {}).pop("session_info", None)
     uid, parent = ids(t, obj, line, sub)
     if uid:
         t.add(Entry(uid, parent, line, "link"))
@@ -140,7 +155,7 @@ READERS = {"session": _header, "message": _message, "compaction": _summary,
 
 
 # ── 本格式自己的规则 ─────────────────────────────────────────────────────────────────────────
-def active_hints(t: Transcript) -> List[str]:
+def active_hints(t: Transcript, home: str) -> List[str]:
     """活动端的线索：文件里最后一个有效条目（Pi 回到旧分支时会在文件末尾接着写）。"""
     return [e.uid for e in t.order[-1:]]
 

@@ -1,4 +1,4 @@
-"""pipeline.py — 把各个阶段串起来：import_file()（读 → 建树 → 规划 → 写仓库），以及找要导入的文件
+"""pipeline.py — 把各个阶段串起来：import_file() / import_folder()（读 → 建树 → 规划 → 写仓库），以及找要导入的文件
 
     import_file(path, store)
       ├─ _read_all()   lines.read_lines + formats.dispatch；格式带的附属文件（Claude 的子代理）随后读
@@ -6,56 +6,104 @@
       │                （这两步都不碰仓库；期间暂停循环垃圾回收）
       └─ _write()      父先子后逐个 store.save()；和仓库里的节点比较，没变的不写，续写过的不覆盖
 
-    find_transcripts(paths)  文件夹里递归找 *.jsonl，由主文件带入的附属文件不单独列出
-    list_examples()          EXAMPLES_DIR（仓库的 examples/）里的示例记录
+    import_folder(folder, store)   文件夹里的每个会话文件；同一个 Claude Code 项目文件夹里续接 / 分叉同一段历史的
+                                   文件（--resume、--fork-session：第一行接在别的文件的消息上，或重放了别的文件的开头，
+                                   或写着 forkedFrom）读进同一棵树：挂在分叉处，重放的行只留一份（先读的为准）
+    find_transcripts(paths)        文件夹里递归找会话文件；子代理文件由主文件带入，不单独列出
+    list_examples()                EXAMPLES_DIR（仓库的 examples/）里的示例记录
 
 保证：全部读完、规划完才写仓库，出错时仓库一个字节都不变；一个节点保存失败（别人正在保存、仓库拒绝），
-它和它的分支这次跳过并写进警告，其余照常。本模块不打印、不读命令行参数：命令行在 s11_cli。
+它和它的分支这次跳过并写进警告，其余照常。导入文件夹时一组文件出错，只是这一组没有导入（problems 里写明）。
+节点 ID 只由来源决定，单独导入一个文件和导入它所在的文件夹，同一段对话得到同一个节点。
+本模块不打印、不读命令行参数：命令行在 s11_cli。
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import re
 from contextlib import contextmanager
-from typing import Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from s11_format import SessionError
 from s11_session import SessionNode, SessionStore
-from s11_text import os_error_reason
+from s11_text import describe_os_error, human_size, os_error_reason, printable
 
 from .convert import MAX_DEPTH, TEXT_LIMIT, TOOL_OUTPUT_LIMIT
-from .formats import FORMATS, dispatch, known_formats
-from .graph import Tree, active_end, apply_labels, repair
-from .lines import DEFAULT_MAX_BYTES, read_lines
+from .formats import CLAUDE, FORMATS, detect, dispatch, dispatch_document, known_formats, refusal
+from .graph import Tree, active_ends, apply_labels, repair
+from .lines import DEFAULT_MAX_BYTES, read_head, read_lines
 from .plan import Planned, Planner, copy_bytes, node_id, nodes, save_order
-from .report import ImportReport, NoConversation, UnsupportedFormat
-from .transcript import Transcript, line_list
+from .report import CompanionFile, FolderReport, ImportReport, NoConversation, UnsupportedFormat
+from .transcript import Transcript
 
-__all__ = ["import_file", "find_transcripts", "list_examples", "EXAMPLES_DIR"]
+__all__ = ["import_file", "import_folder", "find_transcripts", "list_examples", "EXAMPLES_DIR", "sniff_format",
+           "TRANSCRIPT_SUFFIXES", "companion_owner", "looks_like_transcript"]
 
 EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples")
+TRANSCRIPT_SUFFIXES = (".jsonl", ".json")   # Gemini CLI 的旧会话和检查点是 .json
+_MAX_FILES = 10_000                          # 一次导入的文件夹里最多这么多个文件
 
 
 def import_file(path: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_BYTES,
                 dry_run: bool = False) -> ImportReport:
-    """导入一个 Claude Code / Pi 的 JSONL 记录，返回 ImportReport。
+    """导入一个 Claude Code / Pi / Codex CLI / Gemini CLI 的会话记录，返回 ImportReport。
 
-    格式不对（UnsupportedFormat）、太大（TranscriptTooLarge）、没有对话（NoConversation）时抛错，仓库不变。
+    格式不对（UnsupportedFormat）、太大（TranscriptTooLarge）、没有对话（NoConversation）、是别的会话的
+    子代理文件（CompanionFile，消息里写明该导入哪个文件）时抛错，仓库不变。
     dry_run=True 只读和规划，报告里写明会写哪些节点，但什么都不保存。
     """
     path = os.fspath(path)
+    _refuse_companion(path)
+    return _import_paths([path], store, max_bytes, dry_run)
+
+
+def import_folder(folder: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_BYTES,
+                  dry_run: bool = False) -> FolderReport:
+    """导入一个文件夹（递归）：每组会话文件一份报告；同一项目里续接 / 分叉同一段历史的 Claude Code 文件是一组、
+    一棵树。导入不了的文件写进 problems，其余照常导入。再导入一次什么都不写（节点 ID 只由来源决定）。"""
+    folder = os.fspath(folder)
+    result = FolderReport(folder)
+    files, result.problems = find_transcripts([folder])
+    for group in _groups(files, max_bytes, result.problems):
+        try:
+            result.reports.append(_import_paths(group, store, max_bytes, dry_run))
+        except SessionError as exc:
+            result.problems.append(str(exc))
+        except OSError as exc:
+            result.problems.append(describe_os_error(exc))
+    return result
+
+
+def _refuse_companion(path: str) -> None:
+    """单独导入一个子代理文件：它的会话文件还在，就请读者导入那个文件（子代理会挂在发起它的调用下）；
+    会话文件不在了，就把它当一棵独立的树导入（活动端是它最新的叶子）。"""
+    for row in FORMATS:
+        owner = row.owner_of(path)
+        if owner and os.path.isfile(owner[0]) and os.path.abspath(owner[0]) != os.path.abspath(path):
+            raise CompanionFile(f"{printable(os.path.basename(path))} 是会话 {printable(owner[1] or '?')} 的子代理记录，"
+                                f"不是独立的会话：请导入它所属的会话文件 {printable(os.path.basename(owner[0]))}"
+                                f"（子代理会挂在启动它的那次调用下面）；仓库没有任何改动")
+
+
+def _import_paths(paths: List[str], store: SessionStore, max_bytes: int, dry_run: bool) -> ImportReport:
     with _paused_gc():
-        t, size = _read_all(path, max_bytes)
+        t, size = _read_all(paths, max_bytes)
         plan = _build(t)
         made = nodes(t, plan)
         report = ImportReport(file=t.file, format=t.format.name, bytes_read=size, skipped=t.skipped,
+                              skipped_total=t.skipped_total, skipped_by_reason=dict(t.skipped_by_reason),
                               dropped=dict(t.dropped), warnings=t.warnings, copy_bytes=copy_bytes(plan),
-                              messages=sum(len(p.own) for p in plan))
+                              messages=sum(len(p.own) for p in plan), files=list(t.files), unit=t.unit)
     _write(store, save_order(made), report, dry_run)
     written = set(report.node_ids)
     report.root_ids = [n.session_id for n in made if n.parent_id is None and n.session_id in written]
-    report.active_id = next((n.session_id for n, p in zip(made, plan) if p.active and n.session_id in written), None)
+    actives = [n.session_id for n, p in zip(made, plan) if p.active and n.session_id in written]
+    first_home = [n.session_id for n, p in zip(made, plan) if p.active and n.session_id in written
+                  and t.entries[p.start].home == t.file]
+    report.active_ids = actives
+    report.active_id = (first_home or actives or [None])[0]
     _note_absorbed(store, t, written, report)
     return report
 
@@ -74,41 +122,67 @@ def _paused_gc() -> Iterator[None]:
 
 
 # ── 读 + 建树 + 规划（不碰仓库）──────────────────────────────────────────────────────────────
-def _read_all(path: str, max_bytes: int) -> Tuple[Transcript, int]:
-    t = Transcript(path)
-    if os.path.isdir(path):   # 导入的是一个文件；整个文件夹交给 find_transcripts
-        raise SessionError(f"无法读取 {t.file}：这是一个文件夹；仓库没有任何改动")
-    try:
-        size = read_lines(path, t, max_bytes, dispatch)
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        raise SessionError(f"无法读取 {t.file}：{os_error_reason(exc)}；仓库没有任何改动") from None
-    if t.format is None:
-        raise _unrecognised(t, size)
-    for companion, agent in t.format.companion_files(path, t):
-        t.file_label, t.file_agent = f"{os.path.basename(companion)} ", agent
-        size += read_lines(companion, t, max_bytes, dispatch)
-    t.file_label, t.file_agent = "", None
+def _read_all(paths: List[str], max_bytes: int) -> Tuple[Transcript, int]:
+    """读一组会话文件（通常只有一个）和它们的附属文件，进同一个 Transcript。"""
+    t = Transcript(paths[0])
+    size = 0
+    for path in paths:
+        name = os.path.basename(path)
+        t.home, t.file_label = name, (f"{name} " if len(paths) > 1 else "")
+        t.files.append(name)
+        size += _read_one(path, t, max_bytes)
+        if t.format is None:
+            raise _unrecognised(t, size, name)
+        prefix = t.file_label
+        for companion in t.format.companion_files(path, t):
+            t.file_label, t.file_agent = f"{prefix}{os.path.basename(companion.path)} ", companion.agent
+            t.agents[companion.agent] = {**t.agents.get(companion.agent, {}), **companion.info}
+            try:
+                size += read_lines(companion.path, t, max_bytes, dispatch, dispatch_document)
+            except (SessionError, OSError) as exc:   # 一个坏的子代理文件不拖累整个会话
+                reason = str(exc) if isinstance(exc, SessionError) else os_error_reason(exc)
+                t.warnings.append(f"子代理文件 {os.path.basename(companion.path)} 没有读：{reason}")
+        t.file_label, t.file_agent = "", None
+    t.home = t.file
+    t.format.finish(t)
     return t, size
 
 
-def _unrecognised(t: Transcript, size: int) -> SessionError:
-    if size == 0 or (not t.objects and all(reason == "空行" for _, reason in t.skipped)):
-        return NoConversation(f"{t.file} 是空文件，没有可导入的对话；仓库没有任何改动")
-    return UnsupportedFormat(f"{t.file} 不是 {known_formats()} 的会话记录（认不出任何一种条目）；仓库没有任何改动")
+def _read_one(path: str, t: Transcript, max_bytes: int) -> int:
+    name = printable(os.path.basename(path))
+    if os.path.isdir(path):   # 导入的是一个文件；整个文件夹交给 import_folder
+        raise SessionError(f"无法读取 {name}：这是一个文件夹（用 import_folder 导入整个文件夹）；仓库没有任何改动")
+    try:
+        return read_lines(path, t, max_bytes, dispatch, dispatch_document)
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        raise SessionError(f"无法读取 {name}：{os_error_reason(exc)}；仓库没有任何改动") from None
+
+
+def _unrecognised(t: Transcript, size: int, name: str) -> SessionError:
+    name = printable(name)
+    if size == 0 or (not t.objects and t.skipped_total == t.skipped_by_reason.get("空行", 0)):
+        return NoConversation(f"{name} 是空文件，没有可导入的对话；仓库没有任何改动")
+    other = refusal(t)
+    if other:
+        return UnsupportedFormat(f"{name} 是 {other}；仓库没有任何改动")
+    return UnsupportedFormat(f"{name} 不是 {known_formats()} 的会话记录（认不出任何一种条目）；仓库没有任何改动")
 
 
 def _build(t: Transcript) -> List[Planned]:
     if not any(entry.kind == "message" for entry in t.order):
-        raise NoConversation(f"{t.file} 里没有任何对话消息（只有文件头、快照或元数据）；仓库没有任何改动")
-    if t.duplicates:
-        t.warnings.append(f"{len(t.duplicates)} 行重复了前面已有的 uuid / id，保留第一次出现的那行（第 "
-                          f"{line_list([str(line) for line in t.duplicates])} 行）")
+        raise NoConversation(f"{printable(t.file)} 是 {t.format.display_name} 的记录，但里面没有任何对话消息"
+                             f"（只有文件头、快照或元数据）；仓库没有任何改动")
+    for sample, what in ((t.duplicates, "行重复了前面已有的 uuid / id，保留第一次出现的那行"),
+                         (t.glued, "行有几个 JSON 对象粘在一起，已分别读出"),
+                         (t.bad_utf8, "行不是有效的 UTF-8，解不开的字节已换成 �")):
+        if sample.count:
+            t.warnings.append(f"{sample.count} {what}（第 {sample.text()} 行）")
     repair(t, t.format.repairs)
     tree = Tree(t)
     for step in t.format.reshape:
         step(tree)
     apply_labels(t, tree)
-    planner = Planner(tree, active_end(tree, t.format.active_hints(t)))
+    planner = Planner(tree, active_ends(tree, t.format.active_hints))
     plan = planner.run()
     t.passed_over = planner.passed_over
     if t.convert.flattened:
@@ -182,36 +256,186 @@ def _note_absorbed(store: SessionStore, t: Transcript, node_ids: set, report: Im
 
 # ── 找要导入的文件 ──────────────────────────────────────────────────────────────────────────
 def list_examples() -> List[str]:
-    """examples/ 里为本项目写的示例记录（子代理文件随主文件导入，不单独列出）。"""
+    """examples/ 里为本项目写的示例记录：每种格式的主文件（子代理文件在子文件夹里，随主文件导入）。"""
     if not os.path.isdir(EXAMPLES_DIR):
         return []
-    return sorted(os.path.join(EXAMPLES_DIR, name) for name in os.listdir(EXAMPLES_DIR) if name.endswith(".jsonl"))
+    names = sorted(name for name in os.listdir(EXAMPLES_DIR) if name.endswith(TRANSCRIPT_SUFFIXES))
+    return [os.path.join(EXAMPLES_DIR, name) for name in names
+            if os.path.isfile(os.path.join(EXAMPLES_DIR, name)) and not companion_owner(os.path.join(EXAMPLES_DIR, name))]
 
 
 def find_transcripts(paths: List[str]) -> Tuple[List[str], List[str]]:
-    """命令行参数 → 要导入的文件；文件夹里递归找 *.jsonl（子代理文件由主文件带入）。返回 (文件, 问题)。"""
+    """命令行参数 → 要导入的文件；文件夹里递归找 *.jsonl / *.json（子代理文件由主文件带入，不单独列出；
+    它的会话文件不在时写进问题里）。不跟符号链接，最多 _MAX_FILES 个文件。返回 (文件, 问题)。"""
     files, problems = [], []
     for path in paths:
         if os.path.isdir(path):
-            found = [p for p in _walk_jsonl(path) if not _is_companion(p)]
-            files += found
-            if not found:
-                problems.append(f"文件夹 {path} 里没有 .jsonl 会话记录")
+            found, skipped = [], []
+            for candidate in _walk(path, problems):
+                owner = companion_owner(candidate)
+                if owner is None:
+                    found.append(candidate)
+                elif not os.path.isfile(owner[0]):
+                    skipped.append(candidate)
+                    problems.append(f"{printable(os.path.relpath(candidate, path))} 是会话 "
+                                    f"{printable(owner[1] or '?')} 的子代理记录，它的会话文件 "
+                                    f"{printable(os.path.basename(owner[0]))} 不在这里，没有单独导入"
+                                    f"（要看它就单独导入这个文件）")
+            files += _prefer_jsonl(found)
+            if not found and not skipped:
+                problems.append(f"文件夹 {printable(path)} 里没有 .jsonl / .json 会话记录")
         elif os.path.isfile(path):
             files.append(path)
         else:
-            problems.append(f"找不到文件或文件夹：{path}")
+            problems.append(f"找不到文件或文件夹：{printable(path)}")
     return files, problems
 
 
-def _walk_jsonl(folder: str) -> List[str]:
+def _walk(folder: str, problems: List[str]) -> List[str]:
     found = []
-    for root, dirs, names in os.walk(folder):
+    for root, dirs, names in os.walk(folder):   # os.walk 默认不进符号链接指向的文件夹
         dirs.sort()
-        found += [os.path.join(root, name) for name in sorted(names) if name.endswith(".jsonl")]
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            if looks_like_transcript(name) and not os.path.islink(path):
+                found.append(path)
+        if len(found) > _MAX_FILES:
+            problems.append(f"文件夹 {printable(folder)} 里的记录超过 {_MAX_FILES} 个，只导入了前 {_MAX_FILES} 个")
+            return found[:_MAX_FILES]
     return found
 
 
-def _is_companion(path: str) -> bool:
-    """某种格式的主文件会把它带进来（Claude 的 <会话ID>/subagents/agent-x.jsonl）：不单独导入。"""
-    return any(row.is_companion(path) for row in FORMATS)
+def looks_like_transcript(name: str) -> bool:
+    """文件夹里哪些文件当会话记录：*.jsonl；.json 只认 Gemini CLI 的命名（session-*.json、checkpoint-*.json）——
+    文件夹里别的 JSON（比如一个会话仓库的节点文件、meta.json）不是记录。单独导入一个文件时不看名字。"""
+    if name.endswith(".jsonl"):
+        return True
+    return name.endswith(".json") and name.startswith(("session-", "checkpoint-"))
+
+
+def _prefer_jsonl(paths: List[str]) -> List[str]:
+    """Gemini CLI 续聊旧的 .json 会话时把它迁移成同名的 .jsonl（旧文件不删）：两份都在时只导入 .jsonl。"""
+    present = set(paths)
+    return [path for path in paths if not (path.endswith(".json") and path + "l" in present)]
+
+
+def companion_owner(path: str) -> Optional[Tuple[str, Optional[str]]]:
+    """某种格式的主文件会把它带进来（Claude 的子代理文件）：(主文件, 会话 ID)，否则 None。"""
+    return next((owner for owner in (row.owner_of(path) for row in FORMATS) if owner), None)
+
+
+# ── 一个项目文件夹 = 一片森林：哪些文件续接 / 分叉了同一段历史 ────────────────────────────────────
+_UUID = re.compile(rb'"uuid"\s*:\s*"([^"\\]{1,200})"')
+
+
+def sniff_format(path: str) -> Optional[str]:
+    """只看开头几个对象认格式（列会话、分组用），认不出是 None；排版过的 JSON 文档看文件名和开头。"""
+    head = read_head(path)
+    row = next((row for row in map(detect, head) if row), None)
+    if row is not None:
+        return row.name
+    try:
+        with open(path, "rb") as handle:
+            start = handle.read(4096)
+    except OSError:
+        return None
+    if start.lstrip()[:1] in (b"{", b"[") and (b'"sessionId"' in start or b'"history"' in start
+                                               or b'"role"' in start):
+        return "gemini-cli"
+    return None
+
+
+class _Head:
+    """分组要用的一个 Claude Code 会话文件的开头：第一条对话行的 uuid 和父 uuid、forkedFrom、开始时间。"""
+
+    def __init__(self, path: str):
+        self.path, self.name = path, os.path.basename(path)
+        self.first = self.parent = self.forked = self.started = None
+        for obj in read_head(path):
+            if isinstance(obj.get("forkedFrom"), dict) and isinstance(obj["forkedFrom"].get("sessionId"), str):
+                self.forked = self.forked or obj["forkedFrom"]["sessionId"]
+            if self.first is None and isinstance(obj.get("uuid"), str):
+                self.first = obj["uuid"]
+                self.parent = obj.get("parentUuid") if isinstance(obj.get("parentUuid"), str) else None
+                self.started = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
+
+
+def _groups(files: List[str], max_bytes: int, problems: List[str]) -> List[List[str]]:
+    """文件 → 要一起读的几组。同一文件夹里的 Claude Code 会话文件：第一条对话行接在另一个文件的消息上、
+    开头的 uuid 在另一个文件里出现过（重放）、或写着 forkedFrom 另一个会话，就和那个文件同组。其余各自一组。
+
+    只读每个文件的开头，再用一个正则把每个文件扫一遍、找那几个 uuid（C 里完成，不解析 JSON），所以分组的代价
+    和文件夹的大小成正比。一组内先读开始得早的（时间相同时先读没有 forkedFrom 的，再按文件名）：重放的行
+    先读到的那份为准，所以共同的历史属于原来的会话。"""
+    by_folder: Dict[str, List[_Head]] = {}
+    singles: List[List[str]] = []
+    for path in files:
+        if sniff_format(path) == CLAUDE:
+            by_folder.setdefault(os.path.dirname(path), []).append(_Head(path))
+        else:
+            singles.append([path])
+    groups = []
+    for heads in by_folder.values():
+        groups += _link_heads(heads, max_bytes, problems)
+    order = {path: index for index, path in enumerate(files)}
+    return sorted(groups + singles, key=lambda group: order[group[0]])
+
+
+def _link_heads(heads: List[_Head], max_bytes: int, problems: List[str]) -> List[List[str]]:
+    if len(heads) == 1:
+        return [[heads[0].path]]
+    wanted = {value.encode("utf-8", "replace") for head in heads for value in (head.first, head.parent) if value}
+    holders: Dict[bytes, List[int]] = {}
+    for index, head in enumerate(heads):
+        for uid in _uuids_in(head.path, wanted):
+            holders.setdefault(uid, []).append(index)
+    up = list(range(len(heads)))
+
+    def find(i: int) -> int:
+        while up[i] != i:
+            up[i] = up[up[i]]
+            i = up[i]
+        return i
+
+    by_session = {os.path.splitext(head.name)[0]: index for index, head in enumerate(heads)}
+    for index, head in enumerate(heads):
+        linked = [other for value in (head.parent, head.first) if value
+                  for other in holders.get(value.encode("utf-8", "replace"), []) if other != index]
+        if head.forked in by_session:
+            linked.append(by_session[head.forked])
+        for other in linked:
+            up[find(index)] = find(other)
+    components: Dict[int, List[_Head]] = {}
+    for index, head in enumerate(heads):
+        components.setdefault(find(index), []).append(head)
+    groups = []
+    for members in components.values():
+        members.sort(key=lambda head: (head.started or "\uffff", head.forked is not None, head.name))
+        paths = [head.path for head in members]
+        total = sum(_size(path) for path in paths)
+        if len(paths) > 1 and total > max_bytes:
+            problems.append(f"{'、'.join(printable(head.name) for head in members[:5])} 共享同一段历史，但加起来有 "
+                            f"{human_size(total)}，超过一次导入的上限 {human_size(max_bytes)}：分别导入，不合成一棵树")
+            groups += [[path] for path in paths]
+        else:
+            groups.append(paths)
+    return groups
+
+
+def _uuids_in(path: str, wanted: set) -> set:
+    found = set()
+    try:
+        with open(path, "rb") as handle:
+            for raw in handle:
+                if b'"uuid"' in raw:
+                    found.update(uid for uid in _UUID.findall(raw) if uid in wanted)
+    except OSError:
+        pass
+    return found
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

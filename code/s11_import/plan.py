@@ -9,9 +9,12 @@
     orphan 主干之外的另一个根（例如父条目不在文件里）
 
 在分叉处继续哪个孩子：同一会话的优先，其中通向活动端的优先，否则子树里最近还在动的那个。
+一次读进好几个会话文件时（文件夹里续接 / 分叉同一段历史的文件），每个文件有自己的活动端和标题。
 
-保证：节点 ID = sha256(格式, 文件名, 会话 ID, 分支第一条消息)[:12]，只由来源决定——同一文件再导入得到同一组节点；
+保证：节点 ID = sha256(格式, 会话文件名, 会话 ID, 分支第一条消息)[:12]，只由来源决定——同一文件再导入得到同一组节点；
 标题、created_at、source 也只由记录决定（没有时间戳时才用文件的修改时间），所以再导入时“未变化”就是真的未变化。
+有界：每个分支节点复制分叉处之前的消息（书里的设计）；复制的消息总数超过 MAX_COPIED_MESSAGES 时在写入前
+拒绝（TooManyBranches），而不是先占满内存、再往仓库里写几十 GB。其余每一步对消息数是线性的。
 """
 
 from __future__ import annotations
@@ -22,15 +25,20 @@ import re
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Dict, List, Optional
 
 from s11_session import SessionNode
+from s11_text import printable
 
 from .convert import COMPACT
-from .graph import Tree, level_order, spawner
-from .transcript import Transcript, is_prompt, plain_text, text_or_none
+from .graph import Tree, level_order, spawn_links, spawner
+from .report import TooManyBranches
+from .transcript import Transcript, is_prompt, plain_text, prompt_title, text_or_none
 
-__all__ = ["Planned", "Planner", "node_id", "nodes", "save_order", "copy_bytes"]
+__all__ = ["Planned", "Planner", "node_id", "nodes", "save_order", "copy_bytes", "MAX_COPIED_MESSAGES"]
+
+MAX_COPIED_MESSAGES = 2_000_000   # 分叉节点复制的消息总数上限（真实的 20 MB 记录 rewind 20 多次约 15 万条）
 
 
 @dataclass
@@ -48,19 +56,26 @@ class Planner:
     """把消息树切成节点：一个节点 = 从分支起点沿“继续的孩子”一直走下去的一段，其余孩子各开一个子节点。
 
     在分叉处继续哪个孩子：同一会话的优先，其中通向活动端的优先，否则子树里最近还在动的那个——
-    所以根 → 活动端是一个节点（主干），换了 sessionId 的地方开新节点（续接 / 分叉会话）。"""
+    所以根 → 活动端是一个节点（主干），换了 sessionId 的地方开新节点（续接 / 分叉会话）。
+    actives 是每个会话文件的活动端（导入一个文件时只有一个）。"""
 
-    def __init__(self, tree: Tree, active: Optional[str]):
-        self.tree, self.t, self.active = tree, tree.t, active
-        self.on_active = self._path_to(active)
+    def __init__(self, tree: Tree, actives: Dict[str, Optional[str]]):
+        self.tree, self.t = tree, tree.t
+        self.actives = {uid for uid in actives.values() if uid}
+        self.on_active: set = set()
+        for uid in self.actives:
+            self.on_active |= self._path_to(uid)
         self.newest = self._newest()
         self.plan: List[Planned] = []
         self.owner: Dict[str, int] = {}
         self.passed_over: List[str] = []   # 继续主线的子消息：上次导入时它可能是一条分支
+        self.copied = 0                    # 分叉节点复制的消息数（有上限）
+        self.waiting: Dict[str, List[str]] = {}   # 启动者消息 → 等它有了节点才能挂上去的子代理
+        self.spawners: Dict[str, Optional[str]] = {}
 
     def _path_to(self, uid: Optional[str]) -> set:
         path = set()
-        while uid is not None:
+        while uid is not None and uid not in self.on_active and uid not in path:
             path.add(uid)
             uid = self.tree.parent.get(uid)
         return path
@@ -74,35 +89,56 @@ class Planner:
         return newest
 
     def run(self) -> List[Planned]:
-        main_roots = sorted(self.tree.roots(), key=lambda uid: (uid not in self.on_active, self.t.entries[uid].seq))
-        main_roots = [uid for uid in main_roots if uid not in self.tree.spawn_hint]
-        for index, root in enumerate(main_roots):
-            self._grow(root, None, 0, [], "trunk" if index == 0 else "orphan")
+        entries = self.t.entries
+        main_roots = sorted(self.tree.roots(), key=lambda uid: (uid not in self.on_active, entries[uid].seq))
+        trunks: set = set()
+        for root in main_roots:
+            if root in self.tree.spawn_hint:
+                continue
+            home = entries[root].home
+            self._grow(root, None, 0, [], "orphan" if home in trunks else "trunk")
+            trunks.add(home)
         self._attach_subagents()
         return self.plan
 
     def _attach_subagents(self) -> None:
-        pending = list(self.tree.sub_roots)
-        while pending:   # 子代理也可能启动子代理：等它的启动者先有了节点
-            ready = [root for root in pending if spawner(self.tree, root) in self.owner]
-            for root in ready:
-                self._grow(root, self.owner[spawner(self.tree, root)], 0, [], "subagent")
-            if not ready:
-                for root in pending:   # 找不到启动它的调用：自成一棵树
-                    self._grow(root, None, 0, [], "subagent")
-                break
-            pending = [root for root in pending if root not in ready]
+        """子代理挂到启动它的调用所在的节点下；子代理也可能启动子代理，那就等它的启动者先有了节点。
+        每个子代理只登记一次（按启动者消息），启动者一有节点就挂上去，所以一万层嵌套的子代理也是线性的。"""
+        for root in self.tree.sub_roots:
+            self.spawners[root] = spawner(self.tree, root)
+            self.waiting.setdefault(self.spawners[root] or "", []).append(root)
+        ready: deque = deque()
+        for spawn in [spawn for spawn in self.waiting if spawn in self.owner]:
+            ready.extend(self.waiting.pop(spawn))
+        self._drain(ready)
+        while self.waiting:   # 找不到启动它的调用：自成一棵树（它自己启动的子代理照样挂在它下面）
+            for root in self.waiting.pop(next(iter(self.waiting))):
+                self._grow(root, None, 0, [], "subagent", ready)
+                self._drain(ready)
 
-    def _grow(self, start: str, parent: Optional[int], fork_point: int, prefix: List[dict], kind: str) -> None:
+    def _drain(self, ready: deque) -> None:
+        while ready:
+            root = ready.popleft()
+            self._grow(root, self.owner[self.spawners[root]], 0, [], "subagent", ready)
+
+    def _grow(self, start: str, parent: Optional[int], fork_point: int, prefix: List[dict], kind: str,
+              ready: Optional[deque] = None) -> None:
         queue = deque([(start, parent, fork_point, prefix, kind)])
         while queue:
-            queue.extend(self._segment(*queue.popleft()))
+            for item in self._segment(*queue.popleft(), ready):
+                self.copied += item[2]
+                if self.copied > MAX_COPIED_MESSAGES:
+                    raise TooManyBranches(f"{printable(self.t.file)} 的分支太多：每个分支节点都复制分叉处之前的全部消息，这份记录"
+                                          f"要复制超过 {MAX_COPIED_MESSAGES} 条消息；仓库没有任何改动")
+                index = item[1]
+                queue.append((item[0], index, item[2], self.plan[index].messages[:item[2]], item[3]))
 
-    def _segment(self, start: str, parent: Optional[int], fork_point: int, prefix: List[dict], kind: str):
+    def _segment(self, start: str, parent: Optional[int], fork_point: int, prefix: List[dict], kind: str,
+                 ready: Optional[deque]):
         """从 start 往下走成一个节点；返回在路上遇到的分支起点（下一批节点）。"""
         entries, children = self.t.entries, self.tree.children
         own, current, session, starts = [start], start, entries[start].session, []
-        while current != self.active and children.get(current):
+        while current not in self.actives and children.get(current):
             kids = children[current]
             follow = self._continuation(kids, session)
             position = fork_point + len(own)
@@ -113,11 +149,10 @@ class Planner:
             self.passed_over += [follow] if len(kids) > 1 else []
             own.append(follow)
             current = follow
-        if current == self.active:
+        if current in self.actives:
             starts += [(k, fork_point + len(own)) for k in children.get(current, [])]
-        index = self._record(start, parent, fork_point, prefix, own, kind)
-        return [(k, index, position, self.plan[index].messages[:position], self._kind_of(k, session, index, position))
-                for k, position in starts]
+        index = self._record(start, parent, fork_point, prefix, own, kind, ready)
+        return [(k, index, position, self._kind_of(k, session, index, position)) for k, position in starts]
 
     def _continuation(self, kids: List[str], session: Optional[str]) -> str:
         """分叉处沿哪个孩子继续：同一会话的优先，其中通向活动端的优先，否则最近还在动的那条。"""
@@ -133,34 +168,47 @@ class Planner:
             return "branch"
         return "resume" if position == len(self.plan[parent].messages) else "fork"
 
-    def _record(self, start, parent, fork_point, prefix, own, kind) -> int:
+    def _record(self, start, parent, fork_point, prefix, own, kind, ready) -> int:
         messages = prefix + [self.t.entries[uid].message for uid in own]
-        planned = Planned(start, parent, fork_point, messages, own, kind, active=own[-1] == self.active)
+        planned = Planned(start, parent, fork_point, messages, own, kind, active=own[-1] in self.actives)
         self.plan.append(planned)
+        index = len(self.plan) - 1
         for uid in own:
-            self.owner[uid] = len(self.plan) - 1
-        return len(self.plan) - 1
+            self.owner[uid] = index
+            if ready is not None and uid in self.waiting:   # 等着这条消息的子代理现在可以挂上去了
+                ready.extend(self.waiting.pop(uid))
+        return index
 
 
 # ── 节点：ID、标题、来源 ────────────────────────────────────────────────────────────────────
 def node_id(t: Transcript, start: str) -> str:
-    """由来源决定的 12 位十六进制 ID（start 是分支第一条消息）：同一文件再导入，得到同一组节点。"""
-    key = "\x00".join([t.format.name, t.file, t.entries[start].session or "", start])
+    """由来源决定的 12 位十六进制 ID（start 是分支第一条消息）：同一文件再导入，得到同一组节点。
+
+    文件名是这条消息所属的会话文件：单独导入一个文件和导入它所在的文件夹，同一段对话得到同一个 ID。"""
+    entry = t.entries[start]
+    key = "\x00".join([t.format.name, entry.home or t.file, entry.session or "", start])
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
 
 
-def _base_title(t: Transcript, trunk: Optional[Planned]) -> str:
-    """格式自己的标题（Claude：custom-title > ai-title；Pi：会话名）> 文件里的 summary > 第一句用户输入 > 文件名。"""
+def _base_title(t: Transcript, home: str, first: Optional[Planned]) -> str:
+    """像 Agent 自己的会话列表那样起名：格式自己的标题（Claude：custom-title > ai-title；Pi：会话名；Gemini：summary）
+    > 文件里的 summary > 第一句用户输入（去掉 Agent 的包装标签，斜杠命令写成命令）> 文件名。
+
+    home 是会话文件；first 是这个文件的第一个节点（主干，或续接 / 分叉会话的那个节点）。"""
+    titles = t.titles.get(home, {})
     for key in t.format.title_keys:
-        if t.titles.get(key):
-            return _one_line(t.titles[key])
-    summaries = [text for leaf, text in t.summaries if leaf in t.entries]   # 指向别的文件的 summary 不算
+        if titles.get(key):
+            return _one_line(titles[key])
+    summaries = [text for where, leaf, text in t.summaries if where == home and leaf in t.entries]   # 指向别的文件的不算
     if summaries:
         return _one_line(summaries[-1])
-    for message in trunk.messages if trunk else []:
-        if is_prompt(message) and plain_text(message).strip():
-            return _one_line(plain_text(message))
-    return t.file
+    messages = first.messages if first else []
+    for index in range(first.fork_point if first else 0, len(messages)):
+        if is_prompt(messages[index]):
+            title = prompt_title(plain_text(messages[index]))
+            if title:
+                return _one_line(title)
+    return home
 
 
 def _one_line(text: str, width: int = 48) -> str:
@@ -189,21 +237,29 @@ def _label(t: Transcript, planned: Planned) -> Optional[str]:
 
 
 def _subagent_title(t: Transcript, planned: Planned) -> str:
+    """Task 调用的描述 > 子代理 meta.json 的描述 / Workflow 的 label > 它收到的第一句 > agentId。"""
     entry = t.entries[planned.start]
-    spawn = t.spawned.get(entry.agent or "")
-    if spawn and t.task_titles.get(spawn[1] or ""):
-        return _one_line(t.task_titles[spawn[1]], 32)
-    return _one_line(plain_text(entry.message) or entry.agent or "未命名", 32)
+    agent = entry.agent or ""
+    call = next((call for _, call in spawn_links(t, entry) if call in t.task_titles), None)
+    if call:
+        return _one_line(t.task_titles[call], 32)
+    if t.agents.get(agent, {}).get("title"):
+        return _one_line(t.agents[agent]["title"], 32)
+    return _one_line(prompt_title(plain_text(entry.message)) or agent or "未命名", 32)
+
+
+_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
 
 
 def _created_at(planned: Planned, t: Transcript) -> str:
     """分支第一条消息的时间（UTC，和章节的 created_at 同一格式）；没有时间戳就用文件的修改时间。"""
-    for message in planned.messages[planned.fork_point:] + planned.messages[:planned.fork_point]:
-        stamp = message.get("timestamp")
-        if isinstance(stamp, str) and re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", stamp):
+    messages = planned.messages
+    for index in chain(range(planned.fork_point, len(messages)), range(planned.fork_point)):
+        stamp = messages[index].get("timestamp")
+        if isinstance(stamp, str) and _STAMP.match(stamp):
             return stamp[:10] + " " + stamp[11:19]
-    stamp = t.header.get("timestamp")
-    if isinstance(stamp, str) and len(stamp) >= 19:
+    stamp = t.header.get("timestamp") or t.header.get("startTime")
+    if isinstance(stamp, str) and _STAMP.match(stamp):
         return stamp[:10] + " " + stamp[11:19]
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(os.path.getmtime(t.path)))
 
@@ -212,7 +268,7 @@ def _source(t: Transcript, planned: Planned) -> Dict[str, Any]:
     """节点的来历。键的先后是固定的（它们照原样写进节点文件）；格式自己的字段由格式表的 origin 给出。"""
     entry = t.entries[planned.start]
     agent_version, cwd, extra = t.format.origin(t, entry)
-    source = {"format": t.format.name, "file": t.file,
+    source = {"format": t.format.name, "file": entry.home or t.file,
               "session_id": entry.session or text_or_none(t.header.get("id")),
               "agent_version": agent_version, "cwd": cwd,
               "subagent": planned.kind == "subagent", "active_end": planned.active,
@@ -227,14 +283,23 @@ def _source(t: Transcript, planned: Planned) -> Dict[str, Any]:
 
 
 def nodes(t: Transcript, plan: List[Planned]) -> List[SessionNode]:
-    trunk = next((p for p in plan if p.kind == "trunk"), None)
-    base = _base_title(t, trunk)
+    firsts: Dict[str, Planned] = {}
+    for planned in plan:   # 每个会话文件的第一个节点（主干优先）：标题从它取
+        home = t.entries[planned.start].home or t.file
+        current = firsts.get(home)
+        if planned.kind != "subagent" and (current is None or (planned.kind == "trunk" != current.kind)):
+            firsts[home] = planned
+    bases: Dict[str, str] = {}
     ids = [node_id(t, planned.start) for planned in plan]
     made, branch_numbers = [], Counter()
     for planned, session_id in zip(plan, ids):
+        home = t.entries[planned.start].home or t.file
+        if home not in bases:
+            bases[home] = _base_title(t, home, firsts.get(home))
         parent_id = ids[planned.parent] if planned.parent is not None else None
         branch_numbers[planned.kind] += 1
-        made.append(SessionNode(session_id=session_id, title=_title(t, planned, base, branch_numbers[planned.kind]),
+        made.append(SessionNode(session_id=session_id, title=_title(t, planned, bases[home],
+                                                                    branch_numbers[planned.kind]),
                                 parent_id=parent_id, messages=planned.messages,
                                 created_at=_created_at(planned, t),
                                 fork_point=planned.fork_point if parent_id else None, source=_source(t, planned)))

@@ -196,10 +196,50 @@ def test_pi_example_shows_tree_jump_label_model_change_and_compaction(store):
 
 @pytest.mark.parametrize("name, secrets", [
     ("claude-code-rate-limit.jsonl", ["sk-ant-api03-Xk7p", "ops-alert@shop.example.com", "13812345678"]),
-    ("pi-v3-report-cache.jsonl", ["ghp_R8mK2pX7", "ops@report.example.com"])])
+    ("pi-v3-report-cache.jsonl", ["ghp_R8mK2pX7", "ops@report.example.com"]),
+    ("codex-cli-orders-pagination.jsonl", ["sk-proj-Qz8vN2xL5pR7", "oncall-orders@shop.example.com", "13812345678"]),
+    ("gemini-cli-flaky-due-date.jsonl", ["AIzaSyD-9tSrke72PouQ", "billing-ops@mei.example.com", "13987654321"])])
 def test_the_examples_fake_secrets_are_stored_but_masked_in_exports(store, name, secrets):
     report = import_file(example(name), store)
     stored = "".join(Path(store.path_of(i)).read_text(encoding="utf-8") for i in report.node_ids)
     exported = "".join(store.export_markdown(i) + store.export_html(i) for i in report.node_ids)
     for secret in secrets:
         assert secret in stored and secret not in exported
+
+
+def test_codex_example_shows_injected_context_tool_calls_and_a_rollback(store):
+    report = import_file(example("codex-cli-orders-pagination.jsonl"), store)
+    trunk, branch = loaded(store, report)
+    assert report.format == s11_import.CODEX and report.skipped == [] and report.active_id == trunk.session_id
+    assert [m.get("meta", False) for m in trunk.messages[:3]] == [True, True, False]
+    assert plain(own(branch)[0]).startswith("先用 offset") and plain(trunk.messages[branch.fork_point]).startswith(
+        "那改成游标分页")
+    calls = [b["name"] for m in trunk.messages if isinstance(m["content"], list) for b in m["content"]
+             if b["type"] == "tool_use"]
+    assert calls == ["shell", "shell", "apply_patch", "shell"]
+    outputs = [plain(m) for m in trunk.messages if m["role"] == "tool"]
+    assert outputs[-1].startswith("....\n4 passed") and trunk.source["git_branch"] == "feature/pagination"
+    assert report.dropped["event_msg:thread_rolled_back"] == 1 and report.dropped["event_msg:user_message"] == 4
+
+
+def test_gemini_example_shows_updates_by_id_a_summary_title_and_a_rewind(store):
+    report = import_file(example("gemini-cli-flaky-due-date.jsonl"), store)
+    trunk, branch = loaded(store, report)
+    assert report.format == s11_import.GEMINI and trunk.title == "修复时好时坏的 test_due_date"
+    assert trunk.messages[0]["meta"] is True and trunk.source["cwd"] == "/home/mei/billing"
+    assert plain(own(branch)[0]) == "直接在测试里把时区固定成 UTC 吧。" and plain(
+        trunk.messages[branch.fork_point]).startswith("算了，别动测试")
+    first_call = trunk.messages[3]["content"]   # g-1 was written twice; the second write (with the result) won
+    assert [b["type"] for b in first_call] == ["thinking", "tool_use", "tool_result"]
+    assert report.skipped == [] and report.active_id == trunk.session_id
+
+
+@pytest.mark.parametrize("path", s11_import.list_examples(), ids=lambda path: Path(path).name)
+def test_every_example_imports_cleanly_and_a_second_import_writes_nothing(store, path):
+    first = import_file(path, store)
+    assert store.check() == [] and first.written == len(first.node_ids) >= 2 and first.skipped_total == 0
+    assert first.active_id is not None and store.load(first.active_id).source["active_end"] is True
+    for node_id in first.node_ids:
+        assert store.export_markdown(node_id).startswith("# 🗂️ 会话导出")
+    second = import_file(path, store)
+    assert (second.written, second.unchanged, second.node_ids) == (0, len(first.node_ids), first.node_ids)
