@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_import import REPO, Claude, text
 
 from s11_session import SessionStore
-from test_import import REPO, Claude, text
 
 CLI = REPO / "code" / "s11_cli.py"
 EVIL = "\x1b]0;pwn\x07\x1b[2J\u202egnp.exe\nFORGED LINE"

@@ -15,12 +15,12 @@ import re
 from pathlib import Path
 
 import pytest
+from test_import import fence_aware_headings, nodes, own_texts, plain
 
 import s11_export
 import s11_import
 from s11_import import NoConversation, UnsupportedFormat, import_file, import_folder
 from s11_session import SessionStore
-from test_import import fence_aware_headings, nodes, own_texts, plain
 
 CLOCK = "2026-05-02T10:{:02d}:{:02d}.000Z"
 

@@ -11,12 +11,12 @@ import os
 from pathlib import Path
 
 import pytest
+from test_import import Claude, own_texts, text
+from test_import_codex_gemini import GEMINI_HEAD, Codex, g_user, write_lines
 
 import s11_import
 from s11_import import agents
 from s11_session import SessionStore
-from test_import import Claude, own_texts, text
-from test_import_codex_gemini import GEMINI_HEAD, Codex, g_user, write_lines
 
 NO_OVERRIDES = {"CLAUDE_CONFIG_DIR": "", "PI_CODING_AGENT_DIR": "", "CODEX_HOME": "", "GEMINI_CLI_HOME": ""}
 

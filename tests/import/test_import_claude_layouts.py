@@ -12,11 +12,11 @@ import os
 from pathlib import Path
 
 import pytest
+from test_import import Claude, nodes, own_texts, plain, text
 
 import s11_import
 from s11_import import CompanionFile, import_file, import_folder
 from s11_session import SessionStore
-from test_import import Claude, nodes, own_texts, plain, text
 
 
 @pytest.fixture

@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_import import Claude, nodes, own_texts, pi_file, pi_msg, plain, text
 
 import s11_import
 from s11_import import import_file
 from s11_import.plan import MAX_COPIED_MESSAGES
 from s11_session import SessionStore
-from test_import import Claude, nodes, own_texts, pi_file, pi_msg, plain, text
 
 PACKAGE = os.path.dirname(s11_import.__file__)
 
