@@ -16,6 +16,7 @@ import pytest
 import s11_book as chapter_reference
 import s11_cli
 import s11_session
+from s11_format import PLAIN_VERSION
 from s11_session import (
     FORMAT_VERSION,
     ConflictError,
@@ -195,7 +196,7 @@ class TestChapterFileFormat:
         node.messages.append(msg("assistant", "b"))
         store.save(node)
         data = json.loads(Path(store.path_of(sid)).read_text("utf-8"))
-        assert data["version"] == FORMAT_VERSION and data["revision"] == 1
+        assert data["version"] == PLAIN_VERSION and data["revision"] == 1   # the oldest version that holds it
         assert len(data["messages"]) == 2
 
     def test_files_written_by_this_store_load_in_the_chapters_code(self, store):
@@ -222,7 +223,8 @@ class TestChapterFileFormat:
         node = SessionNode(title="导入的会话", messages=[msg("user", "hi")], source=source)
         store.save(node)
         assert store.load(node.session_id).source == source
-        assert FORMAT_VERSION == 3
+        assert (FORMAT_VERSION, PLAIN_VERSION) == (4, 3)
+        assert json.loads(Path(store.path_of(node.session_id)).read_text("utf-8"))["version"] == 3
         old = chapter_reference.SessionStore(store.storage_dir).load(node.session_id)
         assert (old.title, old.messages) == ("导入的会话", [msg("user", "hi")])
 
