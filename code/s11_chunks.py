@@ -199,7 +199,8 @@ def decode_node(raw: bytes, path: str, read_chunk: Optional[Callable[[str, int, 
     if tail_bytes.count(b"\n") != tail or (tail and not tail_bytes.endswith(b"\n")):
         raise CorruptSession(f"会话文件已损坏：{path}：尾部应有 {tail} 条消息，实际行数不符")
     data = {**head, "workspace": index.get("workspace"), "chunks": refs}
-    if read_chunk is None:
+    if read_chunk is None:   # 不读块：尾部（不到一块）照样解析、检查，坏了的文件不会被当成好的覆盖
+        check_fields({**data, "messages": _messages(tail_bytes, tail, path)}, path, message_count=head["message_count"])
         return data
     parts, first = [], 1
     for name, count in refs:
@@ -222,14 +223,20 @@ def _check_head(head: Dict[str, Any], body_bytes: int, path: str) -> None:
 
 
 def _check_index(index: Any, head: Dict[str, Any], path: str) -> Tuple[List[Tuple[str, int]], int]:
-    refs = index.get("chunks") if isinstance(index, dict) else None
-    tail = index.get("tail") if isinstance(index, dict) else None
-    ok = (isinstance(refs, list) and type(tail) is int and tail >= 0 and all(
-        isinstance(ref, list) and len(ref) == 2 and isinstance(ref[0], str) and _CHUNK_NAME.fullmatch(ref[0] + CHUNK_SUFFIX)
-        and type(ref[1]) is int and ref[1] > 0 for ref in refs))
+    """索引行：{"workspace": 字典或 null, "chunks": [["<sha256>", 条数 > 0], …], "tail": 条数}，条数加起来等于头里的。"""
+    if not isinstance(index, dict):
+        index = {}
+    refs, tail, workspace = index.get("chunks"), index.get("tail"), index.get("workspace")
+    ok = (isinstance(refs, list) and all(_is_ref(ref) for ref in refs) and type(tail) is int and tail >= 0
+          and (workspace is None or isinstance(workspace, dict)))
     if not ok or sum(ref[1] for ref in refs) + tail != head["message_count"]:
-        raise CorruptSession(f"会话文件已损坏：{path}：索引行（块的列表或尾部条数）不对")
+        raise CorruptSession(f"会话文件已损坏：{path}：索引行（workspace、块的列表或尾部条数）不对")
     return [(name, count) for name, count in refs], tail
+
+
+def _is_ref(ref: Any) -> bool:
+    return (isinstance(ref, list) and len(ref) == 2 and isinstance(ref[0], str)
+            and _CHUNK_NAME.fullmatch(ref[0] + CHUNK_SUFFIX) is not None and type(ref[1]) is int and ref[1] > 0)
 
 
 def _messages(lines: bytes, count: int, path: str) -> List[Any]:
@@ -341,7 +348,10 @@ class ChunkStore:
 
     def ensure(self, chunks: List[Tuple[str, bytes]]) -> None:
         """目录锁里、提交会话之前：每一块都还在（清理刚删掉的当场补写）。只看 lstat，不重读内容。"""
-        self.write([(name, data) for name, data in dict(chunks).items() if not self._present(name, data)])
+        gone = [(name, data) for name, data in dict(chunks).items() if not self._present(name, data)]
+        if gone:
+            log.warning("保存前发现 %d 块刚被清理掉，在锁里重新写下", len(gone))
+            self.write(gone)
 
     def _present(self, name: str, data: bytes, verify: bool = False) -> bool:
         path = self.path_of(name)
