@@ -127,13 +127,18 @@ def plan(payload: Dict[str, Any], *, threshold: float = BIG_SESSION_BYTES, chunk
     """要保存的字典（s11_session._payload）→ Plan。先检查、编码每条消息，出错时什么都没写。"""
     sid, messages = payload["session_id"], payload["messages"]
     memo = batch.lines if batch is not None else None
-    validate_messages(messages, f"会话 {sid}：", skip=None if memo is None else lambda msg: _known(memo, msg))
+    validate_messages(messages, f"会话 {sid}：", memo)
+    plain = None
+    if _text_chars(messages, threshold) < threshold:   # 文字的字符数不超过消息紧凑 JSON 的字节数：也许是小会话
+        plain = encode_session({**payload, "version": PLAIN_VERSION}, sid)
+        if len(plain) < threshold:   # 整个 indent=2 文件都比阈值短，消息的紧凑 JSON 只会更短：小会话，不必逐条编码
+            return Plan(plain, [])
     where = f"会话 {sid} 的"
     lines = encode_message_lines(messages, where, memo)
     sizes = [len(line) + 1 for line in lines]
     ends = cut_points(sizes, chunk_bytes) if sum(sizes) >= threshold else []
     if not ends:   # 小会话：章节的自带全部消息的文件，和以前逐字节相同
-        return Plan(encode_session({**payload, "version": PLAIN_VERSION}, sid), [])
+        return Plan(plain or encode_session({**payload, "version": PLAIN_VERSION}, sid), [])
     chunks, start = [], 0
     for end in ends:
         chunks.append(_chunk(lines, messages, start, end, batch))
@@ -148,9 +153,16 @@ def plan(payload: Dict[str, Any], *, threshold: float = BIG_SESSION_BYTES, chunk
     return Plan(encode_line(head, where, "标题或 source") + b"\n" + body, chunks)
 
 
-def _known(memo: Dict[int, Tuple[Any, bytes]], message: Any) -> bool:
-    found = memo.get(id(message))
-    return found is not None and found[0] is message
+def _text_chars(messages: List[Dict[str, Any]], enough: float) -> int:
+    """字符串内容的总字符数，到 enough 为止：[{"content": "你好"}, {"content": None}] -> 2。"""
+    total = 0
+    for message in messages:
+        content = message.get("content")
+        if type(content) is str:
+            total += len(content)
+            if total >= enough:
+                break
+    return total
 
 
 def _chunk(lines: List[bytes], messages: List[Any], start: int, end: int, batch: Optional[Batch]) -> Tuple[str, bytes]:
@@ -178,10 +190,11 @@ def head_of(raw: bytes) -> Optional[Tuple[Any, int]]:
         return None
 
 
-def decode_node(raw: bytes, path: str, read_chunk: Optional[Callable[[str, int, int, str], bytes]] = None
-                ) -> Dict[str, Any]:
+def decode_node(raw: bytes, path: str, read_chunk: Optional[Callable[[str, int, int, str], bytes]] = None,
+                batch: Optional[Batch] = None) -> Dict[str, Any]:
     """会话文件的字节 → 字典。version 1–3 交给 s11_format.decode_session；version 4 核对头、索引、尾部，
-    read_chunk 给出时按索引读每一块拼出完整的 messages，否则只给头和索引（保存前核对修订号用）。"""
+    read_chunk 给出时按索引读每一块拼出完整的 messages，否则只给头和索引（保存前核对修订号用）。
+    batch：把每条消息读到的那一行、每一块的名字记进去，紧接着的保存（fork）原样复用，不再编码、算 sha256。"""
     found = head_of(raw)
     if found is None or not isinstance(found[0], dict):
         return decode_session(raw, path)
@@ -208,7 +221,20 @@ def decode_node(raw: bytes, path: str, read_chunk: Optional[Callable[[str, int, 
         first += count
     data["messages"] = _messages(b"".join([*parts, tail_bytes]), head["message_count"], path)
     check_fields(data, path)
+    if batch is not None:
+        _remember_lines(batch, data["messages"], [*parts, tail_bytes], [*refs, ("", tail)])
     return data
+
+
+def _remember_lines(batch: Batch, messages: List[Any], parts: List[bytes], refs: List[Tuple[str, int]]) -> None:
+    position = 0
+    for part, (name, count) in zip(parts, refs):
+        block = messages[position:position + count]
+        for message, line in zip(block, part.split(b"\n")):
+            batch.lines[id(message)] = (message, line)
+        if name:
+            batch.chunks[tuple(map(id, block))] = (name, part)
+        position += count
 
 
 def _check_head(head: Dict[str, Any], body_bytes: int, path: str) -> None:
@@ -263,13 +289,13 @@ class ChunkStore:
         return os.path.join(self.folder, name + CHUNK_SUFFIX)
 
     # 读 ──────────────────────────────────────────────────────────────────────────────────
-    def read(self, path: str) -> SessionFile:
+    def read(self, path: str, batch: Optional[Batch] = None) -> SessionFile:
         """读一个会话文件（任何版本）和它的全部块。块缺了而会话文件在此期间被换掉（别人刚保存或删除），
-        就重读一次；会话文件不存在抛 FileNotFoundError。"""
+        就重读一次；会话文件不存在抛 FileNotFoundError。batch 见 decode_node。"""
         for attempt in range(3):
             raw, info = _read(path)
             try:
-                data = decode_node(raw, path, self._read_chunk)
+                data = decode_node(raw, path, self._read_chunk, batch)
             except ChunkError as exc:
                 if not exc.missing or attempt == 2 or _unchanged(path, info):
                     raise

@@ -118,19 +118,21 @@ def is_session_name(fname: str) -> bool:
 
 
 # ── ✉️ 消息检查：存进去的必须能原样读回来 ───────────────────────────────────────────────────
-def validate_messages(messages: Any, where: str = "", skip: Any = None) -> None:
+def validate_messages(messages: Any, where: str = "", known: Any = None) -> None:
     """messages 必须是 [{"role": 非空字符串, "content": 字符串 | 内容块列表 | None}, ...]。
 
-    skip(message) 为真的消息跳过（一批保存里已经检查过的同一个对象，见 encode_message_lines）。"""
+    known：一批保存共用的 {id(消息): (消息, 一行字节)}（见 encode_message_lines）；里面的对象已经检查过，跳过。"""
     if not isinstance(messages, list):
         raise InvalidMessage(f"{where}messages 必须是列表，收到 {type(messages).__name__}")
     for i, msg in enumerate(messages):
-        if skip is not None and skip(msg):
-            continue
+        if known is not None:
+            seen = known.get(id(msg))
+            if seen is not None and seen[0] is msg:
+                continue
         if not isinstance(msg, dict):
             raise InvalidMessage(f"{where}第 {i + 1} 条消息必须是字典，收到 {type(msg).__name__}")
         role = msg.get("role")
-        if not isinstance(role, str) or not role.strip():
+        if not isinstance(role, str) or not role or role.isspace():
             raise InvalidMessage(f"{where}第 {i + 1} 条消息缺少非空字符串 role")
         if "content" not in msg:
             raise InvalidMessage(f"{where}第 {i + 1} 条消息缺少 content 键")
@@ -362,14 +364,14 @@ def encode_message_lines(messages: List[Any], where: str = "", memo: Any = None)
     [{"role": "user", "content": "hi"}] -> [b'{"role":"user","content":"hi"}']
     memo 是一批保存共用的字典 {id(消息): (消息, 字节)}：同一个对象在一批里只编码一次（导入一棵共享前缀的
     树时很要紧）。只在一次调用之内可信——调用之间调用方可能原地改了消息——所以单个 save() 从不传它。"""
-    seen = memo if memo is not None else {}
     encode = _line_encoder()
-    lines = []
+    lines: List[bytes] = []
     for number, message in enumerate(messages, 1):
-        known = seen.get(id(message))
-        if known is not None and known[0] is message:
-            lines.append(known[1])
-            continue
+        if memo is not None:
+            known = memo.get(id(message))
+            if known is not None and known[0] is message:
+                lines.append(known[1])
+                continue
         try:
             text = encode(message)
         except (RecursionError, TypeError, ValueError):
@@ -377,7 +379,10 @@ def encode_message_lines(messages: List[Any], where: str = "", memo: Any = None)
             raise   # pragma: no cover - encode_line 一定会抛
         if _too_deep(text, MAX_NESTING):   # 单独编码的消息：它自己算第 1 层
             raise InvalidMessage(f"{where}第 {number} 条消息嵌套超过 {MAX_NESTING} 层，存下来会读不回来")
-        line = _utf8(text)
+        try:
+            line = text.encode("utf-8")
+        except UnicodeEncodeError:
+            line = _utf8(text)
         if memo is not None:
             memo[id(message)] = (message, line)
         lines.append(line)

@@ -32,6 +32,7 @@ export_markdown / delete，然后是章节之外的方法，最后是 demo_tree_
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -39,7 +40,7 @@ import stat
 import threading
 import time
 import uuid
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import s11_chunks  # 大会话的块
 import s11_export  # Markdown / HTML 渲染
@@ -149,8 +150,8 @@ class SessionStore:
     def load(self, session_id: str) -> Optional[SessionNode]:
         """📂 读档：从磁盘恢复指定会话（断点续跑）；不存在返回 None，损坏抛 CorruptSession"""
         path = self._path(session_id)
-        try:
-            found = self._chunks.read(path)   # 大会话：逐块核对 sha256 后拼回完整的消息列表
+        try:   # 大会话：逐块核对 sha256 后拼回完整的消息列表
+            found = self._chunks.read(path, getattr(self._batch, "current", None))
         except FileNotFoundError:
             return None
         self._remember(path, found.data, found.info, found.digest)   # 随后的 save() 不必再解析一遍
@@ -176,16 +177,17 @@ class SessionStore:
     def fork(self, parent_id: str, new_messages: Optional[List[Dict[str, Any]]] = None, *,
              at: Optional[int] = None, title: Optional[str] = None) -> SessionNode:
         """🌿 分叉：继承父会话前 at 条（默认全部）历史并追加新消息，生成指向父节点的子分支"""
-        parent = self.load(parent_id)
-        if parent is None:
-            raise SessionNotFound(f"❌ 未找到父会话: {parent_id}，无法分叉！")
-        keep = len(parent.messages) if at is None else at
-        if isinstance(keep, bool) or not isinstance(keep, int) or not 0 <= keep <= len(parent.messages):
-            raise SessionError(f"分叉位置 at={at!r} 无效：会话 {parent_id} 只有 {len(parent.messages)} 条消息")
-        child = SessionNode(title=title or f"{parent.title} · 分支", parent_id=parent.session_id,
-                            messages=list(parent.messages[:keep]) + list(new_messages or []),
-                            fork_point=keep)
-        self.save(child)   # 新 ID、修订 0：分叉永远不会冲突
+        with self._batch_scope():   # load 与 save 之间没有调用方的代码：父节点的编码和块名原样复用
+            parent = self.load(parent_id)
+            if parent is None:
+                raise SessionNotFound(f"❌ 未找到父会话: {parent_id}，无法分叉！")
+            keep = len(parent.messages) if at is None else at
+            if isinstance(keep, bool) or not isinstance(keep, int) or not 0 <= keep <= len(parent.messages):
+                raise SessionError(f"分叉位置 at={at!r} 无效：会话 {parent_id} 只有 {len(parent.messages)} 条消息")
+            child = SessionNode(title=title or f"{parent.title} · 分支", parent_id=parent.session_id,
+                                messages=list(parent.messages[:keep]) + list(new_messages or []),
+                                fork_point=keep)
+            self.save(child)   # 新 ID、修订 0：分叉永远不会冲突
         return child
 
     def export_markdown(self, session_id: str, *, redact: bool = True) -> str:
@@ -267,10 +269,19 @@ class SessionStore:
         """依次 save() 一批节点，写下的字节与逐个保存相同；同一个消息对象在这一批里只检查、编码一次，
         所以导入一棵共享前缀的树时，CPU 随新内容而不是随每个节点的长度之和增长。出错时抛出：
         前面的节点已保存，后面的没有。这一批进行中请不要在别的线程里原地修改这些消息。"""
-        self._batch.current = s11_chunks.Batch()
-        try:
+        with self._batch_scope():
             for node in nodes:
                 self.save(node)
+
+    @contextlib.contextmanager
+    def _batch_scope(self) -> Iterator[None]:
+        """在这之内，本线程的 load / save 共用一个 s11_chunks.Batch（同一消息对象只编码一次）。"""
+        if getattr(self._batch, "current", None) is not None:
+            yield
+            return
+        self._batch.current = s11_chunks.Batch()
+        try:
+            yield
         finally:
             self._batch.current = None
 
