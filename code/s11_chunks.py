@@ -303,15 +303,18 @@ class ChunkStore:
             return SessionFile(data, info, hashlib.sha256(raw).digest())
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def read_summary(self, path: str, info: os.stat_result) -> Tuple[Dict[str, Any], os.stat_result]:
-        """摘要要用的字段：version 4 只读第一行（与会话大小无关），version 1–3 读整个文件。"""
+    def read_summary(self, path: str, info: Optional[os.stat_result]) -> Tuple[Dict[str, Any], os.stat_result]:
+        """摘要要用的字段：version 4 只读第一行（与会话大小无关），version 1–3 读整个文件。
+        info 为 None：调用方从目录项知道它是普通文件（打开后照样 fstat 确认）。"""
         try:
-            raw, info = read_regular_file(path, info=info, enough=_has_head)
+            raw, info = read_regular_file(path, info=info, enough=_has_head, regular=info is None)
         except FileNotFoundError:
             raise
         except OSError as exc:
             raise unreadable(path, exc) from None
         found = head_of(raw)
+        if found is None and len(raw) == info.st_size:
+            return decode_session(raw, path), info   # 单个 JSON 文档，已经整个读完
         if found is None or not isinstance(found[0], dict) or found[0].get("version") != CHUNKED_VERSION:
             if len(raw) < info.st_size:
                 raw, info = _read(path)

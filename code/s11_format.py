@@ -118,6 +118,9 @@ def is_session_name(fname: str) -> bool:
 
 
 # ── ✉️ 消息检查：存进去的必须能原样读回来 ───────────────────────────────────────────────────
+_NO_CONTENT = object()
+
+
 def validate_messages(messages: Any, where: str = "", known: Any = None) -> None:
     """messages 必须是 [{"role": 非空字符串, "content": 字符串 | 内容块列表 | None}, ...]。
 
@@ -128,6 +131,10 @@ def validate_messages(messages: Any, where: str = "", known: Any = None) -> None
         if known is not None:
             seen = known.get(id(msg))
             if seen is not None and seen[0] is msg:
+                continue
+        if type(msg) is dict:   # 最常见的形状先用最快的判断放行；其余的走下面逐项检查（同样接受子类）
+            role, content = msg.get("role"), msg.get("content", _NO_CONTENT)
+            if type(role) is str and role and not role.isspace() and (content is None or type(content) is str):
                 continue
         if not isinstance(msg, dict):
             raise InvalidMessage(f"{where}第 {i + 1} 条消息必须是字典，收到 {type(msg).__name__}")

@@ -162,11 +162,11 @@ class SessionStore:
     def list_sessions(self) -> List[Dict[str, Any]]:
         """📋 返回全部会话摘要（按创建时间倒序；读不了的条目跳过并记日志，用 check() 查看）"""
         summaries = []
-        for fname in sorted(os.listdir(self.storage_dir)):
-            if not is_session_name(fname):
-                continue
+        with os.scandir(self.storage_dir) as entries:   # 最后按创建先后排序（ID 兜底，顺序唯一）
+            found = [entry for entry in entries if is_session_name(entry.name)]
+        for entry in found:
             try:
-                summaries.append(self._summary(os.path.join(self.storage_dir, fname)))
+                summaries.append(self._summary(entry.path, entry))
             except FileNotFoundError:
                 continue   # 刚被别的线程删掉
             except SessionError as exc:
@@ -412,17 +412,20 @@ class SessionStore:
                 f"会话 {session.session_id} 在你读入（修订 {session.revision}）之后已被保存为修订 "
                 f"{on_disk}；请重新 load() 后再追加，否则会抹掉别人的消息")
 
-    def _summary(self, path: str) -> Dict[str, Any]:
-        """一个文件的摘要；按 (inode, 大小, 修改时间) 缓存，目录很大时 list 不必每次重新解析。"""
-        try:
-            info = os.lstat(path)
-        except FileNotFoundError:
-            raise
-        except OSError as exc:
-            raise unreadable(path, exc) from None
+    def _summary(self, path: str, entry: Optional[os.DirEntry] = None) -> Dict[str, Any]:
+        """一个文件的摘要；按 (inode, 大小, 修改时间) 缓存，目录很大时 list 不必每次重新解析。
+        entry：list_sessions() 的目录项，它已说明是普通文件时第一次读就不必先 lstat。"""
         cached = self._summary_cache.get(path)
-        if cached and cached[0] == _stat_key(info):
-            return dict(cached[1])
+        info = None
+        if cached or entry is None or not entry.is_file(follow_symlinks=False):
+            try:
+                info = os.lstat(path)
+            except FileNotFoundError:
+                raise
+            except OSError as exc:
+                raise unreadable(path, exc) from None
+            if cached and cached[0] == _stat_key(info):
+                return dict(cached[1])
         data, info = self._chunks.read_summary(path, info)   # 大会话只读第一行；不算 sha256（只有 save 需要）
         return dict(self._remember(path, data, info, None))
 

@@ -73,16 +73,17 @@ def entry_kind(path: str) -> str:
 
 
 def read_regular_file(path: str, *, info: Optional[os.stat_result] = None,
-                      enough: Optional[Callable[[bytes], bool]] = None) -> Tuple[bytes, os.stat_result]:
+                      enough: Optional[Callable[[bytes], bool]] = None,
+                      regular: bool = False) -> Tuple[bytes, os.stat_result]:
     """读出一个普通文件的全部字节和它的 fstat；文件不存在抛 FileNotFoundError。
 
     先 lstat：不是普通文件的条目（目录、FIFO、设备、符号链接）根本不打开（info：调用方刚做过的 lstat，省一次）；
     O_NOFOLLOW + O_NONBLOCK：lstat 之后名字被换成链接或 FIFO 时，open 也不跟随、不会永远等一个写入者；
     fstat 再确认打开的是普通文件才读。
     enough(已读的字节) 为真时提前停下，只返回文件的开头（先读 HEAD_BYTES）：大会话的摘要只要第一行。
+    regular=True：调用方刚从目录项（os.scandir 的文件类型）知道它是普通文件，省掉 lstat；打开后照样 fstat 确认。
     """
-    mode = (info or os.lstat(path)).st_mode
-    if not stat.S_ISREG(mode):
+    if not regular and not stat.S_ISREG((info or os.lstat(path)).st_mode):
         raise NotRegularFile(path, entry_kind(path))
     try:
         fd = os.open(path, _READ_FLAGS)
