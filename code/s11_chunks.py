@@ -47,8 +47,11 @@
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import logging
+import operator
 import os
 import re
 import stat
@@ -98,23 +101,33 @@ class Plan(NamedTuple):
 
 
 class Batch:
-    """一批保存（save_many、bytes_to_write）共用的记忆：同一个消息对象只编码一次，同一串对象只切一次块。
+    """一批保存（save_many、bytes_to_write、fork）共用的记忆：同一个消息对象只检查、编码一次，同一串对象只切一次块；
+    父节点已在这一批里规划过时，子节点继承的前缀（同一批对象）连切点和块一起照搬，只算后面新的部分。
 
     只在一次调用之内可信（调用之间调用方可能原地改了消息），所以单个 save() 从不用它。"""
 
     def __init__(self) -> None:
         self.lines: Dict[int, Tuple[Any, bytes]] = {}                # id(消息) → (消息, 一行字节)
         self.chunks: Dict[Tuple[int, ...], Tuple[str, bytes]] = {}   # 这一块里每条消息的 id → (名字, 字节)
+        self.planned: Dict[str, "_Planned"] = {}                     # 会话 ID → 这一批里为它算好的东西
 
 
-def cut_points(sizes: Iterable[int], chunk_bytes: float) -> List[int]:
-    """每块的结束位置：从第 0 条起累加，满 chunk_bytes 就在这条之后切。[40, 40, 40, 10] 按 64 -> [2]
+class _Planned(NamedTuple):
+    messages: List[Any]
+    lines: List[bytes]
+    sizes: List[int]
+    ends: List[int]
+    chunks: List[Tuple[str, bytes]]
+
+
+def cut_points(sizes: Iterable[int], chunk_bytes: float, start: int = 0) -> List[int]:
+    """每块的结束位置：从第 0 条（或切点 start）起累加，满 chunk_bytes 就在这条之后切。[40, 40, 40, 10] 按 64 -> [2]
 
     >>> cut_points([40, 40, 40, 10], 64), cut_points([100, 1, 1], 64), cut_points([1, 1], 64)
     ([2], [1], [])
     """
     ends, run = [], 0
-    for position, size in enumerate(sizes, 1):
+    for position, size in enumerate(sizes, start + 1):
         run += size
         if run >= chunk_bytes:
             ends.append(position)
@@ -127,41 +140,67 @@ def plan(payload: Dict[str, Any], *, threshold: float = BIG_SESSION_BYTES, chunk
     """要保存的字典（s11_session._payload）→ Plan。先检查、编码每条消息，出错时什么都没写。"""
     sid, messages = payload["session_id"], payload["messages"]
     memo = batch.lines if batch is not None else None
-    validate_messages(messages, f"会话 {sid}：", memo)
+    parent, keep = _inherited(payload, batch)
+    validate_messages(messages, f"会话 {sid}：", memo, start=keep)
     plain = None
-    if _text_chars(messages, threshold) < threshold:   # 文字的字符数不超过消息紧凑 JSON 的字节数：也许是小会话
+    if parent is None and _text_chars(messages, threshold) < threshold:   # 文字的字符数 ≤ 紧凑 JSON 的字节数
         plain = encode_session({**payload, "version": PLAIN_VERSION}, sid)
         if len(plain) < threshold:   # 整个 indent=2 文件都比阈值短，消息的紧凑 JSON 只会更短：小会话，不必逐条编码
             return Plan(plain, [])
     where = f"会话 {sid} 的"
-    lines = encode_message_lines(messages, where, memo)
+    lines = encode_message_lines(messages[keep:], where, memo, first=keep + 1)
     sizes = [len(line) + 1 for line in lines]
-    ends = cut_points(sizes, chunk_bytes) if sum(sizes) >= threshold else []
+    ends: List[int] = []
+    chunks: List[Tuple[str, bytes]] = []
+    if parent is not None:   # 前 keep 条与父节点是同一批对象：切点只由前面决定，照搬不超过 keep 的那些
+        lines, sizes = parent.lines[:keep] + lines, parent.sizes[:keep] + sizes
+        kept = bisect.bisect_right(parent.ends, keep)
+        ends, chunks = parent.ends[:kept], parent.chunks[:kept]
+    start = ends[-1] if ends else 0
+    if sum(sizes) >= threshold:
+        for end in cut_points(sizes[start:], chunk_bytes, start):
+            chunks.append(_chunk(lines, messages, start, end, batch))
+            ends.append(start := end)
+    else:
+        ends, chunks = [], []
+    if batch is not None:
+        batch.planned[sid] = _Planned(messages, lines, sizes, ends, chunks)
     if not ends:   # 小会话：章节的自带全部消息的文件，和以前逐字节相同
         return Plan(plain or encode_session({**payload, "version": PLAIN_VERSION}, sid), [])
-    chunks, start = [], 0
-    for end in ends:
-        chunks.append(_chunk(lines, messages, start, end, batch))
-        start = end
     head = {"version": CHUNKED_VERSION, **{key: payload[key] for key in _SUMMARY_FIELDS[1:9]},
             "message_count": len(lines), "first_added": s11_tree.first_added(messages, payload["fork_point"])}
     index = {"workspace": payload["workspace"], "chunks": [[name, end - begin] for (name, _), begin, end
                                                             in zip(chunks, [0] + ends, ends)],
-             "tail": len(lines) - start}
-    body = b"".join([encode_line(index, where, "工作区快照"), b"\n", *(line + b"\n" for line in lines[start:])])
+             "tail": len(lines) - ends[-1]}
+    body = b"".join([encode_line(index, where, "工作区快照"), b"\n", *(line + b"\n" for line in lines[ends[-1]:])])
     head["body_bytes"] = len(body)
     return Plan(encode_line(head, where, "标题或 source") + b"\n" + body, chunks)
 
 
+def _inherited(payload: Dict[str, Any], batch: Optional[Batch]) -> Tuple[Optional[_Planned], int]:
+    """(父节点在这一批里的规划, 继承的条数)：只有前 fork_point 条真是父节点的同一批对象时才算（逐个比 is）。"""
+    parent = batch.planned.get(payload["parent_id"]) if batch is not None and payload["parent_id"] else None
+    keep = payload["fork_point"]
+    if parent is None or type(keep) is not int or not 0 < keep <= min(len(parent.messages), len(payload["messages"])):
+        return None, 0
+    if not all(map(operator.is_, itertools.islice(payload["messages"], keep), parent.messages)):
+        return None, 0
+    return parent, keep
+
+
 def _text_chars(messages: List[Dict[str, Any]], enough: float) -> int:
-    """字符串内容的总字符数，到 enough 为止：[{"content": "你好"}, {"content": None}] -> 2。"""
+    """消息里文字的字符数（content 字符串和内容块里的字符串值），数到 enough 为止；它不超过紧凑 JSON 的字节数。
+
+    [{"content": "你好"}, {"content": [{"type": "text", "text": "hi"}]}] -> 2 + 4 + 2 = 8"""
     total = 0
     for message in messages:
         content = message.get("content")
         if type(content) is str:
             total += len(content)
-            if total >= enough:
-                break
+        elif type(content) is list:
+            total += sum(len(value) for block in content for value in block.values() if type(value) is str)
+        if total >= enough:
+            break
     return total
 
 

@@ -34,6 +34,7 @@ version 4 能表达。以后的 version 5（收敛字段）也一样：只有用
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -121,20 +122,23 @@ def is_session_name(fname: str) -> bool:
 _NO_CONTENT = object()
 
 
-def validate_messages(messages: Any, where: str = "", known: Any = None) -> None:
+def validate_messages(messages: Any, where: str = "", known: Any = None, start: int = 0) -> None:
     """messages 必须是 [{"role": 非空字符串, "content": 字符串 | 内容块列表 | None}, ...]。
 
-    known：一批保存共用的 {id(消息): (消息, 一行字节)}（见 encode_message_lines）；里面的对象已经检查过，跳过。"""
+    known：一批保存共用的 {id(消息): (消息, 一行字节)}（见 encode_message_lines）；里面的对象已经检查过，跳过。
+    start：前 start 条已经检查过（继承自这一批里的父节点）。"""
     if not isinstance(messages, list):
         raise InvalidMessage(f"{where}messages 必须是列表，收到 {type(messages).__name__}")
-    for i, msg in enumerate(messages):
+    for i, msg in enumerate(itertools.islice(messages, start, None), start):
         if known is not None:
             seen = known.get(id(msg))
             if seen is not None and seen[0] is msg:
                 continue
         if type(msg) is dict:   # 最常见的形状先用最快的判断放行；其余的走下面逐项检查（同样接受子类）
             role, content = msg.get("role"), msg.get("content", _NO_CONTENT)
-            if type(role) is str and role and not role.isspace() and (content is None or type(content) is str):
+            if type(role) is str and role and not role.isspace() and (
+                    content is None or type(content) is str
+                    or (type(content) is list and all(map(isinstance, content, itertools.repeat(dict))))):
                 continue
         if not isinstance(msg, dict):
             raise InvalidMessage(f"{where}第 {i + 1} 条消息必须是字典，收到 {type(msg).__name__}")
@@ -365,15 +369,16 @@ def encode_line(value: Any, where: str, what: str) -> bytes:
     return _utf8(text)
 
 
-def encode_message_lines(messages: List[Any], where: str = "", memo: Any = None) -> List[bytes]:
+def encode_message_lines(messages: List[Any], where: str = "", memo: Any = None, first: int = 1) -> List[bytes]:
     """检查过的消息列表（validate_messages）→ 每条一行紧凑 JSON 字节（不含换行）。
 
     [{"role": "user", "content": "hi"}] -> [b'{"role":"user","content":"hi"}']
     memo 是一批保存共用的字典 {id(消息): (消息, 字节)}：同一个对象在一批里只编码一次（导入一棵共享前缀的
-    树时很要紧）。只在一次调用之内可信——调用之间调用方可能原地改了消息——所以单个 save() 从不传它。"""
+    树时很要紧）。只在一次调用之内可信——调用之间调用方可能原地改了消息——所以单个 save() 从不传它。
+    first：messages[0] 在会话里是第几条（报错用）。"""
     encode = _line_encoder()
     lines: List[bytes] = []
-    for number, message in enumerate(messages, 1):
+    for number, message in enumerate(messages, first):
         if memo is not None:
             known = memo.get(id(message))
             if known is not None and known[0] is message:

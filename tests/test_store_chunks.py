@@ -188,6 +188,37 @@ class TestBytesWritten:
             assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "many" / name).read_bytes()
         assert [p.name for p in chunk_files(one)] == [p.name for p in chunk_files(many)]
 
+    @pytest.mark.parametrize("seed", range(3))
+    def test_a_random_imported_tree_saves_byte_for_byte_like_one_by_one(self, tmp_path, seed):
+        """Children share their parent's message objects up to fork_point (some get equal copies instead)."""
+        rng = random.Random(seed)
+
+        def tree():
+            trunk = history(2500, pad=rng.choice([100, 300, 2000]))
+            nodes = [SessionNode("n0", "根", messages=trunk, created_at="2026-01-01 00:00:00")]
+            for i in range(1, 9):
+                parent = rng.choice(nodes)
+                keep = rng.randint(0, len(parent.messages))
+                prefix = parent.messages[:keep] if rng.random() < 0.8 else [dict(m) for m in parent.messages[:keep]]
+                nodes.append(SessionNode(f"n{i}", "分支", parent_id=parent.session_id, fork_point=keep,
+                                         messages=prefix + history(rng.randint(0, 400), 10_000 * i),
+                                         created_at="2026-01-01 00:00:00"))
+            for node in nodes:
+                node.created_ns = 1
+            return nodes
+        state = rng.getstate()
+        one = SessionStore(tmp_path / "one")
+        for node in tree():
+            one.save(node)
+        rng.setstate(state)
+        many, batch = SessionStore(tmp_path / "many"), tree()
+        predicted = many.bytes_to_write(batch)
+        many.save_many(batch)
+        assert folder_bytes(tmp_path / "many") == predicted
+        for i in range(9):
+            assert (tmp_path / "one" / f"n{i}.json").read_bytes() == (tmp_path / "many" / f"n{i}.json").read_bytes()
+        assert [p.name for p in chunk_files(one)] == [p.name for p in chunk_files(many)]
+
     def test_save_many_still_sees_an_edit_made_between_two_batches(self, store):
         node = SessionNode("n", "会话", messages=history(2000))
         store.save_many([node])
