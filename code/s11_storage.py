@@ -233,12 +233,14 @@ class DirectoryLock:
 
     def __init__(self, folder: str):
         self.folder = folder
-        key = os.path.realpath(folder)
-        with _thread_locks_guard:   # 同一目录的所有实例共用一把线程锁
-            self._thread_lock = _thread_locks.setdefault(key, threading.Lock())
+        self._thread_lock: Optional[threading.Lock] = None   # 第一次加锁时才找（只读的仓库从不加锁）
         self._fd: Optional[int] = None
 
     def __enter__(self) -> "DirectoryLock":
+        if self._thread_lock is None:
+            key = os.path.realpath(self.folder)
+            with _thread_locks_guard:   # 同一目录的所有实例共用一把线程锁
+                self._thread_lock = _thread_locks.setdefault(key, threading.Lock())
         self._thread_lock.acquire()
         if fcntl is None:
             return self
