@@ -6,7 +6,8 @@
     workloads: demo, save, load, list, fork (a 300-deep chain), export, forks (1/10/100 forks of 1k/10k
                messages), append (20 appends to a 10k-message session)
 
-    parent: builds the folders once ──> for each case × store × run: python bench_store.py --worker '<spec>'
+    parent: builds the folders once ──> for each case × run × store (interleaved, the order rotating):
+                                           python bench_store.py --worker '<spec>'
                                            └─ imports the store (untimed), then times the operation:
                                               "cold" = the first call in that process (new SessionStore, empty
                                               caches, lazy imports such as the exporter and the redaction rules),
@@ -267,13 +268,20 @@ class Bench:
 
     def runs_of(self, spec: dict, fresh_folder: bool = False) -> dict:
         """Median of each figure over `runs` fresh processes (a new empty folder each, for write workloads)."""
-        samples: List[dict] = []
-        for _ in range(self.runs):
-            this = dict(spec, folder=self.folder()) if fresh_folder else spec
-            samples.append(self.spawn(this))
-            if fresh_folder:
-                shutil.rmtree(this["folder"], ignore_errors=True)
-        return {key: c.median([s[key] for s in samples]) for key in samples[0]}
+        return self.compare({spec["store"]: spec}, fresh_folder)[spec["store"]]
+
+    def compare(self, specs: Dict[str, dict], fresh_folder: bool = False) -> Dict[str, dict]:
+        """The stores' runs interleaved (run 1 of every store, then run 2, …, the order rotating), so a machine
+        whose load drifts during the benchmark shifts every store alike; the median of each figure per store."""
+        samples: Dict[str, List[dict]] = {name: [] for name in specs}
+        names = list(specs)
+        for run in range(self.runs):
+            for name in names[run % len(names):] + names[:run % len(names)]:
+                this = dict(specs[name], folder=self.folder()) if fresh_folder else specs[name]
+                samples[name].append(self.spawn(this))
+                if fresh_folder:
+                    shutil.rmtree(this["folder"], ignore_errors=True)
+        return {name: {key: c.median([s[key] for s in found]) for key in found[0]} for name, found in samples.items()}
 
 
 def writer_of(store_name: str) -> str:
@@ -341,8 +349,7 @@ def run_all(bench: Bench, sizes: dict, only) -> List[tuple]:
     worst: List[tuple] = []
 
     if "demo" in only:
-        by_store = {n: bench.runs_of({"kind": "demo", "store": n, "count": sizes["demo"]}, fresh_folder=True)
-                    for n in WRITERS}
+        by_store = bench.compare({n: {"kind": "demo", "store": n, "count": sizes["demo"]} for n in WRITERS}, True)
         c.print_table(f"0. the chapter's demo_tree_branching (create, save, 2 forks, resume, export), {sizes['demo']} "
                       "times in fresh folders per process", ["run"] + versus_headers(WRITERS),
                       [["first in the process (cold)", *versus(by_store, "cold", WRITERS, 3)],
@@ -354,8 +361,7 @@ def run_all(bench: Bench, sizes: dict, only) -> List[tuple]:
     if "save" in only:
         rows, last = [], None
         for count in sizes["save"]:
-            by_store = {n: bench.runs_of({"kind": "save", "store": n, "count": count}, fresh_folder=True)
-                        for n in WRITERS}
+            by_store = bench.compare({n: {"kind": "save", "store": n, "count": count} for n in WRITERS}, True)
             rows.append([f"{count} msgs", *versus(by_store, "last", WRITERS, 3), *versus(by_store, "total", WRITERS, 0),
                          c.human_bytes(by_store[CHAPTER]["bytes"]), c.human_bytes(by_store[OURS_FAST]["bytes"])])
             last = (count, by_store)
@@ -366,8 +372,7 @@ def run_all(bench: Bench, sizes: dict, only) -> List[tuple]:
                            "ours switches to chunks at 64 KiB of messages (~300 of these)")
         count, by_store = last
         worst.append(("save after every message (total)", count, by_store, "total", {"kind": "save", "count": count}))
-        tiny = {n: bench.runs_of({"kind": "tiny", "store": n, "count": sizes["tiny"]}, fresh_folder=True)
-                for n in WRITERS}
+        tiny = bench.compare({n: {"kind": "tiny", "store": n, "count": sizes["tiny"]} for n in WRITERS}, True)
         c.print_table(f"1b. the fixed cost of one save: a 1-message session saved {sizes['tiny']} times",
                       ["save"] + versus_headers(WRITERS), [["first save of the process", *versus(tiny, "first", WRITERS, 3)],
                                                            ["median of the rest", *versus(tiny, "save", WRITERS, 3)]],
@@ -377,7 +382,7 @@ def run_all(bench: Bench, sizes: dict, only) -> List[tuple]:
     def read_table(title: str, cases: List[tuple], note: str) -> Dict[object, dict]:
         rows, table = [], {}
         for label, specs in cases:
-            by_store = {n: bench.runs_of(specs[n]) for n in READERS}
+            by_store = bench.compare({n: specs[n] for n in READERS})
             table[label] = by_store
             rows.append([label, *versus(by_store, "cold", READERS), *versus(by_store, "warm", READERS)])
         c.print_table(title, ["size", *versus_headers(READERS, "cold "), *versus_headers(READERS, "warm ")], rows,
@@ -418,8 +423,7 @@ def run_all(bench: Bench, sizes: dict, only) -> List[tuple]:
 
     if "fork" in only:
         depth = sizes["fork"]
-        by_store = {n: bench.runs_of({"kind": "fork", "store": n, "depth": depth}, fresh_folder=True)
-                    for n in WRITERS}
+        by_store = bench.compare({n: {"kind": "fork", "store": n, "depth": depth} for n in WRITERS}, True)
         rows = [[f"fork at depth {d}", *versus(by_store, f"fork@{d}", WRITERS, 3)]
                 for d in (1, 10, 100, 300) if d <= depth]
         rows.append([f"whole {depth}-deep chain", *versus(by_store, "total", WRITERS, 0)])
@@ -437,11 +441,11 @@ def run_all(bench: Bench, sizes: dict, only) -> List[tuple]:
     if "export" in only:
         rows, cases = [], [("deep", sizes["export_deep"])] + [("flat", n) for n in sizes["export"]]
         for kind, count in cases:
-            by_store, specs = {}, {}
+            specs = {}
             for n in READERS:
                 folder, sid = deep_fixture(bench, n, count) if kind == "deep" else fixture(bench, n, count)
                 specs[n] = {"kind": "export", "store": n, "folder": folder, "session_id": sid}
-                by_store[n] = bench.runs_of(specs[n])
+            by_store = bench.compare(specs)
             label = f"node {count} forks deep (4 msgs)" if kind == "deep" else f"{count} msgs"
             fa = by_store[OURS_FAST]
             rows.append([label, *versus(by_store, "md_cold", READERS), *versus(by_store, "md", READERS),
@@ -460,8 +464,8 @@ def run_all(bench: Bench, sizes: dict, only) -> List[tuple]:
         rows = []
         for count in sizes["forks_of"]:
             for forks in sizes["forks"]:
-                by_store = {n: bench.runs_of({"kind": "forks", "store": n, "count": count, "forks": forks},
-                                             fresh_folder=True) for n in WRITERS}
+                by_store = bench.compare({n: {"kind": "forks", "store": n, "count": count, "forks": forks}
+                                          for n in WRITERS}, True)
                 rows.append([f"{forks} × fork of {count} msgs", *versus(by_store, "seconds", WRITERS, 0),
                              *(c.human_bytes(by_store[n]["bytes"]) for n in WRITERS)])
                 if forks == sizes["forks"][-1]:
@@ -473,8 +477,8 @@ def run_all(bench: Bench, sizes: dict, only) -> List[tuple]:
 
     if "append" in only:
         count, appends = sizes["append"]
-        by_store = {n: bench.runs_of({"kind": "append", "store": n, "count": count, "appends": appends},
-                                     fresh_folder=True) for n in WRITERS}
+        by_store = bench.compare({n: {"kind": "append", "store": n, "count": count, "appends": appends}
+                                  for n in WRITERS}, True)
         c.print_table(f"7. {appends} appends to a {count}-message session (append one message, save())",
                       ["metric", *versus_headers(WRITERS)],
                       [[f"all {appends} saves", *versus(by_store, "total", WRITERS, 0)],
