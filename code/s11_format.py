@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import operator
 import os
 import re
 from typing import Any, Callable, Dict, List, NamedTuple
@@ -120,6 +121,23 @@ def is_session_name(fname: str) -> bool:
 
 # ── ✉️ 消息检查：存进去的必须能原样读回来 ───────────────────────────────────────────────────
 _NO_CONTENT = object()
+_ROLE, _CONTENT = operator.itemgetter("role"), operator.itemgetter("content")
+
+
+def _all_plainly_valid(messages: List[Any]) -> bool:
+    """整批消息的快速检查，循环都在 C 里（10,000 条约 1 ms）：全是 dict，role 是非空字符串，content 是字符串、
+    None 或字典列表。说“否”不代表有错——子类、缺键等交给 validate_messages 逐条检查并说清是哪一条。"""
+    try:
+        if set(map(type, messages)) - {dict}:
+            return False
+        roles, contents = set(map(_ROLE, messages)), list(map(_CONTENT, messages))
+    except (KeyError, TypeError):   # 缺 role / content，或 role 不能放进集合
+        return False
+    kinds = set(map(type, contents))
+    return (all(type(role) is str and role and not role.isspace() for role in roles)
+            and kinds <= {str, type(None), list}
+            and (list not in kinds or all(all(map(isinstance, content, itertools.repeat(dict)))
+                                          for content in contents if type(content) is list)))
 
 
 def validate_messages(messages: Any, where: str = "", known: Any = None, start: int = 0) -> None:
@@ -129,6 +147,8 @@ def validate_messages(messages: Any, where: str = "", known: Any = None, start: 
     start：前 start 条已经检查过（继承自这一批里的父节点）。"""
     if not isinstance(messages, list):
         raise InvalidMessage(f"{where}messages 必须是列表，收到 {type(messages).__name__}")
+    if _all_plainly_valid(messages[start:] if start else messages):
+        return
     for i, msg in enumerate(itertools.islice(messages, start, None), start):
         if known is not None:
             seen = known.get(id(msg))
