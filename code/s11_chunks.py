@@ -137,7 +137,7 @@ def cut_points(sizes: Iterable[int], chunk_bytes: float, start: int = 0) -> List
 
 def plan(payload: Dict[str, Any], *, threshold: float = BIG_SESSION_BYTES, chunk_bytes: float = CHUNK_BYTES,
          batch: Optional[Batch] = None) -> Plan:
-    """要保存的字典（s11_session._payload）→ Plan。先检查、编码每条消息，出错时什么都没写。"""
+    """要保存的字典（SessionStore._plan 拼好的）→ Plan。先检查、编码每条消息，出错时什么都没写。"""
     sid, messages = payload["session_id"], payload["messages"]
     memo = batch.lines if batch is not None else None
     parent, keep = _inherited(payload, batch)

@@ -120,6 +120,7 @@ class SessionStore:
         self._lock = DirectoryLock(self.storage_dir)
         self._chunks = s11_chunks.ChunkStore(self.storage_dir, durable)
         self._batch = threading.local()           # save_many() 期间本线程的 s11_chunks.Batch
+        # 两个缓存都按路径，每个会话文件一条；list_sessions() 顺手丢掉目录里已经没有的文件的条目
         self._summary_cache: Dict[str, Tuple[Tuple[int, int, int], Dict[str, Any]]] = {}
         self._known: Dict[str, Tuple[bytes, int]] = {}   # 路径 → (读到或写下的字节的 sha256, 修订号)
 
@@ -165,6 +166,8 @@ class SessionStore:
         summaries = []
         with os.scandir(self.storage_dir) as entries:   # 最后按创建先后排序（ID 兜底，顺序唯一）
             found = [entry for entry in entries if is_session_name(entry.name)]
+        if len(self._summary_cache) > len(found):   # 缓存有界：只留目录里现在还有的文件
+            self._prune({entry.path for entry in found})
         for entry in found:
             try:
                 summaries.append(self._summary(entry.path, entry))
@@ -451,6 +454,10 @@ class SessionStore:
     def _forget(self, path: str) -> None:
         self._summary_cache.pop(path, None)
         self._known.pop(path, None)
+
+    def _prune(self, present: set) -> None:
+        for path in [path for path in self._summary_cache if path not in present]:
+            self._forget(path)
 
     def _check_entry(self, path: str, fname: str, problems: List["Problem"]) -> Optional[Dict[str, Any]]:
         """check() 的一个 *.json 条目：读得了返回摘要，读不了往 problems 里记一条（消失了什么都不记）。"""
