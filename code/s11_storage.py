@@ -139,6 +139,11 @@ class PendingWrite:
             self.discard()
             raise
 
+    def sync(self) -> None:
+        """durable=False 建的临时文件稍后再 fsync（一批文件可以一起 fsync，见 s11_chunks）。"""
+        if self._fd is not None:
+            os.fsync(self._fd)
+
     def commit(self) -> None:
         """第二步：os.replace 是原子的——读者要么看到旧文件，要么看到新文件，不会看到半个。"""
         os.replace(self.temp_path, self.path)
