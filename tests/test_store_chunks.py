@@ -419,7 +419,7 @@ class TestMigration:
 class TestRemovalRacingSaves:
     def test_threads_forking_and_appending_while_another_removes_orphans(self, store):
         root = store.create_session("根", history(1200))
-        stop, errors, committed = threading.Event(), [], []
+        stop, errors, committed = threading.Event(), [], {}
 
         def writer(number):
             local = SessionStore(store.storage_dir)
@@ -429,10 +429,10 @@ class TestRemovalRacingSaves:
                     node = local.load(child.session_id)
                     node.messages += history(150, 100_000 * number + 1000 * i + 500)
                     local.save(node)
-                    committed.append((child.session_id, node.messages))
+                    committed[child.session_id] = node.messages
                     if i % 3 == 2:
                         local.delete(child.session_id, purge=True)
-                        committed.pop()
+                        del committed[child.session_id]
             except Exception as exc:  # reported below
                 errors.append(exc)
 
@@ -453,7 +453,8 @@ class TestRemovalRacingSaves:
         sweeper.join()
         assert errors == []
         fresh = SessionStore(store.storage_dir)
-        for sid, messages in committed:
+        assert len(committed) == 3 * 6
+        for sid, messages in committed.items():
             assert fresh.load(sid).messages == messages
         assert [p.kind for p in fresh.check()] == []
 
