@@ -1,20 +1,28 @@
 """s11_format.py — 会话文件的格式：版本与迁移、ID 与消息检查、字节 ⇄ 字典、错误家族
 
-一个会话节点 = 一个 JSON 文件（version 3，第 8.11 节的打印代码也能读：它只取自己认识的键）::
+一个小会话节点 = 一个 JSON 文件（version 3，第 8.11 节的打印代码也能读：它只取自己认识的键）::
 
     {"version": 3, "revision": 3, "session_id": "0994dd416b46", "title": "...", "parent_id": "5d38f60f4c00",
      "messages": [{"role": "user", "content": "..."}], "created_at": "2026-08-25 18:46:40",
      "fork_point": 5, "workspace": null, "source": null, "created_ns": 1787654000123456789}
 
     字典 ──► encode_session() ──► UTF-8 字节（indent=2，version 与 revision 在最前）──► s11_storage 原子写入
-    字节 ──► decode_session() ──► migrate()：1 → 2 → 3，一步一个函数 ──► _check_fields() ──► 字典
+    字节 ──► decode_session() ──► migrate()：1 → 2 → 3 → 4，一步一个函数 ──► check_fields() ──► 字典
+
+大会话是 version 4：历史切成共享的块，文件是几行 JSON（布局写在 s11_chunks 的文档里）；这里只提供它逐行用的
+encode_line() / encode_message_lines()，以及“第一行写着更新版本”的拒绝（newer_head）。
+
+版本规则：每个文件写成能装下它的最老版本。小会话（消息的紧凑 JSON 不到阈值，见 s11_chunks.BIG_SESSION_BYTES）
+没有可共享的块，version 3 就装得下，所以照旧写 version 3——旧版程序和书中代码都读得了；切成块的历史只有
+version 4 能表达。以后的 version 5（收敛字段）也一样：只有用到它的文件才写 5。FORMAT_VERSION 是本模块
+读得懂的最新版本，不是每个文件都写它。
 
 关键洞察：文件格式是和“明天的自己”签的合同——先写明版本，读的时候一步步升级，
 看不懂的（更新的版本、坏掉的字节）一律拒绝并保持原样，绝不猜。
 
 保证：
   * 没有 "version" 的文件是章节原版格式（version 1），经 MIGRATIONS 升级；version 比 FORMAT_VERSION 新的
-    文件抛 UnsupportedVersion，文件保持原样。
+    文件（一个 JSON 文档，或第一行是 JSON 对象的多行文件）抛 UnsupportedVersion，文件保持原样。
   * 读回来的就是存进去的：孤立代理项（半个 emoji）写成 \\udXXX 转义；嵌套超过 MAX_NESTING 层的消息在保存时
     拒绝（InvalidMessage，写明会话和第几条消息），因为它在较深的调用栈里会读不回来。
   * ID 在拼任何路径之前检查（validate_session_id）：'../x'、'a/b'、''、'CON' 一律 InvalidSessionId。
@@ -26,21 +34,26 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import operator
 import os
 import re
-from typing import Any, Dict, List, NamedTuple
+from typing import Any, Callable, Dict, List, NamedTuple
 
 from s11_storage import NotRegularFile, read_regular_file
 from s11_text import describe_os_error, printable
 
-__all__ = ["FORMAT_VERSION", "MIGRATIONS", "migrate", "validate_session_id", "validate_messages", "check_nesting",
-           "encode_session", "decode_session", "read_session_file", "SessionFile", "is_session_name",
+__all__ = ["FORMAT_VERSION", "PLAIN_VERSION", "CHUNKED_VERSION", "MIGRATIONS", "migrate", "validate_session_id",
+           "validate_messages", "check_nesting", "encode_session", "decode_session", "read_session_file", "SessionFile",
+           "is_session_name", "encode_line", "encode_message_lines", "newer_head", "check_fields",
            "MAX_ID_LENGTH", "MAX_NESTING", "ID_CHARS",
-           "SessionError", "InvalidSessionId", "InvalidMessage", "CorruptSession", "UnreadableSession",
-           "UnsupportedVersion", "ConflictError", "SessionNotFound"]
+           "parse_json", "SessionError", "InvalidSessionId", "InvalidMessage", "CorruptSession", "UnreadableSession",
+           "ChunkError", "UnsupportedVersion", "ConflictError", "SessionNotFound"]
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4         # 本模块读得懂的最新版本
+PLAIN_VERSION = 3          # 自带全部消息的单个 JSON（小会话写这个版本）
+CHUNKED_VERSION = 4        # 头 + 索引 + 尾部消息，历史在共享的块里（s11_chunks）
 MAX_ID_LENGTH = 64
 MAX_NESTING = 100          # 一条消息内部最多嵌套几层列表 / 字典（JSON 解析器在深调用栈里会先耗尽递归）
 ID_CHARS = "A-Za-z0-9_-"   # 会话 ID 只用这些字符：放进文件名、链接、mermaid 都安全
@@ -73,6 +86,15 @@ class UnsupportedVersion(SessionError):
     """文件来自更新版本的程序：拒绝读写，以免丢掉看不懂的字段。文件保持原样。"""
 
 
+class ChunkError(CorruptSession):
+    """大会话引用的块缺了（missing=True）、坏了或打不开：不使用它，会话文件和块都原样保留（见 s11_chunks）。"""
+
+    def __init__(self, message: str, chunk: str, *, missing: bool = False):
+        super().__init__(message)
+        self.chunk = chunk        # 块名（内容的 sha256）
+        self.missing = missing
+
+
 class ConflictError(SessionError):
     """别人在你读入之后保存过同一会话；重新 load() 再追加。磁盘上是别人那一版，一个字节都不变。"""
 
@@ -98,15 +120,50 @@ def is_session_name(fname: str) -> bool:
 
 
 # ── ✉️ 消息检查：存进去的必须能原样读回来 ───────────────────────────────────────────────────
-def validate_messages(messages: Any, where: str = "") -> None:
-    """messages 必须是 [{"role": 非空字符串, "content": 字符串 | 内容块列表 | None}, ...]。"""
+_NO_CONTENT = object()
+_ROLE, _CONTENT = operator.itemgetter("role"), operator.itemgetter("content")
+
+
+def _all_plainly_valid(messages: List[Any]) -> bool:
+    """整批消息的快速检查，循环都在 C 里（10,000 条约 1 ms）：全是 dict，role 是非空字符串，content 是字符串、
+    None 或字典列表。说“否”不代表有错——子类、缺键等交给 validate_messages 逐条检查并说清是哪一条。"""
+    try:
+        if set(map(type, messages)) - {dict}:
+            return False
+        roles, contents = set(map(_ROLE, messages)), list(map(_CONTENT, messages))
+    except (KeyError, TypeError):   # 缺 role / content，或 role 不能放进集合
+        return False
+    kinds = set(map(type, contents))
+    return (all(type(role) is str and role and not role.isspace() for role in roles)
+            and kinds <= {str, type(None), list}
+            and (list not in kinds or all(all(map(isinstance, content, itertools.repeat(dict)))
+                                          for content in contents if type(content) is list)))
+
+
+def validate_messages(messages: Any, where: str = "", known: Any = None, start: int = 0) -> None:
+    """messages 必须是 [{"role": 非空字符串, "content": 字符串 | 内容块列表 | None}, ...]。
+
+    known：一批保存共用的 {id(消息): (消息, 一行字节)}（见 encode_message_lines）；里面的对象已经检查过，跳过。
+    start：前 start 条已经检查过（继承自这一批里的父节点）。"""
     if not isinstance(messages, list):
         raise InvalidMessage(f"{where}messages 必须是列表，收到 {type(messages).__name__}")
-    for i, msg in enumerate(messages):
+    if _all_plainly_valid(messages[start:] if start else messages):
+        return
+    for i, msg in enumerate(itertools.islice(messages, start, None), start):
+        if known is not None:
+            seen = known.get(id(msg))
+            if seen is not None and seen[0] is msg:
+                continue
+        if type(msg) is dict:   # 最常见的形状先用最快的判断放行；其余的走下面逐项检查（同样接受子类）
+            role, content = msg.get("role"), msg.get("content", _NO_CONTENT)
+            if type(role) is str and role and not role.isspace() and (
+                    content is None or type(content) is str
+                    or (type(content) is list and all(map(isinstance, content, itertools.repeat(dict))))):
+                continue
         if not isinstance(msg, dict):
             raise InvalidMessage(f"{where}第 {i + 1} 条消息必须是字典，收到 {type(msg).__name__}")
         role = msg.get("role")
-        if not isinstance(role, str) or not role.strip():
+        if not isinstance(role, str) or not role or role.isspace():
             raise InvalidMessage(f"{where}第 {i + 1} 条消息缺少非空字符串 role")
         if "content" not in msg:
             raise InvalidMessage(f"{where}第 {i + 1} 条消息缺少 content 键")
@@ -152,7 +209,12 @@ def _v2_to_v3(data: Dict[str, Any]) -> Dict[str, Any]:
     return {**data, "version": 3, "source": data.get("source")}
 
 
-MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}   # 从版本 N 升到 N+1；加字段时在这里加一行
+def _v3_to_v4(data: Dict[str, Any]) -> Dict[str, Any]:
+    """version 4 只换了大会话在磁盘上的样子（块），字段一个没变：升级只改版本号。"""
+    return {**data, "version": 4}
+
+
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}   # 从版本 N 升到 N+1；加字段时在这里加一行
 
 
 def migrate(data: Dict[str, Any], source: str = "") -> Dict[str, Any]:
@@ -169,8 +231,10 @@ def migrate(data: Dict[str, Any], source: str = "") -> Dict[str, Any]:
     return data
 
 
-def _check_fields(data: Any, path: str) -> None:
-    """文件能解析成 JSON 还不够：字段类型也得对，否则按损坏处理。"""
+def check_fields(data: Any, path: str, message_count: Any = None) -> None:
+    """文件能解析成 JSON 还不够：字段类型也得对，否则按损坏处理。
+
+    message_count：只读了 version 4 文件的头（没有 messages）时，fork_point 按头里的消息条数检查。"""
     if not isinstance(data, dict):
         raise CorruptSession(f"{path}：顶层不是 JSON 对象")
     try:
@@ -181,14 +245,14 @@ def _check_fields(data: Any, path: str) -> None:
     except SessionError as exc:
         raise CorruptSession(f"{path}：{exc}") from None
     fork_point = data.get("fork_point")
+    count = len(data.get("messages", [])) if message_count is None else message_count
     checks = {"title": isinstance(data.get("title", ""), str),
               "created_at": isinstance(data.get("created_at") or "", str),
               "revision": type(data.get("revision", 0)) is int,
               "created_ns": type(data.get("created_ns", 0)) is int,
               "workspace": data.get("workspace") is None or isinstance(data["workspace"], dict),
               "source": data.get("source") is None or isinstance(data["source"], dict),
-              "fork_point": fork_point is None or (type(fork_point) is int and
-                                                   0 <= fork_point <= len(data.get("messages", [])))}
+              "fork_point": fork_point is None or (type(fork_point) is int and 0 <= fork_point <= count)}
     bad = [name for name, ok in checks.items() if not ok]
     if bad:
         raise CorruptSession(f"{path}：字段类型或取值不对：{', '.join(bad)}")
@@ -230,23 +294,131 @@ def _first_unencodable(messages: List[Any]) -> int:
     return 0
 
 
-def decode_session(raw: bytes, path: str) -> Dict[str, Any]:
-    """UTF-8 字节 → 升级到当前版本、字段检查过的字典；读不懂一律 CorruptSession（文件不动）。"""
+def parse_json(raw: bytes, path: str, what: str = "会话文件") -> Any:
+    """UTF-8 字节 → JSON 值；读不懂一律 CorruptSession，写明文件和位置（文件不动）。"""
     try:
-        data = json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise CorruptSession(f"会话文件已损坏：{path}：第 {exc.start + 1} 个字节起不是 UTF-8 文本") from None
+        raise CorruptSession(f"{what}已损坏：{path}：第 {exc.start + 1} 个字节起不是 UTF-8 文本") from None
     except json.JSONDecodeError as exc:
-        raise CorruptSession(f"会话文件已损坏（可能写入被中断）：{path}：第 {exc.lineno} 行第 {exc.colno} 列"
+        raise CorruptSession(f"{what}已损坏（可能写入被中断）：{path}：第 {exc.lineno} 行第 {exc.colno} 列"
                              f"无法按 JSON 解析") from None
     except RecursionError:
-        raise CorruptSession(f"会话文件已损坏：{path}：嵌套层数太深，无法解析") from None
+        raise CorruptSession(f"{what}已损坏：{path}：嵌套层数太深，无法解析") from None
     except ValueError:   # 比如上万位的整数
-        raise CorruptSession(f"会话文件已损坏：{path}：含有无法解析的数值") from None
+        raise CorruptSession(f"{what}已损坏：{path}：含有无法解析的数值") from None
+
+
+def decode_session(raw: bytes, path: str) -> Dict[str, Any]:
+    """一个 JSON 文档的会话文件（version 1–3）→ 升级到当前版本、字段检查过的字典；读不懂一律 CorruptSession。"""
+    data = parse_json(raw, path)
     if isinstance(data, dict):
         data = migrate(data, path)
-    _check_fields(data, path)
+    check_fields(data, path)
     return data
+
+
+def newer_head(head: Any, path: str) -> None:
+    """多行文件第一行的 JSON 对象写着比 FORMAT_VERSION 新的版本：UnsupportedVersion，文件保持原样。"""
+    version = head.get("version") if isinstance(head, dict) else None
+    if type(version) is int and version > FORMAT_VERSION:
+        migrate(head, path)   # 抛 UnsupportedVersion（同一句话）
+
+
+# ── 📦 一行一条：version 4 的紧凑 JSON 行（C 编码器；读回来同样原样）────────────────────────────
+try:
+    from json.encoder import c_make_encoder as _c_make_encoder
+except ImportError:  # pragma: no cover - 没有 C 加速的 Python
+    _c_make_encoder = None
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} 不能存成 JSON")
+
+
+def _line_encoder() -> Callable[[Any], str]:
+    """紧凑 JSON（separators=(",", ":")，ensure_ascii=False）的编码函数，与 json.dumps 逐字相同。
+
+    直接用 C 编码器对象：每条消息单独编码也没有 json.dumps 每次新建编码器的开销（5,000 条：24 → 6 ms）。
+    每次调用新建一个：出错后它记录循环引用的表可能不干净，也不跨线程共用。"""
+    if _c_make_encoder is None:  # pragma: no cover
+        return lambda value: json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    encoder = _c_make_encoder({}, _refuse, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    return lambda value: "".join(encoder(value, 0))
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def _too_deep(text: str, limit: int) -> bool:
+    """紧凑 JSON 里有没有元素嵌套在 limit 层以上（最外层的对象算第 1 层，空容器里没有元素）。
+
+    和 check_nesting 对 indent=2 文件的判断相同。括号总数不超过 limit 就不可能更深（几乎所有消息到此为止）；
+    否则去掉字符串、把标量和分隔符压成 0，只数括号：'{"a":[1,[]]}' -> '{0[0[]]}' -> 2 层。"""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = deepest = 0
+    for char in _NOT_BRACKET.sub("0", _STRING.sub("0", text)):
+        if char in "[{":
+            deepest, depth = max(deepest, depth), depth + 1
+        elif char in "]}":
+            depth -= 1
+        else:
+            deepest = max(deepest, depth)
+    return deepest > limit
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:   # 孤立代理项只可能在字符串里：原地换成 \\udXXX 转义
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
+def encode_line(value: Any, where: str, what: str) -> bytes:
+    """一个字典 → 一行紧凑 JSON 字节（不含换行），读回来原样；version 4 的头和索引行用它。"""
+    try:
+        text = _line_encoder()(value)
+    except RecursionError:
+        raise InvalidMessage(f"{where}{what}嵌套超过 {MAX_NESTING} 层，存下来会读不回来") from None
+    except (TypeError, ValueError):
+        raise InvalidMessage(f"{where}{what}含有无法存成 JSON 的值") from None
+    if _too_deep(text, MAX_NESTING + 2):   # 和整份 indent=2 文件一样：文件的字典算第 1 层
+        raise InvalidMessage(f"{where}{what}嵌套超过 {MAX_NESTING} 层，存下来会读不回来")
+    return _utf8(text)
+
+
+def encode_message_lines(messages: List[Any], where: str = "", memo: Any = None, first: int = 1) -> List[bytes]:
+    """检查过的消息列表（validate_messages）→ 每条一行紧凑 JSON 字节（不含换行）。
+
+    [{"role": "user", "content": "hi"}] -> [b'{"role":"user","content":"hi"}']
+    memo 是一批保存共用的字典 {id(消息): (消息, 字节)}：同一个对象在一批里只编码一次（导入一棵共享前缀的
+    树时很要紧）。只在一次调用之内可信——调用之间调用方可能原地改了消息——所以单个 save() 从不传它。
+    first：messages[0] 在会话里是第几条（报错用）。"""
+    encode = _line_encoder()
+    lines: List[bytes] = []
+    for number, message in enumerate(messages, first):
+        if memo is not None:
+            known = memo.get(id(message))
+            if known is not None and known[0] is message:
+                lines.append(known[1])
+                continue
+        try:
+            text = encode(message)
+        except (RecursionError, TypeError, ValueError):
+            encode_line(message, where, f"第 {number} 条消息")   # 用新的编码器再试一次，抛出准确的说法
+            raise   # pragma: no cover - encode_line 一定会抛
+        if _too_deep(text, MAX_NESTING):   # 单独编码的消息：它自己算第 1 层
+            raise InvalidMessage(f"{where}第 {number} 条消息嵌套超过 {MAX_NESTING} 层，存下来会读不回来")
+        try:
+            line = text.encode("utf-8")
+        except UnicodeEncodeError:
+            line = _utf8(text)
+        if memo is not None:
+            memo[id(message)] = (message, line)
+        lines.append(line)
+    return lines
 
 
 class SessionFile(NamedTuple):

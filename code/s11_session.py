@@ -5,10 +5,13 @@
     └── · 分支 B [0994dd416b46] 9 条 (+4) ← 恢复续跑     ├── 4d67e2e6b66c.json
                                                          ├── 0994dd416b46.json
                                                          ├── .lock               写入时的互斥锁
-                                                         └── .trash/             delete() 的回收站
+                                                         ├── .trash/             delete() 的回收站
+                                                         └── .chunks/            大会话共用的历史块
 
-关键洞察：一个节点就是一份完整的消息历史——分叉时复制父节点的前 k 条消息，
+关键洞察：一个节点就是一份完整的消息历史——分叉时继承父节点的前 k 条消息，
 所以删掉任何节点都不会让别的分支丢失历史，而“存档”只需要一次原子替换。
+大会话（消息超过 64 KiB）的历史存在按内容命名的块里：前缀相同就是同一块，分叉和续写只写新的部分；
+书中代码打开这样的文件会直接报错（它不是一个 JSON 文档），绝不会读到一段被截短的历史。
 
 本文件按章节的顺序读：SessionNode，SessionStore 的 save / create_session / load / list_sessions / fork /
 export_markdown / delete，然后是章节之外的方法，最后是 demo_tree_branching。书里要求、打印版来不及写的
@@ -18,16 +21,19 @@ export_markdown / delete，然后是章节之外的方法，最后是 demo_tree_
   * 写入中断也不坏：临时文件 + fsync + os.replace、目录锁 ... s11_storage
   * 不丢轮次：锁内核对磁盘上的 revision，过期的节点抛 ConflictError ... SessionStore._check_revision
   * 删除可恢复：.trash/ 的样子 ................................ s11_trash
+  * 大会话只写新的部分：version 4 的块、清理没人引用的块 ........ s11_chunks（布局写在它的文档里）
   * 会话树、导出前脱敏、会话 ≠ 代码 ............................ s11_tree、s11_export + s11_redact、s11_workspace
 
 保证：每次 save() 全有或全无，kill -9 之后每个文件要么是上一次的、要么是这一次的；读不懂的文件（截断的、
-更新版本的、FIFO、符号链接）原样保留并报告，从不覆盖。已知限制：每次保存重写整个文件；不做跨机器同步与合并；
+更新版本的、FIFO、符号链接）原样保留并报告，从不覆盖；块缺了或坏了，load() 抛 ChunkError 点名那一块。
+已知限制：小会话每次保存重写整个文件（大会话重写头和不到 64 KiB 的尾部）；不做跨机器同步与合并；
 不加密（导出前脱敏）；list_sessions() 的摘要按 (inode, 大小, 修改时间) 缓存，同一时钟刻内被原地改写成同样
 大小的文件可能短暂显示旧摘要（修订号核对不受影响）；durable=False（不 fsync）只用于基准测试。
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -35,16 +41,17 @@ import stat
 import threading
 import time
 import uuid
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
+import s11_chunks  # 大会话的块
 import s11_export  # Markdown / HTML 渲染
 import s11_trash  # 回收站的样子
 import s11_tree  # 从摘要画会话树
 import s11_workspace  # 会话 ≠ 代码：保存时记下工作区，恢复前对账
 from s11_format import (  # noqa: F401  这些名字也从本模块导出：章节读者只需 import s11_session
-    FORMAT_VERSION, MAX_NESTING, MIGRATIONS, ConflictError, CorruptSession, InvalidMessage, InvalidSessionId,
-    SessionError, SessionNotFound, UnreadableSession, UnsupportedVersion, decode_session, encode_session,
-    is_session_name, migrate, read_session_file, unreadable, validate_messages, validate_session_id)
+    FORMAT_VERSION, MAX_NESTING, MIGRATIONS, ChunkError, ConflictError, CorruptSession, InvalidMessage,
+    InvalidSessionId, SessionError, SessionNotFound, UnreadableSession, UnsupportedVersion, encode_session,
+    is_session_name, migrate, unreadable, validate_messages, validate_session_id)
 from s11_redact import redact  # noqa: F401  导出前脱敏：redact(text) -> str
 from s11_storage import DirectoryLock, PendingWrite, entry_kind, fsync_dir, read_regular_file, temp_file_problem
 from s11_text import printable
@@ -52,7 +59,7 @@ from s11_text import printable
 __all__ = ["SessionNode", "SessionStore", "demo_tree_branching", "Problem", "ROLE_ICONS", "redact", "printable",
            "FORMAT_VERSION", "MIGRATIONS", "migrate", "validate_session_id", "validate_messages",
            "SessionError", "InvalidSessionId", "InvalidMessage", "CorruptSession", "UnreadableSession",
-           "UnsupportedVersion", "ConflictError", "SessionNotFound"]
+           "ChunkError", "UnsupportedVersion", "ConflictError", "SessionNotFound"]
 
 log = logging.getLogger(__name__)
 ROLE_ICONS = s11_export.ROLE_ICONS   # 角色 → 图标，导出与工作台共用一份
@@ -102,12 +109,18 @@ class SessionStore:
     """🗄️ 会话仓库：以 JSON 文件持久化会话树，支持存档/读档/分叉/导出"""
 
     def __init__(self, storage_dir: str = "sessions", *, workspace: Optional[str] = None,
-                 durable: bool = True):
+                 durable: bool = True, chunk_threshold: float = s11_chunks.BIG_SESSION_BYTES,
+                 chunk_bytes: float = s11_chunks.CHUNK_BYTES):
         self.storage_dir = _absolute_folder(storage_dir, "会话目录")   # 之后 chdir 也不会换地方
         self.workspace = _absolute_folder(workspace, "工作区目录") if workspace is not None else None
         self.durable = durable
+        self.chunk_threshold = chunk_threshold   # 消息不到这么多字节的会话写成自带全部消息的 version 3
+        self.chunk_bytes = chunk_bytes           # 大会话的块大小（math.inf 阈值 = 一律自带完整前缀）
         os.makedirs(self.storage_dir, exist_ok=True)  # 📁 自动创建会话目录
         self._lock = DirectoryLock(self.storage_dir)
+        self._chunks = s11_chunks.ChunkStore(self.storage_dir, durable)
+        self._batch = threading.local()           # save_many() 期间本线程的 s11_chunks.Batch
+        # 两个缓存都按路径，每个会话文件一条；list_sessions() 顺手丢掉目录里已经没有的文件的条目
         self._summary_cache: Dict[str, Tuple[Tuple[int, int, int], Dict[str, Any]]] = {}
         self._known: Dict[str, Tuple[bytes, int]] = {}   # 路径 → (读到或写下的字节的 sha256, 修订号)
 
@@ -115,16 +128,17 @@ class SessionStore:
         return self._file_of(validate_session_id(session_id))   # 📛 拼路径之前先检查 ID
 
     def save(self, session: SessionNode) -> None:
-        """💾 存档：把会话节点写回磁盘（原子写入；过期节点抛 ConflictError）"""
+        """💾 存档：把会话节点写回磁盘（原子写入；过期节点抛 ConflictError；大会话只写新的块）"""
         path = self._path(session.session_id)
-        payload = self._payload(session)                         # 先校验：出错时磁盘上什么都没发生
-        raw = encode_session(payload, session.session_id)
-        with PendingWrite(path, raw, self.durable) as pending:   # 写临时文件 + fsync：慢，放在锁外
-            with self._lock:                                     # 锁内只做：核对修订号 + 原子改名
+        payload, plan = self._plan(session, getattr(self._batch, "current", None))   # 先校验、编码：出错时什么都没写
+        with PendingWrite(path, plan.raw, self.durable) as pending:   # 写临时文件 + fsync：慢，放在锁外
+            self._write_new_chunks(path, session, plan.chunks)         # 大会话缺的块（临时文件里已写明要用哪些）
+            with self._lock:                                     # 锁内只做：核对修订号 + 确认块都在 + 原子改名
                 self._check_revision(path, session)
+                self._chunks.ensure(plan.chunks)
                 pending.commit()
                 info = os.lstat(path)
-        self._remember(path, payload, info, hashlib.sha256(raw).digest())
+        self._remember(path, payload, info, hashlib.sha256(plan.raw).digest())
         if self.durable:
             fsync_dir(self.storage_dir)   # 让改名本身也落盘
         session.revision = payload["revision"]
@@ -138,8 +152,8 @@ class SessionStore:
     def load(self, session_id: str) -> Optional[SessionNode]:
         """📂 读档：从磁盘恢复指定会话（断点续跑）；不存在返回 None，损坏抛 CorruptSession"""
         path = self._path(session_id)
-        try:
-            found = read_session_file(path)
+        try:   # 大会话：逐块核对 sha256 后拼回完整的消息列表
+            found = self._chunks.read(path, getattr(self._batch, "current", None))
         except FileNotFoundError:
             return None
         self._remember(path, found.data, found.info, found.digest)   # 随后的 save() 不必再解析一遍
@@ -150,11 +164,13 @@ class SessionStore:
     def list_sessions(self) -> List[Dict[str, Any]]:
         """📋 返回全部会话摘要（按创建时间倒序；读不了的条目跳过并记日志，用 check() 查看）"""
         summaries = []
-        for fname in sorted(os.listdir(self.storage_dir)):
-            if not is_session_name(fname):
-                continue
+        with os.scandir(self.storage_dir) as entries:   # 最后按创建先后排序（ID 兜底，顺序唯一）
+            found = [entry for entry in entries if is_session_name(entry.name)]
+        if len(self._summary_cache) > len(found):   # 缓存有界：只留目录里现在还有的文件
+            self._prune({entry.path for entry in found})
+        for entry in found:
             try:
-                summaries.append(self._summary(os.path.join(self.storage_dir, fname)))
+                summaries.append(self._summary(entry.path, entry))
             except FileNotFoundError:
                 continue   # 刚被别的线程删掉
             except SessionError as exc:
@@ -165,16 +181,17 @@ class SessionStore:
     def fork(self, parent_id: str, new_messages: Optional[List[Dict[str, Any]]] = None, *,
              at: Optional[int] = None, title: Optional[str] = None) -> SessionNode:
         """🌿 分叉：继承父会话前 at 条（默认全部）历史并追加新消息，生成指向父节点的子分支"""
-        parent = self.load(parent_id)
-        if parent is None:
-            raise SessionNotFound(f"❌ 未找到父会话: {parent_id}，无法分叉！")
-        keep = len(parent.messages) if at is None else at
-        if isinstance(keep, bool) or not isinstance(keep, int) or not 0 <= keep <= len(parent.messages):
-            raise SessionError(f"分叉位置 at={at!r} 无效：会话 {parent_id} 只有 {len(parent.messages)} 条消息")
-        child = SessionNode(title=title or f"{parent.title} · 分支", parent_id=parent.session_id,
-                            messages=list(parent.messages[:keep]) + list(new_messages or []),
-                            fork_point=keep)
-        self.save(child)   # 新 ID、修订 0：分叉永远不会冲突
+        with self._batch_scope():   # load 与 save 之间没有调用方的代码：父节点的编码和块名原样复用
+            parent = self.load(parent_id)
+            if parent is None:
+                raise SessionNotFound(f"❌ 未找到父会话: {parent_id}，无法分叉！")
+            keep = len(parent.messages) if at is None else at
+            if isinstance(keep, bool) or not isinstance(keep, int) or not 0 <= keep <= len(parent.messages):
+                raise SessionError(f"分叉位置 at={at!r} 无效：会话 {parent_id} 只有 {len(parent.messages)} 条消息")
+            child = SessionNode(title=title or f"{parent.title} · 分支", parent_id=parent.session_id,
+                                messages=list(parent.messages[:keep]) + list(new_messages or []),
+                                fork_point=keep)
+            self.save(child)   # 新 ID、修订 0：分叉永远不会冲突
         return child
 
     def export_markdown(self, session_id: str, *, redact: bool = True) -> str:
@@ -192,6 +209,7 @@ class SessionStore:
             removed = self._remove_live_file(path, session_id, purge)
             if purge:
                 removed = s11_trash.remove_copies(self.storage_dir, session_id) > 0 or removed
+                self._chunks.remove_orphans()   # 只有它用过的块随之删掉；别的分支共用的块都还被引用着
             if removed and self.durable:
                 fsync_dir(self.storage_dir)
         self._forget(path)
@@ -232,7 +250,44 @@ class SessionStore:
                           for session_id in s11_trash.trashed_ids(self.storage_dir))
             if removed and self.durable:
                 fsync_dir(s11_trash.trash_dir(self.storage_dir))
+            self._chunks.remove_orphans()
         return removed
+
+    def remove_orphan_chunks(self) -> int:
+        """🧹 删掉没有任何会话（包括回收站里的副本和正在保存的）引用的块，返回删了几块（见 s11_chunks）。"""
+        with self._lock:
+            return self._chunks.remove_orphans()
+
+    def bytes_to_write(self, nodes: List[SessionNode]) -> int:
+        """依次保存这批节点会让仓库目录（普通文件）增加多少字节，什么都不写：会话文件按新旧大小之差，
+        新块每块只算一次（共用的也只算一次）。与随后 save_many(nodes) 或逐个 save() 的实际增长相同，
+        前提是其间没有别人写这个目录、工作区快照也没变。导入前检查空间限额用它。"""
+        batch, chunks, total = s11_chunks.Batch(), [], 0
+        for node in nodes:
+            plan = self._plan(node, batch)[1]
+            total += len(plan.raw) - _size(self._path(node.session_id))
+            chunks += plan.chunks
+        return total + self._chunks.bytes_to_add(chunks)
+
+    def save_many(self, nodes: List[SessionNode]) -> None:
+        """依次 save() 一批节点，写下的字节与逐个保存相同；同一个消息对象在这一批里只检查、编码一次，
+        所以导入一棵共享前缀的树时，CPU 随新内容而不是随每个节点的长度之和增长。出错时抛出：
+        前面的节点已保存，后面的没有。这一批进行中请不要在别的线程里原地修改这些消息。"""
+        with self._batch_scope():
+            for node in nodes:
+                self.save(node)
+
+    @contextlib.contextmanager
+    def _batch_scope(self) -> Iterator[None]:
+        """在这之内，本线程的 load / save 共用一个 s11_chunks.Batch（同一消息对象只编码一次）。"""
+        if getattr(self._batch, "current", None) is not None:
+            yield
+            return
+        self._batch.current = s11_chunks.Batch()
+        try:
+            yield
+        finally:
+            self._batch.current = None
 
     def children(self, session_id: str) -> List[Dict[str, Any]]:
         """直接子分支的摘要，按创建先后排序。"""
@@ -268,16 +323,19 @@ class SessionStore:
 
     def check(self) -> List["Problem"]:
         """列出仓库里的全部问题：坏文件、读不了的条目（含悬空链接）、更新版本的文件、父节点不在的分支、
-        真正残留的临时文件。扫描途中消失的文件不算问题；正在写的临时文件不算残留。从不修改任何文件。"""
-        problems, parents = [], {}
+        真正残留的临时文件、缺了或坏了的块（引用它的每个会话一条）、没人引用的块。扫描途中消失的文件不算问题；
+        正在写的临时文件不算残留。从不修改任何文件。"""
+        problems, parents, paths = [], {}, []
         for fname in sorted(os.listdir(self.storage_dir)):
             path = os.path.join(self.storage_dir, fname)
             if fname.endswith(".tmp"):
                 problems += [Problem(kind, path, detail) for kind, detail in temp_file_problem(path)]
             elif is_session_name(fname):
+                paths.append(path)
                 summary = self._check_entry(path, fname, problems)
                 if summary is not None:
                     parents[summary["session_id"]] = summary["parent_id"]
+        problems += [Problem(*found) for found in self._chunks.problems(paths, self._lock)]   # 块：缺、坏、没人引用
         for sid, parent in sorted(parents.items()):
             if parent and parent not in parents:
                 problems.append(Problem("missing_parent", self._path(sid),
@@ -305,21 +363,32 @@ class SessionStore:
         """已经检查过的 ID（比如从文件里读出、经 s11_format 检查过的 parent_id）→ 路径。"""
         return os.path.join(self.storage_dir, checked_id + ".json")
 
-    def _payload(self, session: SessionNode) -> Dict[str, Any]:
-        """校验节点并拼出要写的字典：version 与 revision 放在最前面，打开文件第一眼就能看到。"""
+    def _plan(self, session: SessionNode, batch: Optional[s11_chunks.Batch] = None) -> Tuple[Dict[str, Any], Any]:
+        """校验节点、拼出要写的字典，再编码成要写的字节和块（s11_chunks.plan：小会话 version 3，大会话 version 4）。
+        version 与 revision 放在最前面，打开文件第一眼就能看到。"""
         validate_session_id(session.session_id)
         if session.parent_id is not None:
             validate_session_id(session.parent_id)
         if not isinstance(session.title, str):
             raise InvalidMessage(f"会话 {session.session_id} 的 title 必须是字符串")
-        where = f"会话 {session.session_id}："
-        validate_messages(session.messages, where)
+        if not isinstance(session.messages, list):
+            validate_messages(session.messages, f"会话 {session.session_id}：")   # 抛出“messages 必须是列表”
         if session.source is not None and not isinstance(session.source, dict):
-            raise InvalidMessage(f"{where}source 必须是字典或 None")
+            raise InvalidMessage(f"会话 {session.session_id}：source 必须是字典或 None")
         if self.workspace is not None:
             session.workspace = s11_workspace.snapshot(self.workspace, exclude=[self.storage_dir])
-        return {"version": FORMAT_VERSION, "revision": session.revision + 1, **session.to_dict(),
-                "created_ns": session.created_ns}
+        payload = {"version": FORMAT_VERSION, "revision": session.revision + 1, **session.to_dict(),
+                   "created_ns": session.created_ns}
+        return payload, s11_chunks.plan(payload, threshold=self.chunk_threshold, chunk_bytes=self.chunk_bytes,
+                                        batch=batch)
+
+    def _write_new_chunks(self, path: str, session: SessionNode, chunks: List[Tuple[str, bytes]]) -> None:
+        """锁外写下磁盘上还没有的块。先在锁里核对一次修订号：过期的节点在这里就被拒绝，不留下没人要的块。"""
+        missing = self._chunks.missing(chunks)
+        if missing:
+            with self._lock:
+                self._check_revision(path, session)
+            self._chunks.write(missing)
 
     def _check_revision(self, path: str, session: SessionNode) -> None:
         """锁内：磁盘上这份文件现在的修订号必须等于节点读入时的修订号，否则 ConflictError。
@@ -339,7 +408,7 @@ class SessionStore:
             if known is not None and known[0] == digest:
                 on_disk = known[1]
             else:
-                data = decode_session(raw, path)
+                data = s11_chunks.decode_node(raw, path)   # 不读块：只要修订号，以及确认文件没坏
                 self._known[path] = (digest, data["revision"])
                 on_disk = data["revision"]
         if on_disk != session.revision:
@@ -347,37 +416,48 @@ class SessionStore:
                 f"会话 {session.session_id} 在你读入（修订 {session.revision}）之后已被保存为修订 "
                 f"{on_disk}；请重新 load() 后再追加，否则会抹掉别人的消息")
 
-    def _summary(self, path: str) -> Dict[str, Any]:
-        """一个文件的摘要；按 (inode, 大小, 修改时间) 缓存，目录很大时 list 不必每次重新解析。"""
-        try:
-            key = _stat_key(os.lstat(path))
-        except FileNotFoundError:
-            raise
-        except OSError as exc:
-            raise unreadable(path, exc) from None
+    def _summary(self, path: str, entry: Optional[os.DirEntry] = None) -> Dict[str, Any]:
+        """一个文件的摘要；按 (inode, 大小, 修改时间) 缓存，目录很大时 list 不必每次重新解析。
+        entry：list_sessions() 的目录项，它已说明是普通文件时第一次读就不必先 lstat。"""
         cached = self._summary_cache.get(path)
-        if cached and cached[0] == key:
-            return dict(cached[1])
-        found = read_session_file(path)
-        return dict(self._remember(path, found.data, found.info, found.digest))
+        info = None
+        if cached or entry is None or not entry.is_file(follow_symlinks=False):
+            try:
+                info = os.lstat(path)
+            except FileNotFoundError:
+                raise
+            except OSError as exc:
+                raise unreadable(path, exc) from None
+            if cached and cached[0] == _stat_key(info):
+                return dict(cached[1])
+        data, info = self._chunks.read_summary(path, info)   # 大会话只读第一行；不算 sha256（只有 save 需要）
+        return dict(self._remember(path, data, info, None))
 
-    def _remember(self, path: str, data: Dict[str, Any], info: os.stat_result, digest: bytes) -> Dict[str, Any]:
-        messages = data.get("messages", [])
+    def _remember(self, path: str, data: Dict[str, Any], info: os.stat_result,
+                  digest: Optional[bytes]) -> Dict[str, Any]:
+        messages = data.get("messages")
         source = data.get("source")
         summary = {"session_id": data["session_id"], "title": data.get("title", "未命名会话"),
-                   "parent_id": data.get("parent_id"), "message_count": len(messages),
+                   "parent_id": data.get("parent_id"),
+                   "message_count": len(messages) if messages is not None else data["message_count"],
                    "created_at": data.get("created_at") or "", "fork_point": data.get("fork_point"),
                    "revision": data.get("revision", 0), "created_ns": data.get("created_ns", 0),
-                   "first_added": s11_tree.first_added(messages, data.get("fork_point")),
+                   "first_added": (s11_tree.first_added(messages, data.get("fork_point")) if messages is not None
+                                   else data["first_added"]),   # version 4 的头里存着
                    # 导入的节点是否是 Agent 当前停住的那一端（会话树浏览器的“◀ 活动端”，不必逐个读文件）
                    "active_end": isinstance(source, dict) and source.get("active_end") is True}
         self._summary_cache[path] = (_stat_key(info), summary)
-        self._known[path] = (digest, summary["revision"])
+        if digest is not None:
+            self._known[path] = (digest, summary["revision"])
         return summary
 
     def _forget(self, path: str) -> None:
         self._summary_cache.pop(path, None)
         self._known.pop(path, None)
+
+    def _prune(self, present: set) -> None:
+        for path in [path for path in self._summary_cache if path not in present]:
+            self._forget(path)
 
     def _check_entry(self, path: str, fname: str, problems: List["Problem"]) -> Optional[Dict[str, Any]]:
         """check() 的一个 *.json 条目：读得了返回摘要，读不了往 problems 里记一条（消失了什么都不记）。"""
@@ -413,7 +493,8 @@ class SessionStore:
 
 
 class Problem(NamedTuple):
-    """check() 报告的一个问题。kind ∈ corrupt / unreadable / newer_version / missing_parent / temp_file / stray_file"""
+    """check() 报告的一个问题。kind ∈ corrupt / unreadable / newer_version / missing_parent / temp_file / stray_file
+    / missing_chunk / damaged_chunk / orphan_chunk"""
     kind: str
     path: str
     detail: str
@@ -437,6 +518,13 @@ def _absolute_folder(folder: Any, what: str) -> str:
             or not os.fspath(folder):
         raise SessionError(f"{what}必须是非空的路径字符串，收到 {printable(repr(folder)[:80])}")
     return os.path.abspath(os.fspath(folder))
+
+
+def _size(path: str) -> int:
+    try:
+        return os.lstat(path).st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _stat_key(info: os.stat_result) -> Tuple[int, int, int]:

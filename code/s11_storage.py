@@ -28,7 +28,7 @@ import stat
 import tempfile
 import threading
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from s11_text import describe_os_error
 
@@ -38,6 +38,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
 TMP_SUFFIX = ".tmp"
+HEAD_BYTES = 64 * 1024                         # 只读开头时第一次读多少
 LOCK_FILE = ".lock"
 TEMP_GRACE_SECONDS = 10.0                      # mkstemp → flock 之间的瞬间，留足余量
 TEMP_GRACE_SECONDS_WITHOUT_LOCKS = 3600.0      # 没有 flock 可查时，只有这么旧的才算残留
@@ -71,15 +72,18 @@ def entry_kind(path: str) -> str:
     return kind
 
 
-def read_regular_file(path: str) -> Tuple[bytes, os.stat_result]:
+def read_regular_file(path: str, *, info: Optional[os.stat_result] = None,
+                      enough: Optional[Callable[[bytes], bool]] = None,
+                      regular: bool = False) -> Tuple[bytes, os.stat_result]:
     """读出一个普通文件的全部字节和它的 fstat；文件不存在抛 FileNotFoundError。
 
-    先 lstat：不是普通文件的条目（目录、FIFO、设备、符号链接）根本不打开；
+    先 lstat：不是普通文件的条目（目录、FIFO、设备、符号链接）根本不打开（info：调用方刚做过的 lstat，省一次）；
     O_NOFOLLOW + O_NONBLOCK：lstat 之后名字被换成链接或 FIFO 时，open 也不跟随、不会永远等一个写入者；
     fstat 再确认打开的是普通文件才读。
+    enough(已读的字节) 为真时提前停下，只返回文件的开头（先读 HEAD_BYTES）：大会话的摘要只要第一行。
+    regular=True：调用方刚从目录项（os.scandir 的文件类型）知道它是普通文件，省掉 lstat；打开后照样 fstat 确认。
     """
-    mode = os.lstat(path).st_mode
-    if not stat.S_ISREG(mode):
+    if not regular and not stat.S_ISREG((info or os.lstat(path)).st_mode):
         raise NotRegularFile(path, entry_kind(path))
     try:
         fd = os.open(path, _READ_FLAGS)
@@ -90,14 +94,14 @@ def read_regular_file(path: str) -> Tuple[bytes, os.stat_result]:
             raise NotRegularFile(path, "套接字") from None
         raise
     try:
-        info = os.fstat(fd)
+        info = os.fstat(fd)   # 以打开的文件为准（lstat 之后名字可能被换过）
         if not stat.S_ISREG(info.st_mode):
             raise NotRegularFile(path, _KIND_NAMES.get(stat.S_IFMT(info.st_mode), "未知类型"))
-        chunks, want = [], info.st_size + 1
+        chunks, want = [], info.st_size + 1 if enough is None else min(info.st_size + 1, HEAD_BYTES)
         while True:   # 普通文件读不满就是到了结尾；读满了说明文件在长（正被原地改写），接着读
             chunk = os.read(fd, want)
             chunks.append(chunk)
-            if len(chunk) < want:
+            if len(chunk) < want or (enough is not None and enough(b"".join(chunks))):
                 return b"".join(chunks), info
             want = 1 << 20
     finally:
@@ -134,6 +138,11 @@ class PendingWrite:
         except BaseException:
             self.discard()
             raise
+
+    def sync(self) -> None:
+        """durable=False 建的临时文件稍后再 fsync（一批文件可以一起 fsync，见 s11_chunks）。"""
+        if self._fd is not None:
+            os.fsync(self._fd)
 
     def commit(self) -> None:
         """第二步：os.replace 是原子的——读者要么看到旧文件，要么看到新文件，不会看到半个。"""
@@ -229,12 +238,14 @@ class DirectoryLock:
 
     def __init__(self, folder: str):
         self.folder = folder
-        key = os.path.realpath(folder)
-        with _thread_locks_guard:   # 同一目录的所有实例共用一把线程锁
-            self._thread_lock = _thread_locks.setdefault(key, threading.Lock())
+        self._thread_lock: Optional[threading.Lock] = None   # 第一次加锁时才找（只读的仓库从不加锁）
         self._fd: Optional[int] = None
 
     def __enter__(self) -> "DirectoryLock":
+        if self._thread_lock is None:
+            key = os.path.realpath(self.folder)
+            with _thread_locks_guard:   # 同一目录的所有实例共用一把线程锁
+                self._thread_lock = _thread_locks.setdefault(key, threading.Lock())
         self._thread_lock.acquire()
         if fcntl is None:
             return self

@@ -16,6 +16,7 @@ import pytest
 import s11_book as chapter_reference
 import s11_cli
 import s11_session
+from s11_format import PLAIN_VERSION
 from s11_session import (
     FORMAT_VERSION,
     ConflictError,
@@ -27,6 +28,7 @@ from s11_session import (
     SessionStore,
     UnsupportedVersion,
 )
+from store_layouts import LAYOUTS, append_bad_message, make_store, read_fields, rewrite_fields
 
 CODE_DIR = Path(__file__).resolve().parents[2] / "code"
 
@@ -35,9 +37,17 @@ def msg(role, content):
     return {"role": role, "content": content}
 
 
-@pytest.fixture
-def store(tmp_path):
-    return SessionStore(tmp_path / "sessions")
+@pytest.fixture(params=list(LAYOUTS))
+def store(request, tmp_path):
+    """Every test that takes `store` runs on both layouts (see store_layouts): small version-3 files and
+    version-4 files whose history is in chunks."""
+    return make_store(tmp_path / "sessions", request.param)
+
+
+def same_store(store, **options):
+    """Another SessionStore on the same folder with the same layout (another writer, a fresh cache)."""
+    return SessionStore(store.storage_dir, chunk_threshold=store.chunk_threshold, chunk_bytes=store.chunk_bytes,
+                        **options)
 
 
 def file_bytes(store, session_id):
@@ -45,18 +55,28 @@ def file_bytes(store, session_id):
 
 
 def leftovers(folder):
-    return [p.name for p in Path(folder).iterdir() if p.name.endswith(".tmp")]
+    return [p.name for p in Path(folder).rglob("*.tmp")]   # .chunks/ too
 
 
 # ── the chapter's API, on the book's printed store and on ours ───────────────────────────────
 BOOK_MISSES = pytest.mark.xfail(strict=True, reason="a claim only this repository makes; the book's code fails it")
 
 
-@pytest.fixture(params=["book", "ours"])
+class _OursChunked:
+    """s11_session with every session with a message in the version-4 (chunked) layout."""
+    SessionNode = s11_session.SessionNode
+    demo_tree_branching = staticmethod(s11_session.demo_tree_branching)
+
+    @staticmethod
+    def SessionStore(folder):  # noqa: N802 - stands in for the class
+        return make_store(folder, "big")
+
+
+@pytest.fixture(params=["book", "ours", "ours-chunked"])
 def chapter(request):
-    """The module under test: the chapter's printed code (s11_book) or this repository's (s11_session).
-    A test marked with only_ours() must fail on the book's code (strict xfail), so the mark cannot lie."""
-    return {"book": chapter_reference, "ours": s11_session}[request.param]
+    """The module under test: the chapter's printed code (s11_book) or this repository's (s11_session), the latter
+    on both layouts. A test marked with only_ours() must fail on the book's code (strict xfail), so the mark cannot lie."""
+    return {"book": chapter_reference, "ours": s11_session, "ours-chunked": _OursChunked}[request.param]
 
 
 def only_ours(request):
@@ -159,7 +179,7 @@ class TestChapterApi:
         store = chapter.SessionStore(str(tmp_path / "sessions"))
         result = chapter.demo_tree_branching(store)
         assert store.load(result["branch_b_id"]).fork_point == 5
-        assert sorted(os.listdir(store.storage_dir))[0] == ".lock"
+        assert ".lock" in os.listdir(store.storage_dir)
 
     def test_both_demos_tell_the_same_story(self, tmp_path):
         """python code/s11_book.py and python code/s11_session.py: same titles, same messages, same export body."""
@@ -195,17 +215,18 @@ class TestChapterFileFormat:
         node.messages.append(msg("assistant", "b"))
         store.save(node)
         data = json.loads(Path(store.path_of(sid)).read_text("utf-8"))
-        assert data["version"] == FORMAT_VERSION and data["revision"] == 1
+        assert data["version"] == PLAIN_VERSION and data["revision"] == 1   # the oldest version that holds it
         assert len(data["messages"]) == 2
 
-    def test_files_written_by_this_store_load_in_the_chapters_code(self, store):
+    def test_files_written_by_this_store_load_in_the_chapters_code(self, tmp_path):
+        store = SessionStore(tmp_path / "sessions")   # the demo's sessions are small: version-3 files
         result = s11_session.demo_tree_branching(store)
         old = chapter_reference.SessionStore(store.storage_dir)
         for key in ("main_id", "branch_a_id", "branch_b_id"):
             assert old.load(result[key]).messages == store.load(result[key]).messages
         assert sorted(s["message_count"] for s in old.list_sessions()) == [5, 7, 9]
 
-    def test_a_version_2_file_loads_and_is_saved_as_version_3(self, store):
+    def test_a_version_2_file_loads_and_is_saved_as_the_oldest_version_that_holds_it(self, store):
         v2 = {"version": 2, "session_id": "v2file", "title": "第二版", "parent_id": None,
               "messages": [msg("user", "a")], "created_at": "2026-08-25 18:46:40", "fork_point": None,
               "workspace": None, "revision": 4, "created_ns": 7}
@@ -213,29 +234,31 @@ class TestChapterFileFormat:
         node = store.load("v2file")
         assert (node.source, node.revision, node.messages) == (None, 4, [msg("user", "a")])
         store.save(node)
-        data = json.loads(Path(store.path_of("v2file")).read_text("utf-8"))
-        assert (data["version"], data["revision"], data["source"]) == (3, 5, None)
+        data = read_fields(store.path_of("v2file"))
+        chunked = store.chunk_threshold == 0   # the chunked layout holds any session with a message
+        assert (data["version"], data["revision"], data["source"]) == (4 if chunked else 3, 5, None)
+        assert store.load("v2file").messages == [msg("user", "a")]
 
-    def test_a_node_records_where_it_was_imported_from_and_the_chapters_code_still_reads_it(self, store):
+    def test_a_node_records_where_it_was_imported_from_and_the_chapters_code_still_reads_it(self, tmp_path):
+        store = SessionStore(tmp_path / "sessions")
         source = {"format": "pi", "file": "2026-session.jsonl", "session_id": "abc", "agent_version": "3",
                   "cwd": "/home/u/p", "subagent": False, "active_end": True}
         node = SessionNode(title="导入的会话", messages=[msg("user", "hi")], source=source)
         store.save(node)
         assert store.load(node.session_id).source == source
-        assert FORMAT_VERSION == 3
+        assert (FORMAT_VERSION, PLAIN_VERSION) == (4, 3)
+        assert json.loads(Path(store.path_of(node.session_id)).read_text("utf-8"))["version"] == 3
         old = chapter_reference.SessionStore(store.storage_dir).load(node.session_id)
         assert (old.title, old.messages) == ("导入的会话", [msg("user", "hi")])
 
     def test_a_source_that_is_not_an_object_is_a_damaged_file(self, store):
-        sid = store.create_session("会话")
-        path = Path(store.path_of(sid))
-        data = json.loads(path.read_text("utf-8"))
-        data["source"] = "claude"
-        path.write_text(json.dumps(data), "utf-8")
+        sid = store.create_session("会话", [msg("user", "a")])
+        rewrite_fields(store.path_of(sid), source="claude")
         with pytest.raises(CorruptSession, match="source"):
             store.load(sid)
 
-    def test_the_export_keeps_the_chapters_layout(self, store):
+    def test_the_export_keeps_the_chapters_layout(self, tmp_path):
+        store = SessionStore(tmp_path / "sessions")   # small sessions: the book's code reads these files
         result = s11_session.demo_tree_branching(store)
         expected = chapter_reference.SessionStore(store.storage_dir).export_markdown(result["branch_b_id"])
         ours = store.export_markdown(result["branch_b_id"]).split("\n")
@@ -388,34 +411,38 @@ class TestDurability:
             assert {p.kind for p in store.check()} <= {"temp_file"}
 
     @pytest.mark.parametrize("damage", [
-        lambda b: b[: len(b) // 2],          # the chapter's non-atomic save, interrupted
-        lambda b: b"",
-        lambda b: b"\xff\xfe not utf-8",
-        lambda b: b"[1, 2, 3]",
-        lambda b: b'{"session_id": "../../etc/passwd", "messages": []}',
-        lambda b: b.replace(b'"messages": [', b'"messages": ["just a string", '),
+        lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),   # the chapter's save, interrupted
+        lambda p: p.write_bytes(b""),
+        lambda p: p.write_bytes(b"\xff\xfe not utf-8"),
+        lambda p: p.write_bytes(b"[1, 2, 3]"),
+        lambda p: p.write_bytes(b'{"session_id": "../../etc/passwd", "messages": []}'),
+        append_bad_message,
     ], ids=["truncated", "empty", "not-utf8", "not-an-object", "hostile-id-inside", "bad-message"])
-    def test_a_damaged_file_is_reported_by_name_and_kept(self, store, damage):
+    def test_a_damaged_file_is_reported_by_name_and_kept(self, store, damage, request):
         sid = store.create_session("会话", [msg("user", "a")])
         good = store.create_session("好会话")
         path = Path(store.path_of(sid))
-        path.write_bytes(damage(path.read_bytes()))
+        damage(path)
         evidence = path.read_bytes()
         with pytest.raises(CorruptSession, match=sid):
             store.load(sid)
-        assert [s["session_id"] for s in store.list_sessions()] == [good]
+        listed = [s["session_id"] for s in store.list_sessions()]
+        if "bad-message" in request.node.callspec.id and store.chunk_threshold == 0:
+            assert listed == [good, sid]   # a big file's list entry reads only its (intact) head line
+        else:
+            assert listed == [good]
         problems = store.check()
-        assert [(p.kind, p.path) for p in problems] == [("corrupt", str(path))]
+        assert [(p.kind, p.path) for p in problems if p.kind != "orphan_chunk"] == [("corrupt", str(path))]
+        # A damaged big file whose index line is gone no longer references its chunks: they show as orphans.
+        assert all(Path(p.path).parent.name == ".chunks" for p in problems if p.kind == "orphan_chunk")
         with pytest.raises(CorruptSession):
             store.save(SessionNode(sid, "覆盖它"))
         assert path.read_bytes() == evidence
 
     def test_a_file_from_a_newer_version_is_refused_and_never_overwritten(self, store):
-        sid = store.create_session("会话")
+        sid = store.create_session("会话", [msg("user", "a")])
         path = Path(store.path_of(sid))
-        data = json.loads(path.read_text("utf-8"))
-        data.update(version=FORMAT_VERSION + 1, new_field="以后的字段")
-        path.write_text(json.dumps(data, ensure_ascii=False), "utf-8")
+        rewrite_fields(path, version=FORMAT_VERSION + 1, new_field="以后的字段")
         evidence = path.read_bytes()
         with pytest.raises(UnsupportedVersion, match=f"version {FORMAT_VERSION + 1}"):
             store.load(sid)
@@ -438,12 +465,11 @@ class TestDurability:
     def test_a_hand_edited_field_of_the_wrong_type_is_a_damaged_file(self, store, field, value):
         sid = store.create_session("会话", [msg("user", "a")])
         path = Path(store.path_of(sid))
-        data = json.loads(path.read_text("utf-8"))
-        data[field] = value
-        path.write_text(json.dumps(data), "utf-8")
+        rewrite_fields(path, **{field: value})
         with pytest.raises(CorruptSession, match=field):
             store.load(sid)
-        assert store.list_sessions() == [] and [p.kind for p in store.check()] == ["corrupt"]
+        below_the_head = field == "workspace" and store.chunk_threshold == 0   # version 4: in the index line
+        assert len(store.list_sessions()) == below_the_head and [p.kind for p in store.check()] == ["corrupt"]
 
     def test_check_reports_leftover_temp_files(self, store):
         store.create_session("会话")
@@ -531,14 +557,14 @@ class TestNoLostTurns:
 
     def test_two_threads_saving_one_session_one_conflict_no_lost_turn(self, store):
         sid = store.create_session("会话", [msg("user", "a")])
-        nodes = [store.load(sid), SessionStore(store.storage_dir).load(sid)]
+        nodes = [store.load(sid), same_store(store).load(sid)]
         barrier, outcomes = threading.Barrier(2), []
 
         def worker(node, text):
             node.messages.append(msg("assistant", text))
             barrier.wait()
             try:
-                (store if text == "t0" else SessionStore(store.storage_dir)).save(node)
+                (store if text == "t0" else same_store(store)).save(node)
                 outcomes.append(("saved", text))
             except ConflictError:
                 outcomes.append(("conflict", text))
@@ -556,7 +582,7 @@ class TestNoLostTurns:
         go = tmp_path / "go"
         writer = (
             "import os, sys, time, s11_session as s\n"
-            "store = s.SessionStore(sys.argv[1])\n"
+            "store = s.SessionStore(sys.argv[1], chunk_threshold=float(sys.argv[5]), chunk_bytes=float(sys.argv[6]))\n"
             "node = store.load(sys.argv[2])\n"
             "node.messages.append({'role': 'assistant', 'content': sys.argv[4]})\n"
             "open(sys.argv[3] + sys.argv[4], 'w').close()\n"   # ready: revision 1 is loaded
@@ -566,7 +592,8 @@ class TestNoLostTurns:
             "except s.ConflictError:\n"
             "    print('conflict')\n"
         )
-        procs = [subprocess.Popen([sys.executable, "-c", writer, store.storage_dir, sid, str(go), f"p{i}"],
+        procs = [subprocess.Popen([sys.executable, "-c", writer, store.storage_dir, sid, str(go), f"p{i}",
+                                   str(store.chunk_threshold), str(store.chunk_bytes)],
                                   stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(CODE_DIR)})
                  for i in range(2)]
         deadline = time.monotonic() + 30
@@ -582,7 +609,7 @@ class TestNoLostTurns:
         sid = store.create_session("会话")
 
         def append(text):
-            local = SessionStore(store.storage_dir)
+            local = same_store(store)
             while True:
                 node = local.load(sid)
                 node.messages.append(msg("user", text))

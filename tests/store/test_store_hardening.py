@@ -31,6 +31,7 @@ from s11_session import (
     SessionNode,
     SessionStore,
 )
+from store_layouts import LAYOUTS, make_store, read_fields
 
 CODE_DIR = Path(__file__).resolve().parents[2] / "code"
 
@@ -39,13 +40,18 @@ def msg(role, content):
     return {"role": role, "content": content}
 
 
-@pytest.fixture
-def store(tmp_path):
-    return SessionStore(tmp_path / "sessions")
+@pytest.fixture(params=list(LAYOUTS))
+def store(request, tmp_path):
+    """Both layouts (see store_layouts): version-3 files, and version-4 files with their history in chunks."""
+    return make_store(tmp_path / "sessions", request.param)
+
+
+def same_store(store):
+    return SessionStore(store.storage_dir, chunk_threshold=store.chunk_threshold, chunk_bytes=store.chunk_bytes)
 
 
 def leftovers(folder):
-    return sorted(p.name for p in Path(folder).iterdir() if p.name.endswith(".tmp"))
+    return sorted(p.name for p in Path(folder).rglob("*.tmp"))   # .chunks/ too
 
 
 def run_cli(*args, cwd):
@@ -80,7 +86,7 @@ class TestRevisionCheckReadsTheDisk:
         stale = store.load(sid)                       # this instance now remembers (inode, size, mtime)
         before = os.stat(path)
         newer = path.read_text("utf-8").replace('"revision": 1', '"revision": 2').replace(
-            '"content": "a"', '"content": "b"')       # another writer's turn, same length
+            '"revision":1,', '"revision":2,').replace('"content": "a"', '"content": "b"')   # another turn, same length
         with open(path, "r+b") as f:                  # same inode: written in place, like the chapter's save
             f.write(newer.encode("utf-8"))
         os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))   # within one timestamp tick
@@ -109,7 +115,7 @@ class TestRevisionCheckReadsTheDisk:
 
     def test_version_and_revision_come_first_in_the_file(self, store):
         sid = store.create_session("会话")
-        assert list(json.loads(Path(store.path_of(sid)).read_text("utf-8")))[:2] == ["version", "revision"]
+        assert list(read_fields(store.path_of(sid)))[:2] == ["version", "revision"]
 
 
 # ── item 3: one odd entry never breaks the whole store ────────────────────────────────────────
@@ -180,7 +186,7 @@ class TestOddEntries:
 
     def test_listing_the_tree_and_walking_it_skip_the_entry(self, odd):
         store, good, child, path = odd
-        fresh = SessionStore(store.storage_dir)   # nothing cached
+        fresh = same_store(store)   # nothing cached
         listed = finishes(fresh.list_sessions)
         assert {s["session_id"] for s in listed} == {good, child, "orphan"}
         assert [c["session_id"] for c in finishes(lambda: fresh.children(good))] == [child]
@@ -190,7 +196,7 @@ class TestOddEntries:
 
     def test_check_reports_the_entry_by_name_and_load_refuses_it(self, odd):
         store, good, child, path = odd
-        fresh = SessionStore(store.storage_dir)
+        fresh = same_store(store)
         problems = finishes(fresh.check)
         assert [p.path for p in problems if p.kind in ("corrupt", "unreadable")] == [str(path)]
         with pytest.raises(CorruptSession, match="odd"):
@@ -391,7 +397,7 @@ class TestContentThatMustReadBack:
         node = SessionNode(messages=[{"role": "tool", "content": [{"type": "json", "data": nested(limit - 3)}]}])
         store.save(node)
         headroom = sys.getrecursionlimit() - limit - 250
-        loaded = call_from_deep_stack(headroom, lambda: SessionStore(store.storage_dir).load(node.session_id))
+        loaded = call_from_deep_stack(headroom, lambda: same_store(store).load(node.session_id))
         assert loaded.messages == node.messages
 
     @pytest.mark.parametrize("text", ["半个表情 \ud83d", "\udc00 反过来", "a\ud800b\udfffc"])
@@ -400,9 +406,10 @@ class TestContentThatMustReadBack:
         store.save(node)
         raw = Path(store.path_of(node.session_id)).read_bytes()
         raw.decode("utf-8")                               # still a valid UTF-8 file
-        loaded = SessionStore(store.storage_dir).load(node.session_id)
+        loaded = same_store(store).load(node.session_id)
         assert (loaded.title, loaded.messages) == (text, [msg("user", text)])
-        assert s11_book.SessionStore(store.storage_dir).load(node.session_id).messages == [msg("user", text)]
+        if store.chunk_threshold:   # a version-3 file: the book's code reads it too
+            assert s11_book.SessionStore(store.storage_dir).load(node.session_id).messages == [msg("user", text)]
 
     def test_a_file_holding_a_lone_surrogate_loads_and_saves_again(self, store):
         path = Path(store.storage_dir, "half.json")

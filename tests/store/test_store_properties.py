@@ -1,4 +1,5 @@
-"""Property tests: random operation sequences against an in-memory model of the store."""
+"""Property tests: random operation sequences against an in-memory model of the store, on both layouts
+(version-3 files, and version-4 files whose history is in shared chunks of ~40 bytes)."""
 
 import shutil
 import tempfile
@@ -21,11 +22,12 @@ titles = st.text(min_size=1, max_size=20)
 
 class StoreMachine(RuleBasedStateMachine):
     live = Bundle("live")
+    layout: dict = {}
 
     def __init__(self):
         super().__init__()
         self.folder = tempfile.mkdtemp(prefix="s11-props-")
-        self.store = SessionStore(self.folder, durable=False)
+        self.store = SessionStore(self.folder, durable=False, **self.layout)
         self.model = {}     # id -> {"title", "parent_id", "messages"}
         self.trash = {}     # id -> list of deleted versions, oldest first
 
@@ -137,9 +139,20 @@ class StoreMachine(RuleBasedStateMachine):
             assert text.count(f"[{sid}]") == 1
 
 
-StoreMachine.TestCase.settings = settings(max_examples=80, stateful_step_count=30, deadline=None,
-                                          suppress_health_check=[HealthCheck.too_slow])
+class ChunkedStoreMachine(StoreMachine):
+    """The same rules with every session that has messages chunked (small chunks: tails and chunks both occur)."""
+    layout = {"chunk_threshold": 0, "chunk_bytes": 40}
+
+    @invariant()
+    def every_chunk_is_referenced(self):
+        assert not [p for p in self.store.check() if p.kind.endswith("_chunk")]
+
+
+for machine in (StoreMachine, ChunkedStoreMachine):
+    machine.TestCase.settings = settings(max_examples=80, stateful_step_count=30, deadline=None,
+                                         suppress_health_check=[HealthCheck.too_slow])
 TestStoreAgainstModel = StoreMachine.TestCase
+TestChunkedStoreAgainstModel = ChunkedStoreMachine.TestCase
 
 
 def test_a_node_round_trips_through_a_file():
