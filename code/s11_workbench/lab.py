@@ -41,6 +41,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import s11_book
 import s11_session
+from s11_format import CHUNKED_VERSION, PLAIN_VERSION
 from s11_export import fenced
 
 BOOK, OURS = "book", "ours"
@@ -521,10 +522,12 @@ def _versions_book(folder: str) -> Outcome:
 def _versions_ours(folder: str) -> Outcome:
     old_ok, old_lines = _migrate_chapter_file(folder)
     new_ok, new_lines = _refuse_newer_file(folder)
-    verdict = ("✅ 章节格式的旧文件迁移后照常读写，新版本文件被拒绝且一个字节没变" if old_ok and new_ok
-               else "❌ 迁移或拒绝没有按预期发生")
-    return Outcome(not (old_ok and new_ok), verdict, "\n".join(old_lines + [""] + new_lines),
-                   {"old_migrated": old_ok, "newer_untouched": new_ok})
+    big_ok, big_lines = _big_file_for_the_book(folder)
+    verdict = ("✅ 章节格式的旧文件迁移后照常读写，新版本文件被拒绝且一个字节没变，书中原版从不读到截短的历史"
+               if old_ok and new_ok and big_ok else "❌ 迁移、拒绝或大会话没有按预期发生")
+    return Outcome(not (old_ok and new_ok and big_ok), verdict,
+                   "\n".join(old_lines + [""] + new_lines + [""] + big_lines),
+                   {"old_migrated": old_ok, "newer_untouched": new_ok, "big_never_short": big_ok})
 
 
 def _migrate_chapter_file(folder: str) -> Tuple[bool, List[str]]:
@@ -539,11 +542,33 @@ def _migrate_chapter_file(folder: str) -> Tuple[bool, List[str]]:
     with open(path, encoding="utf-8") as handle:
         saved = json.load(handle)
     reread = s11_book.SessionStore(folder).load(session_id)
-    ok = saved.get("version") == s11_session.FORMAT_VERSION and len(reread.messages) == 2
+    ok = saved.get("version") == PLAIN_VERSION and len(reread.messages) == 2
     return ok, ["**① 章节格式的旧文件**（书中原版写的，没有 version）：", "", fenced(", ".join(keys_before), "text"),
                 "", f"本仓库 `load()` 迁移、续写一条、`save()` 后是 version {saved.get('version')}：", "",
                 fenced(", ".join(saved), "text"), "",
                 f"书中原版再读这个文件：✅ 读得出来，{len(reread.messages)} 条消息（它只取自己认识的键）"]
+
+
+def _big_file_for_the_book(folder: str) -> Tuple[bool, List[str]]:
+    """大会话（version 4：头 + 索引 + 尾部，历史在共享的块里）：书中原版要么读不了，要么跳过，绝不读到一半。"""
+    store = s11_session.SessionStore(folder)
+    text = "压测日志：cache_store 命中率、ws_pool 连接数、GC 暂停时间。" * 40
+    messages = [{"role": "user" if i % 2 else "assistant", "content": f"第 {i + 1} 轮 {text}"} for i in range(60)]
+    session_id = store.create_session("很长的排查记录", messages)
+    with open(store.path_of(session_id), encoding="utf-8") as handle:
+        version = json.loads(handle.readline()).get("version")
+    book = s11_book.SessionStore(folder)
+    _, book_error = _try(lambda: book.load(session_id))
+    listed = [s["session_id"] for s in book.list_sessions()]
+    ok = version == CHUNKED_VERSION and book_error is not None and session_id not in listed \
+        and len(store.load(session_id).messages) == len(messages)
+    return ok, [f"**③ 大会话**（{len(messages)} 条消息，本仓库写成 version {version}：第一行是头，"
+                "历史在 `.chunks/` 里按内容命名的块中，分叉和续写只写新的部分）：", "",
+                "书中原版 `load()`：\n\n" + (fenced(hide_folder(short_error(book_error), folder), "text")
+                                           if book_error else "读出来了（不该发生）"), "",
+                f"书中原版 `list_sessions()`：{'跳过了它' if session_id not in listed else '列出了它（不该发生）'}。"
+                "它要么读到全部历史（小会话仍是 version 3），要么根本读不了——绝不会悄悄读到截短的历史；"
+                f"本仓库 `load()` 拿回全部 {len(messages)} 条。"]
 
 
 def _refuse_newer_file(folder: str) -> Tuple[bool, List[str]]:

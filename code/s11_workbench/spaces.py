@@ -109,7 +109,7 @@ class ReadOnlyStore(SessionStore):
                          "想改动请先分叉到自己的空间")
 
     save = delete = restore = _refuse
-    empty_trash = purge = _refuse   # 仓库以后加的写方法也先挡住
+    empty_trash = purge = remove_orphan_chunks = save_many = _refuse   # 仓库以后加的写方法也先挡住
 
 
 class Space:

@@ -686,4 +686,4 @@ class TestCommandLine:
     def test_a_missing_transcript_is_a_clear_error(self, tmp_path, capsys):
         assert s11_cli.main(["--dir", str(tmp_path), "import", str(tmp_path / "x.jsonl")]) == 2
         err = capsys.readouterr().err
-        assert "找不到文件或文件夹" in err and "x.jsonl" in err and "Traceback" not in err
+        assert "不存在" in err and "x.jsonl" in err and "Traceback" not in err

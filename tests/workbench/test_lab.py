@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import s11_book
+import s11_format
 import s11_session
 from s11_workbench import lab
 
@@ -148,9 +149,10 @@ def test_a_newer_file_loses_its_unknown_fields_when_the_book_saves_it():
 def test_ours_migrates_a_chapter_file_and_refuses_a_newer_one_byte_for_byte():
     ours = run("versions").ours
     assert not ours.failed
-    assert ours.facts == {"old_migrated": True, "newer_untouched": True}
+    assert ours.facts == {"old_migrated": True, "newer_untouched": True, "big_never_short": True}
     assert "UnsupportedVersion" in ours.evidence
-    assert f"version {s11_session.FORMAT_VERSION}" in ours.evidence
+    assert f"version {s11_format.PLAIN_VERSION}" in ours.evidence and f"version {s11_format.CHUNKED_VERSION}" in ours.evidence
+    assert "JSONDecodeError" in ours.evidence and "跳过了它" in ours.evidence
 
 
 # ── redaction before export ───────────────────────────────────────────────────────────────────────
