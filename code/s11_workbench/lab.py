@@ -41,8 +41,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import s11_book
 import s11_session
-from s11_format import CHUNKED_VERSION, PLAIN_VERSION
 from s11_export import fenced
+from s11_format import CHUNKED_VERSION, PLAIN_VERSION
 
 BOOK, OURS = "book", "ours"
 STORE_NAMES = {BOOK: "书中原版", OURS: "本仓库"}

@@ -6,8 +6,8 @@ Bytes written are asserted by counting what the store passes to os.write (never 
 import json
 import math
 import os
-import stat
 import random
+import stat
 import subprocess
 import sys
 import threading

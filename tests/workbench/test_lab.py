@@ -20,7 +20,6 @@ import pytest
 
 import s11_book
 import s11_format
-import s11_session
 from s11_workbench import lab
 
 CODE_DIR = Path(__file__).resolve().parents[2] / "code"
