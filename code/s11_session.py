@@ -262,12 +262,24 @@ class SessionStore:
         """依次保存这批节点会让仓库目录（普通文件）增加多少字节，什么都不写：会话文件按新旧大小之差，
         新块每块只算一次（共用的也只算一次）。与随后 save_many(nodes) 或逐个 save() 的实际增长相同，
         前提是其间没有别人写这个目录、工作区快照也没变。导入前检查空间限额用它。"""
-        batch, chunks, total = s11_chunks.Batch(), [], 0
+        return sum(self.write_costs(nodes))
+
+    def write_costs(self, nodes: List[SessionNode]) -> List[int]:
+        """bytes_to_write 按节点拆开：第 i 项是依次保存到第 i 个节点时它新增的字节（一块新块算在第一个用它的节点上）。"""
+        batch, counted, costs = s11_chunks.Batch(), set(), []
         for node in nodes:
             plan = self._plan(node, batch)[1]
-            total += len(plan.raw) - _size(self._path(node.session_id))
-            chunks += plan.chunks
-        return total + self._chunks.bytes_to_add(chunks)
+            fresh = [chunk for chunk in plan.chunks if chunk[0] not in counted]
+            counted.update(name for name, _ in fresh)
+            costs.append(len(plan.raw) - _size(self._path(node.session_id)) + self._chunks.bytes_to_add(fresh))
+        return costs
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """在这之内依次 save() 的节点像 save_many 一样共用编码（同一消息对象只检查、编码一次）；
+        调用方可以逐个处理每个节点的错误（导入器就是这样：一个节点冲突，只跳过它和它的分支）。"""
+        with self._batch_scope():
+            yield
 
     def save_many(self, nodes: List[SessionNode]) -> None:
         """依次 save() 一批节点，写下的字节与逐个保存相同；同一个消息对象在这一批里只检查、编码一次，

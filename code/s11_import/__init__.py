@@ -62,7 +62,15 @@ from .agents import (
 from .convert import TEXT_LIMIT, TOOL_OUTPUT_LIMIT
 from .formats import CLAUDE, CODEX, FORMAT_NAMES, GEMINI, PI
 from .lines import DEFAULT_MAX_BYTES
-from .pipeline import EXAMPLES_DIR, find_transcripts, import_file, import_folder, list_examples
+from .pipeline import (
+    EXAMPLES_DIR,
+    NO_BUDGET,
+    WriteBudget,
+    find_transcripts,
+    import_file,
+    import_folder,
+    list_examples,
+)
 from .plan import MAX_COPIED_MESSAGES
 from .report import (
     CompanionFile,
@@ -75,7 +83,7 @@ from .report import (
 )
 from .transcript import SKIPPED_KEPT
 
-__all__ = ["import_file", "import_folder", "find_transcripts", "list_examples", "ImportReport", "FolderReport",
+__all__ = ["import_file", "WriteBudget", "NO_BUDGET", "import_folder", "find_transcripts", "list_examples", "ImportReport", "FolderReport",
            "UnsupportedFormat", "NoConversation", "TranscriptTooLarge", "CompanionFile", "TooManyBranches",
            "EXAMPLES_DIR", "DEFAULT_MAX_BYTES", "TOOL_OUTPUT_LIMIT", "TEXT_LIMIT", "SKIPPED_KEPT",
            "MAX_COPIED_MESSAGES", "FORMAT_NAMES", "CLAUDE", "PI", "CODEX", "GEMINI",

@@ -4,7 +4,9 @@
       ├─ _read_all()   lines.read_lines + formats.dispatch；格式带的附属文件（Claude 的子代理）随后读
       ├─ _build()      graph：修复 → 建树 → 格式的整形步骤 → 标签 → 活动端；plan：切成节点
       │                （这两步都不碰仓库；期间暂停循环垃圾回收）
-      └─ _write()      父先子后逐个 store.save()；和仓库里的节点比较，没变的不写，续写过的不覆盖
+      └─ _write()      和仓库里的节点比较（没变的不写，续写过的不覆盖）→ store.write_costs() 算出确切要写的字节，
+                       交给 budget.before() 检查限额（不够就一个字节都不写）→ 在 store.batch() 里父先子后逐个
+                       save()（共享前缀只编码一次），每写一个节点 budget.during() 再看一眼磁盘余量
 
     import_folder(folder, store)   文件夹里的每个会话文件；同一个 Claude Code 项目文件夹里续接 / 分叉同一段历史的
                                    文件（--resume、--fork-session：第一行接在别的文件的消息上，或重放了别的文件的开头，
@@ -12,8 +14,9 @@
     find_transcripts(paths)        文件夹里递归找会话文件；子代理文件由主文件带入，不单独列出
     list_examples()                EXAMPLES_DIR（仓库的 examples/）里的示例记录
 
-保证：全部读完、规划完才写仓库，出错时仓库一个字节都不变；一个节点保存失败（别人正在保存、仓库拒绝），
-它和它的分支这次跳过并写进警告，其余照常。导入文件夹时一组文件出错，只是这一组没有导入（problems 里写明）。
+保证：全部读完、规划完、算好要写多少字节并经 budget 同意之后才写仓库，出错或被拒绝时仓库一个字节都不变
+（拒绝的消息说明需要多少）；写的过程中 budget.during() 发现磁盘余量不够时停下，已写的节点都是完整的
+（父先子后），报告里说明停在哪里。一个节点保存失败（别人正在保存、仓库拒绝），它和它的分支这次跳过并写进警告，其余照常。导入文件夹时一组文件出错，只是这一组没有导入（problems 里写明）。
 节点 ID 只由来源决定，单独导入一个文件和导入它所在的文件夹，同一段对话得到同一个节点。
 本模块不打印、不读命令行参数：命令行在 s11_cli。
 """
@@ -46,21 +49,38 @@ TRANSCRIPT_SUFFIXES = (".jsonl", ".json")   # Gemini CLI 的旧会话和检查�
 _MAX_FILES = 10_000                          # 一次导入的文件夹里最多这么多个文件
 
 
+class WriteBudget:
+    """导入写仓库之前和期间的限额检查（工作台的空间用它；命令行不设限额）。两个方法都可以抛 SessionError：
+
+    before(nbytes, sessions)  写任何东西之前：这次确切要写 nbytes 字节、新建 sessions 个会话；抛错 = 一个字节都不写
+    during(written)           每写完一个节点：到现在写了 written 字节；抛错 = 停在这里（已写的节点完整）"""
+
+    def before(self, nbytes: int, sessions: int) -> None:
+        """默认不设限。"""
+
+    def during(self, written: int) -> None:
+        """默认不设限。"""
+
+
+NO_BUDGET = WriteBudget()
+
+
 def import_file(path: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_BYTES,
-                dry_run: bool = False) -> ImportReport:
+                dry_run: bool = False, budget: WriteBudget = NO_BUDGET) -> ImportReport:
     """导入一个 Claude Code / Pi / Codex CLI / Gemini CLI 的会话记录，返回 ImportReport。
 
     格式不对（UnsupportedFormat）、太大（TranscriptTooLarge）、没有对话（NoConversation）、是别的会话的
     子代理文件（CompanionFile，消息里写明该导入哪个文件）时抛错，仓库不变。
-    dry_run=True 只读和规划，报告里写明会写哪些节点，但什么都不保存。
+    dry_run=True 只读和规划，报告里写明会写哪些节点、要写多少字节（bytes_planned），但什么都不保存。
+    budget（见 WriteBudget）在写之前拿到确切的字节数，可以拒绝。
     """
     path = os.fspath(path)
     _refuse_companion(path)
-    return _import_paths([path], store, max_bytes, dry_run)
+    return _import_paths([path], store, max_bytes, dry_run, budget)
 
 
 def import_folder(folder: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_BYTES,
-                  dry_run: bool = False) -> FolderReport:
+                  dry_run: bool = False, budget: WriteBudget = NO_BUDGET) -> FolderReport:
     """导入一个文件夹（递归）：每组会话文件一份报告；同一项目里续接 / 分叉同一段历史的 Claude Code 文件是一组、
     一棵树。导入不了的文件写进 problems，其余照常导入。再导入一次什么都不写（节点 ID 只由来源决定）。"""
     folder = os.fspath(folder)
@@ -68,7 +88,7 @@ def import_folder(folder: str, store: SessionStore, *, max_bytes: int = DEFAULT_
     files, result.problems = find_transcripts([folder])
     for group in _groups(files, max_bytes, result.problems):
         try:
-            result.reports.append(_import_paths(group, store, max_bytes, dry_run))
+            result.reports.append(_import_paths(group, store, max_bytes, dry_run, budget))
         except SessionError as exc:
             result.problems.append(str(exc))
         except OSError as exc:
@@ -87,7 +107,8 @@ def _refuse_companion(path: str) -> None:
                                 f"（子代理会挂在启动它的那次调用下面）；仓库没有任何改动")
 
 
-def _import_paths(paths: List[str], store: SessionStore, max_bytes: int, dry_run: bool) -> ImportReport:
+def _import_paths(paths: List[str], store: SessionStore, max_bytes: int, dry_run: bool,
+                  budget: WriteBudget = NO_BUDGET) -> ImportReport:
     with _paused_gc():
         t, size = _read_all(paths, max_bytes)
         plan = _build(t)
@@ -96,7 +117,7 @@ def _import_paths(paths: List[str], store: SessionStore, max_bytes: int, dry_run
                               skipped_total=t.skipped_total, skipped_by_reason=dict(t.skipped_by_reason),
                               dropped=dict(t.dropped), warnings=t.warnings, copy_bytes=copy_bytes(plan),
                               messages=sum(len(p.own) for p in plan), files=list(t.files), unit=t.unit)
-    _write(store, save_order(made), report, dry_run)
+    _write(store, save_order(made), report, dry_run, budget)
     written = set(report.node_ids)
     report.root_ids = [n.session_id for n in made if n.parent_id is None and n.session_id in written]
     actives = [n.session_id for n, p in zip(made, plan) if p.active and n.session_id in written]
@@ -206,9 +227,48 @@ def _edited_in_store(existing: SessionNode) -> bool:
     return source.get("imported_messages") != len(existing.messages)
 
 
-def _write(store: SessionStore, ordered: List[SessionNode], report: ImportReport, dry_run: bool) -> None:
-    blocked: set = set()
-    for node in ordered:
+def _write(store: SessionStore, ordered: List[SessionNode], report: ImportReport, dry_run: bool,
+           budget: WriteBudget) -> None:
+    """先决定每个节点写不写（读仓库里的同 ID 节点比较），再一次算出确切的字节交给 budget，最后才写。"""
+    plan, blocked = _decide(store, ordered, report)
+    costs = store.write_costs([node for node, _ in plan])
+    report.bytes_planned = sum(costs)
+    if dry_run:
+        report.node_ids += [node.session_id for node in ordered if node.session_id not in blocked]
+        report.written += len(plan)
+        report.updated += sum(existing for _, existing in plan)
+        return
+    budget.before(report.bytes_planned, sum(not existing for _, existing in plan))
+    writing = {node.session_id: (cost, existing) for (node, existing), cost in zip(plan, costs)}
+    with store.batch():
+        for node in ordered:
+            if node.parent_id in blocked or node.session_id in blocked:
+                blocked.add(node.session_id)
+                continue
+            if node.session_id in writing:
+                cost, existing = writing[node.session_id]
+                try:
+                    store.save(node)
+                except SessionError as exc:   # 别人正好在保存同一节点（ConflictError），或仓库拒绝了它：它和它的分支这次不写
+                    report.warnings.append(f"节点 {node.session_id} 没有保存，它和它的分支这次跳过：{exc}")
+                    blocked.add(node.session_id)
+                    continue
+                report.bytes_written += cost
+                report.written += 1
+                report.updated += existing
+            report.node_ids.append(node.session_id)
+            try:
+                budget.during(report.bytes_written)
+            except SessionError as exc:
+                report.warnings.append(f"写了 {report.written} 个节点（{human_size(report.bytes_written)}）后停下："
+                                       f"{exc}；已写的节点都完整，腾出空间后重新导入即可补齐")
+                return
+
+
+def _decide(store: SessionStore, ordered: List[SessionNode], report: ImportReport) -> Tuple[list, set]:
+    """[(要保存的节点, 是否是更新)] 和不写的节点（读不出来的、续写过的及它们的分支）；没变的算 unchanged。"""
+    plan, blocked = [], set()
+    for index, node in enumerate(ordered):
         if node.parent_id in blocked:
             blocked.add(node.session_id)
             continue
@@ -218,32 +278,19 @@ def _write(store: SessionStore, ordered: List[SessionNode], report: ImportReport
             report.warnings.append(f"节点 {node.session_id} 在仓库里读不出来，保持原样，它和它的分支没有导入：{exc}")
             blocked.add(node.session_id)
             continue
-        try:
-            _write_one(store, node, existing, report, dry_run)
-        except SessionError as exc:   # 别人正好在保存同一节点（ConflictError），或仓库拒绝了它：它和它的分支这次不写
-            report.warnings.append(f"节点 {node.session_id} 没有保存，它和它的分支这次跳过：{exc}")
-            blocked.add(node.session_id)
+        if existing is not None and _same(existing, node):
+            report.unchanged += 1
             continue
-        report.node_ids.append(node.session_id)
-
-
-def _write_one(store: SessionStore, node: SessionNode, existing: Optional[SessionNode], report: ImportReport,
-               dry_run: bool) -> None:
-    if existing is not None and _same(existing, node):
-        report.unchanged += 1
-        return
-    if existing is not None and _edited_in_store(existing):
-        report.kept += 1
-        report.warnings.append(f"节点 {node.session_id}（{existing.title}）在仓库里续写过，保留仓库里的版本，没有用记录覆盖")
-        return
-    if existing is not None:   # Agent 又追加了对话：在读入的那一版上改，save() 会核对修订号
-        existing.title, existing.parent_id, existing.fork_point = node.title, node.parent_id, node.fork_point
-        existing.messages, existing.source, existing.created_at = node.messages, node.source, node.created_at
-    if not dry_run:
-        store.save(existing or node)   # 失败时抛错，下面的计数不变
-        report.bytes_written += os.path.getsize(store.path_of(node.session_id))
-    report.written += 1
-    report.updated += existing is not None
+        if existing is not None and _edited_in_store(existing):
+            report.kept += 1
+            report.warnings.append(f"节点 {node.session_id}（{existing.title}）在仓库里续写过，保留仓库里的版本，没有用记录覆盖")
+            continue
+        if existing is not None:   # Agent 又追加了对话：在读入的那一版上改，save() 会核对修订号
+            existing.title, existing.parent_id, existing.fork_point = node.title, node.parent_id, node.fork_point
+            existing.messages, existing.source, existing.created_at = node.messages, node.source, node.created_at
+            ordered[index] = node = existing
+        plan.append((node, existing is not None))
+    return plan, blocked
 
 
 def _note_absorbed(store: SessionStore, t: Transcript, node_ids: set, report: ImportReport) -> None:

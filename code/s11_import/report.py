@@ -69,6 +69,7 @@ class ImportReport:
     messages: int = 0           # 导入的不同消息条数（分叉复制的前缀不重复计）
     bytes_read: int = 0
     bytes_written: int = 0
+    bytes_planned: int = 0      # 写之前算出的确切字节数（dry_run 时就是“会写多少”）
     copy_bytes: int = 0         # 分叉节点复制父节点前缀所占的字节（按紧凑 JSON 计）
     written: int = 0            # 本次写入的节点（新建 + 更新）
     updated: int = 0
