@@ -691,7 +691,11 @@ def measure(args: argparse.Namespace, minutes: float, scratch: Path, sessions_di
     run = Run(args.students, minutes, args.think, args.timeout, warmup)
     extra = dict(item.split("=", 1) for item in args.server_env if "=" in item)
     # no GRADIO_TEMP_DIR: app.py then keeps gradio's cache in a private folder of its own under TMPDIR (as in class)
-    app = c.AppProcess(sessions_dir, env={**extra, "GRADIO_PROFILING": "1", "TMPDIR": str(server_tmp)})
+    # the chromium pages all come from 127.0.0.1: per-address budgets (creates, queue) are one student's each,
+    # so the server is told how many students share that address, as a classroom behind one NAT would be
+    share = ["--students-per-address", str(args.browser_pages)] if args.browser_pages > 1 else []
+    app = c.AppProcess(sessions_dir, extra_args=share,
+                       env={**extra, "GRADIO_PROFILING": "1", "TMPDIR": str(server_tmp)})
     browser = {"pages": args.browser_pages, "json": scratch / "browser.json"} if args.browser_pages else None
     try:
         startup = app.start(timeout=120)

@@ -133,7 +133,10 @@ def _concurrency_limit(queue, fn):
     event_queue = getattr(queue, "event_queue_per_concurrency_id", {}).get(getattr(fn, "concurrency_id", None))
     if event_queue is not None:
         return event_queue.concurrency_limit
-    return getattr(fn, "concurrency_limit", None)
+    limit = getattr(fn, "concurrency_limit", None)
+    if limit == "default":   # 这个事件第一次进队列、gradio 还没替它建好队列：按队列的默认值
+        limit = getattr(queue, "default_concurrency_limit", 1)
+    return limit
 
 
 def _live_tickets(queue) -> Iterator[Ticket]:
