@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,8 @@ def server(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("hardening_sessions")
     limits = Limits(max_upload_bytes=UPLOAD_LIMIT, uploads_per_minute=3, create_burst=3, creates_per_minute=3,
-                    new_spaces_per_minute=1000, queued_bytes_per_visitor=6 * MB)
+                    new_spaces_per_minute=1000, queued_per_visitor=2,
+                    queued_bytes_per_visitor=6 * MB)
     demo = app.build_app(root, teacher_secret="t-" + secrets.token_hex(8), limits=limits)
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
@@ -127,13 +129,16 @@ def call(http: httpx.Client, url: str, api_name: str, data: list):
     return kind, None
 
 
-def join(port: int, fn_index: int, data: list, source: str, session_hash: str | None = None):
+def join(port: int, fn_index: int, data: list, source: str, session_hash: str | None = None,
+         http: httpx.Client | None = None):
     """POST /gradio_api/queue/join as a page does; returns (status, json)."""
     body = json.dumps({"data": data, "event_data": None, "fn_index": fn_index, "trigger_id": None,
                        "session_hash": session_hash or secrets.token_hex(6)}).encode()
-    with client(source) as http:
-        response = http.post(f"http://127.0.0.1:{port}/gradio_api/queue/join", content=body,
-                             headers={"content-type": "application/json"})
+    if http is None:
+        with client(source) as http:
+            return join(port, fn_index, data, source, session_hash, http)
+    response = http.post(f"http://127.0.0.1:{port}/gradio_api/queue/join", content=body,
+                         headers={"content-type": "application/json"})
     return response.status_code, response.json()
 
 
@@ -201,31 +206,49 @@ def test_every_upload_framing_meets_the_size_and_rate_rules(server):
 
 
 # ── 18.6 per-visitor bound on the queue; the one-at-a-time lab is served in turn ─────────
+def cancel(port: int, fn_index: int, event_id: str, session_hash: str) -> None:
+    httpx.post(f"http://127.0.0.1:{port}/gradio_api/cancel",
+               json={"session_hash": session_hash, "fn_index": fn_index, "event_id": event_id}, timeout=30)
+
+
 def test_one_visitor_cannot_fill_the_queue(server):
     port, fns = server["port"], server["fns"]
-    kill, other = fns["lab_kill"], next(index for name, index in fns.items()
-                                        if name and name.startswith("lab_") and name != "lab_kill")
+    kill, other, slower = fns["lab_kill"], fns["lab_ids"], fns["lab_drift"]
     script = [join(port, kill, [], "127.0.0.41") for _ in range(4)]
     assert [status for status, _ in script] == [200, 400, 400, 400], script
     refusal = script[1][1]["detail"]
     assert "一次只跑一个" in refusal and CJK.search(refusal)
     # a classmate on another address is not put behind the script's runs: she gets in at once
-    status, answer = join(port, kill, [], "127.0.0.42")
+    queued = []   # (fn, event id, session hash) of runs that need not happen: cancelled at the end
+    status, answer = join(port, kill, [], "127.0.0.42", "classmate")
     assert status == 200 and "event_id" in answer
+    queued.append((kill, answer["event_id"], "classmate"))
     # the bytes a visitor may hold: 4 MB queued (behind the two runs above), another 4 MB refused
-    status, _ = join(port, kill, ["y" * (4 * MB)], "127.0.0.43")
+    status, answer = join(port, kill, ["y" * (4 * MB)], "127.0.0.43", "heavy")
     assert status == 200
+    queued.append((kill, answer["event_id"], "heavy"))
     status, answer = join(port, other, ["y" * (4 * MB)], "127.0.0.43")
     assert status == 400 and "MB" in answer["detail"] and CJK.search(answer["detail"]), answer
-    # the same visitor's small event on another queue is still let in
-    status, _ = join(port, other, [], "127.0.0.44")
-    assert status == 200
+    # and how many events in all (2 here): one queued, one running, a third refused
+    status, answer = join(port, kill, [], "127.0.0.44", "busy")
+    queued.append((kill, answer["event_id"], "busy"))
+    with client("127.0.0.44") as http, ThreadPoolExecutor(2) as pool:   # both in flight at once
+        answers = list(pool.map(lambda fn: join(port, fn, [], "127.0.0.44", http=http), (slower, other)))
+    assert sorted(status for status, _ in answers) == [200, 400], answers
+    assert "每位同学最多 2 个" in next(answer["detail"] for status, answer in answers if status == 400)
     # a space token counts as a visitor too: the same space from two addresses shares one allowance
     with client("127.0.0.45") as http:
         _, (token, _teacher) = call(http, server["url"], "enter_space", [None])
-    first = join(port, kill, [token], "127.0.0.45")
+    first = join(port, kill, [token], "127.0.0.45", "two-homes")
     second = join(port, kill, [token], "127.0.0.46")
     assert first[0] == 200 and second[0] == 400 and "你的空间" in second[1]["detail"], (first, second)
+    queued.append((kill, first[1]["event_id"], "two-homes"))
+    for fn_index, event_id, session_hash in queued:
+        cancel(port, fn_index, event_id, session_hash)
+    # a visitor whose turn is over may queue again: the script's first run is the only one left
+    status, answer = join(port, kill, [], "127.0.0.42", "classmate")
+    assert status == 200
+    cancel(port, kill, answer["event_id"], "classmate")
 
 
 # ── 18.11 the create budget holds per address, however many spaces it mints ──────────────
