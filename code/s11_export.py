@@ -40,7 +40,8 @@ ROLE_ICONS = {"system": "🧠", "user": "👤", "assistant": "🤖", "tool": "�
 DEFAULT_ICON = "📄"
 TOOL_ROLES = {"tool", "toolResult"}   # 这些角色的文本是工具的输出，所以按工具结果显示
 CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-FORMAT_NAMES = {"claude-code": "Claude Code", "pi": "Pi"}
+# 导入记录的 source.format -> 显示名（与 s11_import.formats 的表一致，测试核对；导出模块不依赖导入包）
+FORMAT_NAMES = {"claude-code": "Claude Code", "pi": "Pi", "codex": "Codex CLI", "gemini-cli": "Gemini CLI"}
 
 
 class Part(NamedTuple):

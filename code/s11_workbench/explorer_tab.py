@@ -23,6 +23,7 @@ from s11_workbench.explorer import (
     PAGE_SIZE,
     ROLES,
     SHELF,
+    UPLOAD_SUFFIXES,
     Explorer,
     Page,
     View,
@@ -145,7 +146,8 @@ def build(ctx) -> None:
                     trash = gr.Dropdown([], label="回收站", elem_id="s11x-trash")
                     restore_button = gr.Button("♻️ 恢复", elem_id="s11x-restore")
                 with gr.Tab("📥 导入", elem_id="s11x-import-tab"):
-                    upload = gr.File(label="上传 Claude Code / Pi 的 .jsonl 记录", file_types=[".jsonl"],
+                    upload = gr.File(label="上传 Claude Code / Pi / Codex / Gemini CLI 的会话记录",
+                                     file_types=list(UPLOAD_SUFFIXES),
                                      type="filepath", elem_id="s11x-upload")
                     import_button = gr.Button("📥 导入上传的文件", elem_id="s11x-import")
                     examples = gr.Dropdown([], label="或者导入一个示例（examples/）", elem_id="s11x-examples")
