@@ -66,6 +66,7 @@ class TabContext(NamedTuple):
     visitor: Any        # gr.BrowserState：本浏览器的空间令牌；处理函数每次都 spaces.open(token)
     teacher: Any = None  # gr.State：用教师链接打开时是教师密钥，否则 None（只在服务器端，浏览器改不了）
     ready: Any = None    # 页面加载事件：需要令牌的加载逻辑写成 ctx.ready.then(...)，首次访问也拿得到令牌
+    agent_folders: Any = None   # --agent-folders：AgentFolders 的参数（home、env）；None = 没有这块面板
 
 
 FORGET_TEACHER_LINK_JS = """() => {
@@ -113,8 +114,10 @@ def launch_options(demo=None) -> dict:
 
 
 def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher_secret: str | None = None,
-              limits=None):
-    """搭好整个工作台并返回 gr.Blocks（测试可以在进程内 launch 它）；demo.s11_spaces 是它的 Spaces。"""
+              limits=None, agent_folders: dict | None = None):
+    """搭好整个工作台并返回 gr.Blocks（测试可以在进程内 launch 它）；demo.s11_spaces 是它的 Spaces。
+    agent_folders：None = 没有「本机 Agent 文件夹」面板；{} = 本机默认文件夹；测试给 {"home": 临时目录, "env": {}}。
+    只有只对本机开放时才给（main() 检查）。"""
     import gradio as gr
 
     from s11_workbench.spaces import Limits, Spaces
@@ -135,7 +138,7 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
                           concurrency_limit=16)
         # 教师身份已记在服务器端：把密钥从地址栏抹掉，投屏、截图、浏览器历史里都不再带着它（刷新就回到学生视图）
         ready.then(None, js=FORGET_TEACHER_LINK_JS)
-        ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready)
+        ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready, agent_folders)
         with gr.Tabs():
             for tab in tabs():
                 # id：页面加载时（如 ?session= 链接）可以直接切到这一页（explorer_tab 从 gr.Tab 上读它）
@@ -152,6 +155,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=None, help="端口（也可用环境变量 GRADIO_SERVER_PORT；默认 7860）")
     parser.add_argument("--sessions-dir", default=os.fspath(DEFAULT_SESSIONS_DIR),
                         help="演示会话写到哪里（默认仓库下的 gradio_sessions/）")
+    parser.add_argument("--agent-folders", action="store_true",
+                        help="在浏览器的「📥 导入」里列出本机 Claude Code / Pi / Codex / Gemini CLI 的会话（只读；"
+                             "只能在只对本机开放时用）")
     args = parser.parse_args(argv)
     if args.port is None:
         env_port = os.environ.get("GRADIO_SERVER_PORT", str(DEFAULT_PORT))
@@ -160,6 +166,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.port = int(env_port)
     if not 0 < args.port < 65536:
         parser.error(f"--port {args.port} 不是有效端口（1–65535）")
+    if args.agent_folders:
+        from s11_workbench.agent_folders import available_for
+        problem = available_for(args.host)
+        if problem is not None:
+            parser.error(problem)
     return args
 
 
@@ -184,7 +195,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(2)
     use_private_gradio_cache()
     print("正在加载 Gradio（约 5 秒）…", flush=True)
-    demo = build_app(args.sessions_dir)
+    demo = build_app(args.sessions_dir, agent_folders={} if args.agent_folders else None)
     print(f"会话文件目录：{os.path.abspath(args.sessions_dir)}", flush=True)
     demo.launch(server_name=args.host, server_port=args.port, prevent_thread_lock=True, quiet=True,
                 **launch_options(demo))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import gradio as gr
 from gradio.context import Context
 
+from s11_workbench import agent_folders_tab
 from s11_workbench.explorer import (
     ID_COLUMN,
     LIST_HEADERS,
@@ -32,7 +33,7 @@ from s11_workbench.explorer import (
 LABEL = "🌳 会话树浏览器"
 # 表格在自己的框里滚动，会话树限高，代码块折行
 CSS = """
-#s11x-list, #s11x-spaces { contain: inline-size; }
+#s11x-list, #s11x-spaces, #s11x-agents-table { contain: inline-size; }
 #s11x-tree .wrap { max-height: 360px; overflow-y: auto; }
 #s11x-map .mermaid, #s11x-map svg { max-width: 100%; height: auto; }
 #s11x-map pre, #s11x-map pre code, #s11x-path pre, #s11x-path pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; }
@@ -154,6 +155,7 @@ def build(ctx) -> None:
                     example_button = gr.Button("📥 导入示例", elem_id="s11x-import-example")
                     report = gr.Textbox("", label="导入报告", lines=6, max_lines=20, interactive=False,
                                         elem_id="s11x-report")
+                    agents = agent_folders_tab.panel(ctx.agent_folders)   # 只有 --agent-folders 时才有
     with gr.Accordion("🗺️ 分支图（点节点打开它）", open=True, elem_id="s11x-map-accordion"):
         branch_map = gr.Markdown("", elem_id="s11x-map")
     problems = gr.Markdown("", visible=False, elem_id="s11x-problems")
@@ -191,6 +193,9 @@ def build(ctx) -> None:
     wire(example_button.click, explorer.import_example, [examples], "explorer_import_example")
     wire(publish_button.click, explorer.publish, [], "explorer_publish")
     wire(unpublish_button.click, explorer.unpublish, [], "explorer_unpublish")
+
+    if agents is not None:
+        agents.wire(explorer, ctx, view, outputs, page_outputs)
 
     def on_row(token, current, secret, evt: gr.EventData):
         row = _event_field(evt, "row_value")   # 排序、搜索之后 evt.index 会指错行，row_value 才是点中的那一行
