@@ -321,17 +321,38 @@ def markdown_chunks(session: dict, lineage: list[dict] | None = None, *, redact:
                      f"- **创建时间**：{_inline(view.created_at)}",
                      f"- **消息条数**：{len(view.messages)}",
                      *_markdown_extra_facts(view), "", "---", ""])
+    headings: dict[str, str] = {}   # 角色 -> "👤 `user`"：一次导出里只有几种角色，每种只拼一次
     for number, message in enumerate(view.messages, 1):
-        role = str(message.get("role", "unknown"))
-        yield f"\n### {number}. {ROLE_ICONS.get(role, DEFAULT_ICON)} {_code_span(role)}\n\n"
-        marks = message_marks(message)
-        bodies = [[" · ".join(_inline(text) for _, text in marks)]] if marks else []
-        bodies += [_markdown_part(part) for part in message_parts(message, view.tool_names)]
-        for index, pieces in enumerate(bodies):
-            yield from ["\n\n", *pieces] if index else pieces
-        yield "\n"
+        role = message.get("role", "unknown")
+        heading = headings.get(role) if type(role) is str else None
+        if heading is None:
+            role = str(role)
+            heading = headings.setdefault(role, f"{ROLE_ICONS.get(role, DEFAULT_ICON)} {_code_span(role)}")
+        content = message.get("content")
+        plain = type(content) is str and not _MARKS.keys() & message.keys()
+        if plain and role not in TOOL_ROLES and _is_inert_markdown(content):
+            # 最常见的两种（章节自己的消息）走捷径：一段原样输出就安全的文字，或一段工具输出；
+            # 输出与下面的通用路径逐字相同（测试逐字核对），只是不必先摊成 Part
+            yield f"\n### {number}. {heading}\n\n{content}\n"
+        elif plain and role in TOOL_ROLES:
+            name = _as_text(message.get("toolName") or message.get("name"))
+            part = Part("tool_output", content, view.tool_names.get(name, name),
+                        bool(message.get("isError") or message.get("is_error")))
+            yield f"\n### {number}. {heading}\n\n{''.join(_markdown_captioned('📤 工具结果', part))}\n"
+        else:
+            yield f"\n### {number}. {heading}\n\n"
+            yield from _markdown_body(view, message)
         if number == view.fork_point:
             yield f"\n> 🌿 {_inline(_divider_sentence(view))}\n"
+
+
+def _markdown_body(view: _View, message: dict) -> Iterator[str]:
+    marks = message_marks(message)
+    bodies = [[" · ".join(_inline(text) for _, text in marks)]] if marks else []
+    bodies += [_markdown_part(part) for part in message_parts(message, view.tool_names)]
+    for index, pieces in enumerate(bodies):
+        yield from ["\n\n", *pieces] if index else pieces
+    yield "\n"
 
 
 def render_markdown(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> str:
