@@ -153,12 +153,12 @@ def test_python_app_keeps_gradios_cache_private_and_removes_it_on_ctrl_c(tmp_pat
             except OSError:
                 assert server.poll() is None and time.monotonic() < deadline, "app.py never answered"
                 time.sleep(0.3)
-        caches = list(tmp_path.glob("s11_gradio_*"))
+        caches = list(tmp_path.glob("s11_run_*/gradio"))   # gradio's cache inside this run's private folder
         assert len(caches) == 1 and caches[0].is_dir()
-        assert caches[0].stat().st_mode & 0o777 == 0o700
+        assert caches[0].parent.stat().st_mode & 0o777 == 0o700
         server.send_signal(signal.SIGINT)
         server.wait(timeout=30)
-        assert not caches[0].exists()
+        assert not caches[0].parent.exists()
     finally:
         if server.poll() is None:
             server.kill()
