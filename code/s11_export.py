@@ -1,6 +1,6 @@
 """s11_export — 把一个会话渲染成 Markdown，或一张离线可看的 HTML 页面（纯函数，不读写磁盘）。
 
-    一个会话字典 ──► _view()：脱敏后的副本（s11_redact）+ 分支路径 + 脱敏计数 + 来源信息
+    一个会话字典 ──► prepare()：脱敏后的副本（s11_redact）+ 分支路径 + 脱敏计数 + 来源信息（两种格式共用一份）
                        │
                        ├─► message_parts(): text | thinking | tool_call | tool_output | image | unknown
                        └─► message_marks(): 🏷️ label · 🗜️ summary · ⚙️ meta · 🛰️ subagent · model · 🕒 time
@@ -219,6 +219,21 @@ def _pretty_json(value: Any) -> str:
 # ── 两种格式都要显示的内容 ──────────────────────────────────────────────────────────────────
 
 
+def prepare(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> _View:
+    """两种格式共用的那一份内容（脱敏后的副本、分支路径、计数）：要同时导出 Markdown 和 HTML 时，
+    先 prepare() 一次，再把结果交给 markdown_chunks() / html_chunks()——会话只脱敏一次。
+
+    >>> view = prepare({"session_id": "s1", "title": "a@example.com", "messages": []})
+    >>> "<h1>🗂️ 会话导出：[已脱敏:邮箱]</h1>" in render_html(view), view.counts
+    (True, {'邮箱': 1})
+    """
+    return _view(session, lineage, redact)
+
+
+def _prepared(session, lineage: list[dict] | None, redact: bool) -> _View:
+    return session if isinstance(session, _View) else _view(session, lineage, redact)
+
+
 def _view(session: dict, lineage: list[dict] | None, redact: bool) -> _View:
     title = str(session.get("title") or "未命名会话")
     messages = [item if isinstance(item, dict) else {"content": item} for item in session.get("messages") or []]
@@ -310,11 +325,12 @@ _INLINE_SPECIALS = re.compile(r"([\\`*_\[\]<>&~|#])")
 
 def markdown_chunks(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> Iterator[str]:
     """分片版的 render_markdown()：把大会话写进文件时，不必先拼出一个巨大的字符串。
+    session 也可以是 prepare() 的结果（这时 lineage 和 redact 不再起作用）。
 
     >>> "".join(markdown_chunks({"session_id": "s1", "messages": []})).split("\\n")[0]
     '# 🗂️ 会话导出：未命名会话'
     """
-    view = _view(session, lineage, redact)
+    view = _prepared(session, lineage, redact)
     yield "\n".join([f"# 🗂️ 会话导出：{_inline(view.title)}", "",
                      f"- **会话 ID**：{_code_span(view.session_id)}",
                      f"- **父分支**：{_code_span(view.parent_id or '无（根会话）')}",
@@ -648,8 +664,8 @@ pre { margin: .25rem 0 0; padding: .6rem .8rem; max-height: 30rem; overflow: aut
 
 
 def html_chunks(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> Iterator[str]:
-    """分片版的 render_html()：把大会话写进文件时，不必先拼出一个巨大的字符串。"""
-    view = _view(session, lineage, redact)
+    """分片版的 render_html()：把大会话写进文件时，不必先拼出一个巨大的字符串。session 也可以是 prepare() 的结果。"""
+    view = _prepared(session, lineage, redact)
     yield "\n".join([
         "<!doctype html>", '<html lang="zh-CN">', "<head>", '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
