@@ -4,6 +4,10 @@
                                             show ID            一个会话：祖先链 + 每条消息的开头
                                             export ID [--html] [--no-redact]   导出（默认 Markdown，已脱敏）
                                             check              体检：坏文件、父节点缺失、残留的临时文件
+                                            compare A B        对比同一棵树上的两个节点（共同祖先、各自的后续）
+                                            converge CHOSEN OTHER… --decision TEXT [--carry ID:K …]
+                                                               收敛：在 CHOSEN 下新建记下决定的节点
+                                            label ID K [TEXT]  给第 K 条消息加标签（不给 TEXT = 去掉）
                                             import PATH…       导入 Claude Code / Pi / Codex / Gemini 的记录（文件或文件夹）
                                             import --agent-folders [--limit N]   导入本机 Agent 文件夹里最新的会话
                                             agents [--folder DIR] [--limit N]   列出本机 Agent 文件夹里的会话
@@ -31,7 +35,9 @@ import time
 import unicodedata
 from typing import Callable, Dict, List, Optional
 
+import s11_converge
 import s11_import
+from s11_export import message_marks
 from s11_format import SessionError, SessionNotFound
 from s11_session import SessionStore, demo_tree_branching
 from s11_text import describe_os_error, human_size, printable
@@ -80,7 +86,10 @@ def cmd_show(args) -> int:
         raise SessionNotFound(f"未找到会话: {args.session_id}")
     say(" → ".join(f"{printable(s['title'])} [{s['session_id']}]" for s in store.lineage(args.session_id)))
     for number, message in enumerate(node.messages, 1):
-        say(f"{number:>4}. {printable(message['role'])}: {printable(content_text(message.get('content'))[:100])}")
+        marks = "".join(f" [{text}]" for kind, text in message_marks(message)
+                        if kind in ("label", "converge", "origin"))   # 🏷️ 标签、🔀 收敛、↪️ 带自哪里
+        say(f"{number:>4}. {printable(message['role'])}{printable(marks)}: "
+            f"{printable(content_text(message.get('content'))[:100])}")
     return 0
 
 
@@ -99,6 +108,47 @@ def cmd_check(args) -> int:
         say(f"[{problem.kind}] {printable(problem.path)}\n    {printable(problem.detail)}")
     say(f"共 {len(problems)} 个问题" if problems else "✅ 仓库完好，没有发现问题")
     return EXIT_PROBLEMS if problems else 0
+
+
+COMPARE_SHOWN = 20   # compare 每边最多列出几条消息
+
+
+def cmd_compare(args) -> int:
+    result = store_of(args).compare(args.a, args.b)
+    say(f"⚖️ A：{printable(result['title_a'])} [{result['a_id']}]  ·  B：{printable(result['title_b'])} "
+        f"[{result['b_id']}]")
+    say(result["note"])
+    if result["ancestor"]:
+        say(f"最近的共同祖先 [{result['ancestor']}]，前 {result['common']} 条相同")
+    for side, key in (("A", "only_a"), ("B", "only_b")):
+        messages = result[key]
+        say(f"\n{side} 之后 {len(messages)} 条（工具调用 {s11_converge.tool_call_count(messages)} 次）：")
+        for number, message in enumerate(messages[:COMPARE_SHOWN], result["common"] + 1):
+            say(f"{number:>4}. {printable(message.get('role', ''))}: "
+                f"{printable(content_text(message.get('content'))[:100])}")
+        if len(messages) > COMPARE_SHOWN:
+            say(f"   …还有 {len(messages) - COMPARE_SHOWN} 条（用 show 看全部）")
+    diff = result["workspace_diff"]
+    say("\n工作区：" + ("至少有一边没有记录代码快照，无从比较" if diff is None else "两边的代码快照一致" if not diff
+                     else "\n  " + "\n  ".join(printable(line) for line in diff)))
+    return 0
+
+
+def cmd_converge(args) -> int:
+    store = store_of(args)
+    node = store.converge(args.chosen, args.others, args.decision, carry=args.carry or (), title=args.title)
+    carried = sum(1 for message in node.messages if "origin" in message)
+    say(f"🔀 已收敛：新节点 [{node.session_id}]（{len(node.messages)} 条）接在 [{node.parent_id}] 之后，"
+        f"收敛了 {' '.join(f'[{sid}]' for sid in node.converged_from)}，带过来 {carried} 条消息")
+    say(store.render_tree(store.lineage(node.session_id)[0]["session_id"]))
+    return 0
+
+
+def cmd_label(args) -> int:
+    node = store_of(args).label(args.session_id, args.number, args.text or "")
+    shown = f"「{printable(args.text.strip())}」" if (args.text or "").strip() else "（已去掉）"
+    say(f"🏷️ 会话 [{node.session_id}] 第 {args.number} 条的标签：{shown}")
+    return 0
 
 
 def cmd_import(args) -> int:
@@ -242,6 +292,7 @@ def cmd_class_empty_trash(args) -> int:
 
 COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": cmd_demo, "tree": cmd_tree, "show": cmd_show, "export": cmd_export, "check": cmd_check,
+    "compare": cmd_compare, "converge": cmd_converge, "label": cmd_label,
     "import": cmd_import, "agents": cmd_agents, "empty-trash": cmd_empty_trash,
     "class list": cmd_class_list, "class show": cmd_class_show, "class remove-idle": cmd_class_remove_idle,
     "class empty-trash": cmd_class_empty_trash,
@@ -306,6 +357,21 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--html", action="store_true", help="导出单个离线 HTML 页面")
     export.add_argument("--no-redact", action="store_true", help="不脱敏（仅限自己查看）")
     _subcommand(sub, "check", "检查坏文件、读不了的条目、新版本文件、父节点缺失、残留临时文件", "check")
+    compare = _subcommand(sub, "compare", "对比同一棵树上的两个节点：共同祖先、相同的前缀、各自的后续、工作区差异",
+                          "compare")
+    compare.add_argument("a", metavar="A")
+    compare.add_argument("b", metavar="B")
+    converge = _subcommand(sub, "converge", "收敛：在 CHOSEN 下新建一个节点，记下决定、收敛了哪些分支、带过来的消息",
+                           "converge")
+    converge.add_argument("chosen", metavar="CHOSEN", help="胜出的一支（新节点接在它后面）")
+    converge.add_argument("others", nargs="+", metavar="OTHER", help="被收敛的分支（它们的文件不会被改）")
+    converge.add_argument("--decision", required=True, metavar="TEXT", help="为什么这样选（作为一条 user 消息保存）")
+    converge.add_argument("--carry", action="append", metavar="ID:K", help="把 OTHER 分支 ID 的第 K 条（1 起）带过来，可重复")
+    converge.add_argument("--title", help="新节点的标题（默认“<CHOSEN 的标题> · 🔀 收敛”）")
+    label = _subcommand(sub, "label", "给一条消息加标签（书签），不给 TEXT 就去掉标签", "label")
+    label.add_argument("session_id", metavar="ID")
+    label.add_argument("number", type=int, metavar="K", help="第几条消息（1 起，和 show 的编号一样）")
+    label.add_argument("text", nargs="?", metavar="TEXT")
     importer = _subcommand(sub, "import", "导入 Claude Code / Pi / Codex CLI / Gemini CLI 的会话记录（文件或文件夹）",
                            "import")
     importer.add_argument("paths", nargs="*", metavar="PATH")

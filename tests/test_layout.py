@@ -27,7 +27,7 @@ LAYERS = [
     ["s11_storage"],
     ["s11_format"],
     ["s11_trash", "s11_tree", "s11_export"],
-    ["s11_chunks"],
+    ["s11_chunks", "s11_converge"],
     ["s11_session"],
     ["s11_import"],
     ["s11_workbench"],          # its gradio-free logic
