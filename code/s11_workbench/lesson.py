@@ -274,6 +274,9 @@ class Lesson:
             progress["levels"][exercise.id] = {"anchors": anchors, "started_ns": started, "events": [],
                                                "started_at": time.time(), "actions": 0, "misses": 0, "best": -1,
                                                "last_progress": time.time(), "solved_at": None}
+            entry = progress["levels"][exercise.id]
+            baseline = s11_exercises.check(exercise, space.store, level_state(entry))
+            entry["best"] = sum(part.ok for part in baseline.parts)   # 起点本来就对上的部分不算进展
             progress["current"] = exercise.id
             write_progress(space.folder, progress)
             first = next((sid for key, sid in anchors.items() if not self._torn(exercise, key)), None)

@@ -483,7 +483,8 @@ class Spaces:
 
     def restore_archive(self, name: str) -> List[str]:
         """把一份归档里的空间放回 spaces/，返回放回的 space_id。同名的空间已经在用（下课后又有人写过）时，
-        那一个留在归档里不动（绝不覆盖），其余照放；全部放回后归档目录随之删除。"""
+        那一个留在归档里不动（绝不覆盖），其余照放；只是被重新打开过、什么都没写的空目录换回原来的。
+        全部放回后归档目录随之删除。"""
         if not isinstance(name, str) or not _ARCHIVE_NAME.fullmatch(name):
             raise SpaceError(f"归档名 {str(name)[:60]!r} 不对：用 class archives 看有哪些")
         folder = os.path.join(self.archives_dir, name)
@@ -493,9 +494,11 @@ class Spaces:
         for space_id in sorted(n for n in os.listdir(folder) if _SPACE_ID.fullmatch(n)):
             target = os.path.join(self.spaces_dir, space_id)
             with self._lock:
-                if os.path.lexists(target):
+                if os.path.lexists(target) and not _blank(target):
                     kept.append(space_id)
                     continue
+                if os.path.lexists(target):   # 归档后学生的页面又打开过它：一个什么都没写的空目录，换回原来的
+                    shutil.rmtree(target)
                 os.replace(os.path.join(folder, space_id), target)
                 self._open.pop(space_id, None)
             restored.append(space_id)
@@ -618,6 +621,16 @@ def _read_json(path: str) -> dict:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _blank(folder: str) -> bool:
+    """空间目录里除了锁文件和空的子目录什么都没有（归档之后被重新打开、但没写过东西）。"""
+    if os.path.islink(folder) or not os.path.isdir(folder):
+        return False
+    for _root, _dirs, files in os.walk(folder):
+        if any(name != ".lock" for name in files):
+            return False
+    return True
 
 
 def read_profile(folder: str) -> str:
