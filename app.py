@@ -2,7 +2,7 @@
 
     python app.py [--host 127.0.0.1] [--port 7860] [--sessions-dir gradio_sessions] [--students-per-address 1]
 
-    tabs() = (demo_tab, explorer_tab, lab_tab)   每个 code/s11_workbench/*_tab.py 有 LABEL、CSS 和 build(ctx)
+    tabs() = (demo_tab, explorer_tab, lesson_tab, lab_tab)   每个 code/s11_workbench/*_tab.py 有 LABEL、CSS 和 build(ctx)
        └─> gr.Tab(LABEL) 里调 build(ctx)            ctx = TabContext(sessions_dir, spaces, visitor, teacher, ready)
     新增一页 = 在 code/s11_workbench/ 写一对 xxx.py（逻辑）+ xxx_tab.py（布局），再在 tabs() 里加上它的名字。
 
@@ -68,8 +68,14 @@ CSS = """
 def tabs() -> tuple:
     """工作台的标签页，按页面上的顺序。它们 import gradio（~5 秒），所以用到时才导入：`python app.py` 能先检查
     会话目录、先打印“正在加载”，`import app` 也不必等 gradio。"""
-    from s11_workbench import demo_tab, explorer_tab, lab_tab
-    return demo_tab, explorer_tab, lab_tab
+    from s11_workbench import demo_tab, explorer_tab, lab_tab, lesson_tab
+    return demo_tab, explorer_tab, lesson_tab, lab_tab
+
+
+def panels() -> tuple:
+    """标签页上方的面板（也有 CSS 和 build(ctx)）：课堂面板只在教师模式下显示，学生的页面上它是隐藏的、空的。"""
+    from s11_workbench import classroom_tab
+    return (classroom_tab,)
 
 
 class TabContext(NamedTuple):
@@ -114,7 +120,7 @@ def launch_options(demo=None) -> dict:
     theme = gr.themes.Soft(primary_hue="emerald", secondary_hue="sky", neutral_hue="slate",
                            font=SANS_FONTS, font_mono=MONO_FONTS)
     spaces = getattr(demo, "s11_spaces", None)
-    css = CSS + "".join(tab.CSS for tab in tabs())
+    css = CSS + "".join(tab.CSS for tab in tabs() + panels())
     options = {"theme": theme, "css": css, "footer_links": ["api", "settings"], "ssr_mode": False,
                "max_file_size": (spaces.limits if spaces is not None else Limits()).max_upload_bytes,
                "state_session_capacity": PAGE_SESSIONS}
@@ -158,6 +164,8 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
         # 教师身份已记在服务器端：把密钥从地址栏抹掉，投屏、截图、浏览器历史里都不再带着它（刷新就回到学生视图）
         ready.then(None, js=FORGET_TEACHER_LINK_JS)
         ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready, agent_folders)
+        for panel in panels():
+            panel.build(ctx)
         with gr.Tabs():
             for tab in tabs():
                 # id：页面加载时（如 ?session= 链接）可以直接切到这一页（explorer_tab 从 gr.Tab 上读它）

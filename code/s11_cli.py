@@ -14,6 +14,7 @@
                                             empty-trash        清空回收站
                                             demo               跑一遍书里的演示（同 python code/s11_session.py）
     python code/s11_cli.py --dir gradio_sessions class list | show SPACE | remove-idle --hours H | empty-trash
+                                                   | archive [--keep-days D] | archives | restore-archive NAME
 
 一条规则管所有子命令：
   * 会话里来的每一段文字（标题、ID、文件名、消息、报告）都经 s11_text.printable() 再打印：
@@ -290,12 +291,48 @@ def cmd_class_empty_trash(args) -> int:
     return 0
 
 
+def cmd_class_archive(args) -> int:
+    """下课：全班的空间移进 archives/，保留 --keep-days 天（过期的归档在下一次归档或列出时删除）。"""
+    if not 0 < args.keep_days <= 365:
+        raise SpaceError(f"--keep-days {args.keep_days:g} 无效：应在 1–365 之间")
+    info = spaces_of(args).archive_all(args.keep_days * 24 * 3600)
+    say(f"🗄️ 已归档 {info['spaces']} 个空间：{info['name']}，保留到 {when(info['expires'])}"
+        f"（放回：class restore-archive {info['name']}）")
+    return 0
+
+
+def cmd_class_archives(args) -> int:
+    spaces = spaces_of(args)
+    expired = spaces.purge_expired_archives()
+    rows = spaces.archives()
+    for name in expired:
+        say(f"已删除过期的归档：{name}")
+    if not rows:
+        say("没有归档")
+        return 0
+    widths = [24, 8, 20, 20]
+    say(columns(["归档", "空间数", "归档于", "保留到"], widths))
+    for row in rows:
+        say(columns([row["name"], str(row["spaces"]), when(row["created"]), when(row["expires"])], widths))
+    return 0
+
+
+def cmd_class_restore_archive(args) -> int:
+    spaces = spaces_of(args)
+    before = {row["name"]: row["spaces"] for row in spaces.archives()}
+    restored = spaces.restore_archive(args.name)
+    left = before.get(args.name, 0) - len(restored)
+    say(f"♻️ 已放回 {len(restored)} 个空间" + (f"；{left} 个同名空间已在使用，留在归档里没动" if left > 0 else ""))
+    return 0
+
+
 COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": cmd_demo, "tree": cmd_tree, "show": cmd_show, "export": cmd_export, "check": cmd_check,
     "compare": cmd_compare, "converge": cmd_converge, "label": cmd_label,
     "import": cmd_import, "agents": cmd_agents, "empty-trash": cmd_empty_trash,
     "class list": cmd_class_list, "class show": cmd_class_show, "class remove-idle": cmd_class_remove_idle,
-    "class empty-trash": cmd_class_empty_trash,
+    "class empty-trash": cmd_class_empty_trash, "class archive": cmd_class_archive,
+    "class archives": cmd_class_archives, "class restore-archive": cmd_class_restore_archive,
 }
 
 
@@ -392,6 +429,11 @@ def build_parser() -> argparse.ArgumentParser:
     idle = _subcommand(rooms, "remove-idle", "把闲置超过 N 小时的空间移进 spaces-trash/", "class remove-idle")
     idle.add_argument("--hours", type=float, required=True, help="闲置多少小时")
     _subcommand(rooms, "empty-trash", "彻底删除 spaces-trash/ 里的空间", "class empty-trash")
+    archive = _subcommand(rooms, "archive", "下课：全班的空间移进 archives/，保留期内可以放回", "class archive")
+    archive.add_argument("--keep-days", type=float, default=14, help="保留几天（默认 14，之后删除）")
+    _subcommand(rooms, "archives", "列出归档（顺便删除过期的）", "class archives")
+    _subcommand(rooms, "restore-archive", "把一份归档里的空间放回去", "class restore-archive").add_argument(
+        "name", metavar="NAME")
     return parser
 
 

@@ -29,7 +29,7 @@ LAYERS = [
     ["s11_trash", "s11_tree", "s11_export"],
     ["s11_chunks", "s11_converge"],
     ["s11_session"],
-    ["s11_import"],
+    ["s11_import", "s11_exercises"],
     ["s11_workbench"],          # its gradio-free logic
     ["s11_workbench.*_tab"],    # the layout modules: the only ones (with app.py) that import gradio
     ["s11_cli"],

@@ -6,7 +6,8 @@
     │   ├── 3f9a0c1d2e4b5a6c/    一个空间 = 一个普通的 SessionStore 目录（.json、.lock、.trash/）
     │   └── 81d07be2c44f0a19/
     ├── shelf/                   教师发布的会话（所有空间只读；分叉时复制进自己的空间）
-    └── spaces-trash/            课后 `python code/s11_cli.py class remove-idle` 移走的空间，`class empty-trash` 才真正删除
+    ├── spaces-trash/            课后 `python code/s11_cli.py class remove-idle` 移走的空间，`class empty-trash` 才真正删除
+    └── archives/20261201-1530-3f9a/   下课时整班归档（页面上或 `class archive`），保留期过后才删除
 
     令牌  = "<space_id>.<HMAC-SHA256(服务器密钥, space_id) 的前 32 个十六进制字符>"
     浏览器 ──令牌──> open(token) ──验签──> Space(space_id, store, read_only)
@@ -47,7 +48,8 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 import s11_redact
 from s11_format import MAX_ID_LENGTH
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, SessionStore
-from s11_text import human_size, os_error_reason, public_name
+from s11_storage import PendingWrite
+from s11_text import human_size, os_error_reason, printable, public_name
 
 __all__ = ["SpaceError", "Limits", "Space", "Spaces", "TokenBucket", "ReadOnlyStore", "copy_lineage", "CopyResult",
            "redacted_copy",
@@ -65,6 +67,12 @@ _SPACE_ID = re.compile(rf"[0-9a-f]{{{SPACE_ID_HEX}}}")
 _TOKEN = re.compile(rf"([0-9a-f]{{{SPACE_ID_HEX}}})\.([0-9a-f]{{{SIGNATURE_HEX}}})")
 _SIGN_PREFIX = b"s11-space:"
 UPLOAD_OVERHEAD_BYTES = 64 * 1024   # multipart 的边界和表头：上传请求体可以比文件本身大这么多
+PROFILE_FILE = ".profile.json"      # 空间里学生给老师看的名字（点开头：仓库的 check() 和计数都不管它）
+MAX_NAME_CHARS = 40
+ARCHIVES_DIR = "archives"
+ARCHIVE_INFO = "archive.json"
+ARCHIVE_KEEP_SECONDS = 14 * 24 * 3600   # 下课归档默认保留两周，之后才真正删除
+_ARCHIVE_NAME = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}")
 
 
 class SpaceError(SessionError):
@@ -233,6 +241,7 @@ class Spaces:
         self.spaces_dir = os.path.join(self.sessions_dir, SPACES_DIR)
         self.shelf_dir = os.path.join(self.sessions_dir, SHELF_DIR)
         self.trash_dir = os.path.join(self.sessions_dir, SPACES_TRASH_DIR)
+        self.archives_dir = os.path.join(self.sessions_dir, ARCHIVES_DIR)
         for folder in (self.spaces_dir, self.shelf_dir):
             os.makedirs(folder, exist_ok=True)
         self._key = load_or_create_secret(os.path.join(self.sessions_dir, SECRET_FILE))
@@ -473,6 +482,103 @@ class Spaces:
             removed += 1
         return removed
 
+    # ── 课堂：学生给老师看的名字 ─────────────────────────────────────────────────────────────
+    def set_display_name(self, token, name) -> str:
+        """学生给自己起的名字（可选，只出现在老师的视图里）。存在自己空间的 .profile.json；空串 = 不要名字。
+        返回整理后的名字：压掉控制字符和换行，最多 MAX_NAME_CHARS 个字。"""
+        space = self.open(token).writable()
+        cleaned = clean_display_name(name)
+        _write_json(os.path.join(space.folder, PROFILE_FILE), {"name": cleaned})
+        return cleaned
+
+    def display_name(self, token) -> str:
+        """自己的名字（学生自己的页面用：只认自己的令牌）。"""
+        return read_profile(self.open(token).folder)
+
+    def display_names(self, secret) -> Dict[str, str]:
+        """老师：space_id -> 名字（没起名字的不在里面）。"""
+        self._require_teacher(secret, "查看学生的名字")
+        names = {}
+        for space_id in self._space_ids():
+            name = read_profile(os.path.join(self.spaces_dir, space_id))
+            if name:
+                names[space_id] = name
+        return names
+
+    # ── 下课：整班归档，保留一段时间可以放回，过期才真正删除 ─────────────────────────────────────
+    def archive_all(self, keep_seconds: float = ARCHIVE_KEEP_SECONDS) -> dict:
+        """把 spaces/ 里的全部学生空间移进 archives/<时间>/（os.replace，原子、不复制），返回这份归档的说明。
+        学生的令牌照样有效，只是再打开时是一个空的新空间；keep_seconds 之后 purge_expired_archives() 删掉它。"""
+        if isinstance(keep_seconds, bool) or not isinstance(keep_seconds, (int, float)) or not keep_seconds > 0:
+            raise SpaceError(f"归档保留时间 {keep_seconds!r} 无效：应是大于 0 的秒数")
+        self.purge_expired_archives()
+        now = time.time()
+        name = time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{secrets.token_hex(2)}"
+        folder = os.path.join(self.archives_dir, name)
+        os.makedirs(folder)
+        moved = 0
+        for space_id in self._space_ids():
+            with self._lock:
+                os.replace(os.path.join(self.spaces_dir, space_id), os.path.join(folder, space_id))
+                self._open.pop(space_id, None)
+            moved += 1
+        info = {"name": name, "created": now, "expires": now + keep_seconds, "spaces": moved}
+        _write_json(os.path.join(folder, ARCHIVE_INFO), info)
+        return info
+
+    def archives(self) -> List[dict]:
+        """全部归档，最新的在前：name、created、expires（epoch 秒）、spaces。"""
+        rows = []
+        try:
+            names = sorted(os.listdir(self.archives_dir), reverse=True)
+        except FileNotFoundError:
+            return []
+        for name in names:
+            folder = os.path.join(self.archives_dir, name)
+            if not _ARCHIVE_NAME.fullmatch(name) or not os.path.isdir(folder) or os.path.islink(folder):
+                continue
+            info = _read_json(os.path.join(folder, ARCHIVE_INFO))
+            expires = info.get("expires")
+            rows.append({"name": name, "created": info.get("created", 0.0),
+                         "expires": expires if isinstance(expires, (int, float)) else 0.0,
+                         "spaces": sum(1 for n in os.listdir(folder) if _SPACE_ID.fullmatch(n))})
+        return rows
+
+    def restore_archive(self, name: str) -> List[str]:
+        """把一份归档里的空间放回 spaces/，返回放回的 space_id。同名的空间已经在用（下课后又有人写过）时，
+        那一个留在归档里不动（绝不覆盖），其余照放；只是被重新打开过、什么都没写的空目录换回原来的。
+        全部放回后归档目录随之删除。"""
+        if not isinstance(name, str) or not _ARCHIVE_NAME.fullmatch(name):
+            raise SpaceError(f"归档名 {str(name)[:60]!r} 不对：用 class archives 看有哪些")
+        folder = os.path.join(self.archives_dir, name)
+        if not os.path.isdir(folder) or os.path.islink(folder):
+            raise SpaceError(f"没有归档 {name}（可能已过期删除）")
+        restored, kept = [], []
+        for space_id in sorted(n for n in os.listdir(folder) if _SPACE_ID.fullmatch(n)):
+            target = os.path.join(self.spaces_dir, space_id)
+            with self._lock:
+                if os.path.lexists(target) and not _blank(target):
+                    kept.append(space_id)
+                    continue
+                if os.path.lexists(target):   # 归档后学生的页面又打开过它：一个什么都没写的空目录，换回原来的
+                    shutil.rmtree(target)
+                os.replace(os.path.join(folder, space_id), target)
+                self._open.pop(space_id, None)
+            restored.append(space_id)
+        if not kept:
+            shutil.rmtree(folder)
+        return restored
+
+    def purge_expired_archives(self, now: Optional[float] = None) -> List[str]:
+        """删掉已过保留期的归档，返回它们的名字。"""
+        now = time.time() if now is None else now
+        removed = []
+        for row in self.archives():
+            if row["expires"] and row["expires"] <= now:
+                shutil.rmtree(os.path.join(self.archives_dir, row["name"]))
+                removed.append(row["name"])
+        return removed
+
 
 # ── 复制祖先链（发布到书架、从书架分叉都用它）──────────────────────────────────────
 def _lineage_or_raise(store: SessionStore, session_id: str) -> List[dict]:
@@ -691,6 +797,47 @@ def last_activity(folder: str) -> float:
         except FileNotFoundError:
             continue
     return latest
+
+
+# ── 小 JSON 文件：名字、归档说明 ──────────────────────────────────────────────────────────
+def clean_display_name(name) -> str:
+    """'  小明\\n<b>  ' -> '小明 <b>'：压掉换行和控制字符，最多 MAX_NAME_CHARS 个字（仍按不可信的文字显示）。"""
+    text = " ".join(printable(str(name or "")).replace("\\n", " ").replace("\\t", " ").split())
+    return text[:MAX_NAME_CHARS]
+
+
+def _read_json(path: str) -> dict:
+    """读一个小 JSON 对象；没有、读不了、太大或不是对象都当作空的（这些文件只是附加信息）。"""
+    try:
+        info = os.lstat(path)
+        if not os.path.isfile(path) or os.path.islink(path) or info.st_size > 64 * 1024:
+            return {}
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _blank(folder: str) -> bool:
+    """空间目录里除了锁文件和空的子目录什么都没有（归档之后被重新打开、但没写过东西）。"""
+    if os.path.islink(folder) or not os.path.isdir(folder):
+        return False
+    for _root, _dirs, files in os.walk(folder):
+        if any(name != ".lock" for name in files):
+            return False
+    return True
+
+
+def read_profile(folder: str) -> str:
+    name = _read_json(os.path.join(folder, PROFILE_FILE)).get("name")
+    return clean_display_name(name) if isinstance(name, str) else ""
+
+
+def _write_json(path: str, data: dict) -> None:
+    """原子地写一个小 JSON 文件（临时文件 + os.replace）：写到一半被杀也不会留下半个。"""
+    with PendingWrite(path, json.dumps(data, ensure_ascii=False).encode("utf-8")) as pending:
+        pending.commit()
 
 
 # ── 服务器密钥 ──────────────────────────────────────────────────────────────────
