@@ -369,7 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--md", action="store_true", help="--tree：导出 Markdown")
     export.add_argument("--jsonl", action="store_true", help="--tree：导出可再 import 的会话树 JSONL")
     export.add_argument("--mask", action="append", metavar="TEXT",
-                        help="--tree：另外遮住这段文字（可重复；* 代表一段不含空白的文字）")
+                        help="--tree：另外遮住这段文字（可重复；* 代表一段字母、数字或 _ . -）")
     export.add_argument("--unmask", action="append", metavar="HIT", help="--tree：揭开复核表里这个编号的命中（可重复）")
     export.add_argument("--review", action="store_true", help="--tree：只列出脱敏复核表，不导出")
     export.add_argument("-o", "--out", metavar="FILE", help="--tree：写进这个文件（默认打印）")

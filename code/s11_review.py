@@ -5,7 +5,7 @@
          ▼
     scan(units, added=("内部主机名", "ORD-*"))
          │  每个字符串跑一遍 s11_redact 的规则表（拼成一批跑，和 redact_value 一样快），
-         │  再找读者自己加的字符串 / 模式（"*" = 一段不含空白的文字）
+         │  再找读者自己加的字符串 / 模式（"*" = 一段字母、数字或 _ . -）
          ▼
     Review：hits = [Hit(编号, 规则, 原文, 上下文, 节点, 第几条)]，counts = {规则: 处数}
          │  读者：保留遮盖（默认，全部） / 揭开误报（unmask={编号…}） / 加一个自己的字符串再 scan
@@ -22,7 +22,7 @@ Manifest 里的数字就是页面里标记的个数。编号只由节点、第�
 所以读者加了字符串重新检查后，已揭开的编号仍指同一处。
 
 不做：脱敏之后因为相邻文字变成 "]" 才能匹配的第二轮命中（redact() 会再跑一遍；这里少见的这种情况不列出）；
-读者写的正则（服务器上跑任意正则有回溯风险：模式只支持 "*"）。和 s11_redact 一样，这是尽力而为。
+读者写的正则（服务器上跑任意正则有回溯风险：模式只支持 "*"，代表一段字母、数字或 _ . -）。和 s11_redact 一样，这是尽力而为。
 """
 
 from __future__ import annotations
@@ -106,15 +106,21 @@ def clean_added(added: Iterable[str] | str | None) -> tuple[str, ...]:
     return cleaned
 
 
+_WILD = r"[A-Za-z0-9_.\-]"   # "*" 代表一段字母、数字或 _ . -（主机名、订单号、内部 ID 的写法）
+
+
 def _added_pattern(item: str) -> re.Pattern[str]:
-    """'ORD-*' -> ORD-\\S*?（最短）后面接着的字面量；只有 * 是通配符，其余字符按字面匹配。
-    结尾的 * 取到空白为止（\\S*），中间的 * 取最短。"""
-    pieces = item.split("*")
-    body = r"\S*?".join(re.escape(piece) for piece in pieces)
+    """'ORD-*' -> ORD-[A-Za-z0-9_.-]*；'*.corp.example' 从那一段的开头匹配起。只有 * 是通配符，其余按字面。
+
+    >>> [m.group() for m in _added_pattern("*.corp.example").finditer("db01.corp.example；x.corp.example")]
+    ['db01.corp.example', 'x.corp.example']
+    """
+    pieces = [re.escape(piece) for piece in item.split("*")]
+    body = (_WILD + "*?").join(pieces)
     if item.endswith("*"):
-        body = body[: -len(r"\S*?")] + r"\S*"
+        body = body[: -len(_WILD + "*?")] + _WILD + "*"
     if item.startswith("*"):
-        body = r"(?<!\S)\S*?" + body[len(r"\S*?"):]
+        body = f"(?<!{_WILD})" + body
     return re.compile(body)
 
 
