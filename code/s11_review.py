@@ -71,7 +71,7 @@ class Review(NamedTuple):
 class Manifest(NamedTuple):
     """导出页面顶部的清单：实际写进页面的标记数。"""
     masked: dict[str, int]             # 规则标签 → 遮了几处（揭开的不算）
-    added: dict[str, int]              # 读者加的字符串 → 遮了几处
+    added: dict[str, int]              # 读者加的字符串 → 遮了几处（只在内存里：页面和文件只写第几个、几个字、几处）
     unmasked: int                      # 读者揭开了几处
     redacted: bool                     # False = 读者选择了不脱敏
 
@@ -308,6 +308,11 @@ def unredacted(units: Sequence[Unit]) -> tuple[list[Any], Manifest]:
     return [_slots(unit.value)[0][0] for unit in units], Manifest({}, {}, 0, False)
 
 
+def added_summary(manifest: Manifest) -> list[tuple[int, int, int]]:
+    """读者加的每个字符串：(第几个, 几个字符, 遮了几处)。导出里只写这些，不写字符串本身。"""
+    return [(number, len(item), count) for number, (item, count) in enumerate(manifest.added.items(), 1)]
+
+
 def manifest_lines(manifest: Manifest, omitted: Sequence[str] = ()) -> list[str]:
     """清单的几行中文（HTML 与 Markdown 共用；每行都是纯文字，由调用方转义）。"""
     if not manifest.redacted:
@@ -315,8 +320,9 @@ def manifest_lines(manifest: Manifest, omitted: Sequence[str] = ()) -> list[str]
     else:
         rules = "、".join(f"{label} ×{count}" for label, count in manifest.masked.items()) or "没有命中"
         lines = [f"🔒 按规则遮住：{rules}"]
-        if manifest.added:
-            lines.append("✍️ 手动添加并遮住：" + "、".join(f"“{item}” ×{count}" for item, count in manifest.added.items()))
+        if manifest.added:   # 不写出字符串本身：读者要遮的正是它
+            lines.append("✍️ 手动添加并遮住（内容不写出）：" + "、".join(
+                f"第 {number} 个（{chars} 个字符）×{count}" for number, chars, count in added_summary(manifest)))
         if manifest.unmasked:
             lines.append(f"👁️ 读者复核后揭开（判定为误报）：{manifest.unmasked} 处")
         lines.append(f"共 {manifest.total} 处标记为 [已脱敏:…]。脱敏是尽力而为：规则表认不出人名、地址和"

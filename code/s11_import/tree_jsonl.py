@@ -4,7 +4,8 @@
 
     第 1 行  文件头 {"format": "s11-session-tree", "version": 1, "scope": "tree" | "subtree" | "path",
                    "focus": 选中的节点, "root": 第一个节点, "nodes": 节点行数, "messages": 消息行里的消息总数,
-                   "redacted": true/false, "manifest": {"masked": {规则: 处数}, "added": {字符串: 处数}, "unmasked": n},
+                   "redacted": true/false, "manifest": {"masked": {规则: 处数}, "unmasked": n,
+                               "added": [{"chars": 字符数, "count": 处数}]（读者加的字符串本身不写出）},
                    "omitted": ["workspace"]（脱敏时不带工作区快照）, "exported_at": "YYYY-MM-DD HH:MM:SS"}
     之后每行  一个节点，父节点总在它前面（先序）：
              {"session_id", "parent_id", "title", "created_at", "created_ns", "fork_point",
@@ -31,6 +32,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, Dict, List, Optional, Tuple
 
+import s11_review
 import s11_tree_export
 from s11_format import SessionError, UnsupportedVersion, validate_session_id
 from s11_session import SessionNode, SessionStore
@@ -61,7 +63,9 @@ def jsonl_lines(prepared: s11_tree_export.Prepared) -> Iterator[str]:
     head = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "scope": gathered.scope, "focus": gathered.focus,
             "root": gathered.nodes[0].session_id if gathered.nodes else None, "nodes": len(gathered.nodes),
             "messages": sum(len(messages) for messages in prepared.messages), "redacted": manifest.redacted,
-            "manifest": {"masked": manifest.masked, "added": manifest.added, "unmasked": manifest.unmasked},
+            "manifest": {"masked": manifest.masked, "unmasked": manifest.unmasked,
+                         "added": [{"chars": chars, "count": count}   # 不写字符串本身：读者要遮的正是它
+                                   for _, chars, count in s11_review.added_summary(manifest)]},
             "omitted": ["workspace"] if manifest.redacted else [],
             "exported_at": time.strftime("%Y-%m-%d %H:%M:%S")}
     yield _dump(head)

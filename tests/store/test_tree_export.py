@@ -147,8 +147,9 @@ def test_manifest_counts_equal_the_marks_in_the_page(store):
     assert prepared.manifest.added == {"db01.corp.example": in_page["手动"]} == {"db01.corp.example": 3}
     assert prepared.manifest.masked == {"邮箱": 1, "银行卡号": 1, "手机号": 1}
     manifest_text = page.text("manifest")
-    assert "邮箱 ×1" in manifest_text and "“db01.corp.example” ×3" in manifest_text and "尽力而为" in manifest_text
+    assert "邮箱 ×1" in manifest_text and "第 1 个（17 个字符）×3" in manifest_text and "尽力而为" in manifest_text
     assert "邮箱 ×1" in markdown and "尽力而为" in markdown
+    assert "db01.corp.example" not in html_text and "db01.corp.example" not in markdown   # not even in the manifest
 
 
 def test_unmask_changes_exactly_the_hit_it_names(store):
