@@ -16,7 +16,7 @@ from __future__ import annotations
 import gradio as gr
 from gradio.context import Context
 
-from s11_workbench import agent_folders_tab
+from s11_workbench import agent_folders_tab, share_tab
 from s11_workbench.explorer import (
     ID_COLUMN,
     LIST_HEADERS,
@@ -38,7 +38,7 @@ CSS = """
 #s11x-map .mermaid, #s11x-map svg { max-width: 100%; height: auto; }
 #s11x-map pre, #s11x-map pre code, #s11x-path pre, #s11x-path pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; }
 #s11x-notice:empty { display: none; }
-"""
+""" + share_tab.CSS
 INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、续写、导出\n\n"
          "这里列出 **你自己空间** 里的全部会话（8.11 标签页的演示也写在这里），还有老师放上 **共享书架** 的会话。"
          "选中一个节点看它从根开始的完整路径；在任意一条消息之后 **分叉**，或给它 **续写** 一轮"
@@ -142,6 +142,8 @@ def build(ctx) -> None:
                                                           elem_id="s11x-download-html")
                     preview = gr.Code("", language="markdown", label="导出预览（Markdown 原文）", max_lines=30,
                                       interactive=False, elem_id="s11x-preview")
+                with gr.Tab("🔗 分享", elem_id="s11x-share-tab"):   # 整棵树 + 脱敏复核（share_tab.py）
+                    share_tab.build(ctx, view)
                 with gr.Tab("🗑️ 删除 / 恢复", elem_id="s11x-trash-tab"):
                     delete_button = gr.Button("🗑️ 把选中的会话移进回收站", variant="stop", elem_id="s11x-delete")
                     trash = gr.Dropdown([], label="回收站", elem_id="s11x-trash")
