@@ -2,7 +2,7 @@
 
     python app.py [--host 127.0.0.1] [--port 7860] [--sessions-dir gradio_sessions] [--students-per-address 1]
 
-    tabs() = (demo_tab, explorer_tab, lab_tab)   每个 code/s11_workbench/*_tab.py 有 LABEL、CSS 和 build(ctx)
+    tabs() = (demo_tab, explorer_tab, lesson_tab, lab_tab)   每个 code/s11_workbench/*_tab.py 有 LABEL、CSS 和 build(ctx)
        └─> gr.Tab(LABEL) 里调 build(ctx)            ctx = TabContext(sessions_dir, spaces, visitor, teacher, ready)
     新增一页 = 在 code/s11_workbench/ 写一对 xxx.py（逻辑）+ xxx_tab.py（布局），再在 tabs() 里加上它的名字。
 
@@ -68,8 +68,14 @@ CSS = """
 def tabs() -> tuple:
     """工作台的标签页，按页面上的顺序。它们 import gradio（~5 秒），所以用到时才导入：`python app.py` 能先检查
     会话目录、先打印“正在加载”，`import app` 也不必等 gradio。"""
-    from s11_workbench import demo_tab, explorer_tab, lab_tab
-    return demo_tab, explorer_tab, lab_tab
+    from s11_workbench import demo_tab, explorer_tab, lab_tab, lesson_tab
+    return demo_tab, explorer_tab, lesson_tab, lab_tab
+
+
+def panels() -> tuple:
+    """标签页上方的面板（也有 CSS 和 build(ctx)）：课堂面板只在教师模式下显示，学生的页面上它是隐藏的、空的。"""
+    from s11_workbench import classroom_tab
+    return (classroom_tab,)
 
 
 class TabContext(NamedTuple):
@@ -79,6 +85,7 @@ class TabContext(NamedTuple):
     visitor: Any        # gr.BrowserState：本浏览器的空间令牌；处理函数每次都 spaces.open(token)
     teacher: Any = None  # gr.State：用教师链接打开时是教师密钥，否则 None（只在服务器端，浏览器改不了）
     ready: Any = None    # 页面加载事件：需要令牌的加载逻辑写成 ctx.ready.then(...)，首次访问也拿得到令牌
+    agent_folders: Any = None   # --agent-folders：AgentFolders 的参数（home、env）；None = 没有这块面板
 
 
 FORGET_TEACHER_LINK_JS = """() => {
@@ -113,7 +120,7 @@ def launch_options(demo=None) -> dict:
     theme = gr.themes.Soft(primary_hue="emerald", secondary_hue="sky", neutral_hue="slate",
                            font=SANS_FONTS, font_mono=MONO_FONTS)
     spaces = getattr(demo, "s11_spaces", None)
-    css = CSS + "".join(tab.CSS for tab in tabs())
+    css = CSS + "".join(tab.CSS for tab in tabs() + panels())
     options = {"theme": theme, "css": css, "footer_links": ["api", "settings"], "ssr_mode": False,
                "max_file_size": (spaces.limits if spaces is not None else Limits()).max_upload_bytes,
                "state_session_capacity": PAGE_SESSIONS}
@@ -128,8 +135,10 @@ def launch_options(demo=None) -> dict:
 
 
 def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher_secret: str | None = None,
-              limits=None):
-    """搭好整个工作台并返回 gr.Blocks（测试可以在进程内 launch 它）；demo.s11_spaces 是它的 Spaces。"""
+              limits=None, agent_folders: dict | None = None):
+    """搭好整个工作台并返回 gr.Blocks（测试可以在进程内 launch 它）；demo.s11_spaces 是它的 Spaces。
+    agent_folders：None = 没有「本机 Agent 文件夹」面板；{} = 本机默认文件夹；测试给 {"home": 临时目录, "env": {}}。
+    只有只对本机开放时才给（main() 检查）。"""
     import gradio as gr
 
     from s11_workbench.queue_guard import QueueGuard
@@ -154,7 +163,9 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
                           concurrency_limit=16)
         # 教师身份已记在服务器端：把密钥从地址栏抹掉，投屏、截图、浏览器历史里都不再带着它（刷新就回到学生视图）
         ready.then(None, js=FORGET_TEACHER_LINK_JS)
-        ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready)
+        ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready, agent_folders)
+        for panel in panels():
+            panel.build(ctx)
         with gr.Tabs():
             for tab in tabs():
                 # id：页面加载时（如 ?session= 链接）可以直接切到这一页（explorer_tab 从 gr.Tab 上读它）
@@ -224,6 +235,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=None, help="端口（也可用环境变量 GRADIO_SERVER_PORT；默认 7860）")
     parser.add_argument("--sessions-dir", default=os.fspath(DEFAULT_SESSIONS_DIR),
                         help="演示会话写到哪里（默认仓库下的 gradio_sessions/）")
+    parser.add_argument("--agent-folders", action="store_true",
+                        help="在浏览器的「📥 导入」里列出本机 Claude Code / Pi / Codex / Gemini CLI 的会话（只读；"
+                             "只能在只对本机开放时用）")
     parser.add_argument("--students-per-address", type=int, default=1, metavar="N",
                         help="一个访客地址后面有几位同学（默认 1）。整班在同一个 NAT / 代理后面、服务器看到的都是"
                              "同一个地址时设成班级人数：按地址的限额（领新空间、新建、上传、排队）随之放大 N 倍")
@@ -237,6 +251,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.port = int(env_port)
     if not 0 < args.port < 65536:
         parser.error(f"--port {args.port} 不是有效端口（1–65535）")
+    if args.agent_folders:
+        from s11_workbench.agent_folders import available_for
+        problem = available_for(args.host)
+        if problem is not None:
+            parser.error(problem)
     return args
 
 
@@ -307,7 +326,8 @@ def main(argv: list[str] | None = None) -> None:
 def serve(args: argparse.Namespace) -> None:
     from s11_workbench.spaces import Limits
     print("正在加载 Gradio（约 5 秒）…", flush=True)
-    demo = build_app(args.sessions_dir, limits=Limits(students_per_address=args.students_per_address))
+    demo = build_app(args.sessions_dir, limits=Limits(students_per_address=args.students_per_address),
+                     agent_folders={} if args.agent_folders else None)
     print(f"会话文件目录：{os.path.abspath(args.sessions_dir)}", flush=True)
     demo.launch(server_name=args.host, server_port=args.port, prevent_thread_lock=True, quiet=True,
                 **launch_options(demo))

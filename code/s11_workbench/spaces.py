@@ -6,7 +6,8 @@
     │   ├── 3f9a0c1d2e4b5a6c/    一个空间 = 一个普通的 SessionStore 目录（.json、.lock、.trash/）
     │   └── 81d07be2c44f0a19/
     ├── shelf/                   教师发布的会话（所有空间只读；分叉时复制进自己的空间）
-    └── spaces-trash/            课后 `python code/s11_cli.py class remove-idle` 移走的空间，`class empty-trash` 才真正删除
+    ├── spaces-trash/            课后 `python code/s11_cli.py class remove-idle` 移走的空间，`class empty-trash` 才真正删除
+    └── archives/20261201-1530-3f9a/   下课时整班归档（页面上或 `class archive`），保留期过后才删除
 
     令牌  = "<space_id>.<HMAC-SHA256(服务器密钥, space_id) 的前 32 个十六进制字符>"
     浏览器 ──令牌──> open(token) ──验签──> Space(space_id, store, read_only)
@@ -16,7 +17,10 @@ Key insight: 空间名本身是公开的文件夹名，能进门的只有服务�
 space_id 都没用；每个请求都重新验签，服务器不需要记住任何会话。
 
 书架上的会话保留原来的 ID（连同整条祖先链一起复制）：父子关系原样成立，重复发布或重复分叉同一节点
-不会产生副本，只会更新成最新内容。学生从书架分叉时，祖先链先复制进自己的空间，再在自己的空间里 fork。
+不会产生副本。复制从不覆盖内容不同的节点：目标里同一 ID 的节点已经变了（学生续写了自己的副本、
+老师续写后重新发布），这一份就以新 ID（原 ID + 内容摘要）另存，两份都在。
+发布时脱敏（标题、每条消息的每个字段、来源信息），书架上的文件里没有原文；学生从书架或老师查看的空间
+分叉时，复制进自己空间的也只是脱敏后的内容。学生从书架分叉时，祖先链先复制进自己的空间，再在自己的空间里 fork。
 
 限额（Limits）：每个空间的会话数、字节数（含回收站）、单个上传的大小，以及“新建”的速度（令牌桶：
 可以连点一阵，不能持续地刷）；磁盘剩余空间低于 min_free_bytes 时一律拒绝写入。
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import re
 import secrets
@@ -38,12 +43,16 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
+import s11_redact
+from s11_format import MAX_ID_LENGTH
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, SessionStore
-from s11_text import os_error_reason, public_name
+from s11_storage import PendingWrite
+from s11_text import human_size, os_error_reason, printable, public_name
 
-__all__ = ["SpaceError", "Limits", "Space", "Spaces", "TokenBucket", "ReadOnlyStore", "copy_lineage",
+__all__ = ["SpaceError", "Limits", "Space", "Spaces", "TokenBucket", "ReadOnlyStore", "copy_lineage", "CopyResult",
+           "redacted_copy",
            "local_addresses", "classroom_links"]
 
 MB = 1024 * 1024
@@ -58,6 +67,12 @@ _SPACE_ID = re.compile(rf"[0-9a-f]{{{SPACE_ID_HEX}}}")
 _TOKEN = re.compile(rf"([0-9a-f]{{{SPACE_ID_HEX}}})\.([0-9a-f]{{{SIGNATURE_HEX}}})")
 _SIGN_PREFIX = b"s11-space:"
 UPLOAD_OVERHEAD_BYTES = 64 * 1024   # multipart 的边界和表头：上传请求体可以比文件本身大这么多
+PROFILE_FILE = ".profile.json"      # 空间里学生给老师看的名字（点开头：仓库的 check() 和计数都不管它）
+MAX_NAME_CHARS = 40
+ARCHIVES_DIR = "archives"
+ARCHIVE_INFO = "archive.json"
+ARCHIVE_KEEP_SECONDS = 14 * 24 * 3600   # 下课归档默认保留两周，之后才真正删除
+_ARCHIVE_NAME = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}")
 
 
 class SpaceError(SessionError):
@@ -159,11 +174,16 @@ class Space:
             raise SpaceError(f"空间 {self.space_id} 已有 {count} 个会话，上限是 {limits.max_sessions} 个："
                              "请先删除一些不要的会话")
         if used + nbytes > limits.max_bytes:
-            raise SpaceError(f"空间 {self.space_id} 已用 {used / MB:.1f} MB（含回收站），再写 {nbytes / MB:.1f} MB "
-                             f"会超过上限 {limits.max_bytes / MB:.0f} MB：请先删除并清空回收站")
+            raise SpaceError(f"空间 {self.space_id} 已用 {human_size(used)}（含回收站），再写 {human_size(nbytes)} "
+                             f"会超过上限 {human_size(limits.max_bytes)}：请先在「🗑️ 删除 / 恢复」里删除不要的会话"
+                             "并清空回收站")
+        self.require_disk(nbytes)
+
+    def require_disk(self, nbytes: int = 0) -> None:
+        """再写 nbytes 字节之后，磁盘剩余仍不低于 min_free_bytes，否则 SpaceError。写的途中也可以再调。"""
         free = shutil.disk_usage(self.folder).free
-        if free - nbytes < limits.min_free_bytes:
-            raise SpaceError(f"服务器磁盘只剩 {free / MB:.0f} MB，暂停写入：请告诉老师清理磁盘")
+        if free - nbytes < self.limits.min_free_bytes:
+            raise SpaceError(f"服务器磁盘只剩 {human_size(free)}，暂停写入：请告诉老师清理磁盘")
 
     def require_upload(self, nbytes: int) -> None:
         """一个上传文件的大小是否在限额内。"""
@@ -196,15 +216,16 @@ class Space:
     # ── 跨空间分叉（从书架开始）──────────────────────────────────────────────────
     def fork_from(self, source: "Space", session_id: str, *, at: Optional[int] = None,
                   new_messages: Optional[list] = None, title: Optional[str] = None) -> SessionNode:
-        """把 source 里 session_id 的祖先链复制进本空间（同样的 ID），再在本空间里 fork。
+        """把 source 里 session_id 的祖先链脱敏后复制进本空间（同样的 ID），再在本空间里 fork。
+        本空间里同一 ID 的节点已经变了（自己续写过）时不覆盖它：这一份以新 ID 另存，从新 ID 分叉。
         先检查限额（复制的节点 + 新分支）；不限速——调用方按一次操作先调 throttle()。"""
         self.writable()
         chain = _lineage_or_raise(source.store, session_id)
         missing = [s for s in chain if not os.path.exists(self.store.path_of(s["session_id"]))]
         nbytes = sum(_size(source.store.path_of(s["session_id"])) for s in chain) * 2
         self.require_room(sessions=len(missing) + 1, nbytes=nbytes)
-        copy_lineage(source.store, session_id, self.store)
-        return self.store.fork(session_id, new_messages, at=at, title=title)
+        copied = copy_lineage(source.store, session_id, self.store, redact=True)
+        return self.store.fork(copied.leaf_id, new_messages, at=at, title=title)
 
 
 class Spaces:
@@ -220,6 +241,7 @@ class Spaces:
         self.spaces_dir = os.path.join(self.sessions_dir, SPACES_DIR)
         self.shelf_dir = os.path.join(self.sessions_dir, SHELF_DIR)
         self.trash_dir = os.path.join(self.sessions_dir, SPACES_TRASH_DIR)
+        self.archives_dir = os.path.join(self.sessions_dir, ARCHIVES_DIR)
         for folder in (self.spaces_dir, self.shelf_dir):
             os.makedirs(folder, exist_ok=True)
         self._key = load_or_create_secret(os.path.join(self.sessions_dir, SECRET_FILE))
@@ -364,11 +386,15 @@ class Spaces:
             return self._shelf
 
     def publish(self, secret, space_id: str, session_id: str) -> str:
-        """把 space_id 空间里的一个会话（连同祖先链，ID 不变）放上书架；已在书架上的节点更新为最新内容。"""
+        """把 space_id 空间里的一个会话（连同祖先链，ID 不变）脱敏后放上书架，返回它在书架上的 ID：
+        书架上已有同 ID 而内容不同的节点时不覆盖，这一份以新 ID 另存（见 copy_lineage）。"""
+        return self.publish_plan(secret, space_id, session_id, write=True).leaf_id
+
+    def publish_plan(self, secret, space_id: str, session_id: str, *, write: bool = False) -> "CopyResult":
+        """发布之前给老师看的那一份：会写哪些节点、哪些要换新 ID、每种脱敏各遮住几处；write=True 才真的写。"""
         self._require_teacher(secret, "发布到书架")
         source = self._existing(space_id)
-        copy_lineage(source.store, session_id, SessionStore(self.shelf_dir))
-        return session_id
+        return copy_lineage(source.store, session_id, SessionStore(self.shelf_dir), redact=True, dry_run=not write)
 
     def unpublish(self, secret, session_id: str) -> bool:
         """从书架撤下一个会话（进书架的回收站）；已经分叉到学生空间里的副本不受影响。"""
@@ -456,6 +482,103 @@ class Spaces:
             removed += 1
         return removed
 
+    # ── 课堂：学生给老师看的名字 ─────────────────────────────────────────────────────────────
+    def set_display_name(self, token, name) -> str:
+        """学生给自己起的名字（可选，只出现在老师的视图里）。存在自己空间的 .profile.json；空串 = 不要名字。
+        返回整理后的名字：压掉控制字符和换行，最多 MAX_NAME_CHARS 个字。"""
+        space = self.open(token).writable()
+        cleaned = clean_display_name(name)
+        _write_json(os.path.join(space.folder, PROFILE_FILE), {"name": cleaned})
+        return cleaned
+
+    def display_name(self, token) -> str:
+        """自己的名字（学生自己的页面用：只认自己的令牌）。"""
+        return read_profile(self.open(token).folder)
+
+    def display_names(self, secret) -> Dict[str, str]:
+        """老师：space_id -> 名字（没起名字的不在里面）。"""
+        self._require_teacher(secret, "查看学生的名字")
+        names = {}
+        for space_id in self._space_ids():
+            name = read_profile(os.path.join(self.spaces_dir, space_id))
+            if name:
+                names[space_id] = name
+        return names
+
+    # ── 下课：整班归档，保留一段时间可以放回，过期才真正删除 ─────────────────────────────────────
+    def archive_all(self, keep_seconds: float = ARCHIVE_KEEP_SECONDS) -> dict:
+        """把 spaces/ 里的全部学生空间移进 archives/<时间>/（os.replace，原子、不复制），返回这份归档的说明。
+        学生的令牌照样有效，只是再打开时是一个空的新空间；keep_seconds 之后 purge_expired_archives() 删掉它。"""
+        if isinstance(keep_seconds, bool) or not isinstance(keep_seconds, (int, float)) or not keep_seconds > 0:
+            raise SpaceError(f"归档保留时间 {keep_seconds!r} 无效：应是大于 0 的秒数")
+        self.purge_expired_archives()
+        now = time.time()
+        name = time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{secrets.token_hex(2)}"
+        folder = os.path.join(self.archives_dir, name)
+        os.makedirs(folder)
+        moved = 0
+        for space_id in self._space_ids():
+            with self._lock:
+                os.replace(os.path.join(self.spaces_dir, space_id), os.path.join(folder, space_id))
+                self._open.pop(space_id, None)
+            moved += 1
+        info = {"name": name, "created": now, "expires": now + keep_seconds, "spaces": moved}
+        _write_json(os.path.join(folder, ARCHIVE_INFO), info)
+        return info
+
+    def archives(self) -> List[dict]:
+        """全部归档，最新的在前：name、created、expires（epoch 秒）、spaces。"""
+        rows = []
+        try:
+            names = sorted(os.listdir(self.archives_dir), reverse=True)
+        except FileNotFoundError:
+            return []
+        for name in names:
+            folder = os.path.join(self.archives_dir, name)
+            if not _ARCHIVE_NAME.fullmatch(name) or not os.path.isdir(folder) or os.path.islink(folder):
+                continue
+            info = _read_json(os.path.join(folder, ARCHIVE_INFO))
+            expires = info.get("expires")
+            rows.append({"name": name, "created": info.get("created", 0.0),
+                         "expires": expires if isinstance(expires, (int, float)) else 0.0,
+                         "spaces": sum(1 for n in os.listdir(folder) if _SPACE_ID.fullmatch(n))})
+        return rows
+
+    def restore_archive(self, name: str) -> List[str]:
+        """把一份归档里的空间放回 spaces/，返回放回的 space_id。同名的空间已经在用（下课后又有人写过）时，
+        那一个留在归档里不动（绝不覆盖），其余照放；只是被重新打开过、什么都没写的空目录换回原来的。
+        全部放回后归档目录随之删除。"""
+        if not isinstance(name, str) or not _ARCHIVE_NAME.fullmatch(name):
+            raise SpaceError(f"归档名 {str(name)[:60]!r} 不对：用 class archives 看有哪些")
+        folder = os.path.join(self.archives_dir, name)
+        if not os.path.isdir(folder) or os.path.islink(folder):
+            raise SpaceError(f"没有归档 {name}（可能已过期删除）")
+        restored, kept = [], []
+        for space_id in sorted(n for n in os.listdir(folder) if _SPACE_ID.fullmatch(n)):
+            target = os.path.join(self.spaces_dir, space_id)
+            with self._lock:
+                if os.path.lexists(target) and not _blank(target):
+                    kept.append(space_id)
+                    continue
+                if os.path.lexists(target):   # 归档后学生的页面又打开过它：一个什么都没写的空目录，换回原来的
+                    shutil.rmtree(target)
+                os.replace(os.path.join(folder, space_id), target)
+                self._open.pop(space_id, None)
+            restored.append(space_id)
+        if not kept:
+            shutil.rmtree(folder)
+        return restored
+
+    def purge_expired_archives(self, now: Optional[float] = None) -> List[str]:
+        """删掉已过保留期的归档，返回它们的名字。"""
+        now = time.time() if now is None else now
+        removed = []
+        for row in self.archives():
+            if row["expires"] and row["expires"] <= now:
+                shutil.rmtree(os.path.join(self.archives_dir, row["name"]))
+                removed.append(row["name"])
+        return removed
+
 
 # ── 复制祖先链（发布到书架、从书架分叉都用它）──────────────────────────────────────
 def _lineage_or_raise(store: SessionStore, session_id: str) -> List[dict]:
@@ -465,34 +588,95 @@ def _lineage_or_raise(store: SessionStore, session_id: str) -> List[dict]:
     return chain
 
 
-def _same_content(a: SessionNode, b: SessionNode) -> bool:
-    return a.to_dict() == b.to_dict()
+class CopyResult(NamedTuple):
+    """copy_lineage 做了（dry_run 时：会做）什么。"""
+    leaf_id: str                  # session_id 在目标里的 ID（换了新 ID 时是新的）
+    written: List[str]            # 写入（或会写入）的目标 ID，根在前
+    renamed: Dict[str, str]       # 原 ID → 新 ID：目标里同一 ID 的节点内容不同，这一份另存
+    counts: Dict[str, int]        # 脱敏：session_id 这个节点里各遮住几处（它带着从根开始的全部消息）
+    chain_counts: Dict[str, int]  # 脱敏：整条祖先链的每个文件合计（继承的消息在每个节点里各算一次）
+    nodes: int                    # 祖先链上有几个节点
 
 
-def copy_lineage(source: SessionStore, session_id: str, target: SessionStore) -> List[str]:
-    """把 session_id 及其祖先（根在前）以相同的 ID 复制进 target，返回实际写入的 ID。
-    target 里已有同样内容的节点跳过；内容不同的更新为 source 的版本（例：老师续写后重新发布）。
+def redacted_copy(node: SessionNode) -> Tuple[Dict, Dict[str, int]]:
+    """节点的字典，标题、每条消息的每个字段、来源信息和工作区快照都已脱敏；ID、父节点、分叉点、时间不变。"""
+    data = node.to_dict()
+    (data["title"], data["messages"], data["source"], data["workspace"]), counts = s11_redact.redact_value(
+        [data["title"], data["messages"], data["source"], data["workspace"]])
+    return data, counts
+
+
+def _content_key(data: Dict) -> str:
+    body = {key: value for key, value in data.items() if key != "session_id"}
+    return hashlib.sha256(json.dumps(body, ensure_ascii=False, sort_keys=True, default=str).encode("utf-8",
+                                                                                                 "surrogatepass")
+                          ).hexdigest()[:10]
+
+
+def _renamed_id(session_id: str, data: Dict, attempt: int) -> str:
+    """内容不同的另一份用的 ID：原 ID + 内容摘要（第 2 次起再加序号）。同样的内容总得到同一个 ID，
+    所以重复复制也只有一份。"""
+    suffix = f"-{_content_key(data)}" + (f"{attempt}" if attempt > 1 else "")
+    return session_id[:MAX_ID_LENGTH - len(suffix)] + suffix
+
+
+_CANDIDATES = 5   # 原 ID + 4 个新 ID 都被占了（都被续写过）就拒绝
+
+
+def _place(target: SessionStore, node: SessionNode, data: Dict, dry_run: bool) -> Tuple[Optional[str], bool]:
+    """(data 在 target 里落在哪个 ID 上, 是否（会）新写)：已有同样内容的 → 那个 ID；空着的 → 在那里保存
+    （dry_run 不存）；内容不同的从不覆盖，换下一个候选 ID。候选都被占了返回 (None, False)。"""
+    candidates = [node.session_id] + [_renamed_id(node.session_id, data, n) for n in range(1, _CANDIDATES)]
+    for wanted in candidates:
+        for _attempt in range(2):   # 同一个人两个标签页同时复制：输的一方重读一次再比较
+            existing = target.load(wanted)
+            if existing is not None:
+                if existing.to_dict() == {**data, "session_id": wanted}:
+                    return wanted, False
+                break   # 内容不同：保留它，试下一个 ID
+            if dry_run:
+                return wanted, True
+            copy = SessionNode.from_dict({**data, "session_id": wanted, "created_ns": node.created_ns})
+            try:
+                target.save(copy)   # 修订 0：正好有人同时建了这个 ID 时 ConflictError，绝不覆盖
+                return wanted, True
+            except ConflictError:
+                continue
+    return None, False
+
+
+def copy_lineage(source: SessionStore, session_id: str, target: SessionStore, *, redact: bool = False,
+                 dry_run: bool = False) -> CopyResult:
+    """把 session_id 及其祖先（根在前）复制进 target，尽量用相同的 ID。
+    target 里已有同样内容的节点跳过；同一 ID 的节点内容不同时从不覆盖它：这一份以新 ID 另存（原 ID + 内容摘要），
+    它在链上的孩子随之指向新 ID。redact=True 时复制的是脱敏后的内容；dry_run=True 只算出会做什么。
 
         source: 根 ─ A ─ B        copy_lineage(source, "B", target)  →  target: 根 ─ A ─ B
+        target 里的 A 被续写过      →  target: 根 ─ A（原样）   根 ─ A-<摘要> ─ B
     """
-    written = []
-    for summary in _lineage_or_raise(source, session_id):
+    written: List[str] = []
+    renamed: Dict[str, str] = {}
+    counts: Dict[str, int] = {}
+    chain_counts: Dict[str, int] = {}
+    chain = _lineage_or_raise(source, session_id)
+    for summary in chain:
         node = source.load(summary["session_id"])
         if node is None:   # 列出祖先之后被删掉了
             raise SessionNotFound(f"未找到会话: {summary['session_id']}")
-        for _attempt in range(2):   # 同一个人两个标签页同时复制：输的一方重读一次再比较
-            existing = target.load(node.session_id)
-            if existing is not None and _same_content(existing, node):
-                break
-            copy = SessionNode.from_dict({**node.to_dict(), "created_ns": node.created_ns})
-            copy.revision = existing.revision if existing is not None else 0
-            try:
-                target.save(copy)
-            except ConflictError:
-                continue
-            written.append(node.session_id)
-            break
-    return written
+        data, counts = redacted_copy(node) if redact else (node.to_dict(), {})
+        for label, count in counts.items():
+            chain_counts[label] = chain_counts.get(label, 0) + count
+        if data["parent_id"] in renamed:
+            data["parent_id"] = renamed[data["parent_id"]]
+        wanted, wrote = _place(target, node, data, dry_run)
+        if wanted is None:
+            raise SpaceError(f"无法复制会话 {node.session_id}：目标里同名的几份都与它内容不同，已全部保留原样；"
+                             "请稍后再试，或先删除不要的副本")
+        if wrote:
+            written.append(wanted)
+        if wanted != node.session_id:
+            renamed[node.session_id] = wanted
+    return CopyResult(renamed.get(session_id, session_id), written, renamed, counts, chain_counts, len(chain))
 
 
 # ── 文件夹统计 ──────────────────────────────────────────────────────────────────
@@ -613,6 +797,47 @@ def last_activity(folder: str) -> float:
         except FileNotFoundError:
             continue
     return latest
+
+
+# ── 小 JSON 文件：名字、归档说明 ──────────────────────────────────────────────────────────
+def clean_display_name(name) -> str:
+    """'  小明\\n<b>  ' -> '小明 <b>'：压掉换行和控制字符，最多 MAX_NAME_CHARS 个字（仍按不可信的文字显示）。"""
+    text = " ".join(printable(str(name or "")).replace("\\n", " ").replace("\\t", " ").split())
+    return text[:MAX_NAME_CHARS]
+
+
+def _read_json(path: str) -> dict:
+    """读一个小 JSON 对象；没有、读不了、太大或不是对象都当作空的（这些文件只是附加信息）。"""
+    try:
+        info = os.lstat(path)
+        if not os.path.isfile(path) or os.path.islink(path) or info.st_size > 64 * 1024:
+            return {}
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _blank(folder: str) -> bool:
+    """空间目录里除了锁文件和空的子目录什么都没有（归档之后被重新打开、但没写过东西）。"""
+    if os.path.islink(folder) or not os.path.isdir(folder):
+        return False
+    for _root, _dirs, files in os.walk(folder):
+        if any(name != ".lock" for name in files):
+            return False
+    return True
+
+
+def read_profile(folder: str) -> str:
+    name = _read_json(os.path.join(folder, PROFILE_FILE)).get("name")
+    return clean_display_name(name) if isinstance(name, str) else ""
+
+
+def _write_json(path: str, data: dict) -> None:
+    """原子地写一个小 JSON 文件（临时文件 + os.replace）：写到一半被杀也不会留下半个。"""
+    with PendingWrite(path, json.dumps(data, ensure_ascii=False).encode("utf-8")) as pending:
+        pending.commit()
 
 
 # ── 服务器密钥 ──────────────────────────────────────────────────────────────────

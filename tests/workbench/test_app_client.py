@@ -97,9 +97,10 @@ def test_every_tab_module_exposes_its_label_css_and_build():
 
     tabs = app.tabs()
     assert [tab.__name__ for tab in tabs] == ["s11_workbench.demo_tab", "s11_workbench.explorer_tab",
-                                              "s11_workbench.lab_tab"]
+                                              "s11_workbench.lesson_tab", "s11_workbench.lab_tab"]
     assert tabs[0].LABEL == "8.11 会话持久化与多分支"
-    for tab in tabs:
+    assert [panel.__name__ for panel in app.panels()] == ["s11_workbench.classroom_tab"]
+    for tab in tabs + app.panels():
         assert callable(tab.build) and tab.LABEL and isinstance(tab.CSS, str)
         assert tab.CSS in app.launch_options()["css"]   # each tab's own rules reach the page
 
