@@ -412,8 +412,8 @@ class Explorer:
              teacher: str | None = None) -> Page:
         """在第 at 条之后分叉（保留前 at 条）；只读来源（书架、老师查看）复制进自己的空间。"""
         def action(space, own):
+            keep = _as_count(at)   # 输入先查：没选会话时也告诉读者位置填错了
             parent_id = self._selected(view)
-            keep = _as_count(at)
             new = [{"role": "user", "content": _turn_text(first_message)}] if str(first_message or "").strip() else []
             name = _title_text(title)
             own.writable().throttle()
@@ -534,7 +534,7 @@ class Explorer:
             if not copies:
                 raise SessionNotFound(f"回收站里没有会话 {session_id}")
             size = human_size(sum(entry.size for entry in copies))
-            text = (f"🔥 确认永久删除会话 {session_id}？回收站里它的 {len(copies)} 份副本都会删除，至少释放 {size}。"
+            text = (f"🔥 确认永久删除会话 `{session_id}`？回收站里它的 {len(copies)} 份副本都会删除，至少释放 {size}。"
                     "删除后不能恢复。")
             fingerprint = tuple(sorted(entry.path for entry in copies))
             return dataclasses.replace(view, pending=("purge", session_id, fingerprint, text)), "", {}
@@ -944,7 +944,7 @@ def _counts_text(counts: dict) -> str:
 
 def _publish_text(session_id: str, plan) -> str:
     ancestors = plan.nodes - 1
-    lines = [f"📚 确认把会话 {session_id} 发布到共享书架？",
+    lines = [f"📚 确认把会话 `{session_id}` 发布到共享书架？",
              f"- 要写 {len(plan.written)} 个节点（选中的会话" + (f"和它的 {ancestors} 个祖先" if ancestors else "")
              + "；书架上已有、内容相同的跳过）。"]
     if plan.counts or plan.chain_counts:
@@ -954,7 +954,7 @@ def _publish_text(session_id: str, plan) -> str:
         lines.append("- 标题、每条消息的每个字段都查过：没有发现要脱敏的内容。")
     if plan.renamed:
         lines.append(f"- 书架上已有同 ID 而内容不同的 {len(plan.renamed)} 个节点不会被覆盖，这一份用新 ID "
-                     f"{plan.leaf_id}。")
+                     f"`{plan.leaf_id}`。")
     return "\n".join(lines)
 
 

@@ -85,7 +85,7 @@ def test_purging_one_trashed_session_leaves_the_others(explorer, spaces):
     token, ids, view = student_with_trash(spaces, explorer)
     space = spaces.open(token)
     asked = explorer.ask_purge(token, view, ids[0])
-    assert f"永久删除会话 {ids[0]}" in asked.confirm and "释放" in asked.confirm
+    assert f"永久删除会话 `{ids[0]}`" in asked.confirm and "释放" in asked.confirm
     done = explorer.confirm(token, asked.view)
     assert [path.name.split(".")[0] for path in trash_files(space)] == [ids[1]]
     assert done.notice.startswith(f"🔥 已永久删除会话 {ids[0]}") and "释放了" in done.notice
