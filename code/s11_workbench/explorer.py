@@ -57,6 +57,7 @@ MAX_TITLE_CHARS = 200
 MAP_MAX_EDGES = 400        # mermaid 自己拒绝 500 条边以上、5 万字符以上的图；留出余量
 MAP_MAX_CHARS = 40_000
 TEXT_MAP_MAX_LINES = 300
+UPLOAD_SUFFIXES = (".jsonl", ".json")   # 能上传的会话记录：各家代理的 .jsonl，Gemini CLI 旧版的 .json 文档
 TRASH_SHOWN = 30
 PREVIEW_CHARS = 30_000
 MINE, SHELF, SPACE_PREFIX = "mine", "shelf", "space:"
@@ -573,7 +574,7 @@ class Explorer:
 
     # ── 导入 ───────────────────────────────────────────────────────────────────
     def import_upload(self, token, view: View, path: str | None, teacher: str | None = None) -> Page:
-        """导入上传的 .jsonl。上传名只当文字显示；真正读的是 Gradio 缓存里的那份。"""
+        """导入上传的会话记录（.jsonl；Gemini CLI 旧版是一个 .json 文档）。上传名只当文字显示；真正读的是 Gradio 缓存里的那份。"""
         def action(space, own):
             return self._import(own, self._checked_upload(own, path))
         return self._act(token, view, teacher, action)
@@ -591,14 +592,14 @@ class Explorer:
 
     def _checked_upload(self, own, path) -> str:
         if not path or not isinstance(path, str):
-            raise ExplorerError("请先选择一个 .jsonl 文件")
+            raise ExplorerError("请先选择一个会话记录文件（.jsonl，Gemini CLI 的旧版记录是 .json）")
         real = os.path.realpath(path)
         if self.upload_root and os.path.commonpath([real, self.upload_root]) != self.upload_root:
             raise ExplorerError("上传的文件不在上传目录里，已拒绝")
         if not os.path.isfile(real):
             raise ExplorerError("上传的文件已不存在，请重新上传")
-        if not real.lower().endswith(".jsonl"):
-            raise ExplorerError(f"只能导入 .jsonl 文件，收到 {literal_inline(os.path.basename(real), 80)}")
+        if not real.lower().endswith(UPLOAD_SUFFIXES):
+            raise ExplorerError(f"只能导入 .jsonl 或 .json 文件，收到 {literal_inline(os.path.basename(real), 80)}")
         own.require_upload(os.path.getsize(real))
         return real
 

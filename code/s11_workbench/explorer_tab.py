@@ -17,6 +17,7 @@ from __future__ import annotations
 import gradio as gr
 from gradio.context import Context
 
+from s11_workbench import agent_folders_tab, share_tab
 from s11_workbench.explorer import (
     ID_COLUMN,
     LIST_HEADERS,
@@ -24,6 +25,7 @@ from s11_workbench.explorer import (
     PAGE_SIZE,
     ROLES,
     SHELF,
+    UPLOAD_SUFFIXES,
     Explorer,
     Page,
     View,
@@ -32,13 +34,13 @@ from s11_workbench.explorer import (
 LABEL = "🌳 会话树浏览器"
 # 表格在自己的框里滚动，会话树限高，代码块折行
 CSS = """
-#s11x-list, #s11x-spaces { contain: inline-size; }
+#s11x-list, #s11x-spaces, #s11x-agents-table { contain: inline-size; }
 #s11x-tree .wrap { max-height: 360px; overflow-y: auto; }
 #s11x-map .mermaid, #s11x-map svg { max-width: 100%; height: auto; }
 #s11x-map pre, #s11x-map pre code, #s11x-path pre, #s11x-path pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; }
 #s11x-notice:empty { display: none; }
 #s11x-confirm { border: 2px solid var(--color-accent); border-radius: var(--radius-lg); padding: var(--spacing-lg); }
-"""
+""" + share_tab.CSS
 INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、续写、导出\n\n"
          "这里列出 **你自己空间** 里的全部会话（8.11 标签页的演示也写在这里），还有老师放上 **共享书架** 的会话。"
          "选中一个节点看它从根开始的完整路径；在任意一条消息之后 **分叉**，或给它 **续写** 一轮"
@@ -148,6 +150,8 @@ def build(ctx) -> None:
                                                           elem_id="s11x-download-html")
                     preview = gr.Code("", language="markdown", label="导出预览（Markdown 原文）", max_lines=30,
                                       interactive=False, elem_id="s11x-preview")
+                with gr.Tab("🔗 分享", elem_id="s11x-share-tab"):   # 整棵树 + 脱敏复核（share_tab.py）
+                    share_tab.build(ctx, view)
                 with gr.Tab("🗑️ 删除 / 恢复", elem_id="s11x-trash-tab"):
                     delete_button = gr.Button("🗑️ 把选中的会话移进回收站", variant="stop", elem_id="s11x-delete")
                     trash = gr.Dropdown([], label="回收站", elem_id="s11x-trash")
@@ -157,13 +161,15 @@ def build(ctx) -> None:
                         purge_button = gr.Button("🔥 永久删除", min_width=120, elem_id="s11x-purge")
                         empty_button = gr.Button("🧹 清空回收站", min_width=120, elem_id="s11x-empty-trash")
                 with gr.Tab("📥 导入", elem_id="s11x-import-tab"):
-                    upload = gr.File(label="上传 Claude Code / Pi 的 .jsonl 记录", file_types=[".jsonl"],
+                    upload = gr.File(label="上传 Claude Code / Pi / Codex / Gemini CLI 的会话记录",
+                                     file_types=list(UPLOAD_SUFFIXES),
                                      type="filepath", elem_id="s11x-upload")
                     import_button = gr.Button("📥 导入上传的文件", elem_id="s11x-import")
                     examples = gr.Dropdown([], label="或者导入一个示例（examples/）", elem_id="s11x-examples")
                     example_button = gr.Button("📥 导入示例", elem_id="s11x-import-example")
                     report = gr.Textbox("", label="导入报告", lines=6, max_lines=20, interactive=False,
                                         elem_id="s11x-report")
+                    agents = agent_folders_tab.panel(ctx.agent_folders)   # 只有 --agent-folders 时才有
     with gr.Accordion("🗺️ 分支图（点节点打开它）", open=True, elem_id="s11x-map-accordion"):
         branch_map = gr.Markdown("", elem_id="s11x-map")
     problems = gr.Markdown("", visible=False, elem_id="s11x-problems")
@@ -205,6 +211,9 @@ def build(ctx) -> None:
     wire(example_button.click, explorer.import_example, [examples], "explorer_import_example")
     wire(publish_button.click, explorer.publish, [], "explorer_publish")
     wire(unpublish_button.click, explorer.unpublish, [], "explorer_unpublish")
+
+    if agents is not None:
+        agents.wire(explorer, ctx, view, outputs, page_outputs)
 
     def on_row(token, current, secret, evt: gr.EventData):
         row = _event_field(evt, "row_value")   # 排序、搜索之后 evt.index 会指错行，row_value 才是点中的那一行

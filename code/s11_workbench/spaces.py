@@ -6,7 +6,8 @@
     │   ├── 3f9a0c1d2e4b5a6c/    一个空间 = 一个普通的 SessionStore 目录（.json、.lock、.trash/）
     │   └── 81d07be2c44f0a19/
     ├── shelf/                   教师发布的会话（所有空间只读；分叉时复制进自己的空间）
-    └── spaces-trash/            课后 `python code/s11_cli.py class remove-idle` 移走的空间，`class empty-trash` 才真正删除
+    ├── spaces-trash/            课后 `python code/s11_cli.py class remove-idle` 移走的空间，`class empty-trash` 才真正删除
+    └── archives/20261201-1530-3f9a/   下课时整班归档（页面上或 `class archive`），保留期过后才删除
 
     令牌  = "<space_id>.<HMAC-SHA256(服务器密钥, space_id) 的前 32 个十六进制字符>"
     浏览器 ──令牌──> open(token) ──验签──> Space(space_id, store, read_only)
@@ -47,7 +48,8 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 import s11_redact
 from s11_format import MAX_ID_LENGTH
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, SessionStore
-from s11_text import human_size, os_error_reason, public_name
+from s11_storage import PendingWrite
+from s11_text import human_size, os_error_reason, printable, public_name
 
 __all__ = ["SpaceError", "Limits", "Space", "Spaces", "TokenBucket", "ReadOnlyStore", "copy_lineage", "CopyResult",
            "redacted_copy",
@@ -65,6 +67,12 @@ _SPACE_ID = re.compile(rf"[0-9a-f]{{{SPACE_ID_HEX}}}")
 _TOKEN = re.compile(rf"([0-9a-f]{{{SPACE_ID_HEX}}})\.([0-9a-f]{{{SIGNATURE_HEX}}})")
 _SIGN_PREFIX = b"s11-space:"
 UPLOAD_OVERHEAD_BYTES = 64 * 1024   # multipart 的边界和表头：上传请求体可以比文件本身大这么多
+PROFILE_FILE = ".profile.json"      # 空间里学生给老师看的名字（点开头：仓库的 check() 和计数都不管它）
+MAX_NAME_CHARS = 40
+ARCHIVES_DIR = "archives"
+ARCHIVE_INFO = "archive.json"
+ARCHIVE_KEEP_SECONDS = 14 * 24 * 3600   # 下课归档默认保留两周，之后才真正删除
+_ARCHIVE_NAME = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}")
 
 
 class SpaceError(SessionError):
@@ -82,6 +90,17 @@ class Limits:
     new_spaces_per_minute: int = 30       # 同一访客地址每分钟最多领取的新空间
     uploads_per_minute: int = 20          # 同一访客地址每分钟最多上传几次（字节另有预算，见 admit_upload）
     min_free_bytes: int = 256 * MB        # 磁盘剩余低于这个值时拒绝一切写入，保护整台机器
+    # 排队（queue_guard.py）：一位访客（空间令牌、访客地址各算一次）同时排队或运行中的事件
+    queued_per_event: int = 2             # 同一个事件最多几个（“同一时刻只跑一个”的事件每人只能排 1 个）
+    queued_per_visitor: int = 6           # 所有事件加起来最多几个
+    queued_bytes_per_visitor: int = 16 * MB   # 这些事件的请求体加起来最多多少字节
+    # 按地址的限额（领取新空间、新建、上传、排队）都假定一个地址后面是一位同学；整班在同一个 NAT 后面
+    # （学生电脑在服务器看来是同一个地址）时设成班级人数，见 app.py --students-per-address
+    students_per_address: int = 1
+
+    def per_address(self, amount: float) -> float:
+        """按地址的限额 = 一位同学的限额 × students_per_address。"""
+        return amount * max(1, self.students_per_address)
 
 
 class TokenBucket:
@@ -106,6 +125,11 @@ class TokenBucket:
                 return 0.0
             return (cost - self._tokens) / self.per_second if self.per_second > 0 else float("inf")
 
+    def refund(self, cost: float = 1.0) -> None:
+        """退回一次 take() 拿走的令牌（两只桶要一起通过时，后一只拒绝就把前一只的退回去）。"""
+        with self._lock:
+            self._tokens = min(self.capacity, self._tokens + cost)
+
 
 class ReadOnlyStore(SessionStore):
     """只读的 SessionStore：读的方法照常，写的方法一律 SpaceError。书架和教师视图都用它，
@@ -123,13 +147,15 @@ class Space:
     """一个空间：space_id（公开的文件夹名）+ 它的 SessionStore + 是否只读。"""
 
     def __init__(self, space_id: str, folder: str, *, limits: Limits, read_only: bool = False,
-                 bucket: Optional[TokenBucket] = None):
+                 bucket: Optional[TokenBucket] = None,
+                 address_bucket: Optional[Callable[[], Optional[TokenBucket]]] = None):
         self.space_id = space_id
         self.folder = folder
         self.read_only = read_only
         self.limits = limits
         self.store: SessionStore = (ReadOnlyStore if read_only else SessionStore)(folder)
         self._bucket = bucket
+        self._address_bucket = address_bucket   # 当前请求的访客地址的令牌桶（没有请求时 None）
 
     def __repr__(self) -> str:
         return f"Space({self.space_id!r}{', 只读' if self.read_only else ''})"
@@ -166,11 +192,20 @@ class Space:
                              f"{self.limits.max_upload_bytes / MB:.0f} MB 的上限")
 
     def throttle(self) -> None:
-        """每个“新建”类操作（运行演示、分叉、续写、导入……）先调一次；太快时 SpaceError。"""
+        """每个“新建”类操作（运行演示、分叉、续写、导入……）先调一次；太快时 SpaceError。
+        预算按空间算一次，也按访客地址算一次：同一地址不停领新空间，也只有一位同学的预算。"""
         self.writable()
         wait = self._bucket.take() if self._bucket is not None else 0.0
         if wait > 0:
             raise SpaceError(f"操作太快了：每个空间每分钟最多新建 {self.limits.creates_per_minute} 次，"
+                             f"请 {max(1, round(wait))} 秒后再试")
+        address = self._address_bucket() if self._address_bucket is not None else None
+        wait = address.take() if address is not None else 0.0
+        if wait > 0:
+            if self._bucket is not None:
+                self._bucket.refund()
+            per_minute = self.limits.per_address(self.limits.creates_per_minute)
+            raise SpaceError(f"操作太快了：同一地址每分钟最多新建 {per_minute:.0f} 次（换新空间也算在同一地址上），"
                              f"请 {max(1, round(wait))} 秒后再试")
 
     def writable(self) -> "Space":
@@ -197,7 +232,8 @@ class Spaces:
     """全部空间的入口：签发和验证令牌、书架、教师视图、清理。"""
 
     def __init__(self, sessions_dir, *, limits: Limits = Limits(), teacher_secret: Optional[str] = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 client_address: Callable[[], Optional[str]] = lambda: None):
         self.sessions_dir = os.fspath(sessions_dir)
         self.limits = limits
         self.teacher_secret = teacher_secret or secrets.token_urlsafe(24)
@@ -205,6 +241,7 @@ class Spaces:
         self.spaces_dir = os.path.join(self.sessions_dir, SPACES_DIR)
         self.shelf_dir = os.path.join(self.sessions_dir, SHELF_DIR)
         self.trash_dir = os.path.join(self.sessions_dir, SPACES_TRASH_DIR)
+        self.archives_dir = os.path.join(self.sessions_dir, ARCHIVES_DIR)
         for folder in (self.spaces_dir, self.shelf_dir):
             os.makedirs(folder, exist_ok=True)
         self._key = load_or_create_secret(os.path.join(self.sessions_dir, SECRET_FILE))
@@ -213,6 +250,10 @@ class Spaces:
         self._mints: Dict[str, TokenBucket] = {}   # 访客地址 → 领取新空间的令牌桶
         self._uploads: Dict[str, Tuple[TokenBucket, TokenBucket]] = {}   # 访客地址 → (次数, 字节)
         self._shelf: Optional[Space] = None
+        # 当前请求的访客地址（app.py 从 gradio 的请求上下文里取；没有请求时 None，只按空间限额）
+        self.client_address = client_address
+        self._creates: Dict[str, TokenBucket] = {}   # 访客地址 → “新建”的令牌桶（所有空间共用）
+        self._rows = _RowCache(clock=clock)   # 教师视图每个空间一行的缓存
 
     # ── 令牌 ────────────────────────────────────────────────────────────────
     def _sign(self, space_id: str) -> str:
@@ -270,11 +311,21 @@ class Spaces:
             return entry
 
     def _mint_allowed(self, client: str) -> None:
-        rate = self.limits.new_spaces_per_minute
+        rate = self.limits.per_address(self.limits.new_spaces_per_minute)
         bucket = self._per_client(self._mints, client, lambda: TokenBucket(rate, rate / 60, self._clock))
         wait = bucket.take()
         if wait > 0:
-            raise SpaceError(f"领取新空间太频繁：同一地址每分钟最多 {rate} 个，请 {max(1, round(wait))} 秒后刷新页面")
+            raise SpaceError(f"领取新空间太频繁：同一地址每分钟最多 {rate:.0f} 个，请 {max(1, round(wait))} 秒后刷新页面")
+
+    def _address_creates(self) -> Optional[TokenBucket]:
+        """当前请求的访客地址的“新建”令牌桶：容量和速度都是一个空间的 students_per_address 倍。"""
+        client = self.client_address()
+        if not client:
+            return None
+        limits = self.limits
+        return self._per_client(self._creates, client, lambda: TokenBucket(
+            limits.per_address(limits.create_burst), limits.per_address(limits.creates_per_minute) / 60,
+            self._clock))
 
     def admit_upload(self, client: Optional[str], nbytes: Optional[int], folder: Optional[str] = None) -> None:
         """上传请求进门之前（gradio 收下文件之前）：必须声明大小，不超过单个上限，同一访客地址的次数和字节
@@ -284,9 +335,10 @@ class Spaces:
             raise SpaceError("上传请求没有声明大小（Content-Length），已拒绝")
         if nbytes > limits.max_upload_bytes + UPLOAD_OVERHEAD_BYTES:
             raise SpaceError(f"上传的内容有 {nbytes / MB:.1f} MB，超过每个文件 {limits.max_upload_bytes / MB:.0f} MB 的上限")
+        per_minute, volume_cap = limits.per_address(limits.uploads_per_minute), limits.per_address(limits.max_upload_bytes)
         count, volume = self._per_client(self._uploads, client or "?", lambda: (
-            TokenBucket(limits.uploads_per_minute, limits.uploads_per_minute / 60, self._clock),
-            TokenBucket(2 * limits.max_upload_bytes, limits.max_upload_bytes / 300, self._clock)))
+            TokenBucket(per_minute, per_minute / 60, self._clock),
+            TokenBucket(2 * volume_cap, volume_cap / 300, self._clock)))
         wait = max(count.take(), volume.take(nbytes))
         if wait > 0:
             raise SpaceError(f"上传太频繁了：请 {max(1, round(wait))} 秒后再试")
@@ -303,7 +355,8 @@ class Spaces:
                 bucket = space._bucket if space is not None else TokenBucket(
                     self.limits.create_burst, rate / 60, self._clock)
                 try:
-                    space = Space(space_id, folder, limits=self.limits, bucket=bucket)
+                    space = Space(space_id, folder, limits=self.limits, bucket=bucket,
+                                  address_bucket=self._address_creates)
                 except OSError as error:
                     raise SpaceError(self._folder_problem(error)) from None
                 self._open[space_id] = space
@@ -354,14 +407,17 @@ class Spaces:
         return self._list()
 
     def _list(self) -> List[dict]:
+        """每个空间一行。每行缓存在 _RowCache 里：目录（及其子目录）的修改时间没变、且不到 ROW_CACHE_SECONDS
+        就直接用，否则重新走一遍这个空间的文件——老师每点一次，不必把全班的每个文件都 stat 一遍。"""
         rows = []
-        for space_id in self._space_ids():
+        ids = self._space_ids()
+        for space_id in ids:
             folder = os.path.join(self.spaces_dir, space_id)
             try:
-                rows.append({"space_id": space_id, "sessions": count_sessions(folder),
-                             "bytes": folder_bytes(folder), "last_activity": last_activity(folder)})
+                rows.append(self._rows.row(space_id, folder))
             except FileNotFoundError:   # 列举途中被清理掉
                 continue
+        self._rows.keep_only(ids)
         rows.sort(key=lambda row: (-row["last_activity"], row["space_id"]))
         return rows
 
@@ -424,6 +480,103 @@ class Spaces:
             else:
                 os.unlink(path)
             removed += 1
+        return removed
+
+    # ── 课堂：学生给老师看的名字 ─────────────────────────────────────────────────────────────
+    def set_display_name(self, token, name) -> str:
+        """学生给自己起的名字（可选，只出现在老师的视图里）。存在自己空间的 .profile.json；空串 = 不要名字。
+        返回整理后的名字：压掉控制字符和换行，最多 MAX_NAME_CHARS 个字。"""
+        space = self.open(token).writable()
+        cleaned = clean_display_name(name)
+        _write_json(os.path.join(space.folder, PROFILE_FILE), {"name": cleaned})
+        return cleaned
+
+    def display_name(self, token) -> str:
+        """自己的名字（学生自己的页面用：只认自己的令牌）。"""
+        return read_profile(self.open(token).folder)
+
+    def display_names(self, secret) -> Dict[str, str]:
+        """老师：space_id -> 名字（没起名字的不在里面）。"""
+        self._require_teacher(secret, "查看学生的名字")
+        names = {}
+        for space_id in self._space_ids():
+            name = read_profile(os.path.join(self.spaces_dir, space_id))
+            if name:
+                names[space_id] = name
+        return names
+
+    # ── 下课：整班归档，保留一段时间可以放回，过期才真正删除 ─────────────────────────────────────
+    def archive_all(self, keep_seconds: float = ARCHIVE_KEEP_SECONDS) -> dict:
+        """把 spaces/ 里的全部学生空间移进 archives/<时间>/（os.replace，原子、不复制），返回这份归档的说明。
+        学生的令牌照样有效，只是再打开时是一个空的新空间；keep_seconds 之后 purge_expired_archives() 删掉它。"""
+        if isinstance(keep_seconds, bool) or not isinstance(keep_seconds, (int, float)) or not keep_seconds > 0:
+            raise SpaceError(f"归档保留时间 {keep_seconds!r} 无效：应是大于 0 的秒数")
+        self.purge_expired_archives()
+        now = time.time()
+        name = time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{secrets.token_hex(2)}"
+        folder = os.path.join(self.archives_dir, name)
+        os.makedirs(folder)
+        moved = 0
+        for space_id in self._space_ids():
+            with self._lock:
+                os.replace(os.path.join(self.spaces_dir, space_id), os.path.join(folder, space_id))
+                self._open.pop(space_id, None)
+            moved += 1
+        info = {"name": name, "created": now, "expires": now + keep_seconds, "spaces": moved}
+        _write_json(os.path.join(folder, ARCHIVE_INFO), info)
+        return info
+
+    def archives(self) -> List[dict]:
+        """全部归档，最新的在前：name、created、expires（epoch 秒）、spaces。"""
+        rows = []
+        try:
+            names = sorted(os.listdir(self.archives_dir), reverse=True)
+        except FileNotFoundError:
+            return []
+        for name in names:
+            folder = os.path.join(self.archives_dir, name)
+            if not _ARCHIVE_NAME.fullmatch(name) or not os.path.isdir(folder) or os.path.islink(folder):
+                continue
+            info = _read_json(os.path.join(folder, ARCHIVE_INFO))
+            expires = info.get("expires")
+            rows.append({"name": name, "created": info.get("created", 0.0),
+                         "expires": expires if isinstance(expires, (int, float)) else 0.0,
+                         "spaces": sum(1 for n in os.listdir(folder) if _SPACE_ID.fullmatch(n))})
+        return rows
+
+    def restore_archive(self, name: str) -> List[str]:
+        """把一份归档里的空间放回 spaces/，返回放回的 space_id。同名的空间已经在用（下课后又有人写过）时，
+        那一个留在归档里不动（绝不覆盖），其余照放；只是被重新打开过、什么都没写的空目录换回原来的。
+        全部放回后归档目录随之删除。"""
+        if not isinstance(name, str) or not _ARCHIVE_NAME.fullmatch(name):
+            raise SpaceError(f"归档名 {str(name)[:60]!r} 不对：用 class archives 看有哪些")
+        folder = os.path.join(self.archives_dir, name)
+        if not os.path.isdir(folder) or os.path.islink(folder):
+            raise SpaceError(f"没有归档 {name}（可能已过期删除）")
+        restored, kept = [], []
+        for space_id in sorted(n for n in os.listdir(folder) if _SPACE_ID.fullmatch(n)):
+            target = os.path.join(self.spaces_dir, space_id)
+            with self._lock:
+                if os.path.lexists(target) and not _blank(target):
+                    kept.append(space_id)
+                    continue
+                if os.path.lexists(target):   # 归档后学生的页面又打开过它：一个什么都没写的空目录，换回原来的
+                    shutil.rmtree(target)
+                os.replace(os.path.join(folder, space_id), target)
+                self._open.pop(space_id, None)
+            restored.append(space_id)
+        if not kept:
+            shutil.rmtree(folder)
+        return restored
+
+    def purge_expired_archives(self, now: Optional[float] = None) -> List[str]:
+        """删掉已过保留期的归档，返回它们的名字。"""
+        now = time.time() if now is None else now
+        removed = []
+        for row in self.archives():
+            if row["expires"] and row["expires"] <= now:
+                shutil.rmtree(os.path.join(self.archives_dir, row["name"]))
+                removed.append(row["name"])
         return removed
 
 
@@ -527,6 +680,78 @@ def copy_lineage(source: SessionStore, session_id: str, target: SessionStore, *,
 
 
 # ── 文件夹统计 ──────────────────────────────────────────────────────────────────
+ROW_CACHE_SECONDS = 10.0     # 一行缓存最多用这么久：就地追加（目录修改时间不变）的写入最晚这么久之后可见
+ROW_CACHE_ENTRIES = 4096     # 最多缓存这么多个空间的行（再多就丢掉最久没用的）
+
+
+class _RowCache:
+    """教师视图的行缓存：space_id → (目录及子目录的修改时间, 算出的时刻, 行)。有界、线程安全。
+
+    新建、覆盖（os.replace）、删除、移进回收站都会改动所在目录的修改时间，所以学生写完之后，
+    下一次列表一定是新的；只改文件内容、不动目录的写入，最多 ROW_CACHE_SECONDS 秒后也会重算。"""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, seconds: float = ROW_CACHE_SECONDS,
+                 entries: int = ROW_CACHE_ENTRIES):
+        from collections import OrderedDict
+        self._clock, self.seconds, self.entries = clock, seconds, entries
+        self._rows: "OrderedDict[str, tuple]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _stamp(folder: str, subfolders: Tuple[str, ...]) -> tuple:
+        stamp = [os.stat(folder).st_mtime_ns]
+        for sub in subfolders:
+            try:
+                stamp.append(os.stat(sub).st_mtime_ns)
+            except FileNotFoundError:
+                stamp.append(None)
+        return tuple(stamp)
+
+    def row(self, space_id: str, folder: str) -> dict:
+        with self._lock:
+            cached = self._rows.get(space_id)
+        if cached is not None:
+            stamp, subfolders, at, row = cached
+            if self._clock() - at < self.seconds and self._stamp(folder, subfolders) == stamp:
+                with self._lock:
+                    if space_id in self._rows:
+                        self._rows.move_to_end(space_id)
+                return dict(row)
+        subfolders = _subfolders(folder)
+        stamp = self._stamp(folder, subfolders)   # 先记时间再统计：统计途中的写入会让下一次重算
+        at = self._clock()
+        row = {"space_id": space_id, "sessions": count_sessions(folder),
+               "bytes": folder_bytes(folder), "last_activity": last_activity(folder)}
+        with self._lock:
+            self._rows[space_id] = (stamp, subfolders, at, row)
+            self._rows.move_to_end(space_id)
+            while len(self._rows) > self.entries:
+                self._rows.popitem(last=False)
+        return dict(row)
+
+    def keep_only(self, space_ids) -> None:
+        """已经不在的空间（remove-idle 移走的）不再占缓存。"""
+        wanted = set(space_ids)
+        with self._lock:
+            for gone in [key for key in self._rows if key not in wanted]:
+                del self._rows[gone]
+
+
+def _subfolders(folder: str) -> Tuple[str, ...]:
+    """folder 下所有子目录（回收站、块目录……），不跟随符号链接。"""
+    found, stack = [], [folder]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        found.append(entry.path)
+                        stack.append(entry.path)
+        except FileNotFoundError:
+            continue
+    return tuple(sorted(found))
+
+
 def _size(path: str) -> int:
     try:
         return os.stat(path).st_size
@@ -572,6 +797,47 @@ def last_activity(folder: str) -> float:
         except FileNotFoundError:
             continue
     return latest
+
+
+# ── 小 JSON 文件：名字、归档说明 ──────────────────────────────────────────────────────────
+def clean_display_name(name) -> str:
+    """'  小明\\n<b>  ' -> '小明 <b>'：压掉换行和控制字符，最多 MAX_NAME_CHARS 个字（仍按不可信的文字显示）。"""
+    text = " ".join(printable(str(name or "")).replace("\\n", " ").replace("\\t", " ").split())
+    return text[:MAX_NAME_CHARS]
+
+
+def _read_json(path: str) -> dict:
+    """读一个小 JSON 对象；没有、读不了、太大或不是对象都当作空的（这些文件只是附加信息）。"""
+    try:
+        info = os.lstat(path)
+        if not os.path.isfile(path) or os.path.islink(path) or info.st_size > 64 * 1024:
+            return {}
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _blank(folder: str) -> bool:
+    """空间目录里除了锁文件和空的子目录什么都没有（归档之后被重新打开、但没写过东西）。"""
+    if os.path.islink(folder) or not os.path.isdir(folder):
+        return False
+    for _root, _dirs, files in os.walk(folder):
+        if any(name != ".lock" for name in files):
+            return False
+    return True
+
+
+def read_profile(folder: str) -> str:
+    name = _read_json(os.path.join(folder, PROFILE_FILE)).get("name")
+    return clean_display_name(name) if isinstance(name, str) else ""
+
+
+def _write_json(path: str, data: dict) -> None:
+    """原子地写一个小 JSON 文件（临时文件 + os.replace）：写到一半被杀也不会留下半个。"""
+    with PendingWrite(path, json.dumps(data, ensure_ascii=False).encode("utf-8")) as pending:
+        pending.commit()
 
 
 # ── 服务器密钥 ──────────────────────────────────────────────────────────────────

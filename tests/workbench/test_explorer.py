@@ -353,6 +353,23 @@ def test_an_uploaded_transcript_is_imported_and_skipped_lines_are_reported(explo
     assert page.report and "\\<b\\>" in page.notice   # the upload name is shown as text
 
 
+def test_a_gemini_cli_json_document_can_be_uploaded(explorer, spaces, tmp_path):
+    token = spaces.new_token()
+    doc = {"sessionId": "d98cf9e7-1111-4c2a-9c3b-5a1e2f3a4b5c", "projectHash": "5eb97e" + "0" * 58,
+           "startTime": "2026-05-22T14:59:03.120Z", "lastUpdated": "2026-05-22T15:00:30.000Z",
+           "messages": [{"id": "u-1", "timestamp": "2026-05-22T15:00:00.000Z", "type": "user",
+                         "content": [{"text": "修一下 flaky 的测试"}]},
+                        {"id": "g-1", "timestamp": "2026-05-22T15:00:30.000Z", "type": "gemini",
+                         "content": "好的，先看断言。", "thoughts": [], "model": "gemini-2.5-pro"}]}
+    upload = tmp_path / "uploads" / "session-2026-05-22T14-59-d98cf9e7.json"
+    upload.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
+    page = explorer.import_upload(token, View(), str(upload))
+    assert page.notice.startswith("📥"), page.notice
+    (summary,) = spaces.open(token).store.list_sessions()
+    node = spaces.open(token).store.load(summary["session_id"])
+    assert [m["role"] for m in node.messages] == ["user", "assistant"] and node.source["format"] == "gemini-cli"
+
+
 @pytest.mark.parametrize("where", ["outside", "missing", "not-jsonl", "random-bytes", "empty"])
 def test_bad_uploads_are_refused_and_write_nothing(explorer, spaces, tmp_path, where):
     token = spaces.new_token()
