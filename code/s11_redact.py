@@ -647,6 +647,14 @@ def _rename_keys(mapping: dict, renamed: dict[str, str]) -> None:
         mapping[new] = item
 
 
+def _copy_noting_strings(value: Any, slots: list[tuple[Any, Any]]) -> Any:
+    """列表或字典的深拷贝；每个字符串所在的 (容器, 键) 追加到 slots 里（只管字符串：s11_review 用它）。"""
+    found = _Found()
+    copied = _copy_noting(found, value)
+    slots += found.strings
+    return copied
+
+
 def _copy_noting(found: _Found, value: Any) -> Any:
     """列表或字典的深拷贝；要脱敏的每一处记进 found。"""
     is_dict = isinstance(value, dict)
