@@ -56,7 +56,7 @@ def compare(store: Any, a_id: str, b_id: str) -> Dict[str, Any]:
     ancestor 是最近的共同祖先的 ID（可能就是 A 或 B 本身），不在同一棵树上为 None；common 是两边开头相同的
     消息条数（不超过它们从共同祖先继承的条数）；only_a / only_b 是之后各自的消息。另有 relation、note（一句中文）、
     revision_a / revision_b（converge 的 revisions 用）、title_a / title_b、workspace_diff（两份快照都有时
-    文件级的差异，每项一行中文；否则 None）。"""
+    文件级的差异，每项一行中文；否则 None）、shared（相同的那 common 条）。"""
     a, b = _load(store, a_id, "A"), _load(store, b_id, "B")
     if a.session_id == b.session_id:
         raise SessionError(f"A 和 B 是同一个会话 {a.session_id}：请选两个不同的节点来对比")
@@ -76,7 +76,7 @@ def compare(store: Any, a_id: str, b_id: str) -> Dict[str, Any]:
     return {"a_id": a.session_id, "b_id": b.session_id, "title_a": a.title, "title_b": b.title,
             "revision_a": a.revision, "revision_b": b.revision,
             "ancestor": ancestor, "relation": relation, "note": note, "common": common,
-            "only_a": a.messages[common:], "only_b": b.messages[common:],
+            "shared": a.messages[:common], "only_a": a.messages[common:], "only_b": b.messages[common:],
             "workspace_a": a.workspace, "workspace_b": b.workspace, "workspace_diff": workspace_diff}
 
 

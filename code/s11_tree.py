@@ -28,7 +28,7 @@ from s11_text import printable, shorten
 
 __all__ = ["Forest", "Step", "walk", "branch_prefixes", "root_of", "creation_order", "CLI_STYLE", "PAGE_STYLE",
            "MAX_INDENT", "render_text", "describe", "first_added", "content_text", "message_labels",
-           "converged_into", "own_labels"]
+           "converged_into", "own_labels", "marks_text"]
 
 MAX_INDENT = 16        # 最多缩进几层；更深的节点标出层数，不再加宽
 MAX_TITLE_SHOWN = 60   # 文字树里一个标题最多显示几个字

@@ -40,7 +40,16 @@ import s11_trash
 from s11_export import fenced
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, validate_session_id
 from s11_text import hide_paths, human_size, os_error_reason, shorten
-from s11_tree import PAGE_STYLE, Forest, branch_prefixes, root_of, walk
+from s11_tree import (
+    PAGE_STYLE,
+    Forest,
+    branch_prefixes,
+    converged_into,
+    marks_text,
+    own_labels,
+    root_of,
+    walk,
+)
 from s11_workbench import downloads
 from s11_workbench.markdown import literal_inline, literal_markdown, mermaid_text
 from s11_workbench.spaces import SpaceError, folder_bytes
@@ -142,6 +151,9 @@ def _header(number: int, message: dict) -> str:
     icon = s11_export.ROLE_ICONS.get(role, s11_export.DEFAULT_ICON)
     tags = [name for key, name in (("summary", "摘要"), ("meta", "注入文本"), ("subagent", "子代理"))
             if message.get(key)]
+    # 🏷️ 标签、🔀 收敛的决定、↪️ 收敛时带过来的消息（文字与导出相同，见 s11_export.message_marks）
+    tags += [literal_inline(text, 60) for kind, text in s11_export.message_marks(message)
+             if kind in ("label", "converge", "origin")]
     extra = f" · {'、'.join(tags)}" if tags else ""
     return f"**#{number}** {icon} {literal_inline(role, 24)}{extra}"
 
@@ -204,12 +216,15 @@ def active_end(tree: list[tuple[dict, str, int]], mtimes: dict[str, int]) -> str
     return newest["session_id"] if newest else None
 
 
-def tree_label(node: dict, prefix: str, marker: bool) -> str:
-    """'├─ 🌿 方案 A [4d67e2e6b66c] 7 条 ◀ 活动端'（纯文本：单选框标签不解析 Markdown / HTML）"""
-    icon = "🌱" if not prefix else "🌿"
+def tree_label(node: dict, prefix: str, marker: bool, into: dict | None = None) -> str:
+    """'├─ 🌿 方案 A [4d67e2e6b66c] 7 条 ◀ 活动端'（纯文本：单选框标签不解析 Markdown / HTML）。
+    into（s11_tree.converged_into）给出时，收敛节点标“⇠┄ 收敛了 […]”，被收敛的分支标“已收敛到 […]”，另带本段的标签。"""
+    icon = "🔀" if node.get("converged_from") else "🌱" if not prefix else "🌿"
     fork = f" 自第 {node['fork_point']} 条" if node.get("fork_point") is not None and prefix else ""
     end = " ◀ 活动端" if marker else ""
-    return f"{prefix}{icon} {shorten(node['title'], TITLE_CHARS)} [{node['session_id']}] {node['message_count']} 条{fork}{end}"
+    marks = marks_text(node, into) if into is not None else ""
+    return (f"{prefix}{icon} {shorten(node['title'], TITLE_CHARS)} [{node['session_id']}] {node['message_count']} 条"
+            f"{fork}{end}{marks}")
 
 
 # ── mermaid 分支图 ─────────────────────────────────────────────────────────────────────────
@@ -242,8 +257,10 @@ def mermaid_map(tree: list[tuple[dict, str, int]], selected: str | None, end: st
     ids = {node["session_id"] for node, _, _ in tree}
     nodes = [(node, node["parent_id"] if node["parent_id"] in ids else None, 0) for node, _, _ in tree]
     note = ""
-    if len(nodes) - 1 > MAP_MAX_EDGES:
-        nodes = branch_points_only(tree, {sid for sid in (selected, end) if sid})
+    if len(nodes) - 1 > MAP_MAX_EDGES:   # 收敛节点和被收敛的分支也留着：虚线要有两端
+        converging = {sid for node, _, _ in tree if node.get("converged_from")
+                      for sid in [node["session_id"], *node["converged_from"]]}
+        nodes = branch_points_only(tree, {sid for sid in (selected, end) if sid} | converging)
         note = f"共 {len(tree):,} 个节点，图里只画根、分岔点和叶子（{len(nodes):,} 个），省略的链写在边上。"
     source = _mermaid_source(nodes, selected, end, links)
     if len(nodes) - 1 > MAP_MAX_EDGES or len(source) > MAP_MAX_CHARS:
@@ -254,11 +271,16 @@ def mermaid_map(tree: list[tuple[dict, str, int]], selected: str | None, end: st
 
 def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: bool) -> str:
     alias = {node["session_id"]: f"n{i}" for i, (node, _, _) in enumerate(nodes)}
+    into = converged_into(node for node, _, _ in nodes)
     lines = ['%%{init: {"flowchart": {"wrappingWidth": 260}}}%%', "graph TD"]
     for node, _, _ in nodes:
         mark = " ◀ 活动端" if node["session_id"] == end else ""
-        label = (f"{mermaid_text(node['title'])}{mark}<br/>💬 {node['message_count']} 条"
-                 f"<br/>🆔 {mermaid_text(node['session_id'], 16)}")
+        icon = "🔀 " if node.get("converged_from") and "🔀" not in node["title"] else ""
+        label = (f"{icon}{mermaid_text(node['title'])}{mark}"
+                 f"<br/>💬 {node['message_count']} 条<br/>🆔 {mermaid_text(node['session_id'], 16)}")
+        label += "".join(f"<br/>🏷️ #{number} {mermaid_text(text, 16)}" for number, text in own_labels(node)[:2])
+        if into.get(node["session_id"]):   # 被收敛的分支：文件没改，标记从收敛节点推出来
+            label += f"<br/>✅ 已收敛到 {mermaid_text(into[node['session_id']][0], 16)}"
         lines.append(f'    {alias[node["session_id"]]}["{label}"]')
     for node, parent, skipped in nodes:
         if parent in alias:
@@ -266,6 +288,10 @@ def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: b
             fork = node.get("fork_point")
             text = f"自第 {fork} 条{via}" if fork is not None else f"分支{via}"
             lines.append(f'    {alias[parent]} -->|"{text}"| {alias[node["session_id"]]}')
+    for node, _, _ in nodes:   # 🔀 收敛：每个 converged_from 一条虚线，指向收敛节点
+        for other in node.get("converged_from") or []:
+            if other in alias:
+                lines.append(f'    {alias[other]} -.->|"🔀 收敛"| {alias[node["session_id"]]}')
     lines += ["    classDef picked stroke:#d97706,stroke-width:4px", "    classDef ends stroke:#16a34a,stroke-width:3px"]
     for sid, style in ((end, "ends"), (selected, "picked")):
         if sid in alias:
@@ -720,7 +746,9 @@ class Explorer:
         tree = page_tree(forest, node.session_id)
         mtimes = _mtimes(store, tree)
         end = active_end(tree, mtimes)
-        page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end), n["session_id"]) for n, prefix, _ in tree]
+        into = converged_into(n for n, _, _ in tree)
+        page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end, into), n["session_id"])
+                             for n, prefix, _ in tree]
         page.map_markdown = mermaid_map(tree, node.session_id, end, links=view.source == MINE)
         page.details = _details(store, node, page.read_only, clean)
         page.chat, numbers, page.path_note, page.window_start = _path_chat(node, view.start, clean)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import gradio as gr
 from gradio.context import Context
 
-from s11_workbench import agent_folders_tab, share_tab
+from s11_workbench import agent_folders_tab, compare_tab, share_tab
 from s11_workbench.explorer import (
     ID_COLUMN,
     LIST_HEADERS,
@@ -40,7 +40,7 @@ CSS = """
 #s11x-map pre, #s11x-map pre code, #s11x-path pre, #s11x-path pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; }
 #s11x-notice:empty { display: none; }
 #s11x-confirm { border: 2px solid var(--color-accent); border-radius: var(--radius-lg); padding: var(--spacing-lg); }
-""" + share_tab.CSS
+""" + share_tab.CSS + compare_tab.CSS   # 「📦 分享」与「⚖️ 对比 / 🔀 收敛」面板的样式（share_tab.py、compare_tab.py）
 INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、续写、导出\n\n"
          "这里列出 **你自己空间** 里的全部会话（8.11 标签页的演示也写在这里），还有老师放上 **共享书架** 的会话。"
          "选中一个节点看它从根开始的完整路径；在任意一条消息之后 **分叉**，或给它 **续写** 一轮"
@@ -241,6 +241,7 @@ def build(ctx) -> None:
     chat.clear(PageEvent(explorer.redraw), inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
                concurrency_limit=8)
 
+    compare_tab.build(ctx, explorer, view, tree, outputs, page_outputs)   # ⚖️ 对比 / 🔀 收敛（compare_tab.py）
     tab = Context.block
     tabs = tab.parent if isinstance(tab, gr.Tab) and tab.id is not None else None   # app.py 的 gr.Tabs
 
