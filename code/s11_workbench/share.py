@@ -3,7 +3,7 @@
     浏览器 ──token──> Share.review(token, view, 范围, 自己加的字符串, teacher=…)
                         │ spaces.open(token) 每次重新验令牌；view.source 决定读哪个空间（自己的 / 书架 / 老师查看）
                         │ s11_tree_export.gather()：这条路径 / 整棵树 / 子树
-                        ▼ s11_review.scan()：每处命中一行 [编号, 规则, 上下文, 位置] + 每条规则几处 + 每处一个“揭开”勾选框
+                        ▼ s11_review.scan()：每处命中一行 [规则, 上下文, 位置, 编号] + 每条规则几处 + 每处一个“揭开”勾选框
                  Share.download(token, view, 范围, 自己加的字符串, 勾选的编号, teacher=…)
                         │ 勾选的编号 = 揭开（只对这一次下载生效）；重新收集、重新复核（仓库可能刚变过）
                         ▼ HTML + Markdown + JSONL 写进本进程私有的下载目录（downloads.py 的那一个）
@@ -32,7 +32,7 @@ from s11_workbench.explorer import MINE, SHELF, SPACE_PREFIX, View, explain
 from s11_workbench.markdown import literal_inline
 
 SCOPE_CHOICES = [("这条路径", "path"), ("它的整棵树", "tree"), ("它的子树", "subtree")]
-TABLE_HEADERS = ["编号", "规则", "上下文（«» 里是会被遮住的原文）", "位置"]
+TABLE_HEADERS = ["规则", "上下文（«» 里是会被遮住的原文）", "位置", "编号"]
 MAX_ROWS = 300          # 表格和勾选框最多列多少处；其余照样遮住，说明里写明
 CHOICE_CHARS = 30       # 勾选框标签里原文最多显示几个字
 
@@ -76,7 +76,7 @@ def _summary(review: s11_review.Review, scope: str, nodes: int) -> str:
 
 
 def _rows(review: s11_review.Review) -> list:
-    return [[hit.hit_id, hit.rule, hit.context, s11_review.where_text(hit)] for hit in review.hits[:MAX_ROWS]]
+    return [[hit.rule, hit.context, s11_review.where_text(hit), hit.hit_id] for hit in review.hits[:MAX_ROWS]]
 
 
 def _choices(review: s11_review.Review) -> list:

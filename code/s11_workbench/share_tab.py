@@ -2,7 +2,7 @@
 
     范围：○ 这条路径  ● 它的整棵树  ○ 它的子树        [🔍 检查要遮住的内容]
     另外要遮住的字符串（一行一个）[________]
-    ┌ 编号 │ 规则 │ 上下文 │ 位置 ┐   ☐ 揭开：每处一个勾选框，勾上 = 误报，下载时保留原文（只对这一次下载生效）
+    ┌ 规则 │ 上下文 │ 位置 │ 编号 ┐   ☐ 揭开：每处一个勾选框，勾上 = 误报，下载时保留原文（只对这一次下载生效）
     [📦 按上面的选择生成下载]   ⬇️ HTML  ⬇️ Markdown  ⬇️ JSONL（可在别处「📥 导入」复原）
 
 Key insight: 面板不存任何东西：每次点击都带着 (令牌, 视图, 老师密钥) 和表格本身进来，由 share.py 重新收集、
@@ -41,7 +41,7 @@ def build(ctx, view) -> None:
     notice = gr.Markdown("", elem_id="s11s-notice")
     summary = gr.Markdown("", elem_id="s11s-summary")
     table = gr.Dataframe(headers=TABLE_HEADERS, datatype="str", value=[], interactive=False, wrap=True,
-                         max_height=360, column_widths=["18%", "12%", "48%", "22%"], label="复核表：会遮住的每一处",
+                         max_height=360, column_widths=["13%", "47%", "22%", "18%"], label="复核表：会遮住的每一处",
                          elem_id="s11s-table")
     unmask = gr.CheckboxGroup([], label="☐ 揭开（勾上 = 这是误报，下载时保留原文；只对这一次下载生效）",
                               elem_id="s11s-unmask")
