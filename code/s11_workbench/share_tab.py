@@ -2,11 +2,11 @@
 
     范围：○ 这条路径  ● 它的整棵树  ○ 它的子树        [🔍 检查要遮住的内容]
     另外要遮住的字符串（一行一个）[________]
-    ┌ 遮住 │ 编号 │ 规则 │ 上下文 │ 位置 ┐   取消勾选 = 误报，下载时保留原文（只对这一次下载生效）
+    ┌ 规则 │ 上下文 │ 位置 │ 编号 ┐   ☐ 揭开：每处一个勾选框，勾上 = 误报，下载时保留原文（只对这一次下载生效）
     [📦 按上面的选择生成下载]   ⬇️ HTML  ⬇️ Markdown  ⬇️ JSONL（可在别处「📥 导入」复原）
 
 Key insight: 面板不存任何东西：每次点击都带着 (令牌, 视图, 老师密钥) 和表格本身进来，由 share.py 重新收集、
-重新复核；会话文字只进 Dataframe 的纯文本单元格和转义过的 Markdown，从不进 gr.HTML。
+重新复核；会话文字只进 Dataframe 的纯文本单元格、勾选框的纯文本标签和转义过的 Markdown，从不进 gr.HTML。
 """
 
 from __future__ import annotations
@@ -17,15 +17,16 @@ from s11_workbench.share import SCOPE_CHOICES, TABLE_HEADERS, Panel, Share
 
 CSS = """
 #s11s-table { contain: inline-size; }
+#s11s-unmask .wrap { max-height: 320px; overflow-y: auto; }
 #s11s-notice:empty, #s11s-manifest:empty { display: none; }
 """
 
 
 def outputs_of(panel: Panel, with_files: bool) -> list:
-    files = [gr.DownloadButton(value=path, interactive=path is not None) for path in panel.files]
-    return [panel.notice, panel.summary, gr.Dataframe(value=panel.rows), panel.manifest, *files] if with_files else \
-        [panel.notice, panel.summary, gr.Dataframe(value=panel.rows), panel.manifest,
-         *[gr.DownloadButton(value=None, interactive=False)] * 3]
+    files = [gr.DownloadButton(value=path, interactive=path is not None) for path in panel.files] if with_files \
+        else [gr.DownloadButton(value=None, interactive=False)] * 3
+    return [panel.notice, panel.summary, panel.rows, gr.CheckboxGroup(choices=panel.choices, value=panel.unmask),
+            panel.manifest, *files]
 
 
 def build(ctx, view) -> None:
@@ -39,25 +40,26 @@ def build(ctx, view) -> None:
     review_button = gr.Button("🔍 检查要遮住的内容", elem_id="s11s-review")
     notice = gr.Markdown("", elem_id="s11s-notice")
     summary = gr.Markdown("", elem_id="s11s-summary")
-    table = gr.Dataframe(headers=TABLE_HEADERS, datatype=["bool", "str", "str", "str", "str"], value=[],
-                         interactive=True, static_columns=[1, 2, 3, 4], type="array", wrap=True, max_height=360,
-                         column_widths=["12%", "16%", "12%", "40%", "20%"], label="复核表（取消勾选「遮住」= 误报）",
+    table = gr.Dataframe(headers=TABLE_HEADERS, datatype="str", value=[], interactive=False, wrap=True,
+                         max_height=360, column_widths=["13%", "47%", "22%", "18%"], label="复核表：会遮住的每一处",
                          elem_id="s11s-table")
+    unmask = gr.CheckboxGroup([], label="☐ 揭开（勾上 = 这是误报，下载时保留原文；只对这一次下载生效）",
+                              elem_id="s11s-unmask")
     build_button = gr.Button("📦 按上面的选择生成下载", variant="primary", elem_id="s11s-build")
     with gr.Row():
         html_file = gr.DownloadButton("⬇️ HTML（一页，离线可看）", value=None, interactive=False, elem_id="s11s-html")
         md_file = gr.DownloadButton("⬇️ Markdown", value=None, interactive=False, elem_id="s11s-md")
         jsonl_file = gr.DownloadButton("⬇️ JSONL（可再导入）", value=None, interactive=False, elem_id="s11s-jsonl")
     manifest = gr.Markdown("", elem_id="s11s-manifest")
-    outputs = [notice, summary, table, manifest, html_file, md_file, jsonl_file]
+    outputs = [notice, summary, table, unmask, manifest, html_file, md_file, jsonl_file]
 
     def on_review(token, current, secret, chosen, extra):
         return outputs_of(share.review(token, current, chosen, extra, teacher=secret), False)
 
-    def on_download(token, current, secret, chosen, extra, rows):
-        return outputs_of(share.download(token, current, chosen, extra, rows, teacher=secret), True)
+    def on_download(token, current, secret, chosen, extra, picked):
+        return outputs_of(share.download(token, current, chosen, extra, picked, teacher=secret), True)
 
     review_button.click(on_review, inputs=[ctx.visitor, view, ctx.teacher, scope, added], outputs=outputs,
                         api_name="share_review", concurrency_limit=4)
-    build_button.click(on_download, inputs=[ctx.visitor, view, ctx.teacher, scope, added, table], outputs=outputs,
+    build_button.click(on_download, inputs=[ctx.visitor, view, ctx.teacher, scope, added, unmask], outputs=outputs,
                        api_name="share_download", concurrency_limit=4)

@@ -41,24 +41,24 @@ def student(spaces):
 def test_review_lists_every_hit_with_context_and_counts(share, student):
     token, ids = student
     panel = share.review(token, View(session_id=ids["b1"]), "tree", "")
-    assert [row[2] for row in panel.rows] == ["邮箱", "银行卡号", "手机号"]
-    assert all(row[0] is True for row in panel.rows)                      # default: everything masked
-    assert "«alice@example.com»" in panel.rows[0][3] and panel.rows[0][4] == f"节点 {ids['root']} · 第 2 条"
+    assert [row[0] for row in panel.rows] == ["邮箱", "银行卡号", "手机号"]
+    assert panel.unmask == [] and [value for _, value in panel.choices] == [row[3] for row in panel.rows]
+    assert "«alice@example.com»" in panel.rows[0][1] and panel.rows[0][2] == f"节点 {ids['root']} · 第 2 条"
+    assert panel.choices[0][0] == f"{panel.rows[0][3]} · 邮箱 · alice@example.com"
     assert "3** 处" in panel.summary and "邮箱 ×1" in panel.summary
     sub = share.review(token, View(session_id=ids["b1"]), "path", "")
-    assert [row[2] for row in sub.rows] == ["邮箱", "银行卡号", "手机号"]
+    assert [row[0] for row in sub.rows] == ["邮箱", "银行卡号", "手机号"]
     only_a = share.review(token, View(session_id=ids["a"]), "subtree", "")
     # a subtree's root prints its whole history, so the root's e-mail is A's own message 2 there
-    assert [(row[2], row[4]) for row in only_a.rows] == [("邮箱", f"节点 {ids['a']} · 第 2 条")]
+    assert [(row[0], row[2]) for row in only_a.rows] == [("邮箱", f"节点 {ids['a']} · 第 2 条")]
 
 
-def test_unticking_a_row_unmasks_exactly_that_hit_in_all_three_downloads(share, student):
+def test_ticking_unmask_on_a_row_unmasks_exactly_that_hit_in_all_three_downloads(share, student):
     token, ids = student
     rows = share.review(token, View(session_id=ids["root"]), "tree", "db01.corp.example").rows
-    assert [row[2] for row in rows].count("手动") == 3
-    card = next(row[1] for row in rows if row[2] == "银行卡号")
-    rows = [[row[1] != card, *row[1:]] for row in rows]                # untick the card
-    panel = share.download(token, View(session_id=ids["root"]), "tree", "db01.corp.example", rows)
+    assert [row[0] for row in rows].count("手动") == 3
+    card = next(row[3] for row in rows if row[0] == "银行卡号")
+    panel = share.download(token, View(session_id=ids["root"]), "tree", "db01.corp.example", [card])
     html_path, md_path, jsonl_path = panel.files
     for path in panel.files:
         text = Path(path).read_text(encoding="utf-8")
@@ -68,17 +68,17 @@ def test_unticking_a_row_unmasks_exactly_that_hit_in_all_three_downloads(share, 
     assert html_text.count("[已脱敏:手动]") >= 3 and "揭开" in html_text
     head = json.loads(Path(jsonl_path).read_text(encoding="utf-8").split("\n", 1)[0])
     assert head["manifest"]["unmasked"] == 1 and head["manifest"]["masked"] == {"邮箱": 1, "手机号": 1}
-    assert "揭开 1 处" in panel.notice and [row[0] for row in panel.rows if row[1] == card] == [False]
+    assert "揭开 1 处" in panel.notice and panel.unmask == [card]
     assert "银行卡号" not in panel.manifest.split("按规则遮住")[1].split("\n")[0]
 
 
-def test_ticks_from_the_browser_as_strings_and_unknown_ids_stay_masked(share, student):
+def test_forged_and_unknown_ids_stay_masked(share, student):
     token, ids = student
     rows = share.review(token, View(session_id=ids["root"]), "tree", "").rows
-    forged = [["false", rows[0][1]], ["true", rows[1][1]], [False, "ffffffffffff-1.1"]]
+    forged = [rows[0][3], "ffffffffffff-1.1", "../x", 7]
     panel = share.download(token, View(session_id=ids["root"]), "tree", "", forged)
     text = Path(panel.files[0]).read_text(encoding="utf-8")
-    assert "alice@example.com" in text and "4111 1111 1111 1111" not in text
+    assert "alice@example.com" in text and "4111 1111 1111 1111" not in text and panel.unmask == [rows[0][3]]
     # no table at all: everything masked
     plain = Path(share.download(token, View(session_id=ids["root"]), "tree", "", None).files[0]).read_text("utf-8")
     assert "alice@example.com" not in plain
@@ -120,9 +120,9 @@ def test_the_review_table_is_bounded(share, spaces):
     root = store.create_session("many", [{"role": "user", "content": " ".join(f"u{i}@example.com" for i in range(700))}])
     panel = share.review(token, View(session_id=root), "tree", "")
     assert len(panel.rows) == MAX_ROWS and "只列出前" in panel.summary
-    done = share.download(token, View(session_id=root), "tree", "", [[False, row[1]] for row in panel.rows])
+    done = share.download(token, View(session_id=root), "tree", "", [row[3] for row in panel.rows])
     text = Path(done.files[0]).read_text(encoding="utf-8")
-    assert text.count("[已脱敏:邮箱]") == 200 and "u699@example.com" not in text   # beyond the table: masked
+    assert text.count("[已脱敏:邮箱]") == 700 - MAX_ROWS and "u699@example.com" not in text   # beyond: masked
 
 
 def test_the_tree_jsonl_imports_through_the_explorer_upload(share, spaces, student, tmp_path):
