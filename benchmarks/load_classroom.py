@@ -82,9 +82,10 @@ class App:
         for dep in config["dependencies"]:
             name = dep.get("api_name")
             targets = [elem.get(t[0]) for t in dep.get("targets", []) if t]
-            if not name and [kinds.get(i) for i in dep["inputs"]] == ["browserstate", "state", "state"] \
-                    and "s11x-list" in targets:
+            if [kinds.get(i) for i in dep["inputs"]] == ["browserstate", "state", "state"] and "s11x-list" in targets:
                 name = ROW_CLICK
+            elif name == ROW_CLICK:   # another table's select handler of the same name (the teacher's class view)
+                continue
             if name and name not in self.fns:
                 self.fns[name] = dep["id"]
                 self.outputs[name] = [elem.get(i) for i in dep["outputs"]]
