@@ -5,7 +5,7 @@
     │ 🌳 会话树  ├─ 分支 ◀ 活动端     │ 对话路径（Chatbot：思考 / 工具调用折叠）  ◀ 上一页 下一页 ▶ │
     │                              │ [🌿 分叉] [📂 续写] [📤 导出] [🗑️ 删除/恢复/清空] [📥 导入]   │
     └ 🗺️ 分支图（mermaid） · 🩺 体检 · 👩‍🏫 老师：所有空间 / 发布到书架 ─────────────────────────┘
-    ⚠️ 确认条（页面顶部）：清空回收站、永久删除、发布之前先说清楚删什么、释放多少、遮住几处，点「确认」才做
+    ⚠️ 确认条（操作标签页下方）：清空回收站、永久删除、发布之前先说清楚删什么、释放多少、遮住几处，点「确认」才做
 
 Key insight: 每个事件都经 PageEvent 把浏览器里的空间令牌（ctx.visitor）和服务器端的 gr.State（视图、老师密钥）
 交给 Explorer 的一个方法，拿回一整页 Page，再由 page_outputs() 摊到各个控件上——这里没有任何判断逻辑。
@@ -94,11 +94,6 @@ def build(ctx) -> None:
 
     gr.Markdown(INTRO)
     notice = gr.Markdown("", elem_id="s11x-notice")
-    with gr.Column(visible=False, elem_id="s11x-confirm") as confirm_box:   # 清空回收站 / 永久删除 / 发布：先确认
-        confirm_text = gr.Markdown("", elem_id="s11x-confirm-text")
-        with gr.Row():
-            confirm_button = gr.Button("✅ 确认", variant="stop", min_width=120, elem_id="s11x-confirm-yes")
-            cancel_button = gr.Button("取消", min_width=120, elem_id="s11x-confirm-no")
     with gr.Row(equal_height=False):
         space_label = gr.Markdown("", elem_id="s11x-space")
         source = gr.Radio([("📁 我的空间", MINE), ("📚 共享书架", SHELF)], value=MINE, label="来源",
@@ -170,6 +165,12 @@ def build(ctx) -> None:
                     report = gr.Textbox("", label="导入报告", lines=6, max_lines=20, interactive=False,
                                         elem_id="s11x-report")
                     agents = agent_folders_tab.panel(ctx.agent_folders)   # 只有 --agent-folders 时才有
+            # 确认条：清空回收站、永久删除、发布之前先在这里说清楚，紧挨着点下去的那些按钮
+            with gr.Column(visible=False, elem_id="s11x-confirm") as confirm_box:
+                confirm_text = gr.Markdown("", elem_id="s11x-confirm-text")
+                with gr.Row():
+                    confirm_button = gr.Button("✅ 确认", variant="stop", min_width=120, elem_id="s11x-confirm-yes")
+                    cancel_button = gr.Button("取消", min_width=120, elem_id="s11x-confirm-no")
     with gr.Accordion("🗺️ 分支图（点节点打开它）", open=True, elem_id="s11x-map-accordion"):
         branch_map = gr.Markdown("", elem_id="s11x-map")
     problems = gr.Markdown("", visible=False, elem_id="s11x-problems")

@@ -310,8 +310,11 @@ def test_the_teacher_sees_both_spaces_read_only_and_publishes_for_everyone(brows
         branch_b = walk["demo"][9]
         teacher.pick_row(branch_b)
         assert teacher.cannot_change()
+        teacher.page.wait_for_timeout(1000)   # the select event re-renders the teacher panel
         teacher.page.locator("#s11x-publish").click()
-        teacher.notice("已发布到共享书架")
+        teacher.page.locator("#s11x-confirm").get_by_text("确认把会话").wait_for(timeout=30_000)   # counts first
+        teacher.page.locator("#s11x-confirm-yes").click()
+        teacher.notice("已脱敏并发布到共享书架")
 
         for student in (a, b):
             page = student.page
