@@ -17,6 +17,7 @@ Safety: 会话文字只以纯文本进页面：表格单元格经 literal_inline
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 
@@ -25,7 +26,7 @@ from s11_converge import tool_call_count
 from s11_session import ConflictError, SessionError
 from s11_text import shorten
 from s11_tree import PAGE_STYLE, Forest, branch_prefixes, content_text, creation_order, root_of, walk
-from s11_workbench.explorer import MINE, ExplorerError, View, explain
+from s11_workbench.explorer import MINE, ExplorerError, View, _as_count, explain
 from s11_workbench.markdown import literal_inline
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,8 @@ class Comparer:
 
     # ── 两个下拉框 ───────────────────────────────────────────────────────────────────
     def pickers(self, token, view: View, a: str | None = None, b: str | None = None) -> Pickers:
-        """选中节点所在的整棵树（没选中时是最近保存的那棵）→ 选项；a / b 仍在树里就保留，否则给默认的一对。"""
+        """选中节点所在的整棵树（没选中时是最近保存的那棵）→ 选项；a / b 仍在树里就保留，否则给默认的一对
+        （b 为 None 时 B 就是浏览器里选中的节点：从会话树里挑）。"""
         try:
             own = self._own(token, view)
             summaries = own.store.list_sessions()
@@ -103,7 +105,7 @@ class Comparer:
         choices = [(choice_label(step.node, prefix), step.node["session_id"]) for step, prefix in steps]
         ids = {node["session_id"] for node in nodes}
         if len(ids) < 2:
-            return Pickers(choices, start, None, "这棵树只有一个节点：先分叉出第二个分支再来对比。")
+            return Pickers(choices, None, None, "这棵树只有一个节点：先分叉出第二个分支再来对比。")
         default_a, default_b = default_pair(nodes, selected)
         b = b if b in ids else default_b
         if a not in ids or a == b:
@@ -123,6 +125,16 @@ class Comparer:
                 log.exception("compare failed")
             return Comparison(notice=explain(error))
         return comparison_of(result)
+
+    def carry_choices(self, token, pair: Pair | None, winner: str | None) -> list:
+        """胜出的一支换了：可勾选的换成另一支的消息（令牌无效时什么都不给）。"""
+        try:
+            self.spaces.open(token)
+        except Exception as error:
+            if not isinstance(error, (SessionError, OSError)):
+                log.exception("carry choices failed")
+            return []
+        return carry_for(pair, winner)
 
     # ── 🔀 收敛 ─────────────────────────────────────────────────────────────────────
     def converge(self, token, view: View, pair: Pair | None, winner: str | None, carry, decision: str,
@@ -159,6 +171,31 @@ class Comparer:
         return (f"✅ 已收敛：新节点 `{node.session_id}`（{len(node.messages)} 条）接在 `{winner}` 之后，"
                 f"带过来 {carried} 条消息；分支 `{loser}` 原样保留，树上标着“已收敛到 {node.session_id}”。"
                 f"在「📤 导出」里可以看到 🔀 收敛卡片。"), node.session_id
+
+
+    # ── 🏷️ 标签 ─────────────────────────────────────────────────────────────────────
+    def label(self, token, view: View, number, text: str = "") -> tuple[View, str]:
+        """给浏览器里选中的会话的第 number 条消息加标签（空 = 去掉），用页面读入时的修订号保存。
+        -> (新视图, 提示)；别的标签页先存过就 ConflictError，视图改成重新读入。"""
+        try:
+            own = self._own(token, view)
+            if not view.session_id:
+                raise ExplorerError("请先在列表或会话树里选一个会话")
+            count = _as_count(number)
+            target = own.writable()
+            target.throttle()
+            target.require_room(sessions=0, nbytes=len(str(text or "").encode("utf-8")))
+            node = target.store.label(view.session_id, count, str(text or ""), revision=view.revision)
+        except ConflictError as error:
+            return dataclasses.replace(view, revision=-1), explain(error)
+        except Exception as error:
+            if not isinstance(error, (SessionError, OSError)):
+                log.exception("label failed")
+            return view, explain(error)
+        label = node.messages[count - 1].get("label")
+        done = (f"🏷️ 已给第 {count} 条加上标签「{literal_inline(label, 80)}」" if label
+                else f"🏷️ 已去掉第 {count} 条的标签")
+        return dataclasses.replace(view, revision=node.revision), f"{done}（会话 {node.session_id}，修订 {node.revision}）"
 
 
 # ── 页面各块（纯函数，测试直接调用）──────────────────────────────────────────────────────────
