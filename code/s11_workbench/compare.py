@@ -247,8 +247,8 @@ def comparison_of(result: dict) -> Comparison:
         table=delta_table(result),
         workspace=workspace_text(result.get("workspace_diff"), result),
         pair=pair,
-        winner_choices=[(f"A：{shorten(result['title_a'], 30)} [{a_id}]", a_id),
-                        (f"B：{shorten(result['title_b'], 30)} [{b_id}]", b_id)],
+        winner_choices=[(f"A：{shorten(side_name(result, 'a'), 24)} [{a_id}]", a_id),
+                        (f"B：{shorten(side_name(result, 'b'), 24)} [{b_id}]", b_id)],
         winner=b_id)
 
 
@@ -264,7 +264,7 @@ def shared_lines(result: dict) -> str:
     return "\n".join([f"两边的第 1–{len(shared)} 条逐条相同（{where}）：", "", *lines])
 
 
-def _cell(message, number: int) -> str:
+def _cell(message, number: int | None = None) -> str:
     if not isinstance(message, dict):
         return "—"
     role = str(message.get("role", ""))
@@ -273,7 +273,8 @@ def _cell(message, number: int) -> str:
     tools = tool_call_count([message])
     marks = [text for kind, text in s11_export.message_marks(message) if kind in ("label", "converge", "origin")]
     extra = (f" 🔧×{tools}" if tools else "") + "".join(f" · {literal_inline(mark, 40)}" for mark in marks)
-    return f"**#{number}** {icon} {literal_inline(shorten(text, CELL_CHARS)) or '（空）'}{extra}"
+    head = f"**#{number}** " if number is not None else ""   # 表格里轮次已在第一列
+    return f"{head}{icon} {literal_inline(shorten(text, CELL_CHARS)) or '（空）'}{extra}"
 
 
 def delta_table(result: dict) -> str:
@@ -282,15 +283,23 @@ def delta_table(result: dict) -> str:
     rows = max(len(only_a), len(only_b))
     if not rows:
         return "两边在相同的前缀之后都没有新消息。"
-    lines = ["| 轮 | A | B |", "| --- | --- | --- |"]
+    lines = [f"| 轮 | A · {literal_inline(side_name(result, 'a'), 30)} | B · {literal_inline(side_name(result, 'b'), 30)} |",
+             "| --- | --- | --- |"]
     for index in range(min(rows, MAX_ROWS)):
         number = common + index + 1
-        left = _cell(only_a[index], number) if index < len(only_a) else "—"
-        right = _cell(only_b[index], number) if index < len(only_b) else "—"
+        left = _cell(only_a[index]) if index < len(only_a) else "—"
+        right = _cell(only_b[index]) if index < len(only_b) else "—"
         lines.append(f"| {number} | {left} | {right} |")
     if rows > MAX_ROWS:
         lines.append(f"\n…只对齐了前 {MAX_ROWS} 轮，其余在对话路径里看。")
     return "\n".join(lines)
+
+
+def side_name(result: dict, side: str) -> str:
+    """一边叫什么：它在共同前缀之后的第一句（同名的分支靠它分清），没有就用标题。"""
+    delta = result[f"only_{side}"]
+    first = content_text(delta[0].get("content")) if delta and isinstance(delta[0], dict) else ""
+    return first or result[f"title_{side}"]
 
 
 def workspace_text(diff, result: dict) -> str:
