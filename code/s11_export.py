@@ -1,6 +1,6 @@
 """s11_export — 把一个会话渲染成 Markdown，或一张离线可看的 HTML 页面（纯函数，不读写磁盘）。
 
-    一个会话字典 ──► _view()：脱敏后的副本（s11_redact）+ 分支路径 + 脱敏计数 + 来源信息
+    一个会话字典 ──► prepare()：脱敏后的副本（s11_redact）+ 分支路径 + 脱敏计数 + 来源信息（两种格式共用一份）
                        │
                        ├─► message_parts(): text | thinking | tool_call | tool_output | image | unknown
                        └─► message_marks(): 🏷️ label · 🗜️ summary · ⚙️ meta · 🛰️ subagent · model · 🕒 time
@@ -40,7 +40,8 @@ ROLE_ICONS = {"system": "🧠", "user": "👤", "assistant": "🤖", "tool": "�
 DEFAULT_ICON = "📄"
 TOOL_ROLES = {"tool", "toolResult"}   # 这些角色的文本是工具的输出，所以按工具结果显示
 CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-FORMAT_NAMES = {"claude-code": "Claude Code", "pi": "Pi"}
+# 导入记录的 source.format -> 显示名（与 s11_import.formats 的表一致，测试核对；导出模块不依赖导入包）
+FORMAT_NAMES = {"claude-code": "Claude Code", "pi": "Pi", "codex": "Codex CLI", "gemini-cli": "Gemini CLI"}
 
 
 class Part(NamedTuple):
@@ -279,6 +280,21 @@ def _pretty_json(value: Any) -> str:
 # ── 两种格式都要显示的内容 ──────────────────────────────────────────────────────────────────
 
 
+def prepare(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> _View:
+    """两种格式共用的那一份内容（脱敏后的副本、分支路径、计数）：要同时导出 Markdown 和 HTML 时，
+    先 prepare() 一次，再把结果交给 markdown_chunks() / html_chunks()——会话只脱敏一次。
+
+    >>> view = prepare({"session_id": "s1", "title": "a@example.com", "messages": []})
+    >>> "<h1>🗂️ 会话导出：[已脱敏:邮箱]</h1>" in render_html(view), view.counts
+    (True, {'邮箱': 1})
+    """
+    return _view(session, lineage, redact)
+
+
+def _prepared(session, lineage: list[dict] | None, redact: bool) -> _View:
+    return session if isinstance(session, _View) else _view(session, lineage, redact)
+
+
 def _view(session: dict, lineage: list[dict] | None, redact: bool) -> _View:
     title = str(session.get("title") or "未命名会话")
     messages = [item if isinstance(item, dict) else {"content": item} for item in session.get("messages") or []]
@@ -370,11 +386,12 @@ _INLINE_SPECIALS = re.compile(r"([\\`*_\[\]<>&~|#])")
 
 def markdown_chunks(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> Iterator[str]:
     """分片版的 render_markdown()：把大会话写进文件时，不必先拼出一个巨大的字符串。
+    session 也可以是 prepare() 的结果（这时 lineage 和 redact 不再起作用）。
 
     >>> "".join(markdown_chunks({"session_id": "s1", "messages": []})).split("\\n")[0]
     '# 🗂️ 会话导出：未命名会话'
     """
-    view = _view(session, lineage, redact)
+    view = _prepared(session, lineage, redact)
     yield "\n".join([f"# 🗂️ 会话导出：{_inline(view.title)}", "",
                      f"- **会话 ID**：{_code_span(view.session_id)}",
                      f"- **父分支**：{_code_span(view.parent_id or '无（根会话）')}",
@@ -384,17 +401,38 @@ def markdown_chunks(session: dict, lineage: list[dict] | None = None, *, redact:
     card = converge_card(view.messages)
     if card is not None:
         yield _markdown_converge_card(card) + "\n"
+    headings: dict[str, str] = {}   # 角色 -> "👤 `user`"：一次导出里只有几种角色，每种只拼一次
     for number, message in enumerate(view.messages, 1):
-        role = str(message.get("role", "unknown"))
-        yield f"\n### {number}. {ROLE_ICONS.get(role, DEFAULT_ICON)} {_code_span(role)}\n\n"
-        marks = message_marks(message)
-        bodies = [[" · ".join(_inline(text) for _, text in marks)]] if marks else []
-        bodies += [_markdown_part(part) for part in message_parts(message, view.tool_names)]
-        for index, pieces in enumerate(bodies):
-            yield from ["\n\n", *pieces] if index else pieces
-        yield "\n"
+        role = message.get("role", "unknown")
+        heading = headings.get(role) if type(role) is str else None
+        if heading is None:
+            role = str(role)
+            heading = headings.setdefault(role, f"{ROLE_ICONS.get(role, DEFAULT_ICON)} {_code_span(role)}")
+        content = message.get("content")
+        plain = type(content) is str and not _MARKS.keys() & message.keys()
+        if plain and role not in TOOL_ROLES and _is_inert_markdown(content):
+            # 最常见的两种（章节自己的消息）走捷径：一段原样输出就安全的文字，或一段工具输出；
+            # 输出与下面的通用路径逐字相同（测试逐字核对），只是不必先摊成 Part
+            yield f"\n### {number}. {heading}\n\n{content}\n"
+        elif plain and role in TOOL_ROLES:
+            name = _as_text(message.get("toolName") or message.get("name"))
+            part = Part("tool_output", content, view.tool_names.get(name, name),
+                        bool(message.get("isError") or message.get("is_error")))
+            yield f"\n### {number}. {heading}\n\n{''.join(_markdown_captioned('📤 工具结果', part))}\n"
+        else:
+            yield f"\n### {number}. {heading}\n\n"
+            yield from _markdown_body(view, message)
         if number == view.fork_point:
             yield f"\n> 🌿 {_inline(_divider_sentence(view))}\n"
+
+
+def _markdown_body(view: _View, message: dict) -> Iterator[str]:
+    marks = message_marks(message)
+    bodies = [[" · ".join(_inline(text) for _, text in marks)]] if marks else []
+    bodies += [_markdown_part(part) for part in message_parts(message, view.tool_names)]
+    for index, pieces in enumerate(bodies):
+        yield from ["\n\n", *pieces] if index else pieces
+    yield "\n"
 
 
 def render_markdown(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> str:
@@ -694,8 +732,8 @@ pre { margin: .25rem 0 0; padding: .6rem .8rem; max-height: 30rem; overflow: aut
 
 
 def html_chunks(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> Iterator[str]:
-    """分片版的 render_html()：把大会话写进文件时，不必先拼出一个巨大的字符串。"""
-    view = _view(session, lineage, redact)
+    """分片版的 render_html()：把大会话写进文件时，不必先拼出一个巨大的字符串。session 也可以是 prepare() 的结果。"""
+    view = _prepared(session, lineage, redact)
     yield "\n".join([
         "<!doctype html>", '<html lang="zh-CN">', "<head>", '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
