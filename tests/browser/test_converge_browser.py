@@ -91,7 +91,7 @@ def test_compare_a_and_b_converge_into_b_and_export_the_card(browser, server, wi
         by_count = {s["message_count"]: s["session_id"] for s in store.list_sessions()}
         a, b = by_count[7], by_count[9]
 
-        # the default pair is already 分支 A against 分支 B: one click compares them
+        # the default pair is already branch A against branch B: one click compares them
         picked = []
         for _ in range(80):
             picked = page.evaluate("() => ['#s11c-a', '#s11c-b'].map(s => document.querySelector(s + ' input')?.value)")
