@@ -37,7 +37,7 @@ from .report import ImportReport
 from .transcript import Transcript, is_prompt, plain_text, prompt_title
 
 __all__ = ["AgentFolder", "AGENT_FOLDERS", "AgentSession", "AgentListing", "FollowState", "agent_roots",
-           "list_agent_sessions", "list_folder_sessions", "import_agent_session", "follow", "describe_row",
+           "list_agent_sessions", "list_folder_sessions", "import_agent_session", "follow", "follow_state", "describe_row",
            "HEAD_BYTES"]
 
 HEAD_BYTES = 65536        # 取标题最多读每个文件开头这么多字节
@@ -308,13 +308,14 @@ def follow(path: str, store: SessionStore, state: Optional[FollowState] = None, 
     """文件变了（长了、被改写了、子代理文件多了或长了）才再导入，返回 (报告或 None, 新的状态)。
 
     再导入时同一组节点更新，没变的不写；读者在仓库里续写过的导入节点不会被覆盖（只在报告里警告）。"""
-    current = _state_of(path)
+    current = follow_state(path)
     if state is not None and current == state:
         return None, state
     return import_file(path, store, max_bytes=max_bytes), current
 
 
-def _state_of(path: str) -> FollowState:
+def follow_state(path: str) -> FollowState:
+    """会话文件和它的子代理文件现在的 (路径, 大小, 修改时间)：follow() 拿它和上次的比。"""
     files = [path]
     folder, stem = os.path.dirname(path), os.path.splitext(os.path.basename(path))[0]
     if path.endswith(".jsonl"):   # Claude Code 的子代理文件：<会话ID>/ 下面，或 2.0 版放在旁边的 agent-*.jsonl

@@ -3,8 +3,9 @@
     ┌ 来源：📁 我的空间 / 📚 共享书架 / 👩‍🏫 学生空间（老师） ──────────────────────────────┐
     │ 🔍 搜索  [会话列表]            │ 标题 · ID · 路径                                       │
     │ 🌳 会话树  ├─ 分支 ◀ 活动端     │ 对话路径（Chatbot：思考 / 工具调用折叠）  ◀ 上一页 下一页 ▶ │
-    │                              │ [🌿 分叉] [📂 续写] [📤 导出] [🗑️ 删除/恢复] [📥 导入]        │
+    │                              │ [🌿 分叉] [📂 续写] [📤 导出] [🗑️ 删除/恢复/清空] [📥 导入]   │
     └ 🗺️ 分支图（mermaid） · 🩺 体检 · 👩‍🏫 老师：所有空间 / 发布到书架 ─────────────────────────┘
+    ⚠️ 确认条（页面顶部）：清空回收站、永久删除、发布之前先说清楚删什么、释放多少、遮住几处，点「确认」才做
 
 Key insight: 每个事件都经 PageEvent 把浏览器里的空间令牌（ctx.visitor）和服务器端的 gr.State（视图、老师密钥）
 交给 Explorer 的一个方法，拿回一整页 Page，再由 page_outputs() 摊到各个控件上——这里没有任何判断逻辑。
@@ -16,7 +17,7 @@ from __future__ import annotations
 import gradio as gr
 from gradio.context import Context
 
-from s11_workbench import share_tab
+from s11_workbench import agent_folders_tab, compare_tab, share_tab
 from s11_workbench.explorer import (
     ID_COLUMN,
     LIST_HEADERS,
@@ -24,6 +25,7 @@ from s11_workbench.explorer import (
     PAGE_SIZE,
     ROLES,
     SHELF,
+    UPLOAD_SUFFIXES,
     Explorer,
     Page,
     View,
@@ -32,12 +34,13 @@ from s11_workbench.explorer import (
 LABEL = "🌳 会话树浏览器"
 # 表格在自己的框里滚动，会话树限高，代码块折行
 CSS = """
-#s11x-list, #s11x-spaces { contain: inline-size; }
+#s11x-list, #s11x-spaces, #s11x-agents-table { contain: inline-size; }
 #s11x-tree .wrap { max-height: 360px; overflow-y: auto; }
 #s11x-map .mermaid, #s11x-map svg { max-width: 100%; height: auto; }
 #s11x-map pre, #s11x-map pre code, #s11x-path pre, #s11x-path pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; }
 #s11x-notice:empty { display: none; }
-""" + share_tab.CSS
+#s11x-confirm { border: 2px solid var(--color-accent); border-radius: var(--radius-lg); padding: var(--spacing-lg); }
+""" + share_tab.CSS + compare_tab.CSS   # 「📦 分享」与「⚖️ 对比 / 🔀 收敛」面板的样式（share_tab.py、compare_tab.py）
 INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、续写、导出\n\n"
          "这里列出 **你自己空间** 里的全部会话（8.11 标签页的演示也写在这里），还有老师放上 **共享书架** 的会话。"
          "选中一个节点看它从根开始的完整路径；在任意一条消息之后 **分叉**，或给它 **续写** 一轮"
@@ -62,7 +65,7 @@ def page_outputs(page: Page) -> list:
     writable = not page.read_only
     problems = gr.skip() if page.problems is None else gr.Markdown(page.problems, visible=bool(page.problems))
     return [
-        page.notice, view, page.space_label,
+        page.notice, gr.Column(visible=bool(page.confirm)), page.confirm, view, page.space_label,
         gr.Radio(choices=page.source_choices, value=view.source),
         page.list_note, page.rows,
         gr.Radio(choices=page.tree_choices, value=view.session_id if page.tree_choices else None),
@@ -72,7 +75,7 @@ def page_outputs(page: Page) -> list:
         gr.DownloadButton(value=page.downloads[0], interactive=page.downloads[0] is not None),
         gr.DownloadButton(value=page.downloads[1], interactive=page.downloads[1] is not None),
         page.preview, page.map_markdown, problems,
-        gr.Dropdown(choices=page.trash_choices, value=None),
+        gr.Dropdown(choices=page.trash_choices, value=None), page.trash_note,
         gr.Dropdown(choices=page.examples, value=page.examples[0] if page.examples else None),
         gr.Column(visible=page.teacher), page.teacher_rows,
         gr.Button(visible=page.teacher and view.source != SHELF),
@@ -91,6 +94,11 @@ def build(ctx) -> None:
 
     gr.Markdown(INTRO)
     notice = gr.Markdown("", elem_id="s11x-notice")
+    with gr.Column(visible=False, elem_id="s11x-confirm") as confirm_box:   # 清空回收站 / 永久删除 / 发布：先确认
+        confirm_text = gr.Markdown("", elem_id="s11x-confirm-text")
+        with gr.Row():
+            confirm_button = gr.Button("✅ 确认", variant="stop", min_width=120, elem_id="s11x-confirm-yes")
+            cancel_button = gr.Button("取消", min_width=120, elem_id="s11x-confirm-no")
     with gr.Row(equal_height=False):
         space_label = gr.Markdown("", elem_id="s11x-space")
         source = gr.Radio([("📁 我的空间", MINE), ("📚 共享书架", SHELF)], value=MINE, label="来源",
@@ -116,12 +124,13 @@ def build(ctx) -> None:
                 path_note = gr.Markdown("", elem_id="s11x-path-note")
                 earlier = gr.Button("◀ 更早", size="sm", min_width=70, scale=0, elem_id="s11x-earlier")
                 later = gr.Button("最新 ▶", size="sm", min_width=70, scale=0, elem_id="s11x-latest")
-            start = gr.Number(label=f"跳到第几条（每页 {PAGE_SIZE} 条，回车）", precision=0, minimum=1,
-                              elem_id="s11x-start")
+            # 两个 gr.Number 都不设 precision / minimum：那样 gradio 自己先转换，"abc" 或 NaN 在它那里抛出、
+            # 留下堆栈；现在原样交给 explorer.py 检查，给出中文提示
+            start = gr.Number(label=f"跳到第几条（每页 {PAGE_SIZE} 条，回车）", step=1, elem_id="s11x-start")
             with gr.Tabs(elem_id="s11x-actions"):
                 with gr.Tab("🌿 分叉", elem_id="s11x-fork-tab"):
                     fork_at = gr.Number(label="保留前几条消息（在第 k 条之后分叉；点对话里的消息可直接填入）",
-                                        precision=0, minimum=0, value=0, elem_id="s11x-fork-at")
+                                        step=1, value=0, elem_id="s11x-fork-at")
                     fork_text = gr.Textbox(label="新分支的第一条消息（可选，以 user 身份）", lines=2,
                                            max_length=20_000, elem_id="s11x-fork-text")
                     fork_title = gr.Textbox(label="新分支的标题（可选）", max_length=200, elem_id="s11x-fork-title")
@@ -146,15 +155,21 @@ def build(ctx) -> None:
                 with gr.Tab("🗑️ 删除 / 恢复", elem_id="s11x-trash-tab"):
                     delete_button = gr.Button("🗑️ 把选中的会话移进回收站", variant="stop", elem_id="s11x-delete")
                     trash = gr.Dropdown([], label="回收站", elem_id="s11x-trash")
-                    restore_button = gr.Button("♻️ 恢复", elem_id="s11x-restore")
+                    trash_note = gr.Markdown("", elem_id="s11x-trash-note")
+                    with gr.Row():
+                        restore_button = gr.Button("♻️ 恢复", min_width=120, elem_id="s11x-restore")
+                        purge_button = gr.Button("🔥 永久删除", min_width=120, elem_id="s11x-purge")
+                        empty_button = gr.Button("🧹 清空回收站", min_width=120, elem_id="s11x-empty-trash")
                 with gr.Tab("📥 导入", elem_id="s11x-import-tab"):
-                    upload = gr.File(label="上传 Claude Code / Pi 的 .jsonl 记录", file_types=[".jsonl"],
+                    upload = gr.File(label="上传 Claude Code / Pi / Codex / Gemini CLI 的会话记录",
+                                     file_types=list(UPLOAD_SUFFIXES),
                                      type="filepath", elem_id="s11x-upload")
                     import_button = gr.Button("📥 导入上传的文件", elem_id="s11x-import")
                     examples = gr.Dropdown([], label="或者导入一个示例（examples/）", elem_id="s11x-examples")
                     example_button = gr.Button("📥 导入示例", elem_id="s11x-import-example")
                     report = gr.Textbox("", label="导入报告", lines=6, max_lines=20, interactive=False,
                                         elem_id="s11x-report")
+                    agents = agent_folders_tab.panel(ctx.agent_folders)   # 只有 --agent-folders 时才有
     with gr.Accordion("🗺️ 分支图（点节点打开它）", open=True, elem_id="s11x-map-accordion"):
         branch_map = gr.Markdown("", elem_id="s11x-map")
     problems = gr.Markdown("", visible=False, elem_id="s11x-problems")
@@ -163,13 +178,13 @@ def build(ctx) -> None:
         teacher_table = gr.Dataframe(headers=TEACHER_HEADERS, datatype="str", interactive=False, max_height=300,
                                      elem_id="s11x-spaces")
         with gr.Row():
-            publish_button = gr.Button("📚 把选中的会话发布到共享书架", elem_id="s11x-publish")
+            publish_button = gr.Button("📚 把选中的会话发布到共享书架（先看脱敏计数）", elem_id="s11x-publish")
             unpublish_button = gr.Button("🚫 从共享书架撤下", elem_id="s11x-unpublish")
 
-    outputs = [notice, view, space_label, source, list_note, table, tree, details, chat, path_note, start,
-               resume_button, delete_button, restore_button, markdown_download, html_download, preview,
-               branch_map, problems, trash, examples, teacher_box, teacher_table, publish_button,
-               unpublish_button, report, resume_text]
+    outputs = [notice, confirm_box, confirm_text, view, space_label, source, list_note, table, tree, details, chat,
+               path_note, start, resume_button, delete_button, restore_button, markdown_download, html_download,
+               preview, branch_map, problems, trash, trash_note, examples, teacher_box, teacher_table,
+               publish_button, unpublish_button, report, resume_text]
 
     def wire(trigger, action, inputs, api_name):
         """每个事件的输入都以 (令牌, 视图, 老师密钥) 开头；API 名字固定，脚本与测试按名字调用。"""
@@ -188,10 +203,17 @@ def build(ctx) -> None:
     wire(export_button.click, explorer.export, [], "explorer_export")
     wire(delete_button.click, explorer.delete, [], "explorer_delete")
     wire(restore_button.click, explorer.restore, [trash], "explorer_restore")
+    wire(purge_button.click, explorer.ask_purge, [trash], "explorer_purge")
+    wire(empty_button.click, explorer.ask_empty_trash, [], "explorer_empty_trash")
+    wire(confirm_button.click, explorer.confirm, [], "explorer_confirm")
+    wire(cancel_button.click, explorer.cancel, [], "explorer_cancel")
     wire(import_button.click, explorer.import_upload, [upload], "explorer_import")
     wire(example_button.click, explorer.import_example, [examples], "explorer_import_example")
     wire(publish_button.click, explorer.publish, [], "explorer_publish")
     wire(unpublish_button.click, explorer.unpublish, [], "explorer_unpublish")
+
+    if agents is not None:
+        agents.wire(explorer, ctx, view, outputs, page_outputs)
 
     def on_row(token, current, secret, evt: gr.EventData):
         row = _event_field(evt, "row_value")   # 排序、搜索之后 evt.index 会指错行，row_value 才是点中的那一行
@@ -219,6 +241,7 @@ def build(ctx) -> None:
     chat.clear(PageEvent(explorer.redraw), inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
                concurrency_limit=8)
 
+    compare_tab.build(ctx, explorer, view, tree, outputs, page_outputs)   # ⚖️ 对比 / 🔀 收敛（compare_tab.py）
     tab = Context.block
     tabs = tab.parent if isinstance(tab, gr.Tab) and tab.id is not None else None   # app.py 的 gr.Tabs
 

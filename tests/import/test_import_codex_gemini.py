@@ -388,3 +388,15 @@ def test_hostile_text_in_a_gemini_session_stays_inert(tmp_path, store):
     (node_id,) = report.node_ids
     assert_inert(store, node_id, 2 * len(HOSTILE))
     assert "<b>标题" not in store.export_html(node_id)
+
+
+def test_an_export_names_the_agent_that_wrote_the_transcript(tmp_path, store):
+    report = import_file(codex_session().write(tmp_path / "rollout-1.jsonl"), store)
+    (node,) = nodes(store, report)
+    page = s11_export.render_markdown(node.to_dict())
+    assert "Codex CLI 会话记录 rollout-1.jsonl" in page and "codex 会话记录" not in page
+
+
+def test_every_importer_format_has_a_name_in_exports():
+    assert {name: s11_import.FORMAT_NAMES[name] for name in s11_import.FORMAT_NAMES} == {
+        name: s11_export.FORMAT_NAMES.get(name) for name in s11_import.FORMAT_NAMES}

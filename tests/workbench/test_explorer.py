@@ -266,7 +266,8 @@ def test_export_uses_the_one_checked_downloads_folder_and_its_pruning(spaces, st
     os.utime(old, (1, 1))
     page = explorer.export(token, view)
     assert page.downloads[0] is not None and not old.exists()
-    assert [entry.name for entry in shared.iterdir()] == [Path(page.downloads[0]).parent.name]
+    run = Path(page.downloads[0]).parent                 # <root>/owner-<the visitor's space>/run-<fingerprint>
+    assert [entry.name for entry in shared.iterdir()] == [run.parent.name] == [f"owner-{spaces.open(token).space_id}"]
 
 
 def test_export_needs_a_selected_session(explorer, student):
@@ -350,6 +351,23 @@ def test_an_uploaded_transcript_is_imported_and_skipped_lines_are_reported(explo
     page = explorer.import_upload(token, View(), str(upload))
     assert page.notice.startswith("📥") and "跳过 1 行" in page.notice
     assert page.report and "\\<b\\>" in page.notice   # the upload name is shown as text
+
+
+def test_a_gemini_cli_json_document_can_be_uploaded(explorer, spaces, tmp_path):
+    token = spaces.new_token()
+    doc = {"sessionId": "d98cf9e7-1111-4c2a-9c3b-5a1e2f3a4b5c", "projectHash": "5eb97e" + "0" * 58,
+           "startTime": "2026-05-22T14:59:03.120Z", "lastUpdated": "2026-05-22T15:00:30.000Z",
+           "messages": [{"id": "u-1", "timestamp": "2026-05-22T15:00:00.000Z", "type": "user",
+                         "content": [{"text": "修一下 flaky 的测试"}]},
+                        {"id": "g-1", "timestamp": "2026-05-22T15:00:30.000Z", "type": "gemini",
+                         "content": "好的，先看断言。", "thoughts": [], "model": "gemini-2.5-pro"}]}
+    upload = tmp_path / "uploads" / "session-2026-05-22T14-59-d98cf9e7.json"
+    upload.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
+    page = explorer.import_upload(token, View(), str(upload))
+    assert page.notice.startswith("📥"), page.notice
+    (summary,) = spaces.open(token).store.list_sessions()
+    node = spaces.open(token).store.load(summary["session_id"])
+    assert [m["role"] for m in node.messages] == ["user", "assistant"] and node.source["format"] == "gemini-cli"
 
 
 @pytest.mark.parametrize("where", ["outside", "missing", "not-jsonl", "random-bytes", "empty"])
@@ -438,8 +456,10 @@ def test_the_teacher_publishes_and_both_students_can_fork_but_not_change_it(expl
     other = spaces.new_token()
     anon = explorer.publish(token, explorer.select(token, View(), ids["branch_b_id"]).view, None)
     assert "只有老师" in anon.notice and spaces.shelf().store.list_sessions() == []
-    published = explorer.publish(token, explorer.select(token, View(), ids["branch_b_id"]).view, TEACHER)
-    assert published.notice.startswith("📚")
+    asked = explorer.publish(token, explorer.select(token, View(), ids["branch_b_id"]).view, TEACHER)
+    assert asked.confirm.startswith("📚 确认") and spaces.shelf().store.list_sessions() == []
+    published = explorer.confirm(token, asked.view, TEACHER)
+    assert published.notice.startswith("📚 已脱敏并发布") and published.confirm == ""
     for visitor in (token, other):
         shelf = explorer.switch_source(visitor, View(), "shelf")
         assert ids["branch_b_id"] in {row[explorer_module.ID_COLUMN] for row in shelf.rows} and shelf.read_only
@@ -473,7 +493,8 @@ def test_the_teacher_sees_every_space_and_opens_one_read_only(explorer, spaces, 
 
 def test_the_teacher_can_take_a_session_off_the_shelf(explorer, spaces, student):
     token, ids = student
-    explorer.publish(token, explorer.select(token, View(), ids["main_id"]).view, TEACHER)
+    asked = explorer.publish(token, explorer.select(token, View(), ids["main_id"]).view, TEACHER)
+    explorer.confirm(token, asked.view, TEACHER)
     shelf_view = explorer.select(token, View(source="shelf"), ids["main_id"]).view
     assert "只有老师" in explorer.unpublish(token, shelf_view, None).notice
     page = explorer.unpublish(token, shelf_view, TEACHER)

@@ -1,0 +1,165 @@
+"""agent_folders.py — 浏览器里的「💻 本机 Agent 文件夹」：列出本机各个 Agent 的会话，一键导入，跟随还在长的那个
+
+    python app.py --agent-folders            只有一个人用（只对本机开放）时才有这块面板
+        │
+        ├─ 列出 ──> s11_import.list_agent_sessions()（+ 读者自己指定的文件夹）
+        │           表格的每一行只是文字；行号 → 路径的对照表留在服务器端（gr.State），浏览器只送回行号
+        ├─ 导入 ──> Explorer 的导入（同一套配额、同一份报告），导进这个浏览器自己的空间
+        └─ 跟随 ──> 每隔几秒 s11_import.follow()：文件（或它的子代理文件）变了才再导入，同一组节点更新
+
+关键洞察：这些文件夹里是读者真实的会话。课堂上别的同学的浏览器不能打开老师电脑上的 ~/.claude，
+所以面板只在服务器只对本机开放时存在（available_for），每次点击还会再核对请求来自本机（is_local）。
+这些文件夹只读：列表只 stat、只读每个文件开头；导入读全文，写的只是访客自己的空间。
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+import time
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+from s11_text import human_size, printable, shorten
+from s11_workbench.explorer import Explorer, ExplorerError, Page, View
+from s11_workbench.markdown import literal_inline
+
+HEADERS = ["Agent", "项目", "标题", "大小", "最后修改"]
+FOLLOW_SECONDS = 5          # 跟随时多久看一次文件
+LIST_LIMIT = 200
+LOCAL_NAMES = {"localhost", "localhost.localdomain"}
+
+
+def is_loopback(host: Optional[str]) -> bool:
+    """host 只对本机开放吗（127.0.0.0/8、::1、localhost）。0.0.0.0 / 空 = 对所有网卡开放，不算。"""
+    if not host:
+        return False
+    if host.lower() in LOCAL_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def available_for(host: Optional[str]) -> Optional[str]:
+    """能不能开面板：None = 可以；否则是给读者看的中文原因（app.py 启动时拒绝并退出）。"""
+    if is_loopback(host):
+        return None
+    return (f"--agent-folders 只能在工作台只对本机开放时使用（现在监听 {printable(str(host or '所有网卡'))}）："
+            "本机 Agent 文件夹里是你真实的会话，课堂上别的同学不能看到。去掉 --host，或用 --host 127.0.0.1")
+
+
+@dataclass(frozen=True)
+class Listing:
+    """一次列出的结果（存在 gr.State 里）：rows 给表格，paths[i] 是第 i 行的文件。"""
+    rows: tuple = ()
+    paths: tuple = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Followed:
+    """正在跟随的会话（存在 gr.State 里）：文件、上次导入时的样子、它的标题。"""
+    path: str = ""
+    state: object = None
+    title: str = ""
+
+
+class AgentFolders:
+    """面板的全部动作。home / env 是参数（测试给临时文件夹），默认是本机的家目录与环境变量。"""
+
+    def __init__(self, explorer: Explorer, *, home: Optional[str] = None, env: Optional[Mapping[str, str]] = None):
+        self.explorer = explorer
+        self.home = home
+        self.env = env
+
+    # ── 列出 ──────────────────────────────────────────────────────────────────
+    def list(self, client: Optional[str], folder: str = "") -> Listing:
+        """各个 Agent 的标准文件夹，再加上读者指定的文件夹（可选）。最新的在前。"""
+        import s11_import
+        self._require_local(client)
+        folder = (folder or "").strip()
+        listing = s11_import.list_agent_sessions(self.home, env=self.env, limit=LIST_LIMIT)
+        sessions, truncated = list(listing.sessions), listing.truncated
+        looked = [root for _, root in listing.roots]
+        if folder:
+            folder = os.path.expanduser(folder)
+            if not os.path.isdir(folder):
+                raise ExplorerError(f"没有这个文件夹：{literal_inline(printable(folder), 200)}")
+            extra = s11_import.list_folder_sessions(folder, limit=LIST_LIMIT)
+            known = {item.path for item in sessions}
+            sessions += [item for item in extra.sessions if item.path not in known]
+            truncated = truncated or extra.truncated
+            looked.append(folder)
+        sessions.sort(key=lambda item: item.modified, reverse=True)
+        sessions = sessions[:LIST_LIMIT]
+        rows = tuple((item.agent, shorten(printable(item.project or ""), 40), shorten(printable(item.title), 60),
+                      human_size(item.size), time.strftime("%Y-%m-%d %H:%M", time.localtime(item.modified)))
+                     for item in sessions)
+        where = "\n" + "\n".join(f"- {literal_inline(printable(path), 200)}" for path in looked)
+        if not sessions:
+            note = f"在这些文件夹里没找到会话：{where}"
+        else:
+            more = f"（只列了最新的 {len(sessions)} 个）" if truncated or len(sessions) == LIST_LIMIT else ""
+            note = f"找到 {len(sessions)} 个会话{more}，点一行选中它。找过的文件夹：{where}"
+        return Listing(rows, tuple(item.path for item in sessions), note)
+
+    # ── 导入与跟随 ────────────────────────────────────────────────────────────
+    def import_row(self, client: Optional[str], token, view: View, listing: Listing, row,
+                   follow: bool = False, teacher: Optional[str] = None) -> tuple[Page, Followed]:
+        """导入表格里的第 row 行（行号来自浏览器，路径来自服务器端的对照表）。follow=True 时之后跟随它。"""
+        picked: dict = {}
+
+        def action(space, own):
+            self._require_local(client)
+            path = self._path_of(listing, row)
+            if not os.path.isfile(path):
+                raise ExplorerError(f"文件已不在了：{literal_inline(printable(path), 200)}（点「🔄 列出本机会话」）")
+            new_view, notice, extra = self.explorer._import(own, path)
+            picked["state"] = _signature(path)
+            picked["title"] = listing.rows[int(row)][2] if listing.rows else ""
+            if follow:
+                notice += f"；👀 正在跟随：文件变长后每 {FOLLOW_SECONDS} 秒内自动再导入"
+            return new_view, notice, extra
+
+        page = self.explorer._act(token, view, teacher, action, check=True)
+        if "state" in picked and follow:
+            return page, Followed(self._path_of(listing, row), picked["state"], picked["title"])
+        return page, Followed()
+
+    def tick(self, client: Optional[str], token, view: View, followed: Followed,
+             teacher: Optional[str] = None) -> tuple[Optional[Page], Followed]:
+        """跟随的定时检查：文件没变返回 (None, 原样)；变了就再导入，返回新的一页。"""
+        if not followed.path or not is_loopback(client):
+            return None, followed
+        current = _signature(followed.path)
+        if current == followed.state:
+            return None, followed
+
+        def action(space, own):
+            new_view, notice, extra = self.explorer._import(own, followed.path)
+            title = shorten(printable(followed.title), 40)
+            return new_view, f"🔄 跟随的会话「{title}」变了，已重新导入：{notice.removeprefix('📥 ')}", extra
+
+        page = self.explorer._act(token, view, teacher, action, check=True)
+        return page, dataclasses.replace(followed, state=current)
+
+    # ── 检查 ──────────────────────────────────────────────────────────────────
+    @staticmethod
+    def _require_local(client: Optional[str]) -> None:
+        if not is_loopback(client):
+            raise ExplorerError("本机 Agent 文件夹只对在这台电脑上打开的页面开放")
+
+    @staticmethod
+    def _path_of(listing: Listing, row) -> str:
+        if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < len(listing.paths):
+            raise ExplorerError("请先在「💻 本机 Agent 文件夹」的表格里点一行")
+        return listing.paths[row]
+
+
+def _signature(path: str):
+    """文件（和它的子代理文件）现在的样子：与 s11_import.follow 判断“变了没有”用的是同一个。"""
+    from s11_import.agents import follow_state
+    return follow_state(path)

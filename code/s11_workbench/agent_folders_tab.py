@@ -1,0 +1,102 @@
+"""agent_folders_tab.py — 浏览器「📥 导入」里的「💻 本机 Agent 文件夹」面板（逻辑在 agent_folders.py）
+
+只有 `python app.py --agent-folders` 且只对本机开放时，explorer_tab 才调 panel()；否则这块面板根本不存在，
+它的事件也不存在（课堂上的脚本也调不到）。
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from s11_workbench.agent_folders import FOLLOW_SECONDS, HEADERS, AgentFolders, Followed, Listing
+
+INTRO = ("列出本机 **Claude Code、Pi、Codex CLI、Gemini CLI** 默认文件夹里的会话（这些文件夹只读，从不写）。"
+         "点一行选中它，再点「📥 导入」；勾上「👀 跟随」，会话文件变长后会自动再导入（同一组节点更新，"
+         "你在这里续写过的节点不会被覆盖）。")
+
+
+class Panel:
+    """面板上的控件；wire() 在 explorer_tab 搭好整页输出之后把事件接上。"""
+
+    def __init__(self, options: dict):
+        self.options = options
+        with gr.Accordion("💻 本机 Agent 文件夹（只在这台电脑上打开时有）", open=False, elem_id="s11x-agents"):
+            gr.Markdown(INTRO)
+            with gr.Row(equal_height=True):
+                self.folder = gr.Textbox(label="另外再看一个文件夹（可选）", max_length=1000, scale=4, min_width=200,
+                                         elem_id="s11x-agents-folder")
+                self.list_button = gr.Button("🔄 列出本机会话", scale=1, min_width=120, elem_id="s11x-agents-list")
+            self.note = gr.Markdown("", elem_id="s11x-agents-note")
+            self.table = gr.Dataframe(headers=["#", *HEADERS], datatype="str", interactive=False, max_height=320,
+                                      wrap=True, column_widths=["6%", "14%", "22%", "36%", "9%", "13%"],
+                                      elem_id="s11x-agents-table", label="本机会话（点一行选中）")
+            with gr.Row(equal_height=True):
+                self.follow = gr.Checkbox(label="👀 跟随（文件变长后自动再导入）", value=False,
+                                          elem_id="s11x-agents-follow")
+                self.import_button = gr.Button("📥 导入选中的会话", variant="primary", elem_id="s11x-agents-import")
+            self.timer = gr.Timer(FOLLOW_SECONDS, active=False)
+        self.listing = gr.State(Listing())
+        self.chosen = gr.State(None)
+        self.followed = gr.State(Followed())
+
+    def wire(self, explorer, ctx, view, outputs: list, page_outputs) -> None:
+        folders = AgentFolders(explorer, **self.options)
+        visitor, teacher = ctx.visitor, ctx.teacher
+
+        def on_list(folder, request: gr.Request):
+            try:
+                listing = folders.list(_client(request), folder)
+            except Exception as error:   # ExplorerError 与 OSError：一句中文
+                from s11_workbench.explorer import explain
+                return Listing(), [], explain(error), None
+            rows = [[str(number), *row] for number, row in enumerate(listing.rows, 1)]
+            return listing, rows, listing.note, None
+
+        self.list_button.click(on_list, inputs=[self.folder], outputs=[self.listing, self.table, self.note,
+                                                                       self.chosen],
+                               api_visibility="private", concurrency_limit=2)
+        self.folder.submit(on_list, inputs=[self.folder], outputs=[self.listing, self.table, self.note, self.chosen],
+                           api_visibility="private", concurrency_limit=2)
+
+        def on_row(evt: gr.EventData):
+            row = getattr(evt, "_data", None) or {}
+            value = row.get("row_value") if isinstance(row, dict) else None
+            try:
+                return int(value[0]) - 1
+            except (TypeError, ValueError, IndexError):
+                return None
+
+        self.table.select(on_row, inputs=None, outputs=[self.chosen], api_visibility="private", queue=False)
+
+        def on_import(token, current, secret, listing, chosen, follow, request: gr.Request):
+            page, followed = folders.import_row(_client(request), token, current, listing, chosen, bool(follow),
+                                                secret)
+            return [*page_outputs(page), followed, gr.Timer(active=bool(followed.path))]
+
+        self.import_button.click(on_import, inputs=[visitor, view, teacher, self.listing, self.chosen, self.follow],
+                                 outputs=[*outputs, self.followed, self.timer], api_visibility="private",
+                                 concurrency_limit=2)
+
+        def on_tick(token, current, secret, followed, request: gr.Request):
+            page, followed = folders.tick(_client(request), token, current, followed, secret)
+            if page is None:
+                return [gr.skip()] * len(outputs) + [followed]
+            return [*page_outputs(page), followed]
+
+        self.timer.tick(on_tick, inputs=[visitor, view, teacher, self.followed], outputs=[*outputs, self.followed],
+                        api_visibility="private", concurrency_limit=2, show_progress="hidden")
+
+        def on_unfollow(follow):
+            return (gr.skip(), gr.skip()) if follow else (Followed(), gr.Timer(active=False))
+
+        self.follow.input(on_unfollow, inputs=[self.follow], outputs=[self.followed, self.timer],
+                          api_visibility="private", queue=False)
+
+
+def panel(options) -> Panel | None:
+    """options 是 None（没有 --agent-folders：面板不存在）或 AgentFolders 的参数（home、env）。"""
+    return None if options is None else Panel(dict(options))
+
+
+def _client(request) -> str | None:
+    return request.client.host if request is not None and request.client else None
