@@ -254,3 +254,16 @@ def test_converge_edges_are_drawn_both_ways_and_resolve(store):
     assert f'收敛自 <a href="#{ids["a"]}">' in html_text and "0123456789ab</code>（不在本次导出中）" in html_text
     assert html_text.count(f'已收敛到 <a href="#{decided.session_id}">') == 4   # A and C: sidebar + section
     assert f"🔀 收敛自 `{ids['a']}`" in markdown and f"↪ 已收敛到 `{decided.session_id}`" in markdown
+
+
+def test_a_real_converge_node_gets_its_card_and_its_dashed_relations(store):
+    ids = three_branches(store)
+    decided = store.converge(ids["b"], [ids["a"]], "选 B <script>alert(9)</script> 邮件 bob@example.com",
+                             carry=[(ids["a"], 4)])
+    prepared, html_text, markdown = page_of(store, ids["root"])
+    page = Page(html_text)
+    assert set(h[1:] for h in page.hrefs) <= set(page.ids) and "script" not in page.tags[1:]
+    assert page.classes.get("converge-card") == 1 and "决定（第 7 条）" in html_text   # numbered along its path
+    assert f'收敛自 <a href="#{ids["a"]}">' in html_text and f'已收敛到 <a href="#{decided.session_id}">' in html_text
+    assert "bob@example.com" not in html_text and "bob@example.com" not in markdown
+    assert "> **🔀 收敛**" in markdown and "第 6 条 ↪️ 带自" in markdown
