@@ -81,7 +81,7 @@ class LessonPage:
     second: str = ""
     preview: str = ""
     downloads: tuple = (None, None)
-    name: str = ""
+    name: str | None = None      # 名字输入框：只在页面载入和保存名字时更新（None 保持原样，不盖住正在输入的字）
     teacher: bool = False
     draft: str | None = None     # 第二个标签页的输入框：None 保持原样，"" 清空
     main_draft: str | None = None  # 本页续写的输入框：同上
@@ -248,7 +248,7 @@ class Lesson:
         """页面载入：回到上次做的那一关。"""
         def action(space, progress):
             current = progress.get("current")
-            return LessonView(level=current if isinstance(current, str) else None), "", {}
+            return LessonView(level=current if isinstance(current, str) else None), "", {"name": _own_name(space.folder)}
         return self._act(token, LessonView(), teacher, action, counts=False)
 
     def pick(self, token, view: LessonView, level_id, teacher=None) -> LessonPage:
@@ -435,7 +435,7 @@ class Lesson:
         def action(space, progress):
             cleaned = self.spaces.set_display_name(token, name)
             done = f"👋 老师会看到你叫 {literal_inline(cleaned)}" if cleaned else "已清除名字：老师只看到一个空间编号"
-            return view, done, {}
+            return view, done, {"name": cleaned}
         return self._act(token, view, teacher, action, counts=False)
 
     # ── 老师：自己出一关 ──────────────────────────────────────────────────────────────────
@@ -517,7 +517,6 @@ class Lesson:
     def _render(self, space, view: LessonView, teacher, notice: str, counts, extra: dict) -> LessonPage:
         progress = read_progress(space.folder)
         page = LessonPage(notice=notice, view=view, teacher=self._is_teacher(teacher))
-        page.name = _own_name(space.folder)
         exercise = None
         if view.level:
             try:

@@ -74,7 +74,7 @@ def page_outputs(page: LessonPage) -> list:
         gr.Accordion(visible=page.teacher),
         gr.skip() if page.draft is None else page.draft,
         gr.skip() if page.main_draft is None else page.main_draft,
-        page.name,
+        gr.skip() if page.name is None else page.name,
         gr.Markdown(_tools_note(page.tools), visible=bool(page.tools)),
     ]
 
