@@ -59,10 +59,11 @@ class LessonEvent:
 def page_outputs(page: LessonPage) -> list:
     """LessonPage -> 各输出控件的新值（顺序与 build() 里的 outputs 一致）。"""
     view = page.view
+    same = gr.skip() if not page.static else None   # 这一关不变的部分：操作之后不重发（mermaid 不必重画）
     return [
         page.notice, view,
         gr.Radio(choices=page.level_choices, value=view.level),
-        page.instructions, page.goal_map, page.goal_text, page.current_map,
+        same or page.instructions, same or page.goal_map, same or page.goal_text, page.current_map,
         gr.Radio(choices=page.tree_choices, value=view.session_id if page.tree_choices else None),
         page.verdict, page.hint,
         gr.Markdown(page.solution, visible=bool(page.solution)),
@@ -75,7 +76,7 @@ def page_outputs(page: LessonPage) -> list:
         gr.skip() if page.draft is None else page.draft,
         gr.skip() if page.main_draft is None else page.main_draft,
         gr.skip() if page.name is None else page.name,
-        gr.Markdown(_tools_note(page.tools), visible=bool(page.tools)),
+        same or gr.Markdown(_tools_note(page.tools), visible=bool(page.tools)),
     ]
 
 
