@@ -599,6 +599,10 @@ class Lesson:
         page.converge_choices = [(shorten(label, 60), sid) for label, sid in page.tree_choices if sid != selected]
         page.current_map = mermaid_map(tree, selected, end, links=False)
 
+    def level_choices(self) -> list:
+        """还没有进度时的关卡列表。"""
+        return self._choices({"levels": {}})
+
     def _choices(self, progress: dict) -> list:
         """关卡列表：✅ 做完了、▶ 开始了、· 还没开始。"""
         choices = []

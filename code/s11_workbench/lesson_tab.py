@@ -101,7 +101,8 @@ def build(ctx) -> None:
         name_button = gr.Button("💾 保存名字", scale=1, min_width=110, elem_id="s11l-name-save")
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=240):
-            levels = gr.Radio([], label="关卡（✅ 做完 · ▶ 做到一半 · 🧑‍🏫 老师出的）", elem_id="s11l-levels")
+            # 一开始就列出内置关卡（没有 ✓）：页面载入时再换成带进度的那一份
+            levels = gr.Radio(lesson.level_choices(), label="关卡（✅ 做完 · ▶ 做到一半 · 🧑‍🏫 老师出的）", elem_id="s11l-levels")
             start_button = gr.Button("🚀 开始这一关（重新开始会另写一份起点）", variant="primary",
                                      elem_id="s11l-start")
             solution_button = gr.Button("📖 看答案", elem_id="s11l-solution-button")
