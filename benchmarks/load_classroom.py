@@ -258,7 +258,7 @@ class Page:
         example = EXAMPLES[(self.rounds - 1) % len(EXAMPLES)]
         data = await self.call("explorer_import_example", "explorer_import_example", [token, None, None, example])
         self.known.update(self.ids(data, "explorer_import_example"))
-        # the 🎯 练习 tab: level 2 (rewind) started and solved with one fork after message 3
+        # the exercise tab: level 2 (rewind) started and solved with one fork after message 3
         await pause()
         await self.call("lesson_pick", "lesson_pick", [token, None, None, "rewind"])
         await pause()
