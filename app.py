@@ -46,9 +46,11 @@ MONO_FONTS = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "DejaVu San
 # 整页的样式；每个标签页自己的样式在它的 CSS 里（launch_options 把它们接在后面）
 CSS = """
 .gradio-container { max-width: 1400px !important; margin: 0 auto !important; }
-/* 页签在窄屏上换行（不横向溢出） */
+/* 页签在窄屏上换行（不横向溢出），每一页都带着文字露在外面，不收进只有“⋯”图标的菜单：
+   gradio 量隐藏的那一排按钮的总宽决定要不要收起，把那一排量成 0 宽，它就全部摆出来（再由上一条换行） */
 .tab-container:not(.visually-hidden) { flex-wrap: wrap; height: auto; }
 .tab-wrapper { height: auto; }
+.tab-container.visually-hidden > button { width: 0 !important; min-width: 0 !important; padding: 0 !important; }
 """
 
 

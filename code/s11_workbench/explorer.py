@@ -346,11 +346,15 @@ def mermaid_map(tree: list[tuple[dict, str, int]], selected: str | None, end: st
     if len(nodes) - 1 > MAP_MAX_EDGES:
         nodes = branch_points_only(tree, {sid for sid in (selected, end) if sid})
         note = f"共 {len(tree):,} 个节点，图里只画根、分岔点和叶子（{len(nodes):,} 个），省略的链写在边上。"
-    source = _mermaid_source(nodes, selected, end, links, names if names is not None else branch_names(tree))
+    names = names if names is not None else branch_names(tree)
+    source = _mermaid_source(nodes, selected, end, links, names)
     if len(nodes) - 1 > MAP_MAX_EDGES or len(source) > MAP_MAX_CHARS:
         return "\n\n".join([f"共 {len(tree):,} 个节点，超出图能画的范围，下面是文字版（前 "
                             f"{TEXT_MAP_MAX_LINES} 行）。", fenced(_text_map(tree, names or {}), "text")])
-    return "\n\n".join(filter(None, [note, fenced(source, "mermaid")]))
+    # 图后面跟着同一棵树的文字版：窄屏上图里的字太小，CSS 改显示文字版（宽屏上藏起来）；放不下就只给图
+    shown = "\n\n".join(filter(None, [note, fenced(source, "mermaid")]))
+    text = fenced(_text_map(tree, names), "text")
+    return shown + "\n\n" + text if len(shown) + len(text) <= MAP_MAX_CHARS else shown
 
 
 def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: bool,

@@ -583,8 +583,10 @@ def test_hostile_titles_and_messages_stay_text_in_every_part_of_the_page(explore
         store.fork(root, [{"role": "assistant", "content": text}], at=2, title=text)
     page = explorer.select(token, View(), root)
     lines = page.map_markdown.split("\n")
-    source = lines[lines.index("```mermaid") + 1: -1]
+    source = lines[lines.index("```mermaid") + 1: lines.index("```", lines.index("```mermaid") + 1)]
     assert all(MAP_LINE.match(line) for line in source), source
+    text_tree = page.map_markdown.split("```text\n", 1)[1]   # the phone's text version of the same map
+    assert "分支 A" in text_tree and "<script>alert(1)</script>" in text_tree
     # tree labels and table cells are plain text in the page: the title appears verbatim (whitespace folded)
     assert any("<script>alert(1)</script>" in label for label, _ in page.tree_choices)
     assert "├─ 🌿 分支 A：<script>alert(1)</script> · ➕ <script>alert(1)</scrip… · 3 条" in {row[0] for row in page.rows}
