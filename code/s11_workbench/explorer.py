@@ -600,7 +600,7 @@ class Explorer:
 
     def _fork(self, space, own, parent_id: str, keep: int, first_message, title):
         new = [{"role": "user", "content": _turn_text(first_message)}] if str(first_message or "").strip() else []
-        name = _title_text(title)
+        name = _title_text(title) or _branch_title(space, parent_id)
         own.writable().throttle()
         if space is own:
             own.require_room(sessions=1)
@@ -1070,6 +1070,13 @@ def _context(text: str, folded: str, word: str) -> str:
     at = max(at, 0)
     begin, stop = max(0, at - HIT_CONTEXT), min(len(text), at + len(word) + HIT_CONTEXT)
     return ("…" if begin else "") + text[begin:stop] + ("…" if stop < len(text) else "")
+
+
+def _branch_title(space, parent_id: str) -> str:
+    """没填标题时新分支的标题：父会话的标题去掉结尾的“ · 分支”再加一个（不会越分越长：“· 分支 · 分支”）。"""
+    parent = space.store.load(parent_id)
+    base = re.sub(r"(?:\s·\s分支)+$", "", parent.title) if parent is not None else ""
+    return f"{base} · 分支" if base else ""
 
 
 def _message_number(value, total: int) -> int | None:

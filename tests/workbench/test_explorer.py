@@ -218,6 +218,8 @@ def test_a_second_click_after_a_fork_makes_no_second_fork_and_the_form_clears(ex
     again = explorer.fork(token, first.view, None, "换个思路")   # the cleared form sends no position
     assert again.notice.startswith("✅") and "就是现在显示的这个" in again.notice
     assert len(store_of(spaces, token).list_sessions()) == count and again.view.session_id == first.view.session_id
+    grandchild = explorer.fork(token, first.view, 2)   # a branch of a branch: the title does not grow "· 分支 · 分支"
+    assert store_of(spaces, token).load(grandchild.view.session_id).title == "修复登录服务内存泄漏 · 分支"
 
 
 def test_editing_an_earlier_user_message_makes_a_branch_before_it(explorer, spaces, student):
