@@ -201,8 +201,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"会话文件目录：{os.path.abspath(args.sessions_dir)}", flush=True)
     demo.launch(server_name=args.host, server_port=args.port, prevent_thread_lock=True, quiet=True,
                 **launch_options(demo))
-    print(f"✅ 工作台已就绪：{demo.local_url}（Ctrl+C 退出）", flush=True)
-    from s11_workbench.spaces import classroom_links
+    from s11_workbench.spaces import classroom_links, own_address
+    # 与教师链接同一个地址：浏览器按地址分开存空间令牌，换一种写法（localhost）就是另一个空间
+    print(f"✅ 工作台已就绪：{own_address(args.host, args.port)}（Ctrl+C 退出；请一直用这个地址打开，"
+          "你的私人空间属于这个浏览器和这个地址）", flush=True)
     for line in classroom_links(args.host, args.port, demo.s11_spaces.teacher_secret):
         print(line, flush=True)
     demo.block_thread()

@@ -75,6 +75,7 @@ SEARCH_HITS = 50           # 搜索最多列出多少处命中
 HIT_CONTEXT = 36           # 命中前后各留多少个字
 TEXT_CACHE_CHARS = 64 * 1024 * 1024   # 搜索用的正文缓存最多存多少字（超过就丢掉最早读入的）
 FIRST_ADDED_SHOWN = 24
+FOCUS_OPEN_CHARS = 200     # 被指向的那条消息里，这么短的折叠块才默认展开（手机上也不会把📍那行顶出窗口）
 NAME_LEVELS = 4            # 分支名最多写几层（'B.A.C.A'），更深的前面写 '…'
 # 每个动作的结果写在引起它的控件旁边：Page.area 是这几块之一（""：只写在页面顶上）
 AREAS = ("list", "path", "fork", "resume", "export", "trash", "import", "teacher")
@@ -230,6 +231,9 @@ def _message_rows(message: dict, number: int, tool_names: dict, clean: Callable[
         head = []
         rows[0] = {**rows[0], "metadata": {**rows[0]["metadata"],
                                            "title": f"{header} · {rows[0]['metadata']['title']}"}}
+    if focus:   # 链接 / 搜索指向的这条：短的折叠块默认展开，命中的字就在眼前；长的收着，免得把📍那行顶出窗口
+        rows = [{**row, "metadata": {key: value for key, value in row["metadata"].items()
+                                     if key != "status" or len(row["content"]) > FOCUS_OPEN_CHARS}} for row in rows]
     offset = len(head)
     return head + rows, [(offset + index, name) for index, name in calls]
 
