@@ -1,14 +1,22 @@
 """app.py — 本书配套工作台：每一节一个标签页
 
-    python app.py [--host 127.0.0.1] [--port 7860] [--sessions-dir gradio_sessions]
+    python app.py [--host 127.0.0.1] [--port 7860] [--sessions-dir gradio_sessions] [--students-per-address 1]
 
-    tabs() = (demo_tab, explorer_tab, lab_tab)   每个 code/s11_workbench/*_tab.py 有 LABEL、CSS 和 build(ctx)
+    tabs() = (demo_tab, explorer_tab, lesson_tab, lab_tab)   每个 code/s11_workbench/*_tab.py 有 LABEL、CSS 和 build(ctx)
        └─> gr.Tab(LABEL) 里调 build(ctx)            ctx = TabContext(sessions_dir, spaces, visitor, teacher, ready)
     新增一页 = 在 code/s11_workbench/ 写一对 xxx.py（逻辑）+ xxx_tab.py（布局），再在 tabs() 里加上它的名字。
 
     页面加载 ──> enter_space：浏览器里的空间令牌（gr.BrowserState）有效就沿用，否则领一个新的；
                  带 ?teacher=<启动时打印的密钥> 打开时，教师密钥只记在服务器端的 gr.State 里。
     每个请求 ──> 处理函数拿 visitor 作输入，ctx.spaces.open(token) 重新验签（见 code/s11_workbench/spaces.py）。
+
+    服务器的外壳还管四件事（逻辑在 code/s11_workbench/ 的 upload_guard.py、queue_guard.py、spaces.py）：
+      请求体  UploadGuard：表头有歧义就拒绝，读进来的字节边读边数（分块发送也有上限）
+      排队    QueueGuard：每位访客（空间、地址）同时排队或运行中的事件有上限
+      内存    keep_replacement_ids()：绕过 gradio 6.31 让页面状态每轮变大的 bug；页面会话最多 PAGE_SESSIONS 个，
+              先丢已关闭的页面；glibc 的 malloc arena 限成 MALLOC_ARENA_MAX 个
+      临时目录 本次启动的所有临时文件（上传、导出、下载缓存、实验室）都在一个 s11_run_* 目录里，
+              Ctrl+C、SIGTERM、SIGHUP、正常退出都会删掉它；启动时删掉同一会话目录以前的启动留下、主人已不在的
 
 关键洞察：这里只是外壳。gradio 导入要 ~5 秒，所以先打印一句提示再导入；逻辑全在 code/ 里。
 全程离线：主题只用系统字体，不加载 Google Fonts，关闭统计上报。
@@ -19,7 +27,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
-import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -36,6 +44,11 @@ DEFAULT_PORT = 7860
 DEFAULT_SESSIONS_DIR = HERE / "gradio_sessions"
 # Gradio 的下载缓存：每 10 分钟清一次超过 1 小时的文件，一堂长课里不会无限增长
 DELETE_CACHE = (600, 3600)
+# gradio 为每个打开过的页面保留一整份页面配置（约 0.5 MB）；默认留到 10,000 个。这里最多留这么多，
+# 超出时先丢已关闭的页面（心跳断开的），还开着的页面只在全是开着的时才丢最久没用的那个
+PAGE_SESSIONS = 200
+# glibc 默认每个线程一个 malloc arena（最多 8×核数），gradio 的线程池让碎片越积越多；2 个就够用
+MALLOC_ARENA_MAX = 2
 
 SANS_FONTS = ["system-ui", "-apple-system", "Segoe UI", "PingFang SC", "Hiragino Sans GB",
               "Microsoft YaHei", "Noto Sans CJK SC", "Noto Sans SC", "WenQuanYi Micro Hei",
@@ -57,8 +70,14 @@ CSS = """
 def tabs() -> tuple:
     """工作台的标签页，按页面上的顺序。它们 import gradio（~5 秒），所以用到时才导入：`python app.py` 能先检查
     会话目录、先打印“正在加载”，`import app` 也不必等 gradio。"""
-    from s11_workbench import demo_tab, explorer_tab, lab_tab
-    return demo_tab, explorer_tab, lab_tab
+    from s11_workbench import demo_tab, explorer_tab, lab_tab, lesson_tab
+    return demo_tab, explorer_tab, lesson_tab, lab_tab
+
+
+def panels() -> tuple:
+    """标签页上方的面板（也有 CSS 和 build(ctx)）：课堂面板只在教师模式下显示，学生的页面上它是隐藏的、空的。"""
+    from s11_workbench import classroom_tab
+    return (classroom_tab,)
 
 
 class TabContext(NamedTuple):
@@ -103,15 +122,17 @@ def launch_options(demo=None) -> dict:
     theme = gr.themes.Soft(primary_hue="emerald", secondary_hue="sky", neutral_hue="slate",
                            font=SANS_FONTS, font_mono=MONO_FONTS)
     spaces = getattr(demo, "s11_spaces", None)
-    css = CSS + "".join(tab.CSS for tab in tabs())
+    css = CSS + "".join(tab.CSS for tab in tabs() + panels())
     options = {"theme": theme, "css": css, "footer_links": ["api", "settings"], "ssr_mode": False,
-               "max_file_size": (spaces.limits if spaces is not None else Limits()).max_upload_bytes}
+               "max_file_size": (spaces.limits if spaces is not None else Limits()).max_upload_bytes,
+               "state_session_capacity": PAGE_SESSIONS}
     if spaces is not None:
         from starlette.middleware import Middleware
 
         from s11_workbench.upload_guard import UploadGuard
         options["blocked_paths"] = [os.path.abspath(spaces.sessions_dir)]
-        options["app_kwargs"] = {"middleware": [Middleware(UploadGuard, spaces=spaces)]}
+        options["app_kwargs"] = {"middleware": [Middleware(UploadGuard, spaces=spaces,
+                                                           upload_folder=gr.utils.get_upload_folder())]}
     return options
 
 
@@ -122,8 +143,12 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
     只有只对本机开放时才给（main() 检查）。"""
     import gradio as gr
 
+    from s11_workbench.queue_guard import QueueGuard
     from s11_workbench.spaces import Limits, Spaces
-    spaces = Spaces(sessions_dir, limits=limits or Limits(), teacher_secret=teacher_secret)
+    keep_replacement_ids()
+    bound_page_sessions()
+    spaces = Spaces(sessions_dir, limits=limits or Limits(), teacher_secret=teacher_secret,
+                    client_address=current_client_address)
     with gr.Blocks(title="第 8 章 · Agent 工作台", delete_cache=DELETE_CACHE, analytics_enabled=False) as demo:
         # BrowserState 的加密密钥会出现在页面配置里：用服务器密钥的单向派生，重启后浏览器里的令牌仍能解开
         visitor = gr.BrowserState(None, storage_key="s11-space", secret=spaces.browser_secret())
@@ -141,13 +166,68 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
         # 教师身份已记在服务器端：把密钥从地址栏抹掉，投屏、截图、浏览器历史里都不再带着它（刷新就回到学生视图）
         ready.then(None, js=FORGET_TEACHER_LINK_JS)
         ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready, agent_folders)
+        for panel in panels():
+            panel.build(ctx)
         with gr.Tabs():
             for tab in tabs():
                 # id：页面加载时（如 ?session= 链接）可以直接切到这一页（explorer_tab 从 gr.Tab 上读它）
                 with gr.Tab(tab.LABEL, id=tab.__name__.rpartition(".")[2]):
                     tab.build(ctx)
+    QueueGuard(spaces).install(demo._queue)   # Blocks 退出 with 时才建好队列
     demo.s11_spaces = spaces
     return demo
+
+
+def current_client_address():
+    """正在处理的事件来自哪个访客地址（gradio 在调用处理函数前把请求放进 LocalContext）；不在事件里时 None。"""
+    from gradio.context import LocalContext
+    request = LocalContext.request.get(None)
+    client = getattr(request, "client", None)
+    return getattr(client, "host", None)
+
+
+def keep_replacement_ids() -> None:
+    """绕过 gradio 6.31 的一个 bug：处理函数返回带属性的组件（gr.Radio(choices=…)、gr.update(…)）时，gradio 在
+    页面状态里放一个新建的替身组件，替身有一个新的 _id；这个组件下次作为输入时，gradio 按新 _id 又登记一遍——
+    每个这样的组件每轮多一份配置（一个页面每轮 +3 份，一堂课几十 MB）。这里让替身沿用原组件的 _id，
+    登记的还是原来那一格。只改 SessionState.__setitem__，装一次。"""
+    from gradio.blocks import Block
+    from gradio.state_holder import SessionState
+    if getattr(SessionState.__setitem__, "s11_keeps_ids", False):
+        return
+    original = SessionState.__setitem__
+
+    def setitem(self, key, value):
+        if isinstance(value, Block) and getattr(value, "_id", key) != key and key in self.blocks_config.blocks:
+            value._id = key   # 替身占原组件的位置，而不是再开一个新位置
+        original(self, key, value)
+
+    setitem.s11_keeps_ids = True
+    SessionState.__setitem__ = setitem
+
+
+def bound_page_sessions() -> None:
+    """gradio 的页面会话表满了（state_session_capacity，launch_options 设成 PAGE_SESSIONS）时丢最久没用的那个，
+    不管它还开没开着——上课时一个同学读久了，他的视图状态就没了。这里改成先丢已关闭的（心跳已断开），
+    只有全是开着的页面时才丢最久没用的。只改 StateHolder.update，装一次。"""
+    from gradio.state_holder import StateHolder
+    if getattr(StateHolder.update, "s11_bounded", False):
+        return
+
+    def update(self, session_id):
+        with self.lock:
+            if session_id in self.session_data:
+                self.session_data.move_to_end(session_id)
+            while len(self.session_data) > self.capacity:
+                victim = next((key for key, state in self.session_data.items()
+                               if key != session_id and getattr(state, "is_closed", False)), None)
+                if victim is None:
+                    victim = next(iter(self.session_data))
+                self.session_data.pop(victim, None)
+                self.time_last_used.pop(victim, None)
+
+    update.s11_bounded = True
+    StateHolder.update = update
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -160,7 +240,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--agent-folders", action="store_true",
                         help="在浏览器的「📥 导入」里列出本机 Claude Code / Pi / Codex / Gemini CLI 的会话（只读；"
                              "只能在只对本机开放时用）")
+    parser.add_argument("--students-per-address", type=int, default=1, metavar="N",
+                        help="一个访客地址后面有几位同学（默认 1）。整班在同一个 NAT / 代理后面、服务器看到的都是"
+                             "同一个地址时设成班级人数：按地址的限额（领新空间、新建、上传、排队）随之放大 N 倍")
     args = parser.parse_args(argv)
+    if not 1 <= args.students_per_address <= 1000:
+        parser.error(f"--students-per-address {args.students_per_address} 无效：应是 1–1000 的整数")
     if args.port is None:
         env_port = os.environ.get("GRADIO_SERVER_PORT", str(DEFAULT_PORT))
         if not env_port.isdigit() or not 0 < int(env_port) < 65536:
@@ -176,28 +261,75 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def use_private_gradio_cache() -> None:
-    """Gradio 的上传与下载缓存放进本次启动自己的目录（mkdtemp：0700、名字随机），退出（含 Ctrl+C）时整个删掉。
+def use_run_folder(sessions_dir: str) -> str:
+    """本次启动的临时目录（见 code/s11_workbench/run_folder.py）：先删掉同一会话目录以前的启动留下的
+    （主人进程已不在），再新建一个，让本进程的所有临时文件都落在里面——gradio 的上传与下载缓存
+    （GRADIO_TEMP_DIR，自己设了的照用不误）、导出、实验室的临时文件夹（TMPDIR，子进程也继承）。
+    退出时（atexit，以及 main() 的 finally）整个删掉。"""
+    from s11_workbench import run_folder
+    for folder in run_folder.remove_leftovers(sessions_dir):
+        print(f"🧹 删除了上次启动留下的临时目录 {os.path.basename(folder)}", flush=True)
+    folder = run_folder.create(sessions_dir)
+    atexit.register(run_folder.remove, folder)
+    if not os.environ.get("GRADIO_TEMP_DIR"):
+        os.environ["GRADIO_TEMP_DIR"] = os.path.join(folder, "gradio")
+    os.environ["TMPDIR"] = folder
+    tempfile.tempdir = folder
+    return folder
 
-    默认的 /tmp/gradio 是所有账号共用的固定名字，gradio 退出时也不清理它登记之外的文件。
-    自己设了 GRADIO_TEMP_DIR 的就照用不误。"""
-    if os.environ.get("GRADIO_TEMP_DIR"):
+
+def stop_on_signals() -> None:
+    """Ctrl+C（SIGINT）、kill（SIGTERM）、关掉终端（SIGHUP）都当作 Ctrl+C：gradio 关掉服务器，main() 正常返回，
+    临时目录随之删除。SIGINT 也要重新装上：从脚本或后台启动时它可能被设成了“忽略”。"""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), interrupt)
+
+
+def limit_malloc_arenas(count: int = MALLOC_ARENA_MAX) -> None:
+    """glibc：最多 count 个 malloc arena（等同于环境变量 MALLOC_ARENA_MAX，但在进程里设，不必改启动命令）。
+    自己设了 MALLOC_ARENA_MAX 的照用；不是 glibc 时什么都不做。"""
+    if os.environ.get("MALLOC_ARENA_MAX") or not sys.platform.startswith("linux"):
         return
-    folder = tempfile.mkdtemp(prefix="s11_gradio_")
-    os.environ["GRADIO_TEMP_DIR"] = folder
-    atexit.register(shutil.rmtree, folder, True)
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-8, int(count))   # M_ARENA_MAX
+    except (OSError, AttributeError):
+        pass
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    from s11_workbench import run_folder
     from s11_workbench.demo import check_sessions_dir  # 不依赖 gradio：目录用不了就立刻说，不等第一个同学点击
     problem = check_sessions_dir(args.sessions_dir)
     if problem is not None:
         print(f"❌ {problem}", file=sys.stderr, flush=True)
         raise SystemExit(2)
-    use_private_gradio_cache()
+    stop_on_signals()
+    limit_malloc_arenas()
+    folder = use_run_folder(args.sessions_dir)
+    try:
+        serve(args)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        run_folder.remove(folder)
+    try:
+        print("👋 已停止，本次的临时文件已删除", flush=True)
+    except OSError:   # 终端已经关了（SIGHUP）
+        pass
+
+
+def serve(args: argparse.Namespace) -> None:
+    from s11_workbench.spaces import Limits
     print("正在加载 Gradio（约 5 秒）…", flush=True)
-    demo = build_app(args.sessions_dir, agent_folders={} if args.agent_folders else None)
+    demo = build_app(args.sessions_dir, limits=Limits(students_per_address=args.students_per_address),
+                     agent_folders={} if args.agent_folders else None)
     print(f"会话文件目录：{os.path.abspath(args.sessions_dir)}", flush=True)
     demo.launch(server_name=args.host, server_port=args.port, prevent_thread_lock=True, quiet=True,
                 **launch_options(demo))
@@ -207,7 +339,10 @@ def main(argv: list[str] | None = None) -> None:
           "你的私人空间属于这个浏览器和这个地址）", flush=True)
     for line in classroom_links(args.host, args.port, demo.s11_spaces.teacher_secret):
         print(line, flush=True)
-    demo.block_thread()
+    try:
+        demo.block_thread()
+    finally:
+        demo.close()
 
 
 if __name__ == "__main__":

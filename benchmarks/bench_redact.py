@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as c  # noqa: E402
 
 c.setup_paths()
+sys.path.insert(0, str(c.TESTS_DIR / "store"))   # the corpus lives beside the redaction tests
 from test_redact_corpus import build_corpus  # noqa: E402
 
 import s11_redact  # noqa: E402

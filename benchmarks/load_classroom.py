@@ -5,6 +5,7 @@
     python benchmarks/load_classroom.py --students 5 --minutes 0    # one burst only
     python benchmarks/load_classroom.py --browser-pages 3   # + chromium pages clicking the demo meanwhile
     python benchmarks/load_classroom.py --server-env MALLOC_ARENA_MAX=2   # an experiment on the server's environment
+    python benchmarks/load_classroom.py --minutes 30 --warmup 5   # the memory target: drift after warm-up ≤ 20 MiB
 
     python app.py --port <free> --sessions-dir <scratch>   GRADIO_PROFILING=1, TMPDIR in scratch (gradio's cache goes there)
         ▲  one asyncio "page" per student: its own loopback address (127.0.0.10, .11, …), its own session_hash
@@ -58,6 +59,7 @@ from s11_session import SessionStore  # noqa: E402
 TARGET_SERVER_P95_S = 1.0
 TARGET_PAGE_P95_S = 3.0
 TARGET_RSS_GROWTH = 100 * 1024 * 1024
+TARGET_RSS_DRIFT = 20 * 1024 * 1024      # issue 19 item 6: after warm-up, a class's server memory stays flat
 EXAMPLES = ("claude-code-rate-limit.jsonl", "pi-v3-report-cache.jsonl")
 ROW_CLICK = "on_row"            # the list's select event: private (no api_name), found by its inputs
 ACTIONS = ["enter_space", "run_demo", "explorer_refresh", "select (row click)", "explorer_fork", "explorer_resume",
@@ -264,6 +266,7 @@ class Run:
     minutes: float
     think: float
     timeout: float
+    warmup: float = 0.0                                # minutes of the steady phase before the drift is measured
     calls: List[Call] = field(default_factory=list)
     traces: Dict[str, dict] = field(default_factory=dict)
     rss: List[tuple] = field(default_factory=list)      # (seconds since start, label, VmRSS bytes)
@@ -541,6 +544,16 @@ def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[d
     c.print_table("2. the server's memory (VmRSS of the app.py process)", ["when", "RSS", "vs start"], rows)
     end_rss = next((value for _, label, value in rss if label == "end of the run"), None)
     idle_rss = next((value for _, label, value in rss if label.startswith("10 s later")), end_rss)
+    drift = rss_drift(run)
+    if drift is not None:
+        c.print_table(f"2b. RSS drift after warm-up (burst + {run.warmup:g} min of the steady phase)",
+                      ["measure", "value"],
+                      [["RSS after warm-up", c.human_bytes(drift["warm"])],
+                       ["RSS at the end of the run", c.human_bytes(drift["end"])],
+                       ["drift, end − after warm-up", f"{drift['drift'] / 2**20:+.1f} MiB"],
+                       ["slope of the samples after warm-up (least squares)",
+                        f"{drift['slope'] * 60 / 2**20:+.2f} MiB/min over {drift['samples']} samples"]],
+                      note="the samples are taken every 15 s; the drift is what a longer lesson adds")
 
     c.print_table("3. temp files (the server's TMPDIR in the scratch folder, gradio's cache included)",
                   ["when", "files", "bytes"],
@@ -581,6 +594,8 @@ def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[d
         ["RSS growth, start → end of run (MiB)",
          f"{(end_rss - start_rss) / 2**20:.1f}" if end_rss else "n/a", "≤ 100",
          "met" if end_rss and end_rss - start_rss <= TARGET_RSS_GROWTH else "MISSED"],
+        ["RSS drift after warm-up (MiB)", f"{drift['drift'] / 2**20:+.1f}" if drift else "n/a", "≤ 20",
+         "met" if drift and drift["drift"] <= TARGET_RSS_DRIFT else "MISSED"],
     ]
     if browser is not None:
         verdict.append(["page click → rendered p95 (s)", f"{page_p95:.2f}" if page_p95 else "n/a",
@@ -602,8 +617,28 @@ def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[d
           f"rss_start_mib={start_rss / 2**20:.0f} rss_end_mib={(end_rss or 0) / 2**20:.0f} "
           f"rss_idle_mib={(idle_rss or 0) / 2**20:.0f} temp_files_running={temp['running'][0]} "
           f"temp_files_stopped={temp['stopped'][0]}"
+          + (f" rss_drift_mib={drift['drift'] / 2**20:.1f}" if drift else "")
           + (f" page_p95_ms={page_p95 * 1000:.0f}" if page_p95 else ""), flush=True)
     return ok
+
+
+def rss_drift(run: Run) -> Optional[dict]:
+    """RSS after warm-up (the first sample at least `warmup` minutes after the burst), at the end, and the
+    least-squares slope of the samples in between; None when the run is too short to have such samples."""
+    burst_end, steady_end = run.marks.get("burst end"), run.marks.get("steady end")
+    if burst_end is None or steady_end is None:
+        return None
+    after = [(at, value) for at, label, value in run.rss
+             if label == "sample" and burst_end + 60 * run.warmup <= at <= steady_end]
+    end = next((value for _, label, value in run.rss if label == "end of the run"), None)
+    if not after or end is None:
+        return None
+    points = after + [(steady_end, end)]
+    mean_t = sum(t for t, _ in points) / len(points)
+    mean_v = sum(v for _, v in points) / len(points)
+    spread = sum((t - mean_t) ** 2 for t, _ in points)
+    slope = sum((t - mean_t) * (v - mean_v) for t, v in points) / spread if spread else 0.0
+    return {"warm": after[0][1], "end": end, "drift": end - after[0][1], "slope": slope, "samples": len(points)}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -616,6 +651,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--browser-pages", type=int, default=0,
                         help="chromium pages clicking the demo during the steady phase (bench_browser.py)")
     parser.add_argument("--quick", action="store_true", help="a 30 s steady phase")
+    parser.add_argument("--warmup", type=float, default=None,
+                        help="minutes of the steady phase before the RSS drift is measured (default: a fifth of "
+                             "--minutes, at most 5)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder (its path is printed)")
     parser.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
                         help="extra environment for the server, for experiments (e.g. MALLOC_ARENA_MAX=2)")
@@ -632,6 +670,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                     "browsers": f"{args.browser_pages} chromium page(s)" if args.browser_pages else "none",
                     "server  ": " ".join(args.server_env) or "default environment"})
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # killed: still stop the server, remove scratch
+    # started from a script or in the background, SIGINT may be ignored here, and an ignored signal stays ignored
+    # in the server child: its SIGINT (Ctrl+C, which makes it clean up) would then do nothing and the temp files
+    # would be reported as leftovers. A handler (unlike "ignore") is reset to the default in the child at exec.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         ok = measure(args, minutes, scratch, sessions_dir)
     finally:
@@ -645,10 +687,15 @@ def main(argv: Optional[List[str]] = None) -> int:
 def measure(args: argparse.Namespace, minutes: float, scratch: Path, sessions_dir: Path) -> bool:
     server_tmp, gradio_tmp = scratch / "server-tmp", scratch / "gradio-cache"
     server_tmp.mkdir()
-    run = Run(args.students, minutes, args.think, args.timeout)
+    warmup = args.warmup if args.warmup is not None else min(5.0, minutes / 5)
+    run = Run(args.students, minutes, args.think, args.timeout, warmup)
     extra = dict(item.split("=", 1) for item in args.server_env if "=" in item)
     # no GRADIO_TEMP_DIR: app.py then keeps gradio's cache in a private folder of its own under TMPDIR (as in class)
-    app = c.AppProcess(sessions_dir, env={**extra, "GRADIO_PROFILING": "1", "TMPDIR": str(server_tmp)})
+    # the chromium pages all come from 127.0.0.1: per-address budgets (creates, queue) are one student's each,
+    # so the server is told how many students share that address, as a classroom behind one NAT would be
+    share = ["--students-per-address", str(args.browser_pages)] if args.browser_pages > 1 else []
+    app = c.AppProcess(sessions_dir, extra_args=share,
+                       env={**extra, "GRADIO_PROFILING": "1", "TMPDIR": str(server_tmp)})
     browser = {"pages": args.browser_pages, "json": scratch / "browser.json"} if args.browser_pages else None
     try:
         startup = app.start(timeout=120)

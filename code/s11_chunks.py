@@ -22,7 +22,8 @@
 
 保证：
   * 版本规则（也见 s11_format）：消息的紧凑 JSON 不到 big_session_bytes（默认 BIG_SESSION_BYTES = 64 KiB）
-    或一刀也切不出的会话写成 version 3；只有切成块的会话写成 version 4。阈值为 math.inf 时一律写 version 3
+    或一刀也切不出的会话写成 version 3；只有切成块的会话写成 version 4。收敛节点（有 converged_from，
+    见 s11_converge）同样的两种布局，版本写 5，头里多一个 converged_from；有标签的大会话头里多一个 labels。阈值为 math.inf 时一律写 version 3
     （就是以前“每个节点自带完整前缀”的布局，基准测试拿它对照）。
   * 书中代码读不到被截短的历史：version 4 文件至少有头和索引两行，不是一个 JSON 文档，书里的 json.load
     直接抛错（list_sessions 跳过它，load 抛 JSONDecodeError）——要么读到全部（version 3），要么根本读不了。
@@ -62,6 +63,8 @@ from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Se
 import s11_tree
 from s11_format import (
     CHUNKED_VERSION,
+    CHUNKED_VERSIONS,
+    CONVERGE_VERSION,
     PLAIN_VERSION,
     ChunkError,
     CorruptSession,
@@ -142,12 +145,14 @@ def plan(payload: Dict[str, Any], *, threshold: float = BIG_SESSION_BYTES, chunk
          batch: Optional[Batch] = None) -> Plan:
     """要保存的字典（SessionStore._plan 拼好的）→ Plan。先检查、编码每条消息，出错时什么都没写。"""
     sid, messages = payload["session_id"], payload["messages"]
+    converged = "converged_from" in payload   # 收敛节点写 version 5（布局不变），其余照旧 3 / 4
+    plain_version = CONVERGE_VERSION if converged else PLAIN_VERSION
     memo = batch.lines if batch is not None else None
     parent, keep = _inherited(payload, batch)
     validate_messages(messages, f"会话 {sid}：", memo, start=keep)
     plain = None
     if parent is None and _text_chars(messages, threshold) < threshold:   # 文字的字符数 ≤ 紧凑 JSON 的字节数
-        plain = encode_session({**payload, "version": PLAIN_VERSION}, sid)
+        plain = encode_session({**payload, "version": plain_version}, sid)
         if len(plain) < threshold:   # 整个 indent=2 文件都比阈值短，消息的紧凑 JSON 只会更短：小会话，不必逐条编码
             return Plan(plain, [])
     where = f"会话 {sid} 的"
@@ -169,9 +174,15 @@ def plan(payload: Dict[str, Any], *, threshold: float = BIG_SESSION_BYTES, chunk
     if batch is not None:
         batch.planned[sid] = _Planned(messages, lines, sizes, ends, chunks)
     if not ends:   # 小会话：章节的自带全部消息的文件，和以前逐字节相同
-        return Plan(plain or encode_session({**payload, "version": PLAIN_VERSION}, sid), [])
-    head = {"version": CHUNKED_VERSION, **{key: payload[key] for key in _SUMMARY_FIELDS[1:9]},
+        return Plan(plain or encode_session({**payload, "version": plain_version}, sid), [])
+    head = {"version": CONVERGE_VERSION if converged else CHUNKED_VERSION,
+            **{key: payload[key] for key in _SUMMARY_FIELDS[1:9]},
             "message_count": len(lines), "first_added": s11_tree.first_added(messages, payload["fork_point"])}
+    if converged:
+        head["converged_from"] = payload["converged_from"]
+    labels = s11_tree.message_labels(messages)
+    if labels:   # 会话树只读头就能显示标签；旧程序不认识这个键也无妨
+        head["labels"] = labels
     index = {"workspace": payload["workspace"], "chunks": [[name, end - begin] for (name, _), begin, end
                                                             in zip(chunks, [0] + ends, ends)],
              "tail": len(lines) - ends[-1]}
@@ -242,7 +253,7 @@ def decode_node(raw: bytes, path: str, read_chunk: Optional[Callable[[str, int, 
         return decode_session(raw, path)
     head, newline = found
     newer_head(head, path)
-    if head.get("version") != CHUNKED_VERSION:
+    if head.get("version") not in CHUNKED_VERSIONS:
         return decode_session(raw, path)   # 比如多了一行的 version 3 文件：照常报告它坏在哪里
     _check_head(head, len(raw) - newline - 1, path)
     second = raw.find(b"\n", newline + 1)
@@ -357,7 +368,7 @@ class ChunkStore:
         found = head_of(raw)
         if found is None and len(raw) == info.st_size:
             return decode_session(raw, path), info   # 单个 JSON 文档，已经整个读完
-        if found is None or not isinstance(found[0], dict) or found[0].get("version") != CHUNKED_VERSION:
+        if found is None or not isinstance(found[0], dict) or found[0].get("version") not in CHUNKED_VERSIONS:
             if len(raw) < info.st_size:
                 raw, info = _read(path)
             return decode_node(raw, path), info
@@ -555,7 +566,7 @@ class ChunkStore:
         try:
             raw, _ = _read(path)
             found = head_of(raw)
-            if found is None or not isinstance(found[0], dict) or found[0].get("version") != CHUNKED_VERSION:
+            if found is None or not isinstance(found[0], dict) or found[0].get("version") not in CHUNKED_VERSIONS:
                 return []
             _check_head(found[0], len(raw) - found[1] - 1, path)
         except (OSError, CorruptSession):

@@ -3,13 +3,21 @@
     python code/s11_cli.py [--dir sessions] tree [ID]          会话树（整个仓库，或某个节点的子树）
                                             show ID            一个会话：祖先链 + 每条消息的开头
                                             export ID [--html] [--no-redact]   导出（默认 Markdown，已脱敏）
+                                            export --tree ID --html|--md|--jsonl [--subtree|--path] [--mask TEXT…]
+                                                   [--unmask HIT…] [--review] [--no-redact] [-o FILE]
+                                                               整棵树一页（或子树、路径），JSONL 可再 import
                                             check              体检：坏文件、父节点缺失、残留的临时文件
+                                            compare A B        对比同一棵树上的两个节点（共同祖先、各自的后续）
+                                            converge CHOSEN OTHER… --decision TEXT [--carry ID:K …]
+                                                               收敛：在 CHOSEN 下新建记下决定的节点
+                                            label ID K [TEXT]  给第 K 条消息加标签（不给 TEXT = 去掉）
                                             import PATH…       导入 Claude Code / Pi / Codex / Gemini 的记录（文件或文件夹）
                                             import --agent-folders [--limit N]   导入本机 Agent 文件夹里最新的会话
                                             agents [--folder DIR] [--limit N]   列出本机 Agent 文件夹里的会话
                                             empty-trash        清空回收站
                                             demo               跑一遍书里的演示（同 python code/s11_session.py）
     python code/s11_cli.py --dir gradio_sessions class list | show SPACE | remove-idle --hours H | empty-trash
+                                                   | archive [--keep-days D] | archives | restore-archive NAME
 
 一条规则管所有子命令：
   * 会话里来的每一段文字（标题、ID、文件名、消息、报告）都经 s11_text.printable() 再打印：
@@ -31,7 +39,9 @@ import time
 import unicodedata
 from typing import Callable, Dict, List, Optional
 
+import s11_converge
 import s11_import
+from s11_export import message_marks
 from s11_format import SessionError, SessionNotFound
 from s11_session import SessionStore, demo_tree_branching
 from s11_text import describe_os_error, human_size, printable
@@ -80,16 +90,75 @@ def cmd_show(args) -> int:
         raise SessionNotFound(f"未找到会话: {args.session_id}")
     say(" → ".join(f"{printable(s['title'])} [{s['session_id']}]" for s in store.lineage(args.session_id)))
     for number, message in enumerate(node.messages, 1):
-        say(f"{number:>4}. {printable(message['role'])}: {printable(content_text(message.get('content'))[:100])}")
+        marks = "".join(f" [{text}]" for kind, text in message_marks(message)
+                        if kind in ("label", "converge", "origin"))   # 🏷️ 标签、🔀 收敛、↪️ 带自哪里
+        say(f"{number:>4}. {printable(message['role'])}{printable(marks)}: "
+            f"{printable(content_text(message.get('content'))[:100])}")
     return 0
 
 
 def cmd_export(args) -> int:
+    if args.tree:
+        return cmd_export_tree(args)
+    if not args.session_id:
+        raise BadArguments("缺少参数：ID（或 --tree ID）（用 -h 查看用法）")
+    if args.jsonl or args.md or args.mask or args.unmask or args.review or args.subtree or args.path or args.out:
+        raise BadArguments("--md、--jsonl、--mask、--unmask、--review、--subtree、--path、-o 只用于 --tree ID（用 -h 查看用法）")
     store = store_of(args)
     if store.load(args.session_id) is None:
         raise SessionNotFound(f"未找到会话: {args.session_id}")
     export = store.export_html if args.html else store.export_markdown
     say(export(args.session_id, redact=not args.no_redact))
+    return 0
+
+
+def cmd_export_tree(args) -> int:
+    """export --tree ID：整棵树（--subtree 子树、--path 路径）写成一页 HTML、一份 Markdown 或可再导入的 JSONL。
+    --review 只列出复核表（每处命中的编号、规则、上下文、位置），不导出；--unmask 编号 揭开误报，--mask 加字符串。"""
+    import s11_tree_export
+    from s11_import import tree_jsonl
+    from s11_review import AddedMaskError, manifest_lines, where_text
+
+    if args.session_id:
+        raise BadArguments(f"--tree 已经给了节点，多余的参数：{args.session_id}（用 -h 查看用法）")
+    kinds = [name for name, on in (("html", args.html), ("md", args.md), ("jsonl", args.jsonl)) if on]
+    if len(kinds) > 1 or (not kinds and not args.review):
+        raise BadArguments("--tree 要选一种格式：--html、--md 或 --jsonl（或 --review 只看复核表）")
+    if args.subtree and args.path:
+        raise BadArguments("--subtree 和 --path 只能选一个")
+    if args.no_redact and (args.mask or args.unmask or args.review):
+        raise BadArguments("--no-redact 不能和 --mask、--unmask、--review 一起用")
+    scope = "subtree" if args.subtree else "path" if args.path else "tree"
+    store = store_of(args)
+    try:
+        gathered = s11_tree_export.gather(store, args.tree, scope)
+        review = None if args.no_redact else s11_tree_export.review_of(gathered, args.mask or ())
+    except AddedMaskError as exc:
+        raise BadArguments(str(exc)) from None
+    if review is not None:
+        unknown = sorted(set(args.unmask or ()) - {hit.hit_id for hit in review.hits})
+        if unknown:
+            raise BadArguments(f"复核表里没有这些编号：{'、'.join(unknown)}（用 --review 查看）")
+    if args.review:
+        for hit in review.hits:
+            say(f"{hit.hit_id}  [{hit.rule}]  {where_text(hit)}  {printable(hit.context)}")
+        counts = "、".join(f"{label} ×{count}" for label, count in review.counts.items())
+        say(f"共 {len(review.hits)} 处命中" + (f"：{counts}" if counts else "") +
+            "；导出时全部遮住，用 --unmask 编号 揭开误报，--mask 文字 再加")
+        return 0
+    prepared = s11_tree_export.prepare(store, args.tree, scope, redact=not args.no_redact, added=args.mask or (),
+                                       unmask=args.unmask or (), gathered=gathered, review=review)
+    writer = {"html": s11_tree_export.html_chunks, "md": s11_tree_export.markdown_chunks,
+              "jsonl": tree_jsonl.jsonl_lines}[kinds[0]]
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:   # 原样写：文件里的字节就是导出的字节
+            for chunk in writer(prepared):
+                handle.write(chunk)
+        for line in manifest_lines(prepared.manifest):
+            print(printable(line), file=sys.stderr)
+        print(f"已写入 {printable(args.out)}（{len(gathered.nodes)} 个节点）", file=sys.stderr)
+    else:
+        say("".join(writer(prepared)))
     return 0
 
 
@@ -99,6 +168,47 @@ def cmd_check(args) -> int:
         say(f"[{problem.kind}] {printable(problem.path)}\n    {printable(problem.detail)}")
     say(f"共 {len(problems)} 个问题" if problems else "✅ 仓库完好，没有发现问题")
     return EXIT_PROBLEMS if problems else 0
+
+
+COMPARE_SHOWN = 20   # compare 每边最多列出几条消息
+
+
+def cmd_compare(args) -> int:
+    result = store_of(args).compare(args.a, args.b)
+    say(f"⚖️ A：{printable(result['title_a'])} [{result['a_id']}]  ·  B：{printable(result['title_b'])} "
+        f"[{result['b_id']}]")
+    say(result["note"])
+    if result["ancestor"]:
+        say(f"最近的共同祖先 [{result['ancestor']}]，前 {result['common']} 条相同")
+    for side, key in (("A", "only_a"), ("B", "only_b")):
+        messages = result[key]
+        say(f"\n{side} 之后 {len(messages)} 条（工具调用 {s11_converge.tool_call_count(messages)} 次）：")
+        for number, message in enumerate(messages[:COMPARE_SHOWN], result["common"] + 1):
+            say(f"{number:>4}. {printable(message.get('role', ''))}: "
+                f"{printable(content_text(message.get('content'))[:100])}")
+        if len(messages) > COMPARE_SHOWN:
+            say(f"   …还有 {len(messages) - COMPARE_SHOWN} 条（用 show 看全部）")
+    diff = result["workspace_diff"]
+    say("\n工作区：" + ("至少有一边没有记录代码快照，无从比较" if diff is None else "两边的代码快照一致" if not diff
+                     else "\n  " + "\n  ".join(printable(line) for line in diff)))
+    return 0
+
+
+def cmd_converge(args) -> int:
+    store = store_of(args)
+    node = store.converge(args.chosen, args.others, args.decision, carry=args.carry or (), title=args.title)
+    carried = sum(1 for message in node.messages if "origin" in message)
+    say(f"🔀 已收敛：新节点 [{node.session_id}]（{len(node.messages)} 条）接在 [{node.parent_id}] 之后，"
+        f"收敛了 {' '.join(f'[{sid}]' for sid in node.converged_from)}，带过来 {carried} 条消息")
+    say(store.render_tree(store.lineage(node.session_id)[0]["session_id"]))
+    return 0
+
+
+def cmd_label(args) -> int:
+    node = store_of(args).label(args.session_id, args.number, args.text or "")
+    shown = f"「{printable(args.text.strip())}」" if (args.text or "").strip() else "（已去掉）"
+    say(f"🏷️ 会话 [{node.session_id}] 第 {args.number} 条的标签：{shown}")
+    return 0
 
 
 def cmd_import(args) -> int:
@@ -240,11 +350,48 @@ def cmd_class_empty_trash(args) -> int:
     return 0
 
 
+def cmd_class_archive(args) -> int:
+    """下课：全班的空间移进 archives/，保留 --keep-days 天（过期的归档在下一次归档或列出时删除）。"""
+    if not 0 < args.keep_days <= 365:
+        raise SpaceError(f"--keep-days {args.keep_days:g} 无效：应在 1–365 之间")
+    info = spaces_of(args).archive_all(args.keep_days * 24 * 3600)
+    say(f"🗄️ 已归档 {info['spaces']} 个空间：{info['name']}，保留到 {when(info['expires'])}"
+        f"（放回：class restore-archive {info['name']}）")
+    return 0
+
+
+def cmd_class_archives(args) -> int:
+    spaces = spaces_of(args)
+    expired = spaces.purge_expired_archives()
+    rows = spaces.archives()
+    for name in expired:
+        say(f"已删除过期的归档：{name}")
+    if not rows:
+        say("没有归档")
+        return 0
+    widths = [24, 8, 20, 20]
+    say(columns(["归档", "空间数", "归档于", "保留到"], widths))
+    for row in rows:
+        say(columns([row["name"], str(row["spaces"]), when(row["created"]), when(row["expires"])], widths))
+    return 0
+
+
+def cmd_class_restore_archive(args) -> int:
+    spaces = spaces_of(args)
+    before = {row["name"]: row["spaces"] for row in spaces.archives()}
+    restored = spaces.restore_archive(args.name)
+    left = before.get(args.name, 0) - len(restored)
+    say(f"♻️ 已放回 {len(restored)} 个空间" + (f"；{left} 个同名空间已在使用，留在归档里没动" if left > 0 else ""))
+    return 0
+
+
 COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": cmd_demo, "tree": cmd_tree, "show": cmd_show, "export": cmd_export, "check": cmd_check,
+    "compare": cmd_compare, "converge": cmd_converge, "label": cmd_label,
     "import": cmd_import, "agents": cmd_agents, "empty-trash": cmd_empty_trash,
     "class list": cmd_class_list, "class show": cmd_class_show, "class remove-idle": cmd_class_remove_idle,
-    "class empty-trash": cmd_class_empty_trash,
+    "class empty-trash": cmd_class_empty_trash, "class archive": cmd_class_archive,
+    "class archives": cmd_class_archives, "class restore-archive": cmd_class_restore_archive,
 }
 
 
@@ -301,11 +448,36 @@ def build_parser() -> argparse.ArgumentParser:
     _subcommand(sub, "demo", "运行主会话 → 双分支 → 恢复 → 导出", "demo")
     _subcommand(sub, "tree", "打印会话树", "tree").add_argument("session_id", nargs="?", metavar="ID")
     _subcommand(sub, "show", "打印一个会话的消息", "show").add_argument("session_id", metavar="ID")
-    export = _subcommand(sub, "export", "导出一个会话（默认 Markdown，已脱敏）", "export")
-    export.add_argument("session_id", metavar="ID")
+    export = _subcommand(sub, "export", "导出一个会话（默认 Markdown，已脱敏），或用 --tree 导出整棵树", "export")
+    export.add_argument("session_id", nargs="?", metavar="ID")
+    export.add_argument("--tree", metavar="ID", help="导出 ID 所在的整棵树（配 --subtree / --path 缩小范围）")
+    export.add_argument("--subtree", action="store_true", help="--tree：只导出以 ID 为根的子树")
+    export.add_argument("--path", action="store_true", help="--tree：只导出根到 ID 的这条路径")
     export.add_argument("--html", action="store_true", help="导出单个离线 HTML 页面")
+    export.add_argument("--md", action="store_true", help="--tree：导出 Markdown")
+    export.add_argument("--jsonl", action="store_true", help="--tree：导出可再 import 的会话树 JSONL")
+    export.add_argument("--mask", action="append", metavar="TEXT",
+                        help="--tree：另外遮住这段文字（可重复；* 代表一段字母、数字或 _ . -）")
+    export.add_argument("--unmask", action="append", metavar="HIT", help="--tree：揭开复核表里这个编号的命中（可重复）")
+    export.add_argument("--review", action="store_true", help="--tree：只列出脱敏复核表，不导出")
+    export.add_argument("-o", "--out", metavar="FILE", help="--tree：写进这个文件（默认打印）")
     export.add_argument("--no-redact", action="store_true", help="不脱敏（仅限自己查看）")
     _subcommand(sub, "check", "检查坏文件、读不了的条目、新版本文件、父节点缺失、残留临时文件", "check")
+    compare = _subcommand(sub, "compare", "对比同一棵树上的两个节点：共同祖先、相同的前缀、各自的后续、工作区差异",
+                          "compare")
+    compare.add_argument("a", metavar="A")
+    compare.add_argument("b", metavar="B")
+    converge = _subcommand(sub, "converge", "收敛：在 CHOSEN 下新建一个节点，记下决定、收敛了哪些分支、带过来的消息",
+                           "converge")
+    converge.add_argument("chosen", metavar="CHOSEN", help="胜出的一支（新节点接在它后面）")
+    converge.add_argument("others", nargs="+", metavar="OTHER", help="被收敛的分支（它们的文件不会被改）")
+    converge.add_argument("--decision", required=True, metavar="TEXT", help="为什么这样选（作为一条 user 消息保存）")
+    converge.add_argument("--carry", action="append", metavar="ID:K", help="把 OTHER 分支 ID 的第 K 条（1 起）带过来，可重复")
+    converge.add_argument("--title", help="新节点的标题（默认“<CHOSEN 的标题> · 🔀 收敛”）")
+    label = _subcommand(sub, "label", "给一条消息加标签（书签），不给 TEXT 就去掉标签", "label")
+    label.add_argument("session_id", metavar="ID")
+    label.add_argument("number", type=int, metavar="K", help="第几条消息（1 起，和 show 的编号一样）")
+    label.add_argument("text", nargs="?", metavar="TEXT")
     importer = _subcommand(sub, "import", "导入 Claude Code / Pi / Codex CLI / Gemini CLI 的会话记录（文件或文件夹）",
                            "import")
     importer.add_argument("paths", nargs="*", metavar="PATH")
@@ -326,6 +498,11 @@ def build_parser() -> argparse.ArgumentParser:
     idle = _subcommand(rooms, "remove-idle", "把闲置超过 N 小时的空间移进 spaces-trash/", "class remove-idle")
     idle.add_argument("--hours", type=float, required=True, help="闲置多少小时")
     _subcommand(rooms, "empty-trash", "彻底删除 spaces-trash/ 里的空间", "class empty-trash")
+    archive = _subcommand(rooms, "archive", "下课：全班的空间移进 archives/，保留期内可以放回", "class archive")
+    archive.add_argument("--keep-days", type=float, default=14, help="保留几天（默认 14，之后删除）")
+    _subcommand(rooms, "archives", "列出归档（顺便删除过期的）", "class archives")
+    _subcommand(rooms, "restore-archive", "把一份归档里的空间放回去", "class restore-archive").add_argument(
+        "name", metavar="NAME")
     return parser
 
 

@@ -1,6 +1,6 @@
 """s11_export — 把一个会话渲染成 Markdown，或一张离线可看的 HTML 页面（纯函数，不读写磁盘）。
 
-    一个会话字典 ──► _view()：脱敏后的副本（s11_redact）+ 分支路径 + 脱敏计数 + 来源信息
+    一个会话字典 ──► prepare()：脱敏后的副本（s11_redact）+ 分支路径 + 脱敏计数 + 来源信息（两种格式共用一份）
                        │
                        ├─► message_parts(): text | thinking | tool_call | tool_output | image | unknown
                        └─► message_marks(): 🏷️ label · 🗜️ summary · ⚙️ meta · 🛰️ subagent · model · 🕒 time
@@ -114,6 +114,8 @@ def message_marks(message: dict) -> list[tuple[str, str]]:
 
 
 _MARKS = {   # 消息里的键 -> 它的值显示成什么；布尔型的键只要出现就行
+    "converge": lambda value: "🔀 收敛",
+    "origin": lambda value: _origin_text(value),
     "label": lambda value: f"🏷️ {_one_line(value)}",
     "summary": lambda value: "🗜️ 压缩摘要",
     "meta": lambda value: "⚙️ 代理注入的文字",
@@ -121,6 +123,65 @@ _MARKS = {   # 消息里的键 -> 它的值显示成什么；布尔型的键只�
     "model": lambda value: f"模型 {_one_line(value)}",
     "timestamp": lambda value: f"🕒 {_one_line(value)}",
 }
+
+
+def _origin_text(origin: Any) -> str:
+    """收敛时从别的分支带过来的消息：{"session_id": "A", "index": 6} -> '↪️ 带自 A 的第 6 条'。"""
+    if not isinstance(origin, dict):
+        return "↪️ 带自其他分支"
+    return f"↪️ 带自 {_one_line(origin.get('session_id'))} 的第 {_one_line(origin.get('index'))} 条"
+
+
+# ── 🔀 收敛卡片：收敛节点（s11_converge）的决定、来源和带过来的消息 ─────────────────────────────────
+class ConvergeCard(NamedTuple):
+    decision: str
+    number: int                    # 决定是第几条消息
+    chosen: tuple[str, str]        # (ID, 标题)
+    others: list[tuple[str, str]]
+    carried: list[tuple[int, str]]  # (第几条, '↪️ 带自 A 的第 6 条')
+
+
+def converge_card(messages: list[dict]) -> ConvergeCard | None:
+    """消息里最后一条带 "converge" 记录的就是决定；带 "origin" 的是带过来的消息。不是收敛节点返回 None。
+
+    传进来的是已脱敏的消息，所以卡片上的标题和决定也已脱敏。"""
+    found = next((number for number in range(len(messages), 0, -1)
+                  if isinstance(messages[number - 1].get("converge"), dict)), 0)
+    if not found:
+        return None
+    record = messages[found - 1]["converge"]
+
+    def pair(item: Any) -> tuple[str, str]:
+        item = item if isinstance(item, dict) else {}
+        return _one_line(item.get("session_id")), _one_line(item.get("title") or "未命名会话")
+
+    others = record.get("others") if isinstance(record.get("others"), list) else []
+    carried = [(number, _origin_text(message["origin"])) for number, message in enumerate(messages, 1)
+               if "origin" in message]
+    decision = " ".join(part.text for part in message_parts(messages[found - 1]) if part.kind == "text")
+    return ConvergeCard(_one_line(decision), found, pair(record.get("chosen")), [pair(item) for item in others], carried)
+
+
+def _markdown_converge_card(card: ConvergeCard) -> str:
+    lines = ["", "> **🔀 收敛**", ">",
+             f"> - **选定**：{_code_span(card.chosen[0])} {_inline(card.chosen[1])}",
+             "> - **收敛了**：" + "；".join(f"{_code_span(sid)} {_inline(title)}" for sid, title in card.others),
+             f"> - **决定**（第 {card.number} 条）：{_inline(card.decision)}"]
+    if card.carried:
+        lines.append("> - **带过来的消息**：" + "；".join(f"第 {number} 条 {_inline(text)}"
+                                                   for number, text in card.carried))
+    return "\n".join(lines + [""])
+
+
+def _html_converge_card(card: ConvergeCard) -> str:
+    facts = [("选定", f"<code>{_escape(card.chosen[0])}</code> {_escape(card.chosen[1])}"),
+             ("收敛了", "；".join(f"<code>{_escape(sid)}</code> {_escape(title)}" for sid, title in card.others)),
+             (f"决定（第 {card.number} 条）", f'<span class="text">{_escape(card.decision)}</span>')]
+    if card.carried:
+        facts.append(("带过来的消息", "；".join(f"第 {number} 条 {_escape(text)}"
+                                           for number, text in card.carried)))
+    rows = "".join(f"<div><dt>{term}</dt><dd>{value}</dd></div>" for term, value in facts)
+    return f'<section class="converge-card" aria-label="收敛"><h2>🔀 收敛</h2><dl class="facts">{rows}</dl></section>'
 
 
 def truncation_note(original_length: int) -> str:
@@ -219,6 +280,21 @@ def _pretty_json(value: Any) -> str:
 # ── 两种格式都要显示的内容 ──────────────────────────────────────────────────────────────────
 
 
+def prepare(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> _View:
+    """两种格式共用的那一份内容（脱敏后的副本、分支路径、计数）：要同时导出 Markdown 和 HTML 时，
+    先 prepare() 一次，再把结果交给 markdown_chunks() / html_chunks()——会话只脱敏一次。
+
+    >>> view = prepare({"session_id": "s1", "title": "a@example.com", "messages": []})
+    >>> "<h1>🗂️ 会话导出：[已脱敏:邮箱]</h1>" in render_html(view), view.counts
+    (True, {'邮箱': 1})
+    """
+    return _view(session, lineage, redact)
+
+
+def _prepared(session, lineage: list[dict] | None, redact: bool) -> _View:
+    return session if isinstance(session, _View) else _view(session, lineage, redact)
+
+
 def _view(session: dict, lineage: list[dict] | None, redact: bool) -> _View:
     title = str(session.get("title") or "未命名会话")
     messages = [item if isinstance(item, dict) else {"content": item} for item in session.get("messages") or []]
@@ -310,28 +386,53 @@ _INLINE_SPECIALS = re.compile(r"([\\`*_\[\]<>&~|#])")
 
 def markdown_chunks(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> Iterator[str]:
     """分片版的 render_markdown()：把大会话写进文件时，不必先拼出一个巨大的字符串。
+    session 也可以是 prepare() 的结果（这时 lineage 和 redact 不再起作用）。
 
     >>> "".join(markdown_chunks({"session_id": "s1", "messages": []})).split("\\n")[0]
     '# 🗂️ 会话导出：未命名会话'
     """
-    view = _view(session, lineage, redact)
+    view = _prepared(session, lineage, redact)
     yield "\n".join([f"# 🗂️ 会话导出：{_inline(view.title)}", "",
                      f"- **会话 ID**：{_code_span(view.session_id)}",
                      f"- **父分支**：{_code_span(view.parent_id or '无（根会话）')}",
                      f"- **创建时间**：{_inline(view.created_at)}",
                      f"- **消息条数**：{len(view.messages)}",
                      *_markdown_extra_facts(view), "", "---", ""])
+    card = converge_card(view.messages)
+    if card is not None:
+        yield _markdown_converge_card(card) + "\n"
+    headings: dict[str, str] = {}   # 角色 -> "👤 `user`"：一次导出里只有几种角色，每种只拼一次
     for number, message in enumerate(view.messages, 1):
-        role = str(message.get("role", "unknown"))
-        yield f"\n### {number}. {ROLE_ICONS.get(role, DEFAULT_ICON)} {_code_span(role)}\n\n"
-        marks = message_marks(message)
-        bodies = [[" · ".join(_inline(text) for _, text in marks)]] if marks else []
-        bodies += [_markdown_part(part) for part in message_parts(message, view.tool_names)]
-        for index, pieces in enumerate(bodies):
-            yield from ["\n\n", *pieces] if index else pieces
-        yield "\n"
+        role = message.get("role", "unknown")
+        heading = headings.get(role) if type(role) is str else None
+        if heading is None:
+            role = str(role)
+            heading = headings.setdefault(role, f"{ROLE_ICONS.get(role, DEFAULT_ICON)} {_code_span(role)}")
+        content = message.get("content")
+        plain = type(content) is str and not _MARKS.keys() & message.keys()
+        if plain and role not in TOOL_ROLES and _is_inert_markdown(content):
+            # 最常见的两种（章节自己的消息）走捷径：一段原样输出就安全的文字，或一段工具输出；
+            # 输出与下面的通用路径逐字相同（测试逐字核对），只是不必先摊成 Part
+            yield f"\n### {number}. {heading}\n\n{content}\n"
+        elif plain and role in TOOL_ROLES:
+            name = _as_text(message.get("toolName") or message.get("name"))
+            part = Part("tool_output", content, view.tool_names.get(name, name),
+                        bool(message.get("isError") or message.get("is_error")))
+            yield f"\n### {number}. {heading}\n\n{''.join(_markdown_captioned('📤 工具结果', part))}\n"
+        else:
+            yield f"\n### {number}. {heading}\n\n"
+            yield from _markdown_body(view, message)
         if number == view.fork_point:
             yield f"\n> 🌿 {_inline(_divider_sentence(view))}\n"
+
+
+def _markdown_body(view: _View, message: dict) -> Iterator[str]:
+    marks = message_marks(message)
+    bodies = [[" · ".join(_inline(text) for _, text in marks)]] if marks else []
+    bodies += [_markdown_part(part) for part in message_parts(message, view.tool_names)]
+    for index, pieces in enumerate(bodies):
+        yield from ["\n\n", *pieces] if index else pieces
+    yield "\n"
 
 
 def render_markdown(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> str:
@@ -623,12 +724,16 @@ pre { margin: .25rem 0 0; padding: .6rem .8rem; max-height: 30rem; overflow: aut
   font-size: .85rem; line-height: 1.5; text-align: center; }
 .fork::before, .fork::after { content: ""; flex: 1 1 1rem; border-top: 1px dashed var(--muted); }
 .fork span { flex: 0 1 auto; min-width: 0; }
+.converge-card { margin: 0 0 1.5rem; padding: .5rem 1rem .25rem; border: 2px dashed var(--think-edge);
+  border-radius: 8px; }
+.converge-card h2 { margin: 0 0 .4rem; font-size: 1rem; }
+.converge-card .facts { margin: 0 0 .5rem; border: 0; padding: 0; }
 """
 
 
 def html_chunks(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> Iterator[str]:
-    """分片版的 render_html()：把大会话写进文件时，不必先拼出一个巨大的字符串。"""
-    view = _view(session, lineage, redact)
+    """分片版的 render_html()：把大会话写进文件时，不必先拼出一个巨大的字符串。session 也可以是 prepare() 的结果。"""
+    view = _prepared(session, lineage, redact)
     yield "\n".join([
         "<!doctype html>", '<html lang="zh-CN">', "<head>", '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -636,6 +741,9 @@ def html_chunks(session: dict, lineage: list[dict] | None = None, *, redact: boo
         '<meta name="referrer" content="no-referrer">',
         f"<title>会话导出：{_escape(view.title)}</title>", f"<style>{_CSS}</style>", "</head>",
         "<body>", "<main>", _html_breadcrumb(view.path), _html_header(view), ""])
+    card = converge_card(view.messages)
+    if card is not None:
+        yield _html_converge_card(card) + "\n"
     for number, message in enumerate(view.messages, 1):
         yield from _html_message(view, number, message)
         if number == view.fork_point:

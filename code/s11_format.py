@@ -7,15 +7,19 @@
      "fork_point": 5, "workspace": null, "source": null, "created_ns": 1787654000123456789}
 
     字典 ──► encode_session() ──► UTF-8 字节（indent=2，version 与 revision 在最前）──► s11_storage 原子写入
-    字节 ──► decode_session() ──► migrate()：1 → 2 → 3 → 4，一步一个函数 ──► check_fields() ──► 字典
+    字节 ──► decode_session() ──► migrate()：1 → 2 → 3 → 4 → 5，一步一个函数 ──► check_fields() ──► 字典
 
 大会话是 version 4：历史切成共享的块，文件是几行 JSON（布局写在 s11_chunks 的文档里）；这里只提供它逐行用的
 encode_line() / encode_message_lines()，以及“第一行写着更新版本”的拒绝（newer_head）。
 
 版本规则：每个文件写成能装下它的最老版本。小会话（消息的紧凑 JSON 不到阈值，见 s11_chunks.BIG_SESSION_BYTES）
 没有可共享的块，version 3 就装得下，所以照旧写 version 3——旧版程序和书中代码都读得了；切成块的历史只有
-version 4 能表达。以后的 version 5（收敛字段）也一样：只有用到它的文件才写 5。FORMAT_VERSION 是本模块
-读得懂的最新版本，不是每个文件都写它。
+version 4 能表达。version 5 = 收敛节点：多一个顶层字段 "converged_from"（它收敛了哪些分支的 ID，见
+s11_converge），布局不变（小的是一个 JSON 文档，大的是块）；只有收敛节点写 5，旧程序读到它会拒绝，
+而不是读进来、存回去时悄悄丢掉这个字段。书中代码读 version 5 的小文件照常（它只取自己认识的键）。
+消息上的标签是消息自己的键 "label"（Pi 的书签导入后也是它），任何版本都装得下，不需要新版本；大会话的头里
+另记一份 "labels"（[[第几条, 标签], …]），会话树不必读块就能显示，旧程序不认识这个键也无妨。
+FORMAT_VERSION 是本模块读得懂的最新版本，不是每个文件都写它。
 
 关键洞察：文件格式是和“明天的自己”签的合同——先写明版本，读的时候一步步升级，
 看不懂的（更新的版本、坏掉的字节）一律拒绝并保持原样，绝不猜。
@@ -44,16 +48,20 @@ from typing import Any, Callable, Dict, List, NamedTuple
 from s11_storage import NotRegularFile, read_regular_file
 from s11_text import describe_os_error, printable
 
-__all__ = ["FORMAT_VERSION", "PLAIN_VERSION", "CHUNKED_VERSION", "MIGRATIONS", "migrate", "validate_session_id",
+__all__ = ["FORMAT_VERSION", "PLAIN_VERSION", "CHUNKED_VERSION", "CONVERGE_VERSION", "CHUNKED_VERSIONS",
+           "MAX_CONVERGED", "MIGRATIONS", "migrate", "validate_session_id",
            "validate_messages", "check_nesting", "encode_session", "decode_session", "read_session_file", "SessionFile",
            "is_session_name", "encode_line", "encode_message_lines", "newer_head", "check_fields",
            "MAX_ID_LENGTH", "MAX_NESTING", "ID_CHARS",
            "parse_json", "SessionError", "InvalidSessionId", "InvalidMessage", "CorruptSession", "UnreadableSession",
            "ChunkError", "UnsupportedVersion", "ConflictError", "SessionNotFound"]
 
-FORMAT_VERSION = 4         # 本模块读得懂的最新版本
+FORMAT_VERSION = 5         # 本模块读得懂的最新版本
 PLAIN_VERSION = 3          # 自带全部消息的单个 JSON（小会话写这个版本）
 CHUNKED_VERSION = 4        # 头 + 索引 + 尾部消息，历史在共享的块里（s11_chunks）
+CONVERGE_VERSION = 5       # 收敛节点（有 converged_from）：布局同 3 或 4，多一个字段
+CHUNKED_VERSIONS = (CHUNKED_VERSION, CONVERGE_VERSION)   # 第一行是头的多行文件可能写的版本
+MAX_CONVERGED = 64         # 一个收敛节点最多收敛几个分支
 MAX_ID_LENGTH = 64
 MAX_NESTING = 100          # 一条消息内部最多嵌套几层列表 / 字典（JSON 解析器在深调用栈里会先耗尽递归）
 ID_CHARS = "A-Za-z0-9_-"   # 会话 ID 只用这些字符：放进文件名、链接、mermaid 都安全
@@ -214,7 +222,12 @@ def _v3_to_v4(data: Dict[str, Any]) -> Dict[str, Any]:
     return {**data, "version": 4}
 
 
-MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}   # 从版本 N 升到 N+1；加字段时在这里加一行
+def _v4_to_v5(data: Dict[str, Any]) -> Dict[str, Any]:
+    """version 5 记录收敛节点收敛了哪些分支（converged_from）；以前的节点都不是收敛节点。"""
+    return {**data, "version": 5, "converged_from": data.get("converged_from") or []}
+
+
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}   # 从版本 N 升到 N+1；加字段时在这里加一行
 
 
 def migrate(data: Dict[str, Any], source: str = "") -> Dict[str, Any]:
@@ -252,10 +265,33 @@ def check_fields(data: Any, path: str, message_count: Any = None) -> None:
               "created_ns": type(data.get("created_ns", 0)) is int,
               "workspace": data.get("workspace") is None or isinstance(data["workspace"], dict),
               "source": data.get("source") is None or isinstance(data["source"], dict),
-              "fork_point": fork_point is None or (type(fork_point) is int and 0 <= fork_point <= count)}
+              "fork_point": fork_point is None or (type(fork_point) is int and 0 <= fork_point <= count),
+              "converged_from": _is_id_list(data.get("converged_from")),
+              "labels": _is_label_list(data.get("labels"))}
     bad = [name for name, ok in checks.items() if not ok]
     if bad:
         raise CorruptSession(f"{path}：字段类型或取值不对：{', '.join(bad)}")
+
+
+def _is_id_list(value: Any) -> bool:
+    """converged_from：None，或不超过 MAX_CONVERGED 个互不相同的合法会话 ID。"""
+    if value is None:
+        return True
+    if not isinstance(value, list) or len(value) > MAX_CONVERGED or len(set(map(str, value))) != len(value):
+        return False
+    try:
+        for item in value:
+            validate_session_id(item)
+    except SessionError:
+        return False
+    return True
+
+
+def _is_label_list(value: Any) -> bool:
+    """大会话头里的 labels：None，或 [[第几条（1 起）, 标签文字], …]。"""
+    return value is None or (isinstance(value, list) and all(
+        isinstance(item, list) and len(item) == 2 and type(item[0]) is int and item[0] >= 1
+        and isinstance(item[1], str) for item in value))
 
 
 # ── 📦 编码与解码：字节 ⇄ 字典 ────────────────────────────────────────────────────────────────

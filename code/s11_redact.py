@@ -10,8 +10,8 @@
 根本不含 "bearer"、"sk-" 或一长串数字，这些行上昂贵的正则一次也不必运行。
 
 扩展：在 RULES 里插入一行 Rule（越具体越靠前）。hints 可以不写（整段文本都扫描，只是慢些）；
-要写就写每个命中所在的行都必然包含的字符串（任意大小写都算），或用 word_starting("前缀_") 表示
-“以固定前缀开头的长令牌”。再在 tests/store/test_redact.py 的 CASES 里给它一个真阳性和一个假阳性样例：
+要写就写每个命中所在的行都必然包含的字符串（任意大小写都算；越具体越好："key" 这样的词几乎每行代码都有，
+等于没写），或用 word_starting("前缀_") 表示“以固定前缀开头的长令牌”，或写一个返回窗口的函数（assignments）。再在 tests/store/test_redact.py 的 CASES 里给它一个真阳性和一个假阳性样例：
 测试会检查每一行都有，并把整张表去掉 hints 再跑一遍，确认 hints 没有漏掉任何命中。
 
 保证：
@@ -20,12 +20,14 @@
 - hints 只影响速度，从不影响结果。
 - redact() 是幂等的：标记本身从不被认领；如果一处遮盖让另一行能在它旁边匹配了（环视断言现在看到的是 "]"），
   就把整张表再执行一遍，直到什么都不再变化。
-- redact_value() 返回深拷贝，从不修改输入；字典的键原样保留。
+- 全角数字（１３８…、１１０１…Ｘ）和半角的一样认：先换成半角再匹配，位置不变。
+- redact_value() 返回深拷贝，从不修改输入；字符串、字典的键和 JSON 里 10 位以上的数字都检查，
+  名字是凭据的键（"password"、"api_key"）的值整个遮住。
 - 线性时间：无论输入是什么，没有哪个正则会出现平方级的回溯。
 - 速度：在 5 MB 接近真实的文本上，耗时是单趟正则扫描的 1.7–1.9 倍（benchmarks/bench_redact.py）。
 
 不做：人名、街道地址和自由形式的秘密（"密码是 hunter2"）——它们要靠上下文，不是靠模式；拆在几条消息里的
-秘密；中国大陆以外的电话和证件格式；手机号以外的全角数字；没有卡号字样、没有分组、也没有发卡行前缀的
+秘密；中国大陆以外的电话和证件格式；全角的字母（ｓｋ－…）；没有卡号字样、没有分组、也没有发卡行前缀的
 一串 15–19 位裸数字（在证明不是之前，它就是订单号）；YAML 以外、小写名字后面的一个裸单词
 （`password = changeme` 读起来就像 `token=token` 这样的代码）；判断对某个具体客户来说什么算敏感。
 """
@@ -327,6 +329,27 @@ def card_number_runs(index: _HintIndex) -> list[tuple[int, int]]:
             if first in (4, 6) or (15 <= first <= 19 and _CARD_ISSUER.fullmatch(text, run, run + first))]
 
 
+# 凭据那一行的 hint：敏感词 + 名字的其余部分 + 冒号或等号，在小写副本里一趟找完（与那一行的正则同一结构，
+# 不分大小写，所以它认领的每一处都在某个窗口里）。只写 "key"、"token" 的行——代码里到处都是——不再是窗口。
+# 四个词各用一个正则：以固定文字开头的正则，re 能直接跳到下一个出现处；写成一个 (?:pass|…) 反而慢好几倍。
+_ASSIGNMENTS = [re.compile(word + rb"""(?=([a-z0-9_.-]{0,64}))\1["']?[ \t]*[:=]""")
+                for word in (b"pass", b"secret", b"token", b"key")]
+
+
+def assignments(index: _HintIndex) -> list[tuple[int, int]]:
+    """凭据的 hint：从每个 "<含敏感词的名字> =" 或 ": " 起，到它所在行的行尾。
+
+    >>> assignments(_HintIndex("def evict(self, key):\\nAPI_KEY=abc123XYZ789"))
+    [(26, 42)]
+    """
+    folded, spans = index.folded, []
+    for pattern in _ASSIGNMENTS:
+        for match in pattern.finditer(folded):
+            end = folded.find(b"\n", match.end())
+            spans.append((match.start(), len(folded) if end == -1 else end))
+    return sorted(spans)
+
+
 _WORD_SKELETON = bytes(ord("w") if byte in b"abcdefghijklmnopqrstuvwxyz0123456789_-" else ord(" ")
                        for byte in range(256))        # 副本已经转成小写了
 _WORD_PREFIXES: set[str] = set()            # 各行通过 word_starting() 要过的所有前缀
@@ -404,7 +427,7 @@ RULES: list[Rule] = [
     Rule("slack_token", "Slack令牌", re.compile(_WORD_START + r"xox[abprs]-[A-Za-z0-9-]{15,}"),
          hints=(word_starting("xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"),)),
     Rule("azure_key", "Azure密钥", re.compile(
-        r"(?:Account|SharedAccess)Key=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})"), hints=("key",)),
+        r"(?:Account|SharedAccess)Key=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})"), hints=("key=",)),
     Rule("bearer_token", "Bearer令牌", re.compile(           # Bearer x、BEARER x、bearer  x（保留这个词本身）
         r"(?<![A-Za-z])(?i:bearer)[ \t]+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"), _mixed_secret,
         hints=("bearer",)),
@@ -415,11 +438,12 @@ RULES: list[Rule] = [
         r"://[^\s:/?#@]*:(?P<secret>[^\s/?#@]+)@"), _not_a_reference),
     Rule("credential", "凭据", re.compile(                   # API_KEY=…, "password": "…", JWT_SECRET: …
         # 从敏感词开始匹配（DB_PASSWORD 从 PASSWORD 处匹配上）；完整的名字由校验函数去读。
-        # 名字的其余部分“吃进就不吐回”（先行断言 + 反向引用，等于 3.11 的占有量词 *+，3.10 也能用）：长单词上不会回溯。
+        # 名字的其余部分“吃进就不吐回”（先行断言 + 反向引用，等于 3.11 的占有量词 *+，3.10 也能用）：长单词上不会回溯；
+        # 最多 64 个字符：否则 "keykeykey…" 里每个 key 都要扫到单词末尾，是平方级的。
         # 第一个字母用普通的字符类，re 就能快速跳到候选位置。
-        r"""(?P<word>[PpSsTtKk](?i:ass|ecret|oken|ey)(?=(?P<rest>[A-Za-z0-9_.-]*))(?P=rest))["']?[ \t]*[:=][ \t]*"""
+        r"""(?P<word>[PpSsTtKk](?i:ass|ecret|oken|ey)(?=(?P<rest>[A-Za-z0-9_.-]{0,64}))(?P=rest))["']?[ \t]*[:=][ \t]*"""
         r"""(?P<quote>["'`])?(?P<secret>(?(quote)(?:(?!(?P=quote))[^\n])+|[^\s"'`,;()\[\]{}]+))"""),
-        _credential_ok, hints=("pass", "secret", "token", "key")),
+        _credential_ok, hints=(assignments,)),
     # 有了这个后顾断言，每一串 local-part（@ 前面的部分）字符最多只发起一次匹配尝试；
     # 没有它，一长段 base64 要花平方级的时间。
     Rule("email", "邮箱", re.compile(
@@ -438,9 +462,6 @@ RULES: list[Rule] = [
         # +86、0086 或电话字样（Tel13812345678），绝不能是 "<数字>."（3.14159265358 的小数部分）。
         r"1[3-9][0-9](?:(?<![0-9A-Za-z]...)(?<![0-9][.,]...)|(?<=\+86...)|(?<=0086...)|(?<=[Tt]el...)"
         r"|(?<=TEL...)|(?<=[Pp]hone...)|(?<=[Mm]obile...))(?P<sep>[ .-]?)[0-9]{4}(?P=sep)[0-9]{4}" + _NUMBER_END)),
-    Rule("cn_mobile_fullwidth", "手机号", re.compile(       # １３８１２３４５６７８
-        r"(?<![0-9０-９A-Za-z])１[３-９][０-９](?P<sep>[ －-]?)[０-９]{4}(?P=sep)[０-９]{4}(?![0-9０-９A-Za-z])"),
-        hints=("１",)),
 ]
 
 
@@ -472,8 +493,22 @@ def redact_with_counts(text: str) -> tuple[str, dict[str, int]]:
     return redacted, _in_rule_order(counts)
 
 
+# 全角数字（１３８…、身份证号末位的 Ｘ、分组用的 －）先换成半角再匹配：一个字符换一个字符，位置不变，
+# 所以认领的区间照样落在原文上，各行也不必各写一份全角的版本。
+_FULLWIDTH = str.maketrans("０１２３４５６７８９Ｘｘ－", "0123456789Xx-")
+_FULLWIDTH_DIGITS = "０１２３４５６７８９"
+
+
+def _halfwidth(text: str) -> str:
+    # 十次 str.find（每次都在 C 里扫一遍）比一个字符类的正则快几倍；没有全角数字时 Ｘ 和 － 不影响任何一行
+    if text.isascii() or not any(digit in text for digit in _FULLWIDTH_DIGITS):
+        return text
+    return text.translate(_FULLWIDTH)
+
+
 def _claims(text: str) -> list[tuple[int, int, str]]:
-    """把每一行都用在同一份文本上：返回排好序的 (start, end, label)；重叠时排在前面的行胜出。"""
+    """把每一行都用在同一份文本上（全角数字先换成半角）：返回排好序的 (start, end, label)；重叠时排在前面的行胜出。"""
+    text = _halfwidth(text)
     index = _HintIndex(text)
     starts: list[int] = []
     claims: list[tuple[int, int, str]] = []
@@ -536,18 +571,116 @@ def _in_rule_order(counts: Counter[str]) -> dict[str, int]:
 
 
 def redact_value(value: Any) -> tuple[Any, dict[str, int]]:
-    """深拷贝类似 JSON 的数据，并对其中每个字符串值脱敏（字典的键不动）。
+    """深拷贝类似 JSON 的数据，并对其中的每个字符串、每个字典键和每个够长的数字脱敏。
+
+    数字按它在 JSON 里的写法检查（{"phone": 13812345678}），命中了就换成标记字符串；字典键命中了就换掉
+    键（撞上已有的键时加 " (2)" 这样的后缀，键的顺序不变）；名字是凭据的键（"password"、"api_key"）
+    对应的字符串值整个换成凭据标记，除非它是 ${VAR}、<your-key> 这样的引用。
 
     >>> redact_value({"role": "user", "content": [{"type": "text", "text": "call 13812345678"}]})
     ({'role': 'user', 'content': [{'type': 'text', 'text': 'call [已脱敏:手机号]'}]}, {'手机号': 1})
+    >>> redact_value({"phone": 13812345678, "a@example.com": 1, "password": "hunter2", "port": 8080})
+    ({'phone': '[已脱敏:手机号]', '[已脱敏:邮箱]': 1, 'password': '[已脱敏:凭据]', 'port': 8080}, {'凭据': 1, '邮箱': 1, '手机号': 1})
     """
-    box: list[Any] = [value]
-    slots: list[tuple[Any, Any]] = []              # 每个字符串所在的 (副本里的容器, 键)
-    copied = _copy_noting_strings(box, slots)
-    redacted, counts = _redact_batch([container[key] for container, key in slots])
-    for (container, key), text in zip(slots, redacted):
+    found = _Found()
+    copied = _copy_noting(found, [value])
+    keys = list(found.keys)
+    texts = [container[key] for container, key in found.strings]
+    texts += [_number_text(container[key]) for container, key in found.numbers]
+    redacted, counts = _redact_batch(texts + keys)
+    total = Counter(counts)
+    strings = len(found.strings)
+    for (container, key), text in zip(found.strings, redacted):
         container[key] = text
-    return copied[0], counts
+    for (container, key), text in zip(found.numbers, redacted[strings:]):
+        if text != _number_text(container[key]):
+            container[key] = text
+    for container, key in found.credentials:
+        text = container[key]
+        if text.strip() and not _is_reference(text) and _MARKER_START not in text:
+            container[key] = MARKER.format(label=_CREDENTIAL_LABEL)
+            total[_CREDENTIAL_LABEL] += 1
+    renamed = {key: text for key, text in zip(keys, redacted[len(texts):]) if text != key}
+    if renamed:
+        for mapping in found.dicts:
+            if not renamed.keys().isdisjoint(mapping):
+                _rename_keys(mapping, renamed)
+    return copied[0], _in_rule_order(total)
+
+
+class _Found:
+    """_copy_noting 一路记下的东西：要脱敏的字符串、数字、字典键，凭据键的值，以及副本里的每个字典。"""
+
+    def __init__(self):
+        self.strings: list[tuple[Any, Any]] = []       # (副本里的容器, 键)：值是字符串
+        self.numbers: list[tuple[Any, Any]] = []       # 值是 10 位以上的数字（再短的不会是任何一种秘密）
+        self.credentials: list[tuple[Any, Any]] = []   # 键的名字是凭据（值是字符串）
+        self.keys: dict[str, None] = {}               # 出现过的字符串键，每个只脱敏一次
+        self.dicts: list[dict] = []
+        self.credential_names: dict[str, bool] = {}
+
+
+_CREDENTIAL_LABEL = "凭据"
+_BIG_NUMBER = 10 ** 10
+
+
+def _number_text(number: Any) -> str:
+    return str(number) if isinstance(number, int) else repr(number)
+
+
+def _is_credential_name(name: str) -> bool:
+    """"password"、"api_key"、"clientSecret" 是凭据的名字；"token_type"、"max_tokens" 是关于凭据的元数据。"""
+    return (len(name) <= 64 and all(char in _NAME_CHARS for char in name) and _SENSITIVE_WORD.search(name) is not None
+            and not name.lower().endswith(_METADATA_SUFFIXES))
+
+
+def _rename_keys(mapping: dict, renamed: dict[str, str]) -> None:
+    items = list(mapping.items())
+    mapping.clear()
+    for key, item in items:
+        new = renamed.get(key, key) if isinstance(key, str) else key
+        if new in mapping:
+            suffix = 2
+            while f"{new} ({suffix})" in mapping:
+                suffix += 1
+            new = f"{new} ({suffix})"
+        mapping[new] = item
+
+
+def _copy_noting_strings(value: Any, slots: list[tuple[Any, Any]]) -> Any:
+    """列表或字典的深拷贝；每个字符串所在的 (容器, 键) 追加到 slots 里（只管字符串：s11_review 用它）。"""
+    found = _Found()
+    copied = _copy_noting(found, value)
+    slots += found.strings
+    return copied
+
+
+def _copy_noting(found: _Found, value: Any) -> Any:
+    """列表或字典的深拷贝；要脱敏的每一处记进 found。"""
+    is_dict = isinstance(value, dict)
+    items = value.items() if is_dict else enumerate(value)
+    copied: Any = {} if is_dict else [None] * len(value)
+    if is_dict:
+        found.dicts.append(copied)
+    for key, item in items:
+        if is_dict and isinstance(key, str):
+            found.keys[key] = None
+        if isinstance(item, str):
+            copied[key] = item
+            found.strings.append((copied, key))
+            if is_dict and isinstance(key, str):
+                credential = found.credential_names.get(key)
+                if credential is None:
+                    credential = found.credential_names[key] = _is_credential_name(key)
+                if credential:
+                    found.credentials.append((copied, key))
+        elif isinstance(item, (dict, list, tuple)):
+            copied[key] = _copy_noting(found, item)
+        else:
+            copied[key] = copy.deepcopy(item)   # 数字、None、布尔值——以及任何奇怪的东西，都不与原对象共享
+            if type(item) in (int, float) and abs(item) >= _BIG_NUMBER and item == item:
+                found.numbers.append((copied, key))
+    return copied
 
 
 # 所有字符串拼成一段文本一起脱敏（一趟，而不是几千趟小的），用一个没有哪行能跨过去匹配的分隔符连接：
@@ -567,18 +700,3 @@ def _redact_batch(strings: list[str]) -> tuple[list[str], dict[str, int]]:
         pieces.append(piece)
         total.update(counts)
     return pieces, _in_rule_order(total)
-
-
-def _copy_noting_strings(value: Any, slots: list[tuple[Any, Any]]) -> Any:
-    """列表或字典的深拷贝；每个字符串所在的位置追加到 slots 里。"""
-    items = value.items() if isinstance(value, dict) else enumerate(value)
-    copied: Any = {} if isinstance(value, dict) else [None] * len(value)
-    for key, item in items:
-        if isinstance(item, str):
-            copied[key] = item
-            slots.append((copied, key))
-        elif isinstance(item, (dict, list, tuple)):
-            copied[key] = _copy_noting_strings(item, slots)
-        else:
-            copied[key] = copy.deepcopy(item)   # 数字、None、布尔值——以及任何奇怪的东西，都不与原对象共享
-    return copied

@@ -23,6 +23,7 @@ export_markdown / delete，然后是章节之外的方法，最后是 demo_tree_
   * 删除可恢复：.trash/ 的样子 ................................ s11_trash
   * 大会话只写新的部分：version 4 的块、清理没人引用的块 ........ s11_chunks（布局写在它的文档里）
   * 会话树、导出前脱敏、会话 ≠ 代码 ............................ s11_tree、s11_export + s11_redact、s11_workspace
+  * 分叉 + 收敛：compare / converge / label（version 5 的 converged_from）... s11_converge
 
 保证：每次 save() 全有或全无，kill -9 之后每个文件要么是上一次的、要么是这一次的；读不懂的文件（截断的、
 更新版本的、FIFO、符号链接）原样保留并报告，从不覆盖；块缺了或坏了，load() 抛 ChunkError 点名那一块。
@@ -44,6 +45,7 @@ import uuid
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import s11_chunks  # 大会话的块
+import s11_converge  # 对比、收敛、标签
 import s11_export  # Markdown / HTML 渲染
 import s11_trash  # 回收站的样子
 import s11_tree  # 从摘要画会话树
@@ -70,7 +72,8 @@ class SessionNode:
     """树状会话节点：一条完整消息历史，可被 fork 分叉出多个子分支"""
 
     def __init__(self, session_id=None, title="未命名会话", parent_id=None,
-                 messages=None, created_at=None, *, fork_point=None, workspace=None, source=None):
+                 messages=None, created_at=None, *, fork_point=None, workspace=None, source=None,
+                 converged_from=None):
         self.session_id = session_id or uuid.uuid4().hex[:12]   # 🆔 全局唯一 ID
         self.title = title
         self.parent_id = parent_id                              # 🌳 父分支 ID，None 为根会话
@@ -79,6 +82,7 @@ class SessionNode:
         self.fork_point = fork_point    # 分叉时继承了父节点的前几条消息（根会话为 None）
         self.workspace = workspace      # 保存时的代码状态（见 s11_workspace），可为 None
         self.source = source            # 从哪个 Agent 的记录导入（见 s11_import），手写的会话为 None
+        self.converged_from = list(converged_from or [])   # 🔀 收敛节点：它收敛了哪些分支（见 s11_converge）
         self.revision = 0               # 读入时文件的修订号；0 = 从未保存过
         self.created_ns = _unique_ns()  # 同一秒内创建的会话也能稳定排序
 
@@ -87,7 +91,8 @@ class SessionNode:
         return {"session_id": self.session_id, "title": self.title,
                 "parent_id": self.parent_id, "messages": self.messages,
                 "created_at": self.created_at, "fork_point": self.fork_point,
-                "workspace": self.workspace, "source": self.source}
+                "workspace": self.workspace, "source": self.source,
+                **({"converged_from": self.converged_from} if self.converged_from else {})}   # 只有收敛节点有
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "SessionNode":
@@ -95,7 +100,8 @@ class SessionNode:
         node = cls(session_id=data.get("session_id"), title=data.get("title", "未命名会话"),
                    parent_id=data.get("parent_id"), messages=data.get("messages", []),
                    created_at=data.get("created_at"), fork_point=data.get("fork_point"),
-                   workspace=data.get("workspace"), source=data.get("source"))
+                   workspace=data.get("workspace"), source=data.get("source"),
+                   converged_from=data.get("converged_from"))
         node.revision = data.get("revision", 0)
         node.created_ns = data.get("created_ns", 0)
         return node
@@ -214,6 +220,25 @@ class SessionStore:
                 fsync_dir(self.storage_dir)
         self._forget(path)
         return removed
+
+    # ── 章节之外：对比与收敛、标签（逻辑在 s11_converge）────────────────────────────────────────
+    def compare(self, a_id: str, b_id: str) -> Dict[str, Any]:
+        """⚖️ 对比同一棵树上的两个节点：最近的共同祖先、开头相同的条数、两边各自的后续、两边的工作区快照。
+        不在同一棵树上时 ancestor 为 None，note 写明。"""
+        return s11_converge.compare(self, a_id, b_id)
+
+    def converge(self, chosen_id: str, other_ids: List[str], decision: str, *,
+                 carry: Any = (), title: Optional[str] = None,
+                 revisions: Optional[Dict[str, int]] = None) -> SessionNode:
+        """🔀 收敛：在选定的节点下新建一个孩子 = 它的全部历史 + 从其他分支带过来的消息（各带 origin）+ 读者写的决定；
+        新节点记下 converged_from。已保存的文件一个都不改；输入不对抛中文错误，什么都不写。
+        revisions：对比时看到的各节点修订号，之后有人保存过就 ConflictError（不在过期的对比上做决定）。"""
+        return s11_converge.converge(self, chosen_id, other_ids, decision, carry=carry, title=title,
+                                     revisions=revisions)
+
+    def label(self, session_id: str, number: int, text: str, *, revision: Optional[int] = None) -> SessionNode:
+        """🏷️ 给第 number 条消息（1 起）加标签（text 为空串 = 去掉标签）并保存；revision 过期抛 ConflictError。"""
+        return s11_converge.set_label(self, session_id, number, text, revision=revision)
 
     # ── 章节之外：路径、HTML、回收站、会话树、体检、对账 ───────────────────────────────────────
     def path_of(self, session_id: str) -> str:
@@ -335,9 +360,10 @@ class SessionStore:
 
     def check(self) -> List["Problem"]:
         """列出仓库里的全部问题：坏文件、读不了的条目（含悬空链接）、更新版本的文件、父节点不在的分支、
+        收敛来源（converged_from）不在的收敛节点、
         真正残留的临时文件、缺了或坏了的块（引用它的每个会话一条）、没人引用的块。扫描途中消失的文件不算问题；
         正在写的临时文件不算残留。从不修改任何文件。"""
-        problems, parents, paths = [], {}, []
+        problems, parents, paths, converged = [], {}, [], {}
         for fname in sorted(os.listdir(self.storage_dir)):
             path = os.path.join(self.storage_dir, fname)
             if fname.endswith(".tmp"):
@@ -347,11 +373,18 @@ class SessionStore:
                 summary = self._check_entry(path, fname, problems)
                 if summary is not None:
                     parents[summary["session_id"]] = summary["parent_id"]
+                    converged[summary["session_id"]] = summary["converged_from"]
         problems += [Problem(*found) for found in self._chunks.problems(paths, self._lock)]   # 块：缺、坏、没人引用
         for sid, parent in sorted(parents.items()):
             if parent and parent not in parents:
                 problems.append(Problem("missing_parent", self._path(sid),
                                         f"会话 {sid} 的父会话 {parent} 不在仓库中（可能已删除，历史仍完整保留在本文件）"))
+        for sid, others in sorted(converged.items()):
+            for other in others:
+                if other not in parents:
+                    problems.append(Problem("missing_converged", self._path(sid),
+                                            f"收敛节点 {sid} 记着收敛了分支 {other}，它不在仓库中（可能已删除；"
+                                            f"带过来的消息仍完整保留在本文件）"))
         return problems
 
     def resume(self, session_id: str, workspace: Optional[str] = None) -> Tuple[SessionNode, List[str]]:
@@ -387,6 +420,7 @@ class SessionStore:
             validate_messages(session.messages, f"会话 {session.session_id}：")   # 抛出“messages 必须是列表”
         if session.source is not None and not isinstance(session.source, dict):
             raise InvalidMessage(f"会话 {session.session_id}：source 必须是字典或 None")
+        s11_converge.check_converged_from(session)
         if self.workspace is not None:
             session.workspace = s11_workspace.snapshot(self.workspace, exclude=[self.storage_dir])
         payload = {"version": FORMAT_VERSION, "revision": session.revision + 1, **session.to_dict(),
@@ -457,7 +491,10 @@ class SessionStore:
                    "first_added": (s11_tree.first_added(messages, data.get("fork_point")) if messages is not None
                                    else data["first_added"]),   # version 4 的头里存着
                    # 导入的节点是否是 Agent 当前停住的那一端（会话树浏览器的“◀ 活动端”，不必逐个读文件）
-                   "active_end": isinstance(source, dict) and source.get("active_end") is True}
+                   "active_end": isinstance(source, dict) and source.get("active_end") is True,
+                   "converged_from": list(data.get("converged_from") or []),   # 🔀 收敛节点收敛了哪些分支
+                   "labels": (s11_tree.message_labels(messages) if messages is not None
+                              else list(data.get("labels") or []))}   # 🏷️ [[第几条, 标签], …]
         self._summary_cache[path] = (_stat_key(info), summary)
         if digest is not None:
             self._known[path] = (digest, summary["revision"])
@@ -506,7 +543,7 @@ class SessionStore:
 
 class Problem(NamedTuple):
     """check() 报告的一个问题。kind ∈ corrupt / unreadable / newer_version / missing_parent / temp_file / stray_file
-    / missing_chunk / damaged_chunk / orphan_chunk"""
+    / missing_chunk / damaged_chunk / orphan_chunk / missing_converged"""
     kind: str
     path: str
     detail: str

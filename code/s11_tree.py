@@ -8,6 +8,10 @@
     修复登录服务内存泄漏 [5d38f60f4c00] 5 条
     ├── 修复登录服务内存泄漏 · 分支 [4d67e2e6b66c] 7 条（自第 5 条分叉，+2：方案 A…）
     └── 修复登录服务内存泄漏 · 分支 [0994dd416b46] 9 条（自第 5 条分叉，+4：方案 B…）
+        └── 🔀 收敛 [c0ffee000001] 11 条（自第 9 条分叉，+2：…） ⇠┄ 收敛了 [4d67e2e6b66c]
+
+收敛节点（摘要里有 converged_from）画成父节点下的普通孩子，再用虚线记号“⇠┄ 收敛了 […]”指向被收敛的分支；
+被收敛的分支行尾标“已收敛到 […]”——这只是从收敛节点推出来的，被收敛的分支文件从不改写。
 
 关键洞察：树只存在于 parent_id 里；把“找孩子、走一遍、画前缀”各写一次，三个页面画出的是同一棵树。
 
@@ -23,7 +27,8 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional
 from s11_text import printable, shorten
 
 __all__ = ["Forest", "Step", "walk", "branch_prefixes", "root_of", "creation_order", "CLI_STYLE", "PAGE_STYLE",
-           "MAX_INDENT", "render_text", "describe", "first_added", "content_text"]
+           "MAX_INDENT", "render_text", "describe", "first_added", "content_text", "message_labels",
+           "converged_into", "own_labels", "marks_text"]
 
 MAX_INDENT = 16        # 最多缩进几层；更深的节点标出层数，不再加宽
 MAX_TITLE_SHOWN = 60   # 文字树里一个标题最多显示几个字
@@ -145,6 +150,30 @@ def first_added(messages: List[Dict[str, Any]], fork_point: Optional[int]) -> st
     return text[:FIRST_ADDED_CHARS] + ("…" if len(text) > FIRST_ADDED_CHARS else "")
 
 
+def message_labels(messages: List[Dict[str, Any]]) -> List[list]:
+    """带标签（键 "label"，Pi 的书签导入后也是它）的消息 -> [[第几条（1 起）, 标签], …]。
+
+    [{"role": "user", "content": "a"}, {"role": "user", "content": "b", "label": "最终方案"}] -> [[2, '最终方案']]
+    """
+    return [[number, message["label"]] for number, message in enumerate(messages, 1)
+            if type(message) is dict and isinstance(message.get("label"), str) and message["label"].strip()]
+
+
+def own_labels(summary: Dict[str, Any]) -> List[list]:
+    """摘要里这个节点自己那一段（分叉点之后）的标签；继承来的标签在祖先那一行已经显示过。"""
+    start = summary.get("fork_point") or 0 if summary.get("parent_id") else 0
+    return [item for item in summary.get("labels") or [] if item[0] > start]
+
+
+def converged_into(summaries: Any) -> Dict[str, List[str]]:
+    """被收敛的分支 -> 收敛了它的节点 ID（按创建先后）：{"A": ["C"]}。只从收敛节点的 converged_from 推出来。"""
+    into: Dict[str, List[str]] = {}
+    for summary in sorted(summaries, key=creation_order):
+        for other in summary.get("converged_from") or []:
+            into.setdefault(other, []).append(summary["session_id"])
+    return into
+
+
 # ── 文字树（命令行、体检报告）──────────────────────────────────────────────────────────────────
 def describe(summary: Dict[str, Any]) -> str:
     """'标题 [id] 7 条（自第 5 条分叉，+2：方案 A…）'；标题和新增内容都经过 printable()。"""
@@ -157,7 +186,26 @@ def describe(summary: Dict[str, Any]) -> str:
     return text
 
 
+MAX_MARKS_SHOWN = 3   # 一行最多显示几个标签、几个收敛来源
+
+
+def marks_text(summary: Dict[str, Any], into: Dict[str, List[str]]) -> str:
+    """一行末尾的标记：' 🏷️ #7 最终方案 ⇠┄ 收敛了 [A] · 已收敛到 [C]'（文字都经过 printable()）。"""
+    parts = [f"🏷️ #{number} {shorten(printable(text), 20)}" for number, text in own_labels(summary)[:MAX_MARKS_SHOWN]]
+    sources = summary.get("converged_from") or []
+    if sources:
+        shown = " ".join(f"[{sid}]" for sid in sources[:MAX_MARKS_SHOWN])
+        parts.append(f"⇠┄ 收敛了 {shown}" + (f" 等 {len(sources)} 个" if len(sources) > MAX_MARKS_SHOWN else ""))
+    targets = into.get(summary["session_id"]) or []
+    if targets:
+        parts.append("已收敛到 " + " ".join(f"[{sid}]" for sid in targets[:MAX_MARKS_SHOWN]))
+    return (" " + " · ".join(parts)) if parts else ""
+
+
 def render_text(forest: Forest, root_id: Optional[str] = None) -> str:
-    """整个森林（或 root_id 这棵子树）的文字图，每个节点一行、几百个字以内；没有会话时写明。"""
-    lines = [prefix + describe(step.node) for step, prefix in branch_prefixes(walk(forest, root_id))]
+    """整个森林（或 root_id 这棵子树）的文字图，每个节点一行、几百个字以内；没有会话时写明。
+    收敛节点行尾“⇠┄ 收敛了 [ID]”是指向被收敛分支的虚线；被收敛的分支行尾“已收敛到 [ID]”。"""
+    into = converged_into(forest.by_id.values())
+    lines = [prefix + describe(step.node) + marks_text(step.node, into)
+             for step, prefix in branch_prefixes(walk(forest, root_id))]
     return "\n".join(lines) if lines else "（还没有会话）"

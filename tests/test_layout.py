@@ -27,9 +27,11 @@ LAYERS = [
     ["s11_storage"],
     ["s11_format"],
     ["s11_trash", "s11_tree", "s11_export"],
-    ["s11_chunks"],
+    ["s11_chunks", "s11_converge"],
     ["s11_session"],
-    ["s11_import"],
+    ["s11_review"],             # the redaction review of one export (s11_redact's table, hit by hit)
+    ["s11_tree_export"],        # whole-tree HTML / Markdown pages
+    ["s11_import", "s11_exercises"],
     ["s11_workbench"],          # its gradio-free logic
     ["s11_workbench.*_tab"],    # the layout modules: the only ones (with app.py) that import gradio
     ["s11_cli"],

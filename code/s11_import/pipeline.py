@@ -33,6 +33,7 @@ from s11_format import SessionError
 from s11_session import SessionNode, SessionStore
 from s11_text import describe_os_error, human_size, os_error_reason, printable
 
+from . import tree_jsonl
 from .convert import MAX_DEPTH, TEXT_LIMIT, TOOL_OUTPUT_LIMIT
 from .formats import CLAUDE, FORMATS, detect, dispatch, dispatch_document, known_formats, refusal
 from .graph import Tree, active_ends, apply_labels, repair
@@ -75,6 +76,8 @@ def import_file(path: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_
     budget（见 WriteBudget）在写之前拿到确切的字节数，可以拒绝。
     """
     path = os.fspath(path)
+    if os.path.isfile(path) and tree_jsonl.is_tree_file(path):   # 本项目自己导出的会话树：原样复原，不走格式表
+        return tree_jsonl.import_tree(path, store, max_bytes=max_bytes, dry_run=dry_run, budget=budget)
     _refuse_companion(path)
     return _import_paths([path], store, max_bytes, dry_run, budget)
 

@@ -1,11 +1,14 @@
 """downloads.py — 所有标签页共用的一个下载目录：本进程私有（0700），旧的导出过一会儿就删
 
     8.11 的 run_demo ─┐
-    浏览器的 export ──┴─> offer(session_id, markdown, html)
+    浏览器的 export ──┴─> offer(session_id, markdown, html, owner=空间, key=内容指纹)
                            │ downloads_root()        第一次用到时 mkdtemp（0700、名字随机），进程退出时整个删掉
                            │ ensure_private_folder() 已存在的目录必须是本账号的、别人进不去的真实目录
                            │ prune_old_exports()     先删掉比 EXPORT_KEEP_SECONDS 更旧的 run-* 目录
                            └─> <下载目录>/run-xxxx/session-<id>.md + session-<id>.html   每次一个新目录，两次导出互不覆盖
+                               <下载目录>/owner-<空间>/run-<指纹>/…   给了 owner 时：同样的内容只写一份（reuse()
+                                                                    在渲染之前就能找到它），每个空间最多
+                                                                    EXPORTS_PER_OWNER 份，多了删最旧的
 
 Key insight: gradio 在事件返回时就把下载文件复制进自己的缓存，所以我们的副本只需活过这一次点击；
 只有一个目录、一套检查、一种清理，哪个标签页的下载都一样安全、一样不会越积越多。
@@ -18,6 +21,7 @@ from __future__ import annotations
 import atexit
 import functools
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -30,7 +34,10 @@ from s11_text import os_error_reason, public_name
 
 # Gradio 在事件返回时就把下载文件复制进自己的缓存，所以我们的副本只需活过这一次点击；留 15 分钟足够宽裕。
 EXPORT_KEEP_SECONDS = 15 * 60
+EXPORTS_PER_OWNER = 4      # 一个空间最多留几份导出（每份 = .md + .html）；连点导出不会越积越多
 EXPORT_ROOT_PREFIX = "s11_exports-"
+OWNER_PREFIX = "owner-"
+_SAFE_NAME = re.compile(r"[0-9A-Za-z_-]{1,64}")
 DOWNLOADS_FOLDER = "下载目录"
 
 
@@ -81,21 +88,71 @@ def ensure_private_folder(folder: str) -> None:
 
 
 def prune_old_exports(export_root: str, keep_seconds: float) -> None:
-    """删掉 export_root 下比 keep_seconds 更旧的 run-* 目录；并发的两次清理互不报错。"""
+    """删掉 export_root 下（和各个 owner-* 目录里）比 keep_seconds 更旧的 run-* 目录；并发的两次清理互不报错。"""
     now = time.time()
-    try:
-        entries = list(os.scandir(export_root))
-    except FileNotFoundError:
-        return
-    for entry in entries:
-        if not entry.name.startswith("run-"):
-            continue
+    for entry in _runs(export_root):
         try:
             too_old = now - entry.stat().st_mtime > keep_seconds
         except FileNotFoundError:  # 另一个线程刚删掉它
             continue
         if too_old:
             shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _scan(folder: str) -> list:
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _runs(export_root: str) -> list:
+    runs = []
+    for entry in _scan(export_root):
+        if entry.name.startswith("run-"):
+            runs.append(entry)
+        elif entry.name.startswith(OWNER_PREFIX) and entry.is_dir(follow_symlinks=False):
+            runs += [inner for inner in _scan(entry.path) if inner.name.startswith("run-")]
+    return runs
+
+
+def _owner_folder(export_root: str, owner: str) -> str:
+    if not _SAFE_NAME.fullmatch(owner):
+        raise ValueError(f"owner {owner!r} 只能是字母、数字、- 和 _")
+    return os.path.join(export_root, OWNER_PREFIX + owner)
+
+
+def _run_paths(run_dir: str, session_id: str) -> tuple[str, str]:
+    return (os.path.join(run_dir, f"session-{session_id}.md"), os.path.join(run_dir, f"session-{session_id}.html"))
+
+
+def reuse(session_id: str, owner: str, key: str, *, export_root: str | None = None) -> tuple[str, str] | None:
+    """这个空间已经导出过同样内容（同一个 key）时，返回那两个文件（并把它记成刚用过）；否则 None。"""
+    export_root = export_root or downloads_root()
+    run_dir = os.path.join(_owner_folder(export_root, owner), f"run-{key}")
+    paths = _run_paths(run_dir, session_id)
+    try:
+        os.utime(run_dir)
+    except OSError:
+        return None
+    return paths if all(os.path.isfile(path) for path in paths) else None
+
+
+def cap_owner_exports(export_root: str, owner: str, cap: int, keep: str | None = None) -> int:
+    """一个空间的导出超过 cap 份时删掉最旧的（keep 这份除外），返回删了几份。"""
+    runs = []
+    for entry in _scan(_owner_folder(export_root, owner)):
+        if entry.name.startswith("run-") and entry.path != keep:
+            try:
+                runs.append((entry.stat().st_mtime_ns, entry.path))
+            except FileNotFoundError:
+                continue
+    removed = 0
+    for _, path in sorted(runs)[:max(0, len(runs) - (cap - (keep is not None)))]:
+        shutil.rmtree(path, ignore_errors=True)
+        removed += 1
+    return removed
 
 
 def write_text(path: str, text: str) -> None:
@@ -119,12 +176,34 @@ def write_exports(session_id: str, markdown: str, html: str, export_root: str) -
 
 
 def offer(session_id: str, markdown: str, html: str, *, export_root: str | None = None,
-          keep_seconds: float = EXPORT_KEEP_SECONDS) -> tuple[str, str]:
+          keep_seconds: float = EXPORT_KEEP_SECONDS, owner: str | None = None, key: str | None = None,
+          cap: int = EXPORTS_PER_OWNER) -> tuple[str, str]:
     """一次导出的两个下载文件 (.md 路径, .html 路径)：先清掉旧的，再写进检查过的私有目录。
 
+    给了 owner（空间）和 key（内容指纹，字母数字）时写进 owner-<owner>/run-<key>/：同一个 key 只写一份，
+    这个空间的导出超过 cap 份时删掉最旧的。
     export_root 默认是本进程的 downloads_root()；写不进去时抛 FolderUnavailable（算在下载目录头上）。
     """
     export_root = export_root or downloads_root()
     with blame(DOWNLOADS_FOLDER, export_root):
         prune_old_exports(export_root, keep_seconds)
-        return write_exports(session_id, markdown, html, export_root)
+        if owner is None or key is None:
+            return write_exports(session_id, markdown, html, export_root)
+        if not _SAFE_NAME.fullmatch(key):
+            raise ValueError(f"key {key!r} 只能是字母、数字、- 和 _")
+        ensure_private_folder(export_root)
+        folder = _owner_folder(export_root, owner)
+        ensure_private_folder(folder)
+        run_dir = os.path.join(folder, f"run-{key}")
+        found = reuse(session_id, owner, key, export_root=export_root)
+        if found is None:
+            fresh = os.path.dirname(write_exports(session_id, markdown, html, folder)[0])
+            try:
+                os.rename(fresh, run_dir)   # 原子地就位
+            except OSError:
+                shutil.rmtree(fresh, ignore_errors=True)
+                if not os.path.isdir(run_dir):   # 不是“同时导出的另一次先到了”：真的写不进去
+                    raise
+            found = _run_paths(run_dir, session_id)
+        cap_owner_exports(export_root, owner, cap, keep=run_dir)
+        return found

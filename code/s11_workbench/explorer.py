@@ -25,8 +25,10 @@ Scope: 不调用大模型（续写的一轮由读者输入）；搜索扫当前�
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
+import math
 import os
 import re
 import sys
@@ -41,7 +43,16 @@ import s11_tree
 from s11_export import fenced
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, validate_session_id
 from s11_text import hide_paths, human_size, os_error_reason, shorten
-from s11_tree import PAGE_STYLE, Forest, branch_prefixes, root_of, walk
+from s11_tree import (
+    PAGE_STYLE,
+    Forest,
+    branch_prefixes,
+    converged_into,
+    marks_text,
+    own_labels,
+    root_of,
+    walk,
+)
 from s11_workbench import downloads
 from s11_workbench.markdown import (
     command_chip,
@@ -50,6 +61,7 @@ from s11_workbench.markdown import (
     literal_markdown,
     mermaid_text,
 )
+from s11_workbench.spaces import SpaceError, folder_bytes
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +107,7 @@ class View:
     focus: int | None = None           # 要突出显示的那条消息（1 起：?m=<k> 链接、搜索命中）
     end: int | None = None             # 对话窗口停在第几条（含）：有 focus 时让它落在窗口末尾，Chatbot 滚到底就看见它
     last_fork: str | None = None       # 刚分叉出的节点：再点一次“分叉”不会又分一个
+    pending: tuple = ()                # 等读者确认的动作：(动作, 参数, 指纹, 给读者看的说明)；别的动作一律清掉它
 
 
 @dataclass
@@ -128,6 +141,12 @@ class Page:
     siblings: tuple = ("", None, None)  # 分岔处的 (说明, 上一个兄弟, 下一个兄弟)：“◀ 1/2 ▶”
     hits: list = field(default_factory=list)   # 全文搜索的命中：[会话, 第几条, 上下文, ID]
     hits_note: str = ""
+    trash_note: str = ""               # 回收站里有几份副本、占多少字节
+
+    @property
+    def confirm(self) -> str:
+        """等读者确认的动作的说明（空 = 没有要确认的）。"""
+        return self.view.pending[-1] if self.view.pending else ""
 
 
 class ExplorerError(SessionError):
@@ -158,6 +177,9 @@ def _header(number: int, message: dict, focus: bool = False) -> str:
     icon = s11_export.ROLE_ICONS.get(role, s11_export.DEFAULT_ICON)
     tags = [name for key, name in (("summary", "摘要"), ("meta", "注入文本"), ("subagent", "子代理"))
             if message.get(key)]
+    # 🏷️ 标签、🔀 收敛的决定、↪️ 收敛时带过来的消息（文字与导出相同，见 s11_export.message_marks）
+    tags += [literal_inline(text, 60) for kind, text in s11_export.message_marks(message)
+             if kind in ("label", "converge", "origin")]
     extra = f" · {'、'.join(tags)}" if tags else ""
     pin = " · **📍 链接指向这条**" if focus else ""
     return f"{'📍 ' if focus else ''}**#{number}** {icon} {ROLE_NAMES.get(role) or literal_inline(role, 24)}{extra}{pin}"
@@ -308,13 +330,18 @@ def node_caption(node: dict, name: str, title_chars: int = TITLE_CHARS) -> str:
     return f"🌿 分支 {name}：{shorten(node['title'], 30)}{plus} · {node['message_count']} 条"
 
 
-def tree_label(node: dict, prefix: str, marker: bool, name: str | None = None) -> str:
+def tree_label(node: dict, prefix: str, marker: bool, name: str | None = None, into: dict | None = None) -> str:
     """'├─ 🌿 分支 A：修复… · ➕ 方案 A：为 cache… · 7 条 · 自第 5 条 [4d67e2e6b66c] ◀ 活动端'
-    （纯文本：单选框标签不解析 Markdown / HTML）"""
+    （纯文本：单选框标签不解析 Markdown / HTML）。
+    into（s11_tree.converged_into）给出时，收敛节点标“⇠┄ 收敛了 […]”，被收敛的分支标“已收敛到 […]”，另带本段的标签。"""
     name = name if name is not None else ("?" if prefix else "")
     fork = f" · 自第 {node['fork_point']} 条" if node.get("fork_point") is not None and name else ""
     end = " ◀ 活动端" if marker else ""
-    return f"{prefix}{node_caption(node, name)}{fork} [{node['session_id']}]{end}"
+    marks = marks_text(node, into) if into is not None else ""
+    caption = node_caption(node, name)
+    if node.get("converged_from"):
+        caption = "🔀" + caption[1:] if caption[:1] in ("🌱", "🌿") else caption
+    return f"{prefix}{caption}{fork} [{node['session_id']}]{end}{marks}"
 
 
 # ── mermaid 分支图 ─────────────────────────────────────────────────────────────────────────
@@ -347,8 +374,10 @@ def mermaid_map(tree: list[tuple[dict, str, int]], selected: str | None, end: st
     ids = {node["session_id"] for node, _, _ in tree}
     nodes = [(node, node["parent_id"] if node["parent_id"] in ids else None, 0) for node, _, _ in tree]
     note = ""
-    if len(nodes) - 1 > MAP_MAX_EDGES:
-        nodes = branch_points_only(tree, {sid for sid in (selected, end) if sid})
+    if len(nodes) - 1 > MAP_MAX_EDGES:   # 收敛节点和被收敛的分支也留着：虚线要有两端
+        converging = {sid for node, _, _ in tree if node.get("converged_from")
+                      for sid in [node["session_id"], *node["converged_from"]]}
+        nodes = branch_points_only(tree, {sid for sid in (selected, end) if sid} | converging)
         note = f"共 {len(tree):,} 个节点，图里只画根、分岔点和叶子（{len(nodes):,} 个），省略的链写在边上。"
     names = names if names is not None else branch_names(tree)
     source = _mermaid_source(nodes, selected, end, links, names)
@@ -364,15 +393,21 @@ def mermaid_map(tree: list[tuple[dict, str, int]], selected: str | None, end: st
 def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: bool,
                     names: dict[str, str]) -> str:
     alias = {node["session_id"]: f"n{i}" for i, (node, _, _) in enumerate(nodes)}
+    into = converged_into(node for node, _, _ in nodes)
     lines = ['%%{init: {"flowchart": {"wrappingWidth": 260}}}%%', "graph TD"]
     for node, _, _ in nodes:
         mark = " ◀ 活动端" if node["session_id"] == end else ""
         name = names.get(node["session_id"], "")
         head = f"🌿 分支 {name}" if name else "🌱 根"
+        if node.get("converged_from"):
+            head = "🔀 " + head[2:]
         added = node.get("first_added") or ""
         plus = f"<br/>➕ {mermaid_text(added, FIRST_ADDED_SHOWN)}" if name and added else ""
         label = (f"{head}{mark}<br/>{mermaid_text(node['title'])}{plus}<br/>💬 {node['message_count']} 条"
                  f" · 🆔 {mermaid_text(node['session_id'], 16)}")
+        label += "".join(f"<br/>🏷️ #{number} {mermaid_text(text, 16)}" for number, text in own_labels(node)[:2])
+        if into.get(node["session_id"]):   # 被收敛的分支：文件没改，标记从收敛节点推出来
+            label += f"<br/>✅ 已收敛到 {mermaid_text(into[node['session_id']][0], 16)}"
         lines.append(f'    {alias[node["session_id"]]}["{label}"]')
     for node, parent, skipped in nodes:
         if parent in alias:
@@ -380,6 +415,10 @@ def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: b
             fork = node.get("fork_point")
             text = f"自第 {fork} 条{via}" if fork is not None else f"分支{via}"
             lines.append(f'    {alias[parent]} -->|"{text}"| {alias[node["session_id"]]}')
+    for node, _, _ in nodes:   # 🔀 收敛：每个 converged_from 一条虚线，指向收敛节点
+        for other in node.get("converged_from") or []:
+            if other in alias:
+                lines.append(f'    {alias[other]} -.->|"🔀 收敛"| {alias[node["session_id"]]}')
     lines += ["    classDef picked stroke:#d97706,stroke-width:4px", "    classDef ends stroke:#16a34a,stroke-width:3px"]
     for sid, style in ((end, "ends"), (selected, "picked")):
         if sid in alias:
@@ -456,17 +495,22 @@ class Explorer:
 
     # ── 动作：每个都返回整页 ──────────────────────────────────────────────────────
     def _act(self, token, view: View, teacher, action: Callable, *, draft: str | None = None,
-             check: bool = False, area: str = "") -> Page:
+             check: bool = False, asks: bool = False, area: str = "") -> Page:
         """执行 action(space, own) -> (新视图, 提示, 额外字段)，失败时给中文提示并照常画出页面。
-        check=True 时顺便体检整个空间（要读遍每个文件，所以只在列表可能变了的动作上做）。"""
+        check=True 时顺便体检整个空间（要读遍每个文件，所以只在列表可能变了的动作上做）。
+        asks=True 的动作（清空回收站、永久删除、发布）只把要确认的事放进 view.pending；别的动作都清掉它。"""
         extra: dict = {}
+        view = dataclasses.replace(view, pending=()) if view.pending and not asks else view
         try:
             space, own = self._space(token, view, teacher)
             view, notice, extra = action(space, own)
+            if view.pending and not asks:   # 动作从闭包里拿到的还是旧视图
+                view = dataclasses.replace(view, pending=())
         except Exception as error:   # 页面只给一句话；意外的错误连同堆栈写进服务器日志
             if not isinstance(error, (SessionError, OSError)):
                 log.exception("explorer action failed")
             notice = explain(error)
+            view = dataclasses.replace(view, pending=())
             if isinstance(error, ConflictError):
                 view = dataclasses.replace(view, revision=-1)   # 重新读入最新修订
             extra = {"draft": draft} if draft is not None else {}
@@ -553,10 +597,11 @@ class Explorer:
         return self.sibling(token, view, 1, teacher)
 
     def window(self, token, view: View, start: int | None, teacher: str | None = None) -> Page:
-        """对话路径翻页：start 是第几条（1 起）；None 回到末尾。"""
-        begin = None if start is None else max(0, int(start) - 1)
-        moved = dataclasses.replace(view, start=begin, end=None)
-        return self._act(token, moved, teacher, lambda space, own: (moved, "", {}), area="path")
+        """对话路径翻页：start 是第几条（1 起）；None 或空回到末尾。"""
+        def action(space, own):
+            begin = _as_position(start)
+            return dataclasses.replace(view, start=begin, end=None), "", {}
+        return self._act(token, view, teacher, action, area="path")
 
     def earlier(self, token, view: View, teacher: str | None = None) -> Page:
         """“◀ 更早”：从当前窗口起点再往前翻一页。"""
@@ -571,14 +616,16 @@ class Explorer:
         """在第 at 条之后分叉（保留前 at 条；at=0 是明确选了“什么都不继承”）；只读来源（书架、老师查看）
         复制进自己的空间。at 为空时不猜：先点对话里的一条消息。"""
         def action(space, own):
+            empty = at is None or (isinstance(at, str) and not at.strip())
+            keep = None if empty else _as_count(at)   # 输入先查：没选会话时也告诉读者位置填错了
             parent_id = self._selected(view)
-            if at is None or (isinstance(at, str) and not at.strip()):
+            if keep is None:
                 if view.last_fork and view.last_fork == parent_id:   # 双击、或成功后又点了一次：不再分一个
                     return view, (f"✅ 刚分叉出的新会话 {parent_id} 就是现在显示的这个；要再分叉，"
                                   "先在对话里点一条消息"), {}
-                raise ExplorerError("先在对话里点一条消息（在它之后分叉），或在「在第几条之后分叉」里填一个数；"
-                                    "填 0 表示什么都不继承、从空白开始")
-            return self._fork(space, own, parent_id, _as_count(at), first_message, title)
+                raise ExplorerError("分叉位置还没选：先在对话里点一条消息（在它之后分叉），或在「在第几条之后分叉」"
+                                    "里填一个数；填 0 表示什么都不继承、从空白开始")
+            return self._fork(space, own, parent_id, keep, first_message, title)
         return self._act(token, view, teacher, action, area="fork")
 
     def edit_fork(self, token, view: View, index, text, teacher: str | None = None) -> Page:
@@ -639,15 +686,34 @@ class Explorer:
         return self._act(token, view, teacher, action, draft=str(text or ""), area="resume")
 
     def export(self, token, view: View, teacher: str | None = None) -> Page:
-        """导出选中节点：脱敏的 .md 与 .html 下载，外加 Markdown 源文的预览。"""
+        """导出选中节点：脱敏的 .md 与 .html 下载，外加 Markdown 源文的预览。
+        读一次、脱敏一次，两种格式都从同一份 s11_export.prepare() 渲染；内容没变时直接复用上次的文件，
+        每个访客的空间最多留 downloads.EXPORTS_PER_OWNER 份。"""
         def action(space, own):
             session_id = self._selected(view)
-            markdown = space.store.export_markdown(session_id, redact=True)
-            page = space.store.export_html(session_id, redact=True)
-            paths = downloads.offer(session_id, markdown, page, export_root=self.export_root)
+            stamp = _file_stamps(space.store, [session_id])   # 先看文件再读：读完之后被改过的，下次指纹就不同
+            node = space.store.load(session_id)
+            if node is None:
+                raise SessionNotFound(f"未找到会话：{session_id}")
+            lineage = space.store.lineage(session_id)
+            key = _digest([space.space_id, session_id, node.revision, stamp,
+                           [(s["session_id"], s["title"], s["message_count"]) for s in lineage]])
+            paths = downloads.reuse(session_id, own.space_id, key, export_root=self.export_root)
+            if paths is not None:
+                with open(paths[0], encoding="utf-8") as handle:
+                    markdown = handle.read(PREVIEW_CHARS + 1)
+                again = "，内容没变，用的是上次导出的文件"
+            else:
+                prepared = s11_export.prepare(node.to_dict(), lineage, redact=True)
+                markdown = "".join(s11_export.markdown_chunks(prepared))
+                html = "".join(s11_export.html_chunks(prepared))
+                paths = downloads.offer(session_id, markdown, html, export_root=self.export_root,
+                                        owner=own.space_id, key=key)
+                again = ""
             preview = markdown if len(markdown) <= PREVIEW_CHARS else (
                 markdown[:PREVIEW_CHARS] + f"\n\n…（预览只显示前 {PREVIEW_CHARS:,} 字符，完整内容请下载）")
-            done = f"✅ 已导出会话 {session_id}（已脱敏）：Markdown {len(markdown):,} 字符，HTML {len(page):,} 字符"
+            sizes = [human_size(os.path.getsize(path)) for path in paths]
+            done = f"✅ 已导出会话 {session_id}（已脱敏{again}）：Markdown {sizes[0]}，HTML {sizes[1]}"
             return view, done, {"downloads": paths, "preview": preview}
         return self._act(token, view, teacher, action, area="export")
 
@@ -678,6 +744,74 @@ class Explorer:
             return dataclasses.replace(view, session_id=session_id, revision=-1, start=None, focus=None, end=None,
                                        deleted=deleted), done, {"fork_reset": True}
         return self._act(token, view, teacher, action, check=True, area="trash")
+
+    # ── 清空回收站 / 永久删除：先说清楚会删什么、释放多少，确认后才做 ──────────────────────────────
+    def ask_empty_trash(self, token, view: View, teacher: str | None = None) -> Page:
+        """“🧹 清空回收站”：只把要删的副本和大小放进 view.pending，等读者点「确认」。"""
+        def action(space, own):
+            store = space.writable().store
+            copies = s11_trash.entries(store.storage_dir)
+            if not copies:
+                raise ExplorerError("回收站是空的，没有要清空的")
+            ids = {entry.session_id for entry in copies}
+            size = human_size(sum(entry.size for entry in copies))
+            text = (f"🧹 确认清空回收站？将永久删除 {len(ids)} 个会话的 {len(copies)} 份副本，至少释放 {size}"
+                    "（大会话独用的块随之删除，另算）。删除后不能恢复。")
+            fingerprint = tuple(sorted(entry.path for entry in copies))
+            return dataclasses.replace(view, pending=("empty_trash", "", fingerprint, text)), "", {}
+        return self._act(token, view, teacher, action, asks=True, area="trash")
+
+    def ask_purge(self, token, view: View, session_id: str | None, teacher: str | None = None) -> Page:
+        """“🔥 永久删除”回收站里选中的那个会话（它的每一份副本）：先说大小，确认后才删。"""
+        def action(space, own):
+            store = space.writable().store
+            if not session_id:
+                raise ExplorerError("请先在「回收站」里选一个会话")
+            validate_session_id(session_id)
+            if not _restorable(store, session_id):
+                raise ExplorerError(f"会话 {session_id} 还在仓库里，不在回收站：要永久删除，请先把它移进回收站")
+            copies = [entry for entry in s11_trash.entries(store.storage_dir) if entry.session_id == session_id]
+            if not copies:
+                raise SessionNotFound(f"回收站里没有会话 {session_id}")
+            size = human_size(sum(entry.size for entry in copies))
+            text = (f"🔥 确认永久删除会话 `{session_id}`？回收站里它的 {len(copies)} 份副本都会删除，至少释放 {size}。"
+                    "删除后不能恢复。")
+            fingerprint = tuple(sorted(entry.path for entry in copies))
+            return dataclasses.replace(view, pending=("purge", session_id, fingerprint, text)), "", {}
+        return self._act(token, view, teacher, action, asks=True, area="trash")
+
+    def cancel(self, token, view: View, teacher: str | None = None) -> Page:
+        """不做等确认的那件事。"""
+        done = "已取消，什么都没有删除或发布" if view.pending else ""
+        area = "teacher" if view.pending and view.pending[0] == "publish" else "trash"
+        return self._act(token, view, teacher, lambda space, own: (dataclasses.replace(view, pending=()), done, {}),
+                         area=area)
+
+    def confirm(self, token, view: View, teacher: str | None = None) -> Page:
+        """做等确认的那件事；确认之后情况变了（回收站里多了或少了副本、会话又被改过）就重新问一次。"""
+        if not view.pending:
+            return self.render(token, view, teacher, "⚠️ 没有等待确认的操作", check=False)
+        kind, target, fingerprint, _text = view.pending
+
+        def action(space, own):
+            if kind == "publish":
+                return self._confirm_publish(view, target, fingerprint, teacher)
+            store = space.writable().store
+            copies = [entry for entry in s11_trash.entries(store.storage_dir)
+                      if kind == "empty_trash" or entry.session_id == target]
+            if tuple(sorted(entry.path for entry in copies)) != fingerprint:
+                raise ExplorerError("回收站在你确认之前变了：什么都没删，请重新点一次，看清新的内容再确认")
+            before = folder_bytes(store.storage_dir)
+            if kind == "empty_trash":
+                removed = store.empty_trash()
+                what = f"🧹 已清空回收站：永久删除了 {removed} 份副本"
+            else:
+                store.delete(target, purge=True)
+                what = f"🔥 已永久删除会话 {target}（{len(copies)} 份副本）"
+            freed = max(0, before - folder_bytes(store.storage_dir))
+            deleted = tuple(d for d in view.deleted if kind == "purge" and d[0] != target)
+            return dataclasses.replace(view, pending=(), deleted=deleted), f"{what}，释放了 {human_size(freed)}", {}
+        return self._act(token, view, teacher, action, check=True, area="teacher" if kind == "publish" else "trash")
 
     # ── 导入 ───────────────────────────────────────────────────────────────────
     def import_upload(self, token, view: View, path: str | None, teacher: str | None = None) -> Page:
@@ -714,8 +848,9 @@ class Explorer:
         import s11_import
         target = own.writable()
         target.throttle()
-        target.require_room(sessions=1, nbytes=os.path.getsize(path))
-        report = s11_import.import_file(path, target.store, max_bytes=target.limits.max_upload_bytes)
+        target.require_room(sessions=0)   # 已经满了就不必读文件
+        report = s11_import.import_file(path, target.store, max_bytes=target.limits.max_upload_bytes,
+                                        budget=_space_budget(s11_import.WriteBudget, target))
         picked = report.active_id or (report.node_ids[0] if report.node_ids else None)
         done = (f"📥 已导入 {literal_inline(os.path.basename(path), 80)}：{len(report.node_ids)} 个节点，"
                 f"跳过 {len(report.skipped)} 行")
@@ -730,13 +865,35 @@ class Explorer:
         return self.switch_source(token, view, SPACE_PREFIX + str(space_id), teacher)
 
     def publish(self, token, view: View, teacher: str | None = None) -> Page:
-        """老师把选中的会话（连同它的祖先）放上共享书架。"""
+        """老师要把选中的会话（连同它的祖先）放上共享书架：先算出脱敏后的那一份——会写几个节点、
+        哪些要换新 ID、每种脱敏各遮住几处——放进 view.pending，老师点「确认」（confirm）才真的发布。"""
         def action(space, own):
             if not self._is_teacher(teacher):
                 raise ExplorerError("只有老师能发布到共享书架")
-            shelf_id = self.spaces.publish(teacher, space.space_id, self._selected(view))
-            return view, f"📚 已发布到共享书架：{shelf_id}（所有同学都能打开和分叉，但不能修改）", {}
-        return self._act(token, view, teacher, action, area="teacher")
+            if space.space_id == self.spaces.shelf().space_id:
+                raise ExplorerError("这个会话已经在共享书架上了")
+            session_id = self._selected(view)
+            plan = self.spaces.publish_plan(teacher, space.space_id, session_id)
+            text = _publish_text(session_id, plan)
+            fingerprint = (space.space_id, _publish_fingerprint(space.store, session_id, plan))
+            return (dataclasses.replace(view, pending=("publish", session_id, fingerprint, text)),
+                    "👆 确认条在上方「🗑️ 删除 / 回收站」下面：看清脱敏计数，再点「✅ 确认」", {})
+        return self._act(token, view, teacher, action, asks=True, area="teacher")
+
+    def _confirm_publish(self, view: View, session_id: str, fingerprint: tuple, teacher):
+        if not self._is_teacher(teacher):
+            raise ExplorerError("只有老师能发布到共享书架")
+        space_id, expected = fingerprint
+        plan = self.spaces.publish_plan(teacher, space_id, session_id)
+        if _publish_fingerprint(self.spaces.view(teacher, space_id).store, session_id, plan) != expected:
+            raise ExplorerError("会话在你确认之前变了：这次没有发布，请重新点「发布」，看清新的脱敏计数再确认")
+        done = self.spaces.publish_plan(teacher, space_id, session_id, write=True)
+        renamed = (f"；书架上已有同 ID 而内容不同的会话，没有覆盖它，这一份的 ID 是 {done.leaf_id}"
+                   if done.leaf_id != session_id else "")
+        masked = _counts_text(done.counts) or "没有发现要脱敏的内容"
+        return (dataclasses.replace(view, pending=()),
+                f"📚 已脱敏并发布到共享书架：{done.leaf_id}（{masked}；所有同学都能打开和分叉，但不能修改）{renamed}",
+                {})
 
     def unpublish(self, token, view: View, teacher: str | None = None) -> Page:
         def action(space, own):
@@ -832,6 +989,8 @@ class Explorer:
     def _render(self, space, own, view: View, teacher, notice: str, extra: dict, check: bool) -> Page:
         store = space.store
         summaries = store.list_sessions()
+        if space.read_only:   # 书架和老师查看：标题也脱敏（书架上的文件发布时已脱敏，这里再挡一次旧文件）
+            summaries = _redacted_summaries(summaries)
         forest = Forest(summaries)
         node = store.load(view.session_id) if view.session_id in forest.by_id else None
         if node is None:
@@ -846,7 +1005,8 @@ class Explorer:
             page.hits, page.hits_note = self._search(store, summaries, view.query)
         if check:
             page.problems = _problems(store) if not space.read_only else ""
-        page.trash_choices = [] if space.read_only else _trash_choices(store, view.deleted)
+        if not space.read_only:
+            page.trash_choices, page.trash_note = _trash_choices(store, view.deleted)
         if page.teacher:
             page.teacher_rows = _teacher_rows(self.spaces.list_spaces(teacher))
         if node is not None:
@@ -861,10 +1021,11 @@ class Explorer:
         mtimes = _mtimes(store, tree)
         end = active_end(tree, mtimes)
         names = branch_names(tree)
-        page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end, names.get(n["session_id"], "")),
+        into = converged_into(n for n, _, _ in tree)
+        page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end, names.get(n["session_id"], ""), into),
                               n["session_id"]) for n, prefix, _ in tree]
         page.map_markdown = mermaid_map(tree, node.session_id, end, links=view.source == MINE, names=names)
-        page.details = _details(store, node, page.read_only, names.get(node.session_id, ""))
+        page.details = _details(store, node, page.read_only, clean, names.get(node.session_id, ""))
         page.siblings = _siblings(forest, node, names)
         page.chat, numbers, page.path_note, page.window_start = _path_chat(
             node, view.start, clean, end=view.end, focus=view.focus, name=names.get(node.session_id, ""))
@@ -930,10 +1091,10 @@ def _siblings(forest: Forest, node: SessionNode, names: dict[str, str]) -> tuple
     return text, ids[at - 1], ids[(at + 1) % len(ids)]
 
 
-def _details(store, node: SessionNode, read_only: bool, name: str = "") -> str:
+def _details(store, node: SessionNode, read_only: bool, clean: Callable[[str], str] = str, name: str = "") -> str:
     lineage = store.lineage(node.session_id)
-    path = " → ".join(f"{literal_inline(s['title'], 24)}" for s in lineage)
-    facts = [f"### {'🌿 分支 ' + literal_inline(name) + '：' if name else ''}{literal_inline(node.title, 80)}",
+    path = " → ".join(f"{literal_inline(clean(s['title']), 24)}" for s in lineage)
+    facts = [f"### {'🌿 分支 ' + literal_inline(name) + '：' if name else ''}{literal_inline(clean(node.title), 80)}",
              f"🆔 `{node.session_id}` · 💬 {len(node.messages):,} 条 · 🕒 {literal_inline(node.created_at)} · "
              f"修订 {node.revision}" + (" · 🔒 只读" if read_only else ""),
              f"🌳 路径：{path}"]
@@ -999,12 +1160,15 @@ def _problems(store) -> str:
     return "\n".join([f"#### 🩺 体检发现 {len(problems)} 个问题", *lines, *more])
 
 
-def _trash_choices(store, deleted: tuple) -> list:
-    """回收站里能取回的会话：'标题 · 1.2 KB · 删除于 12-01 21:05 [id]'（最近删除的在前）。
+def _trash_choices(store, deleted: tuple) -> tuple[list, str]:
+    """(回收站下拉框的选项, 一句“回收站里有什么、占多少”)。选项：'标题 · 1.2 KB · 删除于 12-01 21:05 [id]'（最近删除的在前）。
     回收站的样子只有 s11_trash 知道：这里用它的 entries()，标题从那份副本的内容里读（本页删过的直接用记下的）。"""
     titles = dict(deleted)
     seen, choices = set(), []
-    for entry in s11_trash.entries(store.storage_dir):   # 最近删除的在前
+    copies = s11_trash.entries(store.storage_dir)
+    note = (f"回收站里有 {len({entry.session_id for entry in copies})} 个会话的 {len(copies)} 份副本，共 "
+            f"{human_size(sum(entry.size for entry in copies))}（也算在空间的限额里）" if copies else "回收站是空的")
+    for entry in copies:   # 最近删除的在前
         sid = entry.session_id
         if sid in seen or not _restorable(store, sid):
             continue
@@ -1014,7 +1178,7 @@ def _trash_choices(store, deleted: tuple) -> list:
         choices.append((f"{shorten(title, 30)} · {human_size(entry.size)} · 删除于 {when} [{sid}]", sid))
         if len(choices) >= TRASH_SHOWN:
             break
-    return choices
+    return choices, note
 
 
 _TITLE_FIELD = re.compile(rb'"title":\s*("(?:[^"\\\n]|\\.){0,2000}")')
@@ -1045,7 +1209,7 @@ def _teacher_rows(spaces: list[dict]) -> list:
     for item in spaces:
         last = item.get("last_activity")
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last)) if last else "—"
-        rows.append([item["space_id"], item.get("sessions", 0), f"{item.get('bytes', 0) / 1024:,.1f} KB", when])
+        rows.append([item["space_id"], item.get("sessions", 0), human_size(item.get("bytes", 0)), when])
     return rows
 
 
@@ -1134,3 +1298,92 @@ def _title_text(title) -> str:
     return title
 
 
+def _as_position(value) -> int | None:
+    """“跳到第几条”：空 -> None（回到末尾）；1、1.0、"1" -> 0（0 起）；"abc"、NaN、0、2.5 给出中文提示。"""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    number = _finite_number(value, "跳到第几条")
+    if not number.is_integer() or number < 1:
+        raise ExplorerError(f"跳到第几条必须是不小于 1 的整数，收到 {literal_inline(str(value), 40)}")
+    return int(number) - 1
+
+
+def _finite_number(value, what: str) -> float:
+    if isinstance(value, bool):
+        raise ExplorerError(f"{what}必须是数字，收到 {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ExplorerError(f"{what}必须是数字，收到 {literal_inline(str(value)[:40], 40)}") from None
+    if not math.isfinite(number):
+        raise ExplorerError(f"{what}必须是有限的数字，收到 {literal_inline(str(value)[:40], 40)}")
+    return number
+
+
+# ── 导出指纹、导入限额、发布确认 ─────────────────────────────────────────────────────────────────
+def _digest(facts) -> str:
+    text = json.dumps(facts, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def _file_stamps(store, session_ids) -> list:
+    """这些会话文件的 (修改时间, 大小)：内容变了，它就变。"""
+    stamps = []
+    for session_id in session_ids:
+        try:
+            info = os.stat(store.path_of(session_id))
+            stamps.append((info.st_mtime_ns, info.st_size))
+        except OSError:
+            stamps.append(None)
+    return stamps
+
+
+def _space_budget(base, space):
+    """导入的写入预算（base = s11_import.WriteBudget）：写第一个字节之前，确切的字节数必须放得进空间的限额
+    和磁盘余量（否则一个字节都不写，消息说要写多少）；写的途中每个节点之后再看一次磁盘余量。"""
+    class SpaceBudget(base):
+        planned = 0
+
+        def before(self, nbytes: int, sessions: int) -> None:
+            self.planned = nbytes
+            try:
+                space.require_room(sessions=sessions, nbytes=nbytes)
+            except SpaceError as error:
+                raise SpaceError(f"这次导入要新建 {sessions} 个会话、写 {human_size(nbytes)}，什么都没写：{error}") from None
+
+        def during(self, written: int) -> None:
+            space.require_disk(max(0, self.planned - written))
+    return SpaceBudget()
+
+
+def _counts_text(counts: dict) -> str:
+    return "、".join(f"{label} ×{count}" for label, count in counts.items())
+
+
+def _publish_text(session_id: str, plan) -> str:
+    ancestors = plan.nodes - 1
+    lines = [f"📚 确认把会话 `{session_id}` 发布到共享书架？",
+             f"- 要写 {len(plan.written)} 个节点（选中的会话" + (f"和它的 {ancestors} 个祖先" if ancestors else "")
+             + "；书架上已有、内容相同的跳过）。"]
+    if plan.counts or plan.chain_counts:
+        lines.append(f"- 发布的是脱敏后的副本：选中的会话里遮住 {_counts_text(plan.counts) or '0 处'}"
+                     + (f"；整条祖先链的每个文件合计 {_counts_text(plan.chain_counts)}" if ancestors else "") + "。")
+    else:
+        lines.append("- 标题、每条消息的每个字段都查过：没有发现要脱敏的内容。")
+    if plan.renamed:
+        lines.append(f"- 书架上已有同 ID 而内容不同的 {len(plan.renamed)} 个节点不会被覆盖，这一份用新 ID "
+                     f"`{plan.leaf_id}`。")
+    return "\n".join(lines)
+
+
+def _publish_fingerprint(store, session_id: str, plan) -> str:
+    chain = [summary["session_id"] for summary in store.lineage(session_id)]
+    return _digest([chain, _file_stamps(store, chain), plan.leaf_id, plan.written, sorted(plan.renamed.items()),
+                    plan.counts, plan.chain_counts])
+
+
+def _redacted_summaries(summaries: list[dict]) -> list[dict]:
+    """只读来源的会话摘要：标题和分支新增的第一句脱敏（一批完成）。"""
+    texts = [[s["title"], s.get("first_added") or ""] for s in summaries]
+    redacted, _ = s11_redact.redact_value(texts)
+    return [{**s, "title": title, "first_added": first} for s, (title, first) in zip(summaries, redacted)]

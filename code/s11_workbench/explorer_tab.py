@@ -4,9 +4,10 @@
     │ 🔍 搜索（标题、ID、每条消息）   │ 标题 · 分支名 · 路径                                    │
     │ 🔎 全文命中（点一行跳过去）      │ 🌿 分岔处 ◀ 分支 B（2/2）▶                              │
     │ 会话列表（按树分组）             │ 对话路径（点一条消息 = 选分叉位置；✏️ 改写用户消息 = 分叉）│
-    │ 🌳 会话树  ├─ 分支 A ◀ 活动端    │ ▸ 🌿 分叉  ▸ 📂 恢复  ▸ 📤 导出  ▸ 🗑️ 回收站  ▸ 📥 导入   │
+    │ 🌳 会话树  ├─ 分支 A ◀ 活动端    │ ▸ 🌿 分叉 ▸ 📂 恢复 ▸ 📤 导出 ▸ 🔗 分享 ▸ 🗑️ 回收站 ▸ 📥 导入 │
     │                                │   每块的结果写在它自己的按钮下面（*_result）               │
     └ 🗺️ 分支图（mermaid） · 🩺 体检 · 👩‍🏫 老师：所有空间 / 发布到书架 ─────────────────────────┘
+    ⚠️ 确认条（页面顶部）：清空回收站、永久删除、发布之前先说清楚删什么、释放多少、遮住几处，点「确认」才做
 
 Key insight: 每个事件都经 PageEvent 把浏览器里的空间令牌（ctx.visitor）和服务器端的 gr.State（视图、老师密钥）
 交给 Explorer 的一个方法，拿回一整页 Page，再由 page_outputs() 摊到各个控件上——这里没有任何判断逻辑。
@@ -19,7 +20,7 @@ from __future__ import annotations
 import gradio as gr
 from gradio.context import Context
 
-from s11_workbench import agent_folders_tab
+from s11_workbench import agent_folders_tab, compare_tab, share_tab
 from s11_workbench.explorer import (
     AREAS,
     ID_COLUMN,
@@ -42,6 +43,7 @@ CSS = """
 #s11x-map .mermaid, #s11x-map svg { max-width: 100%; height: auto; }
 #s11x-map pre, #s11x-map pre code, #s11x-path pre, #s11x-path pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; }
 #s11x-notice:empty, .s11x-result:empty { display: none; }
+#s11x-confirm { border: 2px solid var(--color-accent); border-radius: var(--radius-lg); padding: var(--spacing-lg); }
 .s11x-result { font-weight: 600; }
 #s11x-siblings { align-items: center; }
 #s11x-actions > .block { margin-bottom: 6px; }
@@ -52,7 +54,7 @@ CSS = """
   #s11x-map .mermaid ~ pre { display: block; }
   #s11x-map pre, #s11x-map pre code { font-size: 13px !important; }
 }
-"""
+""" + share_tab.CSS + compare_tab.CSS   # 「📦 分享」与「⚖️ 对比 / 🔀 收敛」面板的样式（share_tab.py、compare_tab.py）
 INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、恢复、导出\n\n"
          "这里列出 **你自己空间** 里的全部会话（8.11 标签页的演示也写在这里），还有老师放上 **共享书架** 的会话。"
          "选中一个节点看它从根开始的完整路径；**点对话里的一条消息** 就在它之后 **分叉**，"
@@ -89,7 +91,7 @@ def page_outputs(page: Page) -> list:
     fork_form = [None, "", "", PICK_HINT, gr.Button(FORK_LABEL)] if page.fork_reset else [gr.skip()] * 5
     remembered = view.session_id if view.source == MINE and view.session_id else gr.skip()
     return [
-        notice, view, page.space_label,
+        notice, gr.Column(visible=bool(page.confirm)), page.confirm, view, page.space_label,
         gr.Radio(choices=page.source_choices, value=view.source),
         page.list_note, page.rows,
         gr.Radio(choices=page.tree_choices, value=view.session_id if page.tree_choices else None),
@@ -99,7 +101,7 @@ def page_outputs(page: Page) -> list:
         gr.DownloadButton(value=page.downloads[0], interactive=page.downloads[0] is not None),
         gr.DownloadButton(value=page.downloads[1], interactive=page.downloads[1] is not None),
         page.preview, page.map_markdown, problems,
-        gr.Dropdown(choices=page.trash_choices, value=None),
+        gr.Dropdown(choices=page.trash_choices, value=None), page.trash_note,
         gr.Dropdown(choices=page.examples, value=page.examples[0] if page.examples else None),
         gr.Column(visible=page.teacher), page.teacher_rows,
         gr.Button(visible=page.teacher and view.source != SHELF),
@@ -167,14 +169,23 @@ def build(ctx) -> None:
                 path_note = gr.Markdown("", elem_id="s11x-path-note")
                 earlier = gr.Button("◀ 更早", size="sm", min_width=70, scale=0, elem_id="s11x-earlier")
                 later = gr.Button("最新 ▶", size="sm", min_width=70, scale=0, elem_id="s11x-latest")
-            start = gr.Number(label=f"跳到第几条（每页 {PAGE_SIZE} 条，回车）", precision=0, minimum=1,
-                              elem_id="s11x-start")
+            # gr.Number 不设 precision / minimum：那样 gradio 自己先转换，"abc" 或 NaN 在它那里抛出、
+            # 留下堆栈；现在原样交给 explorer.py 检查，给出中文提示
+            start = gr.Number(label=f"跳到第几条（每页 {PAGE_SIZE} 条，回车）", step=1, elem_id="s11x-start")
             result_line("path")
             with gr.Column(elem_id="s11x-actions"):
                 fork = _fork_area(result_line)
                 resume = _resume_area(result_line)
                 export = _export_area(result_line)
+                with gr.Accordion("🔗 分享整棵树", open=False, elem_id="s11x-share-tab"):   # 脱敏复核（share_tab.py）
+                    share_tab.build(ctx, view)
                 trash = _trash_area(result_line)
+                # 清空回收站 / 永久删除 / 发布：先确认（就在回收站下面，点过的按钮旁边）
+                with gr.Column(visible=False, elem_id="s11x-confirm") as confirm_box:
+                    confirm_text = gr.Markdown("", elem_id="s11x-confirm-text")
+                    with gr.Row():
+                        confirm_button = gr.Button("✅ 确认", variant="stop", min_width=120, elem_id="s11x-confirm-yes")
+                        cancel_button = gr.Button("取消", min_width=120, elem_id="s11x-confirm-no")
                 imports = _import_area(result_line, ctx)
     with gr.Accordion("🗺️ 分支图（每个节点写着分支名和它新增的第一句；点上面会话树里的节点选中它）", open=True,
                       elem_id="s11x-map-accordion"):
@@ -185,14 +196,14 @@ def build(ctx) -> None:
         teacher_table = gr.Dataframe(headers=TEACHER_HEADERS, datatype="str", interactive=False, max_height=300,
                                      elem_id="s11x-spaces")
         with gr.Row():
-            publish_button = gr.Button("📚 把选中的会话发布到共享书架", elem_id="s11x-publish")
+            publish_button = gr.Button("📚 把选中的会话发布到共享书架（先看脱敏计数）", elem_id="s11x-publish")
             unpublish_button = gr.Button("🚫 从共享书架撤下", elem_id="s11x-unpublish")
         result_line("teacher")
 
-    outputs = [notice, view, space_label, source, list_note, table, tree, details, chat, path_note, start,
-               resume.button, trash.delete, trash.restore, export.markdown, export.html, export.preview,
-               branch_map, problems, trash.choices, imports.examples, teacher_box, teacher_table, publish_button,
-               unpublish_button, imports.report, resume.text,
+    outputs = [notice, confirm_box, confirm_text, view, space_label, source, list_note, table, tree, details, chat,
+               path_note, start, resume.button, trash.delete, trash.restore, export.markdown, export.html,
+               export.preview, branch_map, problems, trash.choices, trash.note, imports.examples, teacher_box,
+               teacher_table, publish_button, unpublish_button, imports.report, resume.text,
                *(results[area] for area in AREAS),
                sibling_row, sibling_text, previous_sibling, next_sibling, hits_note, hits,
                fork.at, fork.text, fork.title, fork.picked, fork.button, remembered]
@@ -217,6 +228,10 @@ def build(ctx) -> None:
     wire(export.button.click, explorer.export, [], "explorer_export")
     wire(trash.delete.click, explorer.delete, [], "explorer_delete")
     wire(trash.restore.click, explorer.restore, [trash.choices], "explorer_restore")
+    wire(trash.purge.click, explorer.ask_purge, [trash.choices], "explorer_purge")
+    wire(trash.empty.click, explorer.ask_empty_trash, [], "explorer_empty_trash")
+    wire(confirm_button.click, explorer.confirm, [], "explorer_confirm")
+    wire(cancel_button.click, explorer.cancel, [], "explorer_cancel")
     wire(imports.button.click, explorer.import_upload, [imports.upload], "explorer_import")
     wire(imports.example_button.click, explorer.import_example, [imports.examples], "explorer_import_example")
     wire(publish_button.click, explorer.publish, [], "explorer_publish")
@@ -276,6 +291,7 @@ def build(ctx) -> None:
     chat.clear(PageEvent(explorer.redraw), inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
                concurrency_limit=8)
 
+    compare_tab.build(ctx, explorer, view, tree, outputs, page_outputs)   # ⚖️ 对比 / 🔀 收敛（compare_tab.py）
     tab = Context.block
     tabs = tab.parent if isinstance(tab, gr.Tab) and tab.id is not None else None   # app.py 的 gr.Tabs
 
@@ -314,7 +330,7 @@ def _fork_area(result_line) -> _Controls:
     with gr.Accordion("🌿 分叉", open=True, elem_id="s11x-fork-tab"):
         picked = gr.Markdown(PICK_HINT, elem_id="s11x-picked")
         at = gr.Number(label="在第几条之后分叉（点对话里的消息自动填入；填 0 = 什么都不继承、从空白开始）",
-                       precision=0, minimum=0, value=None, elem_id="s11x-fork-at")
+                       step=1, value=None, elem_id="s11x-fork-at")
         text = gr.Textbox(label="新分支的第一条消息（可选，以用户身份）", lines=2, max_length=20_000,
                           elem_id="s11x-fork-text")
         title = gr.Textbox(label="新分支的标题（可选）", max_length=200, elem_id="s11x-fork-title")
@@ -352,9 +368,13 @@ def _trash_area(result_line) -> _Controls:
     with gr.Accordion("🗑️ 删除 / 回收站", open=False, elem_id="s11x-trash-tab"):
         delete = gr.Button("🗑️ 把选中的会话移进回收站", variant="stop", elem_id="s11x-delete")
         choices = gr.Dropdown([], label="回收站（标题 · 大小 · 删除时间）", elem_id="s11x-trash")
-        restore = gr.Button("♻️ 从回收站取回", elem_id="s11x-restore")
+        note = gr.Markdown("", elem_id="s11x-trash-note")
+        with gr.Row():
+            restore = gr.Button("♻️ 从回收站取回", min_width=120, elem_id="s11x-restore")
+            purge = gr.Button("🔥 永久删除", min_width=120, elem_id="s11x-purge")
+            empty = gr.Button("🧹 清空回收站", min_width=120, elem_id="s11x-empty-trash")
         result_line("trash")
-    return _Controls(delete=delete, choices=choices, restore=restore)
+    return _Controls(delete=delete, choices=choices, note=note, restore=restore, purge=purge, empty=empty)
 
 
 def _import_area(result_line, ctx) -> _Controls:

@@ -6,7 +6,8 @@
     │   ├── 3f9a0c1d2e4b5a6c/    一个空间 = 一个普通的 SessionStore 目录（.json、.lock、.trash/）
     │   └── 81d07be2c44f0a19/
     ├── shelf/                   教师发布的会话（所有空间只读；分叉时复制进自己的空间）
-    └── spaces-trash/            课后 `python code/s11_cli.py class remove-idle` 移走的空间，`class empty-trash` 才真正删除
+    ├── spaces-trash/            课后 `python code/s11_cli.py class remove-idle` 移走的空间，`class empty-trash` 才真正删除
+    └── archives/20261201-1530-3f9a/   下课时整班归档（页面上或 `class archive`），保留期过后才删除
 
     令牌  = "<space_id>.<HMAC-SHA256(服务器密钥, space_id) 的前 32 个十六进制字符>"
     浏览器 ──令牌──> open(token) ──验签──> Space(space_id, store, read_only)
@@ -16,7 +17,10 @@ Key insight: 空间名本身是公开的文件夹名，能进门的只有服务�
 space_id 都没用；每个请求都重新验签，服务器不需要记住任何会话。
 
 书架上的会话保留原来的 ID（连同整条祖先链一起复制）：父子关系原样成立，重复发布或重复分叉同一节点
-不会产生副本，只会更新成最新内容。学生从书架分叉时，祖先链先复制进自己的空间，再在自己的空间里 fork。
+不会产生副本。复制从不覆盖内容不同的节点：目标里同一 ID 的节点已经变了（学生续写了自己的副本、
+老师续写后重新发布），这一份就以新 ID（原 ID + 内容摘要）另存，两份都在。
+发布时脱敏（标题、每条消息的每个字段、来源信息），书架上的文件里没有原文；学生从书架或老师查看的空间
+分叉时，复制进自己空间的也只是脱敏后的内容。学生从书架分叉时，祖先链先复制进自己的空间，再在自己的空间里 fork。
 
 限额（Limits）：每个空间的会话数、字节数（含回收站）、单个上传的大小，以及“新建”的速度（令牌桶：
 可以连点一阵，不能持续地刷）；磁盘剩余空间低于 min_free_bytes 时一律拒绝写入。
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import re
 import secrets
@@ -38,12 +43,16 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
+import s11_redact
+from s11_format import MAX_ID_LENGTH
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, SessionStore
-from s11_text import os_error_reason, public_name
+from s11_storage import PendingWrite
+from s11_text import human_size, os_error_reason, printable, public_name
 
-__all__ = ["SpaceError", "Limits", "Space", "Spaces", "TokenBucket", "ReadOnlyStore", "copy_lineage",
+__all__ = ["SpaceError", "Limits", "Space", "Spaces", "TokenBucket", "ReadOnlyStore", "copy_lineage", "CopyResult",
+           "redacted_copy",
            "local_addresses", "classroom_links"]
 
 MB = 1024 * 1024
@@ -58,6 +67,12 @@ _SPACE_ID = re.compile(rf"[0-9a-f]{{{SPACE_ID_HEX}}}")
 _TOKEN = re.compile(rf"([0-9a-f]{{{SPACE_ID_HEX}}})\.([0-9a-f]{{{SIGNATURE_HEX}}})")
 _SIGN_PREFIX = b"s11-space:"
 UPLOAD_OVERHEAD_BYTES = 64 * 1024   # multipart 的边界和表头：上传请求体可以比文件本身大这么多
+PROFILE_FILE = ".profile.json"      # 空间里学生给老师看的名字（点开头：仓库的 check() 和计数都不管它）
+MAX_NAME_CHARS = 40
+ARCHIVES_DIR = "archives"
+ARCHIVE_INFO = "archive.json"
+ARCHIVE_KEEP_SECONDS = 14 * 24 * 3600   # 下课归档默认保留两周，之后才真正删除
+_ARCHIVE_NAME = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}")
 
 
 class SpaceError(SessionError):
@@ -75,6 +90,17 @@ class Limits:
     new_spaces_per_minute: int = 30       # 同一访客地址每分钟最多领取的新空间
     uploads_per_minute: int = 20          # 同一访客地址每分钟最多上传几次（字节另有预算，见 admit_upload）
     min_free_bytes: int = 256 * MB        # 磁盘剩余低于这个值时拒绝一切写入，保护整台机器
+    # 排队（queue_guard.py）：一位访客（空间令牌、访客地址各算一次）同时排队或运行中的事件
+    queued_per_event: int = 2             # 同一个事件最多几个（“同一时刻只跑一个”的事件每人只能排 1 个）
+    queued_per_visitor: int = 6           # 所有事件加起来最多几个
+    queued_bytes_per_visitor: int = 16 * MB   # 这些事件的请求体加起来最多多少字节
+    # 按地址的限额（领取新空间、新建、上传、排队）都假定一个地址后面是一位同学；整班在同一个 NAT 后面
+    # （学生电脑在服务器看来是同一个地址）时设成班级人数，见 app.py --students-per-address
+    students_per_address: int = 1
+
+    def per_address(self, amount: float) -> float:
+        """按地址的限额 = 一位同学的限额 × students_per_address。"""
+        return amount * max(1, self.students_per_address)
 
 
 class TokenBucket:
@@ -99,6 +125,11 @@ class TokenBucket:
                 return 0.0
             return (cost - self._tokens) / self.per_second if self.per_second > 0 else float("inf")
 
+    def refund(self, cost: float = 1.0) -> None:
+        """退回一次 take() 拿走的令牌（两只桶要一起通过时，后一只拒绝就把前一只的退回去）。"""
+        with self._lock:
+            self._tokens = min(self.capacity, self._tokens + cost)
+
 
 class ReadOnlyStore(SessionStore):
     """只读的 SessionStore：读的方法照常，写的方法一律 SpaceError。书架和教师视图都用它，
@@ -116,13 +147,15 @@ class Space:
     """一个空间：space_id（公开的文件夹名）+ 它的 SessionStore + 是否只读。"""
 
     def __init__(self, space_id: str, folder: str, *, limits: Limits, read_only: bool = False,
-                 bucket: Optional[TokenBucket] = None):
+                 bucket: Optional[TokenBucket] = None,
+                 address_bucket: Optional[Callable[[], Optional[TokenBucket]]] = None):
         self.space_id = space_id
         self.folder = folder
         self.read_only = read_only
         self.limits = limits
         self.store: SessionStore = (ReadOnlyStore if read_only else SessionStore)(folder)
         self._bucket = bucket
+        self._address_bucket = address_bucket   # 当前请求的访客地址的令牌桶（没有请求时 None）
 
     def __repr__(self) -> str:
         return f"Space({self.space_id!r}{', 只读' if self.read_only else ''})"
@@ -141,11 +174,16 @@ class Space:
             raise SpaceError(f"空间 {self.space_id} 已有 {count} 个会话，上限是 {limits.max_sessions} 个："
                              "请先删除一些不要的会话")
         if used + nbytes > limits.max_bytes:
-            raise SpaceError(f"空间 {self.space_id} 已用 {used / MB:.1f} MB（含回收站），再写 {nbytes / MB:.1f} MB "
-                             f"会超过上限 {limits.max_bytes / MB:.0f} MB：请先删除并清空回收站")
+            raise SpaceError(f"空间 {self.space_id} 已用 {human_size(used)}（含回收站），再写 {human_size(nbytes)} "
+                             f"会超过上限 {human_size(limits.max_bytes)}：请先在「🗑️ 删除 / 恢复」里删除不要的会话"
+                             "并清空回收站")
+        self.require_disk(nbytes)
+
+    def require_disk(self, nbytes: int = 0) -> None:
+        """再写 nbytes 字节之后，磁盘剩余仍不低于 min_free_bytes，否则 SpaceError。写的途中也可以再调。"""
         free = shutil.disk_usage(self.folder).free
-        if free - nbytes < limits.min_free_bytes:
-            raise SpaceError(f"服务器磁盘只剩 {free / MB:.0f} MB，暂停写入：请告诉老师清理磁盘")
+        if free - nbytes < self.limits.min_free_bytes:
+            raise SpaceError(f"服务器磁盘只剩 {human_size(free)}，暂停写入：请告诉老师清理磁盘")
 
     def require_upload(self, nbytes: int) -> None:
         """一个上传文件的大小是否在限额内。"""
@@ -154,11 +192,20 @@ class Space:
                              f"{self.limits.max_upload_bytes / MB:.0f} MB 的上限")
 
     def throttle(self) -> None:
-        """每个“新建”类操作（运行演示、分叉、续写、导入……）先调一次；太快时 SpaceError。"""
+        """每个“新建”类操作（运行演示、分叉、续写、导入……）先调一次；太快时 SpaceError。
+        预算按空间算一次，也按访客地址算一次：同一地址不停领新空间，也只有一位同学的预算。"""
         self.writable()
         wait = self._bucket.take() if self._bucket is not None else 0.0
         if wait > 0:
             raise SpaceError(f"操作太快了：每个空间每分钟最多新建 {self.limits.creates_per_minute} 次，"
+                             f"请 {max(1, round(wait))} 秒后再试")
+        address = self._address_bucket() if self._address_bucket is not None else None
+        wait = address.take() if address is not None else 0.0
+        if wait > 0:
+            if self._bucket is not None:
+                self._bucket.refund()
+            per_minute = self.limits.per_address(self.limits.creates_per_minute)
+            raise SpaceError(f"操作太快了：同一地址每分钟最多新建 {per_minute:.0f} 次（换新空间也算在同一地址上），"
                              f"请 {max(1, round(wait))} 秒后再试")
 
     def writable(self) -> "Space":
@@ -169,22 +216,24 @@ class Space:
     # ── 跨空间分叉（从书架开始）──────────────────────────────────────────────────
     def fork_from(self, source: "Space", session_id: str, *, at: Optional[int] = None,
                   new_messages: Optional[list] = None, title: Optional[str] = None) -> SessionNode:
-        """把 source 里 session_id 的祖先链复制进本空间（同样的 ID），再在本空间里 fork。
+        """把 source 里 session_id 的祖先链脱敏后复制进本空间（同样的 ID），再在本空间里 fork。
+        本空间里同一 ID 的节点已经变了（自己续写过）时不覆盖它：这一份以新 ID 另存，从新 ID 分叉。
         先检查限额（复制的节点 + 新分支）；不限速——调用方按一次操作先调 throttle()。"""
         self.writable()
         chain = _lineage_or_raise(source.store, session_id)
         missing = [s for s in chain if not os.path.exists(self.store.path_of(s["session_id"]))]
         nbytes = sum(_size(source.store.path_of(s["session_id"])) for s in chain) * 2
         self.require_room(sessions=len(missing) + 1, nbytes=nbytes)
-        copy_lineage(source.store, session_id, self.store)
-        return self.store.fork(session_id, new_messages, at=at, title=title)
+        copied = copy_lineage(source.store, session_id, self.store, redact=True)
+        return self.store.fork(copied.leaf_id, new_messages, at=at, title=title)
 
 
 class Spaces:
     """全部空间的入口：签发和验证令牌、书架、教师视图、清理。"""
 
     def __init__(self, sessions_dir, *, limits: Limits = Limits(), teacher_secret: Optional[str] = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 client_address: Callable[[], Optional[str]] = lambda: None):
         self.sessions_dir = os.fspath(sessions_dir)
         self.limits = limits
         self.teacher_secret = teacher_secret or secrets.token_urlsafe(24)
@@ -192,6 +241,7 @@ class Spaces:
         self.spaces_dir = os.path.join(self.sessions_dir, SPACES_DIR)
         self.shelf_dir = os.path.join(self.sessions_dir, SHELF_DIR)
         self.trash_dir = os.path.join(self.sessions_dir, SPACES_TRASH_DIR)
+        self.archives_dir = os.path.join(self.sessions_dir, ARCHIVES_DIR)
         for folder in (self.spaces_dir, self.shelf_dir):
             os.makedirs(folder, exist_ok=True)
         self._key = load_or_create_secret(os.path.join(self.sessions_dir, SECRET_FILE))
@@ -200,6 +250,10 @@ class Spaces:
         self._mints: Dict[str, TokenBucket] = {}   # 访客地址 → 领取新空间的令牌桶
         self._uploads: Dict[str, Tuple[TokenBucket, TokenBucket]] = {}   # 访客地址 → (次数, 字节)
         self._shelf: Optional[Space] = None
+        # 当前请求的访客地址（app.py 从 gradio 的请求上下文里取；没有请求时 None，只按空间限额）
+        self.client_address = client_address
+        self._creates: Dict[str, TokenBucket] = {}   # 访客地址 → “新建”的令牌桶（所有空间共用）
+        self._rows = _RowCache(clock=clock)   # 教师视图每个空间一行的缓存
 
     # ── 令牌 ────────────────────────────────────────────────────────────────
     def _sign(self, space_id: str) -> str:
@@ -257,11 +311,21 @@ class Spaces:
             return entry
 
     def _mint_allowed(self, client: str) -> None:
-        rate = self.limits.new_spaces_per_minute
+        rate = self.limits.per_address(self.limits.new_spaces_per_minute)
         bucket = self._per_client(self._mints, client, lambda: TokenBucket(rate, rate / 60, self._clock))
         wait = bucket.take()
         if wait > 0:
-            raise SpaceError(f"领取新空间太频繁：同一地址每分钟最多 {rate} 个，请 {max(1, round(wait))} 秒后刷新页面")
+            raise SpaceError(f"领取新空间太频繁：同一地址每分钟最多 {rate:.0f} 个，请 {max(1, round(wait))} 秒后刷新页面")
+
+    def _address_creates(self) -> Optional[TokenBucket]:
+        """当前请求的访客地址的“新建”令牌桶：容量和速度都是一个空间的 students_per_address 倍。"""
+        client = self.client_address()
+        if not client:
+            return None
+        limits = self.limits
+        return self._per_client(self._creates, client, lambda: TokenBucket(
+            limits.per_address(limits.create_burst), limits.per_address(limits.creates_per_minute) / 60,
+            self._clock))
 
     def admit_upload(self, client: Optional[str], nbytes: Optional[int], folder: Optional[str] = None) -> None:
         """上传请求进门之前（gradio 收下文件之前）：必须声明大小，不超过单个上限，同一访客地址的次数和字节
@@ -271,9 +335,10 @@ class Spaces:
             raise SpaceError("上传请求没有声明大小（Content-Length），已拒绝")
         if nbytes > limits.max_upload_bytes + UPLOAD_OVERHEAD_BYTES:
             raise SpaceError(f"上传的内容有 {nbytes / MB:.1f} MB，超过每个文件 {limits.max_upload_bytes / MB:.0f} MB 的上限")
+        per_minute, volume_cap = limits.per_address(limits.uploads_per_minute), limits.per_address(limits.max_upload_bytes)
         count, volume = self._per_client(self._uploads, client or "?", lambda: (
-            TokenBucket(limits.uploads_per_minute, limits.uploads_per_minute / 60, self._clock),
-            TokenBucket(2 * limits.max_upload_bytes, limits.max_upload_bytes / 300, self._clock)))
+            TokenBucket(per_minute, per_minute / 60, self._clock),
+            TokenBucket(2 * volume_cap, volume_cap / 300, self._clock)))
         wait = max(count.take(), volume.take(nbytes))
         if wait > 0:
             raise SpaceError(f"上传太频繁了：请 {max(1, round(wait))} 秒后再试")
@@ -290,7 +355,8 @@ class Spaces:
                 bucket = space._bucket if space is not None else TokenBucket(
                     self.limits.create_burst, rate / 60, self._clock)
                 try:
-                    space = Space(space_id, folder, limits=self.limits, bucket=bucket)
+                    space = Space(space_id, folder, limits=self.limits, bucket=bucket,
+                                  address_bucket=self._address_creates)
                 except OSError as error:
                     raise SpaceError(self._folder_problem(error)) from None
                 self._open[space_id] = space
@@ -320,11 +386,15 @@ class Spaces:
             return self._shelf
 
     def publish(self, secret, space_id: str, session_id: str) -> str:
-        """把 space_id 空间里的一个会话（连同祖先链，ID 不变）放上书架；已在书架上的节点更新为最新内容。"""
+        """把 space_id 空间里的一个会话（连同祖先链，ID 不变）脱敏后放上书架，返回它在书架上的 ID：
+        书架上已有同 ID 而内容不同的节点时不覆盖，这一份以新 ID 另存（见 copy_lineage）。"""
+        return self.publish_plan(secret, space_id, session_id, write=True).leaf_id
+
+    def publish_plan(self, secret, space_id: str, session_id: str, *, write: bool = False) -> "CopyResult":
+        """发布之前给老师看的那一份：会写哪些节点、哪些要换新 ID、每种脱敏各遮住几处；write=True 才真的写。"""
         self._require_teacher(secret, "发布到书架")
         source = self._existing(space_id)
-        copy_lineage(source.store, session_id, SessionStore(self.shelf_dir))
-        return session_id
+        return copy_lineage(source.store, session_id, SessionStore(self.shelf_dir), redact=True, dry_run=not write)
 
     def unpublish(self, secret, session_id: str) -> bool:
         """从书架撤下一个会话（进书架的回收站）；已经分叉到学生空间里的副本不受影响。"""
@@ -337,14 +407,17 @@ class Spaces:
         return self._list()
 
     def _list(self) -> List[dict]:
+        """每个空间一行。每行缓存在 _RowCache 里：目录（及其子目录）的修改时间没变、且不到 ROW_CACHE_SECONDS
+        就直接用，否则重新走一遍这个空间的文件——老师每点一次，不必把全班的每个文件都 stat 一遍。"""
         rows = []
-        for space_id in self._space_ids():
+        ids = self._space_ids()
+        for space_id in ids:
             folder = os.path.join(self.spaces_dir, space_id)
             try:
-                rows.append({"space_id": space_id, "sessions": count_sessions(folder),
-                             "bytes": folder_bytes(folder), "last_activity": last_activity(folder)})
+                rows.append(self._rows.row(space_id, folder))
             except FileNotFoundError:   # 列举途中被清理掉
                 continue
+        self._rows.keep_only(ids)
         rows.sort(key=lambda row: (-row["last_activity"], row["space_id"]))
         return rows
 
@@ -409,6 +482,103 @@ class Spaces:
             removed += 1
         return removed
 
+    # ── 课堂：学生给老师看的名字 ─────────────────────────────────────────────────────────────
+    def set_display_name(self, token, name) -> str:
+        """学生给自己起的名字（可选，只出现在老师的视图里）。存在自己空间的 .profile.json；空串 = 不要名字。
+        返回整理后的名字：压掉控制字符和换行，最多 MAX_NAME_CHARS 个字。"""
+        space = self.open(token).writable()
+        cleaned = clean_display_name(name)
+        _write_json(os.path.join(space.folder, PROFILE_FILE), {"name": cleaned})
+        return cleaned
+
+    def display_name(self, token) -> str:
+        """自己的名字（学生自己的页面用：只认自己的令牌）。"""
+        return read_profile(self.open(token).folder)
+
+    def display_names(self, secret) -> Dict[str, str]:
+        """老师：space_id -> 名字（没起名字的不在里面）。"""
+        self._require_teacher(secret, "查看学生的名字")
+        names = {}
+        for space_id in self._space_ids():
+            name = read_profile(os.path.join(self.spaces_dir, space_id))
+            if name:
+                names[space_id] = name
+        return names
+
+    # ── 下课：整班归档，保留一段时间可以放回，过期才真正删除 ─────────────────────────────────────
+    def archive_all(self, keep_seconds: float = ARCHIVE_KEEP_SECONDS) -> dict:
+        """把 spaces/ 里的全部学生空间移进 archives/<时间>/（os.replace，原子、不复制），返回这份归档的说明。
+        学生的令牌照样有效，只是再打开时是一个空的新空间；keep_seconds 之后 purge_expired_archives() 删掉它。"""
+        if isinstance(keep_seconds, bool) or not isinstance(keep_seconds, (int, float)) or not keep_seconds > 0:
+            raise SpaceError(f"归档保留时间 {keep_seconds!r} 无效：应是大于 0 的秒数")
+        self.purge_expired_archives()
+        now = time.time()
+        name = time.strftime("%Y%m%d-%H%M%S", time.localtime(now)) + f"-{secrets.token_hex(2)}"
+        folder = os.path.join(self.archives_dir, name)
+        os.makedirs(folder)
+        moved = 0
+        for space_id in self._space_ids():
+            with self._lock:
+                os.replace(os.path.join(self.spaces_dir, space_id), os.path.join(folder, space_id))
+                self._open.pop(space_id, None)
+            moved += 1
+        info = {"name": name, "created": now, "expires": now + keep_seconds, "spaces": moved}
+        _write_json(os.path.join(folder, ARCHIVE_INFO), info)
+        return info
+
+    def archives(self) -> List[dict]:
+        """全部归档，最新的在前：name、created、expires（epoch 秒）、spaces。"""
+        rows = []
+        try:
+            names = sorted(os.listdir(self.archives_dir), reverse=True)
+        except FileNotFoundError:
+            return []
+        for name in names:
+            folder = os.path.join(self.archives_dir, name)
+            if not _ARCHIVE_NAME.fullmatch(name) or not os.path.isdir(folder) or os.path.islink(folder):
+                continue
+            info = _read_json(os.path.join(folder, ARCHIVE_INFO))
+            expires = info.get("expires")
+            rows.append({"name": name, "created": info.get("created", 0.0),
+                         "expires": expires if isinstance(expires, (int, float)) else 0.0,
+                         "spaces": sum(1 for n in os.listdir(folder) if _SPACE_ID.fullmatch(n))})
+        return rows
+
+    def restore_archive(self, name: str) -> List[str]:
+        """把一份归档里的空间放回 spaces/，返回放回的 space_id。同名的空间已经在用（下课后又有人写过）时，
+        那一个留在归档里不动（绝不覆盖），其余照放；只是被重新打开过、什么都没写的空目录换回原来的。
+        全部放回后归档目录随之删除。"""
+        if not isinstance(name, str) or not _ARCHIVE_NAME.fullmatch(name):
+            raise SpaceError(f"归档名 {str(name)[:60]!r} 不对：用 class archives 看有哪些")
+        folder = os.path.join(self.archives_dir, name)
+        if not os.path.isdir(folder) or os.path.islink(folder):
+            raise SpaceError(f"没有归档 {name}（可能已过期删除）")
+        restored, kept = [], []
+        for space_id in sorted(n for n in os.listdir(folder) if _SPACE_ID.fullmatch(n)):
+            target = os.path.join(self.spaces_dir, space_id)
+            with self._lock:
+                if os.path.lexists(target) and not _blank(target):
+                    kept.append(space_id)
+                    continue
+                if os.path.lexists(target):   # 归档后学生的页面又打开过它：一个什么都没写的空目录，换回原来的
+                    shutil.rmtree(target)
+                os.replace(os.path.join(folder, space_id), target)
+                self._open.pop(space_id, None)
+            restored.append(space_id)
+        if not kept:
+            shutil.rmtree(folder)
+        return restored
+
+    def purge_expired_archives(self, now: Optional[float] = None) -> List[str]:
+        """删掉已过保留期的归档，返回它们的名字。"""
+        now = time.time() if now is None else now
+        removed = []
+        for row in self.archives():
+            if row["expires"] and row["expires"] <= now:
+                shutil.rmtree(os.path.join(self.archives_dir, row["name"]))
+                removed.append(row["name"])
+        return removed
+
 
 # ── 复制祖先链（发布到书架、从书架分叉都用它）──────────────────────────────────────
 def _lineage_or_raise(store: SessionStore, session_id: str) -> List[dict]:
@@ -418,37 +588,170 @@ def _lineage_or_raise(store: SessionStore, session_id: str) -> List[dict]:
     return chain
 
 
-def _same_content(a: SessionNode, b: SessionNode) -> bool:
-    return a.to_dict() == b.to_dict()
+class CopyResult(NamedTuple):
+    """copy_lineage 做了（dry_run 时：会做）什么。"""
+    leaf_id: str                  # session_id 在目标里的 ID（换了新 ID 时是新的）
+    written: List[str]            # 写入（或会写入）的目标 ID，根在前
+    renamed: Dict[str, str]       # 原 ID → 新 ID：目标里同一 ID 的节点内容不同，这一份另存
+    counts: Dict[str, int]        # 脱敏：session_id 这个节点里各遮住几处（它带着从根开始的全部消息）
+    chain_counts: Dict[str, int]  # 脱敏：整条祖先链的每个文件合计（继承的消息在每个节点里各算一次）
+    nodes: int                    # 祖先链上有几个节点
 
 
-def copy_lineage(source: SessionStore, session_id: str, target: SessionStore) -> List[str]:
-    """把 session_id 及其祖先（根在前）以相同的 ID 复制进 target，返回实际写入的 ID。
-    target 里已有同样内容的节点跳过；内容不同的更新为 source 的版本（例：老师续写后重新发布）。
+def redacted_copy(node: SessionNode) -> Tuple[Dict, Dict[str, int]]:
+    """节点的字典，标题、每条消息的每个字段、来源信息和工作区快照都已脱敏；ID、父节点、分叉点、时间不变。"""
+    data = node.to_dict()
+    (data["title"], data["messages"], data["source"], data["workspace"]), counts = s11_redact.redact_value(
+        [data["title"], data["messages"], data["source"], data["workspace"]])
+    return data, counts
+
+
+def _content_key(data: Dict) -> str:
+    body = {key: value for key, value in data.items() if key != "session_id"}
+    return hashlib.sha256(json.dumps(body, ensure_ascii=False, sort_keys=True, default=str).encode("utf-8",
+                                                                                                 "surrogatepass")
+                          ).hexdigest()[:10]
+
+
+def _renamed_id(session_id: str, data: Dict, attempt: int) -> str:
+    """内容不同的另一份用的 ID：原 ID + 内容摘要（第 2 次起再加序号）。同样的内容总得到同一个 ID，
+    所以重复复制也只有一份。"""
+    suffix = f"-{_content_key(data)}" + (f"{attempt}" if attempt > 1 else "")
+    return session_id[:MAX_ID_LENGTH - len(suffix)] + suffix
+
+
+_CANDIDATES = 5   # 原 ID + 4 个新 ID 都被占了（都被续写过）就拒绝
+
+
+def _place(target: SessionStore, node: SessionNode, data: Dict, dry_run: bool) -> Tuple[Optional[str], bool]:
+    """(data 在 target 里落在哪个 ID 上, 是否（会）新写)：已有同样内容的 → 那个 ID；空着的 → 在那里保存
+    （dry_run 不存）；内容不同的从不覆盖，换下一个候选 ID。候选都被占了返回 (None, False)。"""
+    candidates = [node.session_id] + [_renamed_id(node.session_id, data, n) for n in range(1, _CANDIDATES)]
+    for wanted in candidates:
+        for _attempt in range(2):   # 同一个人两个标签页同时复制：输的一方重读一次再比较
+            existing = target.load(wanted)
+            if existing is not None:
+                if existing.to_dict() == {**data, "session_id": wanted}:
+                    return wanted, False
+                break   # 内容不同：保留它，试下一个 ID
+            if dry_run:
+                return wanted, True
+            copy = SessionNode.from_dict({**data, "session_id": wanted, "created_ns": node.created_ns})
+            try:
+                target.save(copy)   # 修订 0：正好有人同时建了这个 ID 时 ConflictError，绝不覆盖
+                return wanted, True
+            except ConflictError:
+                continue
+    return None, False
+
+
+def copy_lineage(source: SessionStore, session_id: str, target: SessionStore, *, redact: bool = False,
+                 dry_run: bool = False) -> CopyResult:
+    """把 session_id 及其祖先（根在前）复制进 target，尽量用相同的 ID。
+    target 里已有同样内容的节点跳过；同一 ID 的节点内容不同时从不覆盖它：这一份以新 ID 另存（原 ID + 内容摘要），
+    它在链上的孩子随之指向新 ID。redact=True 时复制的是脱敏后的内容；dry_run=True 只算出会做什么。
 
         source: 根 ─ A ─ B        copy_lineage(source, "B", target)  →  target: 根 ─ A ─ B
+        target 里的 A 被续写过      →  target: 根 ─ A（原样）   根 ─ A-<摘要> ─ B
     """
-    written = []
-    for summary in _lineage_or_raise(source, session_id):
+    written: List[str] = []
+    renamed: Dict[str, str] = {}
+    counts: Dict[str, int] = {}
+    chain_counts: Dict[str, int] = {}
+    chain = _lineage_or_raise(source, session_id)
+    for summary in chain:
         node = source.load(summary["session_id"])
         if node is None:   # 列出祖先之后被删掉了
             raise SessionNotFound(f"未找到会话: {summary['session_id']}")
-        for _attempt in range(2):   # 同一个人两个标签页同时复制：输的一方重读一次再比较
-            existing = target.load(node.session_id)
-            if existing is not None and _same_content(existing, node):
-                break
-            copy = SessionNode.from_dict({**node.to_dict(), "created_ns": node.created_ns})
-            copy.revision = existing.revision if existing is not None else 0
-            try:
-                target.save(copy)
-            except ConflictError:
-                continue
-            written.append(node.session_id)
-            break
-    return written
+        data, counts = redacted_copy(node) if redact else (node.to_dict(), {})
+        for label, count in counts.items():
+            chain_counts[label] = chain_counts.get(label, 0) + count
+        if data["parent_id"] in renamed:
+            data["parent_id"] = renamed[data["parent_id"]]
+        wanted, wrote = _place(target, node, data, dry_run)
+        if wanted is None:
+            raise SpaceError(f"无法复制会话 {node.session_id}：目标里同名的几份都与它内容不同，已全部保留原样；"
+                             "请稍后再试，或先删除不要的副本")
+        if wrote:
+            written.append(wanted)
+        if wanted != node.session_id:
+            renamed[node.session_id] = wanted
+    return CopyResult(renamed.get(session_id, session_id), written, renamed, counts, chain_counts, len(chain))
 
 
 # ── 文件夹统计 ──────────────────────────────────────────────────────────────────
+ROW_CACHE_SECONDS = 10.0     # 一行缓存最多用这么久：就地追加（目录修改时间不变）的写入最晚这么久之后可见
+ROW_CACHE_ENTRIES = 4096     # 最多缓存这么多个空间的行（再多就丢掉最久没用的）
+
+
+class _RowCache:
+    """教师视图的行缓存：space_id → (目录及子目录的修改时间, 算出的时刻, 行)。有界、线程安全。
+
+    新建、覆盖（os.replace）、删除、移进回收站都会改动所在目录的修改时间，所以学生写完之后，
+    下一次列表一定是新的；只改文件内容、不动目录的写入，最多 ROW_CACHE_SECONDS 秒后也会重算。"""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, seconds: float = ROW_CACHE_SECONDS,
+                 entries: int = ROW_CACHE_ENTRIES):
+        from collections import OrderedDict
+        self._clock, self.seconds, self.entries = clock, seconds, entries
+        self._rows: "OrderedDict[str, tuple]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _stamp(folder: str, subfolders: Tuple[str, ...]) -> tuple:
+        stamp = [os.stat(folder).st_mtime_ns]
+        for sub in subfolders:
+            try:
+                stamp.append(os.stat(sub).st_mtime_ns)
+            except FileNotFoundError:
+                stamp.append(None)
+        return tuple(stamp)
+
+    def row(self, space_id: str, folder: str) -> dict:
+        with self._lock:
+            cached = self._rows.get(space_id)
+        if cached is not None:
+            stamp, subfolders, at, row = cached
+            if self._clock() - at < self.seconds and self._stamp(folder, subfolders) == stamp:
+                with self._lock:
+                    if space_id in self._rows:
+                        self._rows.move_to_end(space_id)
+                return dict(row)
+        subfolders = _subfolders(folder)
+        stamp = self._stamp(folder, subfolders)   # 先记时间再统计：统计途中的写入会让下一次重算
+        at = self._clock()
+        row = {"space_id": space_id, "sessions": count_sessions(folder),
+               "bytes": folder_bytes(folder), "last_activity": last_activity(folder)}
+        with self._lock:
+            self._rows[space_id] = (stamp, subfolders, at, row)
+            self._rows.move_to_end(space_id)
+            while len(self._rows) > self.entries:
+                self._rows.popitem(last=False)
+        return dict(row)
+
+    def keep_only(self, space_ids) -> None:
+        """已经不在的空间（remove-idle 移走的）不再占缓存。"""
+        wanted = set(space_ids)
+        with self._lock:
+            for gone in [key for key in self._rows if key not in wanted]:
+                del self._rows[gone]
+
+
+def _subfolders(folder: str) -> Tuple[str, ...]:
+    """folder 下所有子目录（回收站、块目录……），不跟随符号链接。"""
+    found, stack = [], [folder]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        found.append(entry.path)
+                        stack.append(entry.path)
+        except FileNotFoundError:
+            continue
+    return tuple(sorted(found))
+
+
 def _size(path: str) -> int:
     try:
         return os.stat(path).st_size
@@ -494,6 +797,47 @@ def last_activity(folder: str) -> float:
         except FileNotFoundError:
             continue
     return latest
+
+
+# ── 小 JSON 文件：名字、归档说明 ──────────────────────────────────────────────────────────
+def clean_display_name(name) -> str:
+    """'  小明\\n<b>  ' -> '小明 <b>'：压掉换行和控制字符，最多 MAX_NAME_CHARS 个字（仍按不可信的文字显示）。"""
+    text = " ".join(printable(str(name or "")).replace("\\n", " ").replace("\\t", " ").split())
+    return text[:MAX_NAME_CHARS]
+
+
+def _read_json(path: str) -> dict:
+    """读一个小 JSON 对象；没有、读不了、太大或不是对象都当作空的（这些文件只是附加信息）。"""
+    try:
+        info = os.lstat(path)
+        if not os.path.isfile(path) or os.path.islink(path) or info.st_size > 64 * 1024:
+            return {}
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _blank(folder: str) -> bool:
+    """空间目录里除了锁文件和空的子目录什么都没有（归档之后被重新打开、但没写过东西）。"""
+    if os.path.islink(folder) or not os.path.isdir(folder):
+        return False
+    for _root, _dirs, files in os.walk(folder):
+        if any(name != ".lock" for name in files):
+            return False
+    return True
+
+
+def read_profile(folder: str) -> str:
+    name = _read_json(os.path.join(folder, PROFILE_FILE)).get("name")
+    return clean_display_name(name) if isinstance(name, str) else ""
+
+
+def _write_json(path: str, data: dict) -> None:
+    """原子地写一个小 JSON 文件（临时文件 + os.replace）：写到一半被杀也不会留下半个。"""
+    with PendingWrite(path, json.dumps(data, ensure_ascii=False).encode("utf-8")) as pending:
+        pending.commit()
 
 
 # ── 服务器密钥 ──────────────────────────────────────────────────────────────────

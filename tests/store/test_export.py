@@ -858,3 +858,24 @@ def test_the_export_benchmark_runs_and_prints_its_tables():
 
 def test_docstring_examples_hold():
     assert doctest.testmod(s11_export).failed == 0
+
+
+# The exporter's shortcut for plain string messages must print exactly what the general path prints.
+_TEXTS = st.text(alphabet=st.sampled_from(list("ab 中\n\t`~#=-*>:<![]()1.)|&\\_")), max_size=40)
+_MESSAGES = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "system", "tool", "toolResult", "weird`role", ""]),
+     "content": _TEXTS},
+    optional={"toolName": st.sampled_from(["bash", "Read`x", ""]), "isError": st.booleans(),
+              "label": st.sampled_from(["最终方案", ""]), "name": st.sampled_from(["grep", ""])})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_MESSAGES, max_size=6))
+def test_the_plain_message_shortcut_prints_what_the_general_path_prints(messages):
+    session = {"session_id": "s1", "title": "t", "messages": messages, "created_at": "2026-01-01 00:00:00"}
+    view = s11_export._view(session, None, False)
+    general = "".join(f"\n### {n}. {s11_export.ROLE_ICONS.get(str(m.get('role')), s11_export.DEFAULT_ICON)} "
+                      f"{s11_export._code_span(str(m.get('role')))}\n\n" + "".join(s11_export._markdown_body(view, m))
+                      for n, m in enumerate(view.messages, 1))
+    page = render_markdown(session, redact=False)
+    assert page.endswith(general) and page[: len(page) - len(general)].endswith("---\n")

@@ -147,7 +147,8 @@ CASES = {
     ),
     "cn_id_number": (
         [("身份证号11010519491231002X已核验", "11010519491231002X"), ("id=11010519491231002x", "11010519491231002x"),
-         ("证件号码 110105 19491231 002X", "110105 19491231 002X"), ("110105-1949-1231-002X", "110105-1949-1231-002X")],
+         ("证件号码 110105 19491231 002X", "110105 19491231 002X"), ("110105-1949-1231-002X", "110105-1949-1231-002X"),
+         ("身份证１１０１０５１９４９１２３１００２Ｘ", "１１０１０５１９４９１２３１００２Ｘ")],
         ["身份证号110105194912310021（校验位错）", "110105194902300020（2 月 30 日）"],
     ),
     "bank_card": (
@@ -164,13 +165,10 @@ CASES = {
     "cn_mobile": (
         [("手机13812345678请回电", "13812345678"), ("电话 +86 138 1234 5678", "138 1234 5678"),
          ("tel:159-0000-1234", "159-0000-1234"), ("008613812345678", "13812345678"), ("+8613812345678", "13812345678"),
-         ("Tel13812345678", "13812345678"), ("138.1234.5678", "138.1234.5678")],
+         ("Tel13812345678", "13812345678"), ("138.1234.5678", "138.1234.5678"),
+         ("手机１３８１２３４５６７８请回电", "１３８１２３４５６７８"), ("电话 １３８－１２３４－５６７８", "１３８－１２３４－５６７８")],
         ["时间戳1732867200123", "编号12345678901", "uuid 123e4567-e89b-12d3-a456-a13812345678", "PI = 3.14159265358",
-         "x = 0.13812345678"],
-    ),
-    "cn_mobile_fullwidth": (
-        [("手机１３８１２３４５６７８请回电", "１３８１２３４５６７８")],
-        ["第１３８号", "编号１２３４５６７８９０１"],
+         "x = 0.13812345678", "第１３８号", "编号１２３４５６７８９０１"],
     ),
 }
 
@@ -361,16 +359,55 @@ def test_markers_are_never_matched_by_any_rule():
 
 
 def test_redact_value_copies_deeply_and_never_mutates_its_input():
-    value = {"alice@example.com": "key stays", "messages": [{"role": "user", "content": "手机13812345678"},
+    value = {"alice@example.com": "key redacted too", "messages": [{"role": "user", "content": "手机13812345678"},
              ("tuple", "bob@example.com"), 42, None, True, 1.5]}
     before = copy.deepcopy(value)
     redacted, counts = redact_value(value)
     assert value == before
-    assert redacted == {"alice@example.com": "key stays", "messages": [{"role": "user", "content": "手机[已脱敏:手机号]"},
+    assert redacted == {"[已脱敏:邮箱]": "key redacted too", "messages": [{"role": "user", "content": "手机[已脱敏:手机号]"},
                         ["tuple", "[已脱敏:邮箱]"], 42, None, True, 1.5]}
-    assert counts == {"邮箱": 1, "手机号": 1}
+    assert counts == {"邮箱": 2, "手机号": 1}
     redacted["messages"][0]["content"] = "changed"
     assert value["messages"][0]["content"] == "手机13812345678"
+
+
+# ── structured values (issue 18 item 9): numbers, keys, values named as credentials ───────────────────
+
+
+CARD = "4111111111111111"
+
+
+def test_json_numbers_that_are_phones_or_cards_are_masked_and_small_numbers_kept():
+    tool_input = {"phone": 13812345678, "card": int(CARD), "order": 2024113012345678, "port": 8080,
+                  "ratio": 0.5, "ok": True, "big": 10 ** 30}
+    redacted, counts = redact_value({"type": "tool_use", "input": tool_input})
+    assert redacted["input"] == {"phone": "[已脱敏:手机号]", "card": "[已脱敏:银行卡号]", "order": 2024113012345678,
+                                 "port": 8080, "ratio": 0.5, "ok": True, "big": 10 ** 30}
+    assert counts == {"银行卡号": 1, "手机号": 1}
+
+
+def test_dictionary_keys_are_redacted_in_place_keeping_their_order_and_never_colliding():
+    value = {"first": 1, "alice@example.com": 2, "bob@example.com": 3, "13812345678": 4, "last": 5}
+    redacted, counts = redact_value([value])
+    assert list(redacted[0].items()) == [("first", 1), ("[已脱敏:邮箱]", 2), ("[已脱敏:邮箱] (2)", 3),
+                                         ("[已脱敏:手机号]", 4), ("last", 5)]
+    assert counts == {"邮箱": 2, "手机号": 1}
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ({"password": "hunter2"}, {"password": "[已脱敏:凭据]"}),
+    ({"api_key": "abc", "clientSecret": "x y"}, {"api_key": "[已脱敏:凭据]", "clientSecret": "[已脱敏:凭据]"}),
+    ({"password": "${DB_PASSWORD}", "token_type": "Bearer", "max_tokens": 4096, "key": "enter"},
+     {"password": "${DB_PASSWORD}", "token_type": "Bearer", "max_tokens": 4096, "key": "enter"}),
+    ({"password": ""}, {"password": ""}),
+])
+def test_a_string_under_a_credential_name_is_masked_unless_it_is_a_reference(value, expected):
+    assert redact_value(value)[0] == expected
+
+
+def test_full_width_id_numbers_and_phones_are_masked_where_they_stand():
+    text = "身份证号：１１０１０５１９４９１２３１００２Ｘ，手机１３８１２３４５６７８。"
+    assert redact_with_counts(text) == ("身份证号：[已脱敏:身份证号]，手机[已脱敏:手机号]。", {"身份证号": 1, "手机号": 1})
 
 
 @pytest.mark.parametrize("blob", [
@@ -380,7 +417,8 @@ def test_redact_value_copies_deeply_and_never_mutates_its_input():
     "1 " * 30000,                    # digits in single-space groups
     "sk-" + "a-" * 30000,            # a token prefix followed by an endless word
     "a" * 60000 + "@",
-], ids=["base64", "token-names", "digit-run", "digit-groups", "sk-prefix", "endless-word-at"])
+    "key" * 200000,                  # sensitive words with no "=": each once scanned to the end of the word
+], ids=["base64", "token-names", "digit-run", "digit-groups", "sk-prefix", "endless-word-at", "key-names"])
 def test_pathological_input_comes_back_unchanged_without_hanging(blob):
     # Speed is measured in benchmarks/bench_redact.py; here only a watchdog: a backtracking rule would run for
     # minutes on these inputs, and the alarm turns that hang into a failure instead of a stuck CI run.

@@ -246,7 +246,7 @@ class TestChapterFileFormat:
         node = SessionNode(title="导入的会话", messages=[msg("user", "hi")], source=source)
         store.save(node)
         assert store.load(node.session_id).source == source
-        assert (FORMAT_VERSION, PLAIN_VERSION) == (4, 3)
+        assert (FORMAT_VERSION, PLAIN_VERSION) == (5, 3)
         assert json.loads(Path(store.path_of(node.session_id)).read_text("utf-8"))["version"] == 3
         old = chapter_reference.SessionStore(store.storage_dir).load(node.session_id)
         assert (old.title, old.messages) == ("导入的会话", [msg("user", "hi")])

@@ -18,6 +18,7 @@ import pytest
 import s11_book
 import s11_chunks
 from s11_session import (
+    FORMAT_VERSION,
     ChunkError,
     ConflictError,
     CorruptSession,
@@ -388,9 +389,10 @@ class TestDamagedChunks:
     def test_a_newer_multi_line_file_is_refused_unchanged(self, store):
         sid = store.create_session("大", history(1000))
         path = Path(store.path_of(sid))
-        path.write_bytes(path.read_bytes().replace(b'{"version":4,', b'{"version":5,', 1))
+        newer = FORMAT_VERSION + 1
+        path.write_bytes(path.read_bytes().replace(b'{"version":4,', b'{"version":%d,' % newer, 1))
         evidence = path.read_bytes()
-        with pytest.raises(UnsupportedVersion, match="version 5"):
+        with pytest.raises(UnsupportedVersion, match=f"version {newer}"):
             SessionStore(store.storage_dir).load(sid)
         with pytest.raises(UnsupportedVersion):
             store.save(SessionNode(sid, "覆盖它"))

@@ -97,9 +97,10 @@ def test_every_tab_module_exposes_its_label_css_and_build():
 
     tabs = app.tabs()
     assert [tab.__name__ for tab in tabs] == ["s11_workbench.demo_tab", "s11_workbench.explorer_tab",
-                                              "s11_workbench.lab_tab"]
+                                              "s11_workbench.lesson_tab", "s11_workbench.lab_tab"]
     assert tabs[0].LABEL == "8.11 会话持久化与多分支"
-    for tab in tabs:
+    assert [panel.__name__ for panel in app.panels()] == ["s11_workbench.classroom_tab"]
+    for tab in tabs + app.panels():
         assert callable(tab.build) and tab.LABEL and isinstance(tab.CSS, str)
         assert tab.CSS in app.launch_options()["css"]   # each tab's own rules reach the page
 
@@ -153,12 +154,12 @@ def test_python_app_keeps_gradios_cache_private_and_removes_it_on_ctrl_c(tmp_pat
             except OSError:
                 assert server.poll() is None and time.monotonic() < deadline, "app.py never answered"
                 time.sleep(0.3)
-        caches = list(tmp_path.glob("s11_gradio_*"))
+        caches = list(tmp_path.glob("s11_run_*/gradio"))   # gradio's cache inside this run's private folder
         assert len(caches) == 1 and caches[0].is_dir()
-        assert caches[0].stat().st_mode & 0o777 == 0o700
+        assert caches[0].parent.stat().st_mode & 0o777 == 0o700
         server.send_signal(signal.SIGINT)
         server.wait(timeout=30)
-        assert not caches[0].exists()
+        assert not caches[0].parent.exists()
     finally:
         if server.poll() is None:
             server.kill()

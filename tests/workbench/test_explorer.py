@@ -320,7 +320,8 @@ def test_export_uses_the_one_checked_downloads_folder_and_its_pruning(spaces, st
     os.utime(old, (1, 1))
     page = explorer.export(token, view)
     assert page.downloads[0] is not None and not old.exists()
-    assert [entry.name for entry in shared.iterdir()] == [Path(page.downloads[0]).parent.name]
+    run = Path(page.downloads[0]).parent                 # <root>/owner-<the visitor's space>/run-<fingerprint>
+    assert [entry.name for entry in shared.iterdir()] == [run.parent.name] == [f"owner-{spaces.open(token).space_id}"]
 
 
 def test_export_needs_a_selected_session(explorer, student):
@@ -509,8 +510,10 @@ def test_the_teacher_publishes_and_both_students_can_fork_but_not_change_it(expl
     other = spaces.new_token()
     anon = explorer.publish(token, explorer.select(token, View(), ids["branch_b_id"]).view, None)
     assert "只有老师" in anon.notice and spaces.shelf().store.list_sessions() == []
-    published = explorer.publish(token, explorer.select(token, View(), ids["branch_b_id"]).view, TEACHER)
-    assert published.notice.startswith("📚")
+    asked = explorer.publish(token, explorer.select(token, View(), ids["branch_b_id"]).view, TEACHER)
+    assert asked.confirm.startswith("📚 确认") and spaces.shelf().store.list_sessions() == []
+    published = explorer.confirm(token, asked.view, TEACHER)
+    assert published.notice.startswith("📚 已脱敏并发布") and published.confirm == ""
     for visitor in (token, other):
         shelf = explorer.switch_source(visitor, View(), "shelf")
         assert ids["branch_b_id"] in {row[explorer_module.ID_COLUMN] for row in shelf.rows} and shelf.read_only
@@ -544,7 +547,8 @@ def test_the_teacher_sees_every_space_and_opens_one_read_only(explorer, spaces, 
 
 def test_the_teacher_can_take_a_session_off_the_shelf(explorer, spaces, student):
     token, ids = student
-    explorer.publish(token, explorer.select(token, View(), ids["main_id"]).view, TEACHER)
+    asked = explorer.publish(token, explorer.select(token, View(), ids["main_id"]).view, TEACHER)
+    explorer.confirm(token, asked.view, TEACHER)
     shelf_view = explorer.select(token, View(source="shelf"), ids["main_id"]).view
     assert "只有老师" in explorer.unpublish(token, shelf_view, None).notice
     page = explorer.unpublish(token, shelf_view, TEACHER)

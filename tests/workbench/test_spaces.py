@@ -192,8 +192,9 @@ class TestLimits:
         space.store.create_session("二", HELLO)
         with pytest.raises(SpaceError, match=rf"空间 {space.space_id} 已有 2 个会话，上限是 2"):
             space.require_room(sessions=1)
-        with pytest.raises(SpaceError, match="MB"):
+        with pytest.raises(SpaceError, match="上限 3.9 KB") as refused:   # not "上限 0 MB" (issue 18 item 16)
             space.require_room(sessions=0, nbytes=5000)
+        assert "再写 4.9 KB" in str(refused.value) and "0 MB" not in str(refused.value)
 
     def test_deleted_sessions_still_count_against_the_byte_limit(self, tmp_path):
         spaces = Spaces(tmp_path, limits=Limits(max_bytes=10_000))
@@ -292,7 +293,7 @@ class TestTeacher:
         assert [s["session_id"] for s in shelf.lineage(branch_id)] == [root_id, branch_id]
         assert shelf.load(branch_id).messages == space.store.load(branch_id).messages
 
-    def test_publishing_twice_keeps_one_copy_and_picks_up_new_turns(self, spaces):
+    def test_publishing_twice_keeps_one_copy_and_new_turns_arrive_beside_the_old_version(self, spaces):
         _, space, root_id, branch_id = student_with_lineage(spaces)
         spaces.publish(self.SECRET, space.space_id, branch_id)
         spaces.publish(self.SECRET, space.space_id, branch_id)
@@ -300,8 +301,13 @@ class TestTeacher:
         node = space.store.load(branch_id)
         node.messages.append({"role": "assistant", "content": "补充一轮"})
         space.store.save(node)
-        spaces.publish(self.SECRET, space.space_id, branch_id)
-        assert spaces.shelf().store.load(branch_id).messages[-1]["content"] == "补充一轮"
+        newer = spaces.publish(self.SECRET, space.space_id, branch_id)
+        shelf = spaces.shelf().store
+        assert newer != branch_id and shelf.load(newer).messages[-1]["content"] == "补充一轮"
+        assert shelf.load(branch_id).messages[-1]["content"] == "换个方案"   # what students forked from stays
+        assert shelf.load(newer).parent_id == root_id
+        assert spaces.publish(self.SECRET, space.space_id, branch_id) == newer   # the same content: no third copy
+        assert len(shelf.list_sessions()) == 3
 
     def test_students_read_the_shelf_but_cannot_change_it(self, spaces, tmp_path):
         _, space, _, branch_id = student_with_lineage(spaces)

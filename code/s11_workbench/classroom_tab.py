@@ -1,0 +1,141 @@
+"""classroom_tab.py — 老师的课堂面板：app.py 把它放在所有标签页上方，只在教师模式下显示
+
+    ┌ 🧑‍🏫 课堂（只有老师看得到） [🔄 刷新] ─────────────────────────────────────────────────┐
+    │ 名字 │ 关卡进度 │ 当前关卡 │ 演示 │ 分叉 │ 收敛 │ 导入 │ 最后活动 │ 状态 ⚠️ 卡住了 │ 空间 │  点表头排序
+    │ 👀 点一行：只读打开那位同学的空间（会话树 + 每关的判定）                                   │
+    │ ▸ 🗺️ 全班的分叉图：书架会话 [▼] [画出来] → 文字图 + 每个分叉一行（点一行看那条路径）       │
+    │ ▸ 🗄️ 下课：☐ 我确认  保留 [14] 天  [归档全班]   归档列表 [♻️ 放回]                          │
+    └──────────────────────────────────────────────────────────────────────────────────────────┘
+
+Key insight: 面板对学生永远是隐藏的、空的——数据只在老师密钥验过之后才填进去，学生的页面上
+没有任何别人的名字、空间或进度；每个事件都重新验令牌和老师密钥（classroom.py）。
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from s11_workbench.classroom import ARCHIVE_HEADERS, CLASS_HEADERS, MAP_HEADERS, SPACE_COLUMN, Classroom
+from s11_workbench.explorer import explain
+
+LABEL = "🧑‍🏫 课堂"
+CSS = """
+#s11c-panel { border: 2px solid var(--color-accent); border-radius: 12px; padding: 8px; }
+#s11c-class, #s11c-forks, #s11c-archives { contain: inline-size; }
+#s11c-map pre, #s11c-student pre { white-space: pre-wrap !important; overflow-wrap: anywhere; }
+#s11c-notice:empty { display: none; }
+"""
+
+
+def _event_field(evt, name: str):
+    data = getattr(evt, "_data", None)
+    value = data.get(name) if isinstance(data, dict) else None
+    return value if value is not None else []
+
+
+def build(ctx) -> None:
+    """搭好（隐藏的）课堂面板；页面加载后，只有教师模式才显示并填上数据。"""
+    classroom = Classroom(ctx.spaces)
+    visitor, teacher = ctx.visitor, ctx.teacher
+    with gr.Column(visible=False, elem_id="s11c-panel") as panel:
+        with gr.Row(equal_height=True):
+            gr.Markdown("## 🧑‍🏫 课堂（只有老师看得到）")
+            refresh = gr.Button("🔄 刷新", scale=0, min_width=100, elem_id="s11c-refresh")
+        notice = gr.Markdown("", elem_id="s11c-notice")
+        note = gr.Markdown("", elem_id="s11c-note")
+        table = gr.Dataframe(headers=CLASS_HEADERS, datatype="str", interactive=False, max_height=360, wrap=True,
+                             elem_id="s11c-class", label="全班（点表头排序，点一行只读打开）")
+        student = gr.Markdown("", elem_id="s11c-student")
+        with gr.Accordion("🗺️ 全班的分叉图：从一个书架会话分出去的所有分支", open=False, elem_id="s11c-map-box"):
+            with gr.Row(equal_height=True):
+                shelf = gr.Dropdown([], label="书架上的会话", scale=4, elem_id="s11c-shelf")
+                draw = gr.Button("🗺️ 画出来", scale=1, min_width=100, elem_id="s11c-draw")
+            fork_map = gr.Markdown("", elem_id="s11c-map")
+            forks = gr.Dataframe(headers=MAP_HEADERS, datatype="str", interactive=False, max_height=300, wrap=True,
+                                 elem_id="s11c-forks", label="每个分叉一行（点一行只读看那条路径）")
+            path = gr.Code("", language="markdown", label="这条路径（只读、已脱敏）", max_lines=30, interactive=False,
+                           elem_id="s11c-path")
+        with gr.Accordion("🗄️ 下课：归档全班的空间（保留期内可以放回）", open=False, elem_id="s11c-archive-box"):
+            with gr.Row(equal_height=True):
+                confirm = gr.Checkbox(label="我确认：下课了，归档全班的空间", value=False, elem_id="s11c-confirm")
+                keep = gr.Number(14, label="保留几天", precision=0, minimum=1, maximum=365, elem_id="s11c-keep")
+                archive_button = gr.Button("🗄️ 归档全班", variant="stop", elem_id="s11c-archive")
+            archives = gr.Dataframe(headers=ARCHIVE_HEADERS, datatype="str", interactive=False, max_height=200,
+                                    elem_id="s11c-archives", label="归档（点一行选中它）")
+            chosen = gr.Textbox("", label="要放回的归档", interactive=False, elem_id="s11c-chosen")
+            restore_button = gr.Button("♻️ 放回这份归档", elem_id="s11c-restore")
+
+    def guarded(work):
+        """老师的动作：先 work()；令牌或老师密钥不对时只给一句提示，什么都不显示。"""
+        try:
+            return work()
+        except Exception as error:   # noqa: BLE001 页面只给一句话
+            return explain(error)
+
+    def on_load(token, secret):
+        if not (token and ctx.spaces.is_teacher(secret)):
+            return gr.Column(visible=False), "", "", [], gr.Dropdown(choices=[], value=None), []
+        result = classroom.table(token, secret)
+        choices = classroom.shelf_choices()
+        return (gr.Column(visible=True), "", result.note, result.rows,
+                gr.Dropdown(choices=choices, value=choices[0][1] if choices else None),
+                classroom.archive_rows(token, secret))
+
+    load_outputs = [panel, notice, note, table, shelf, archives]
+    ctx.ready.then(on_load, inputs=[visitor, teacher], outputs=load_outputs, api_visibility="private",
+                   concurrency_limit=4)
+    refresh.click(on_load, inputs=[visitor, teacher], outputs=load_outputs, api_name="class_refresh",
+                  concurrency_limit=4)
+
+    def on_row(token, secret, evt: gr.EventData):
+        row = _event_field(evt, "row_value")
+        space_id = row[SPACE_COLUMN] if len(row) > SPACE_COLUMN else None
+        return guarded(lambda: classroom.student(token, secret, space_id))
+
+    table.select(on_row, inputs=[visitor, teacher], outputs=[student], api_visibility="private",
+                 concurrency_limit=4)
+
+    def on_draw(token, secret, session_id):
+        try:
+            text, rows = classroom.fork_map(token, secret, session_id)
+        except Exception as error:   # noqa: BLE001
+            return explain(error), []
+        return text, rows
+
+    draw.click(on_draw, inputs=[visitor, teacher, shelf], outputs=[fork_map, forks], api_name="class_fork_map",
+               concurrency_limit=4)
+
+    def on_fork_row(token, secret, evt: gr.EventData):
+        row = _event_field(evt, "row_value")
+        if len(row) < len(MAP_HEADERS):
+            return ""
+        return guarded(lambda: classroom.path(token, secret, row[-2], row[-1]))
+
+    forks.select(on_fork_row, inputs=[visitor, teacher], outputs=[path], api_visibility="private",
+                 concurrency_limit=4)
+
+    def on_archive(token, secret, sure, days):
+        message = guarded(lambda: classroom.archive(token, secret, sure, days))
+        rows = guarded(lambda: classroom.archive_rows(token, secret))
+        table_rows = guarded(lambda: classroom.table(token, secret).rows)
+        return (message, rows if isinstance(rows, list) else [], table_rows if isinstance(table_rows, list) else [],
+                False, "")
+
+    archive_button.click(on_archive, inputs=[visitor, teacher, confirm, keep],
+                         outputs=[notice, archives, table, confirm, student], api_name="class_archive",
+                         concurrency_limit=1)
+
+    def on_archive_row(evt: gr.EventData):
+        row = _event_field(evt, "row_value")
+        return row[0] if row else ""
+
+    archives.select(on_archive_row, inputs=None, outputs=[chosen], api_visibility="private", queue=False)
+
+    def on_restore(token, secret, name):
+        message = guarded(lambda: classroom.restore(token, secret, name))
+        rows = guarded(lambda: classroom.archive_rows(token, secret))
+        table_rows = guarded(lambda: classroom.table(token, secret).rows)
+        return message, rows if isinstance(rows, list) else [], table_rows if isinstance(table_rows, list) else []
+
+    restore_button.click(on_restore, inputs=[visitor, teacher, chosen], outputs=[notice, archives, table],
+                         api_name="class_restore_archive", concurrency_limit=1)

@@ -1,0 +1,645 @@
+"""lesson.py — 「🎯 练习」标签页的全部逻辑（不 import gradio，测试直接驱动）
+
+    浏览器 ──token──> Lesson.<动作>(token, view, *控件的值, teacher=老师密钥)
+                        │ spaces.open(token)：每次重新验签，只认自己的空间
+                        │ 分叉 / 续写 / 导出 = 会话树浏览器的同一个 Explorer 方法
+                        ▼
+                 s11_exercises.check(练习, 自己的 store, 这一关的进度) ──> Verdict（✅ 每个目标部分 + 下一条提示）
+                        │
+                        ▼
+                 LessonPage：关卡列表（✓）· 目标树 | 你的树（同一个 mermaid 画法）· 判定 · 提示 · 答案
+
+    <空间>/.lesson.json   {"levels": {"rewind": {"anchors": {...}, "started_ns": …, "events": [...],
+                                                "actions": 5, "misses": 2, "best": 3, "last_progress": …,
+                                                "solved_at": …}}, "current": "rewind"}
+    <会话目录>/lessons/*.json   老师发布给全班的关卡（与 exercises/ 里的内置关卡同一种文件）
+
+Key insight: 判分只读学生自己的空间，进度也只写在它里面：两个同学永远看不到彼此；
+老师看全班时读的是同一份 .lesson.json（classroom.py），不需要任何共享的内存状态。
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import s11_exercises
+from s11_exercises import Exercise, ExerciseError, LevelState
+from s11_session import ConflictError, SessionError, SessionNotFound
+from s11_storage import PendingWrite
+from s11_text import shorten
+from s11_tree import Forest
+from s11_workbench import explorer as explorer_logic
+from s11_workbench.explorer import Explorer, View, explain, mermaid_map, page_tree, tree_label
+from s11_workbench.markdown import literal_inline
+from s11_workbench.spaces import SpaceError, clean_display_name
+
+log = logging.getLogger(__name__)
+
+PROGRESS_FILE = ".lesson.json"
+LESSONS_DIR = "lessons"
+MAX_PUBLISHED = 50
+STUCK_MINUTES = 8          # 这么久没有新进展算“卡住了”
+STUCK_MISSES = 5           # 或者连续这么多次操作都没让判定变好
+TOOLS = {"check_clean": "doctor", "torn_in_trash": "doctor", "conflict_met": "second", "exported_clean": "export"}
+
+
+# ── 服务器端视图与整页结果 ────────────────────────────────────────────────────────────────
+@dataclass(frozen=True)
+class LessonView:
+    """一个标签页看着哪一关、选中了哪个节点（gr.State，浏览器改不了）。"""
+    level: str | None = None
+    session_id: str | None = None
+    revision: int = -1
+    second: tuple = ()          # 第二个标签页打开的 (session_id, 当时的修订号)
+    show_solution: bool = False
+
+
+@dataclass
+class LessonPage:
+    notice: str
+    view: LessonView
+    level_choices: list = field(default_factory=list)
+    title: str = ""
+    instructions: str = ""
+    goal_map: str = ""
+    goal_text: str = ""
+    current_map: str = ""
+    tree_choices: list = field(default_factory=list)
+    verdict: str = ""
+    hint: str = ""
+    solution: str = ""
+    solved: bool = False
+    tools: tuple = ()            # 这一关要用到的额外工具：doctor / second / export / converge
+    converge_choices: list = field(default_factory=list)
+    doctor: str = ""
+    second: str = ""
+    preview: str = ""
+    downloads: tuple = (None, None)
+    name: str = ""
+    teacher: bool = False
+    draft: str | None = None     # 第二个标签页的输入框：None 保持原样，"" 清空
+    main_draft: str | None = None  # 本页续写的输入框：同上
+
+
+class LessonError(SessionError):
+    """练习里的操作不成立（没选关卡、没选节点……），消息是给同学看的中文。"""
+
+
+# ── 进度文件：在访客自己的空间里 ────────────────────────────────────────────────────────────
+def read_progress(folder: str) -> dict:
+    """<空间>/.lesson.json；没有或坏了都当作还没开始（它只是附加信息，坏了不影响会话）。"""
+    path = os.path.join(folder, PROGRESS_FILE)
+    try:
+        if os.path.islink(path) or os.path.getsize(path) > 512 * 1024:
+            return {"levels": {}}
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {"levels": {}}
+    if not isinstance(data, dict) or not isinstance(data.get("levels"), dict):
+        return {"levels": {}}
+    return data
+
+
+def write_progress(folder: str, progress: dict) -> None:
+    data = json.dumps(progress, ensure_ascii=False).encode("utf-8")
+    with PendingWrite(os.path.join(folder, PROGRESS_FILE), data) as pending:
+        pending.commit()
+
+
+def level_state(entry: dict) -> LevelState:
+    anchors = entry.get("anchors") if isinstance(entry.get("anchors"), dict) else {}
+    events = entry.get("events") if isinstance(entry.get("events"), list) else []
+    started = entry.get("started_ns") if isinstance(entry.get("started_ns"), int) else 0
+    return LevelState({str(k): str(v) for k, v in anchors.items()}, started, events[-200:])
+
+
+def is_stuck(entry: dict, now: float | None = None) -> bool:
+    """开始了、没做完，而且很久没有进展或连续多次没进展。"""
+    if not entry or entry.get("solved_at"):
+        return False
+    now = time.time() if now is None else now
+    last = entry.get("last_progress") or entry.get("started_at") or now
+    return now - last > STUCK_MINUTES * 60 or int(entry.get("misses", 0)) >= STUCK_MISSES
+
+
+# ── 关卡：内置的 + 老师发布的 ─────────────────────────────────────────────────────────────────
+class Levels:
+    """exercises/ 里的内置关卡（启动时读一次）+ <会话目录>/lessons/ 里老师发布的（每次按修改时间重读）。"""
+
+    def __init__(self, sessions_dir: str, builtin: list[Exercise] | None = None):
+        self.builtin = builtin if builtin is not None else s11_exercises.builtin_exercises()
+        self.folder = os.path.join(sessions_dir, LESSONS_DIR)
+        self._cache: dict = {}
+
+    def published(self) -> list[Exercise]:
+        try:
+            names = sorted(n for n in os.listdir(self.folder) if n.endswith(".json") and not n.startswith("."))
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names[:MAX_PUBLISHED]:
+            path = os.path.join(self.folder, name)
+            try:
+                stamp = os.stat(path).st_mtime_ns
+                if self._cache.get(path, (None,))[0] != stamp:
+                    self._cache[path] = (stamp, s11_exercises.load_file(path))
+                found.append(self._cache[path][1])
+            except (OSError, ExerciseError) as error:
+                log.warning("published level %s skipped: %s", name, error)
+        return found
+
+    def all(self) -> list[Exercise]:
+        return list(self.builtin) + self.published()
+
+    def get(self, level_id) -> Exercise:
+        for exercise in self.all():
+            if exercise.id == level_id:
+                return exercise
+        raise LessonError(f"没有关卡 {literal_inline(str(level_id), 40)}")
+
+    def publish(self, exercise: Exercise) -> str:
+        if any(item.id == exercise.id for item in self.builtin):
+            raise LessonError(f"id {exercise.id} 与内置关卡重名：请换一个 id")
+        os.makedirs(self.folder, exist_ok=True)
+        if len(self.published()) >= MAX_PUBLISHED and not os.path.exists(self._path(exercise.id)):
+            raise LessonError(f"最多发布 {MAX_PUBLISHED} 个关卡")
+        data = json.dumps(exercise.raw, ensure_ascii=False, indent=1).encode("utf-8")
+        with PendingWrite(self._path(exercise.id), data) as pending:
+            pending.commit()
+        return exercise.id
+
+    def _path(self, level_id: str) -> str:
+        return os.path.join(self.folder, f"{level_id}.json")
+
+
+# ── 画树：目标树和你的树用会话树浏览器的同一个画法 ─────────────────────────────────────────────
+def goal_summaries(exercise: Exercise) -> list[dict]:
+    """目标节点 -> 像 list_sessions() 那样的摘要（ID 用目标里的 key），好交给 page_tree / mermaid_map。"""
+    rows = []
+    for index, goal in enumerate(exercise.goal):
+        count = goal.messages[1] if goal.messages else 0
+        rows.append({"session_id": goal.key, "title": goal.label, "parent_id": goal.parent, "message_count": count,
+                     "fork_point": goal.fork_point, "created_at": "", "created_ns": index})
+    return rows
+
+
+def goal_map(exercise: Exercise) -> str:
+    forest = Forest(goal_summaries(exercise))
+    parts = []
+    for root in forest.kids.get(None, []):
+        tree = page_tree(forest, root["session_id"])
+        parts.append(mermaid_map(tree, None, exercise.active_end, links=False))
+    return "\n\n".join(parts)
+
+
+def goal_text(exercise: Exercise) -> str:
+    labels = {goal.key: goal.label for goal in exercise.goal}
+    lines = [f"- {literal_inline(s11_exercises.describe_goal(goal, labels))}" for goal in exercise.goal]
+    if exercise.active_end:
+        lines.append(f"- 活动端停在「{literal_inline(labels[exercise.active_end])}」")
+    lines += [f"- {literal_inline(_check_label(item, labels))}" for item in exercise.checks]
+    return "\n".join(lines)
+
+
+def _check_label(item, labels) -> str:
+    return {"check_clean": "体检（check()）没有问题", "torn_in_trash": "写坏的文件进了回收站",
+            "conflict_met": f"两个标签页续写「{labels.get(item.node, '')}」时遇到 ConflictError",
+            "exported_clean": f"导出「{labels.get(item.node, '')}」且不泄露密钥"}[item.kind]
+
+
+# ── 动作 ─────────────────────────────────────────────────────────────────────────────────────
+class Lesson:
+    """页面的全部动作。只持有 Spaces、关卡和一个 Explorer；按访客区分的数据都在参数里。"""
+
+    def __init__(self, spaces, *, levels: Levels | None = None, explorer: Explorer | None = None):
+        self.spaces = spaces
+        self.levels = levels or Levels(spaces.sessions_dir)
+        self.explorer = explorer or Explorer(spaces)
+
+    def _is_teacher(self, teacher) -> bool:
+        return bool(teacher) and self.spaces.is_teacher(teacher)
+
+    def _act(self, token, view: LessonView, teacher, action: Callable, *, counts: bool = True,
+             draft: str | None = None, main_draft: str | None = None) -> LessonPage:
+        """action(space, progress) -> (新视图, 提示, 额外字段)；之后重新判分、记进度、画整页。"""
+        extra: dict = {}
+        try:
+            space = self.spaces.open(token)
+            progress = read_progress(space.folder)
+            view, notice, extra = action(space, progress)
+        except Exception as error:
+            if not isinstance(error, (SessionError, OSError)):
+                log.exception("lesson action failed")
+            notice = explain(error)
+            extra = {"draft": draft} if draft is not None else {}
+            if main_draft is not None:
+                extra["main_draft"] = main_draft
+            counts = False
+        return self.render(token, view, teacher, notice, counts=counts, **extra)
+
+    def open_page(self, token, teacher=None) -> LessonPage:
+        """页面载入：回到上次做的那一关。"""
+        def action(space, progress):
+            current = progress.get("current")
+            return LessonView(level=current if isinstance(current, str) else None), "", {}
+        return self._act(token, LessonView(), teacher, action, counts=False)
+
+    def pick(self, token, view: LessonView, level_id, teacher=None) -> LessonPage:
+        """选一关：还没开始就只显示说明和目标，点「开始」才写起点。"""
+        def action(space, progress):
+            exercise = self.levels.get(level_id)
+            progress["current"] = exercise.id
+            write_progress(space.writable().folder, progress)
+            entry = progress["levels"].get(exercise.id, {})
+            anchors = level_state(entry).anchors
+            first = next(iter(anchors.values()), None)
+            return LessonView(level=exercise.id, session_id=first), "", {}
+        return self._act(token, view, teacher, action, counts=False)
+
+    def start(self, token, view: LessonView, teacher=None) -> LessonPage:
+        """开始（或重新开始）这一关：把起点树写进自己的空间，进度从头算。"""
+        def action(space, progress):
+            exercise = self.levels.get(self._level(view))
+            space.writable().throttle()
+            space.require_room(sessions=len(exercise.start) + 1, nbytes=64 * 1024)
+            started = time.time_ns()
+            anchors = s11_exercises.seed(exercise, space.store)
+            progress["levels"][exercise.id] = {"anchors": anchors, "started_ns": started, "events": [],
+                                               "started_at": time.time(), "actions": 0, "misses": 0, "best": -1,
+                                               "last_progress": time.time(), "solved_at": None}
+            entry = progress["levels"][exercise.id]
+            baseline = s11_exercises.check(exercise, space.store, level_state(entry))
+            entry["best"] = sum(part.ok for part in baseline.parts)   # 起点本来就对上的部分不算进展
+            progress["current"] = exercise.id
+            write_progress(space.folder, progress)
+            first = next((sid for key, sid in anchors.items() if not self._torn(exercise, key)), None)
+            done = f"🚀 已开始「{literal_inline(exercise.title)}」：起点已写进你的空间" if anchors else \
+                f"🚀 已开始「{literal_inline(exercise.title)}」"
+            return LessonView(level=exercise.id, session_id=first), done, {}
+        return self._act(token, view, teacher, action, counts=False)
+
+    def select(self, token, view: LessonView, session_id, teacher=None) -> LessonPage:
+        def action(space, progress):
+            if not session_id or not os.path.isfile(space.store.path_of(session_id)):
+                raise SessionNotFound(f"未找到会话：{session_id}（不在你的空间里）")
+            return dataclasses.replace(view, session_id=session_id, revision=-1), "", {}
+        return self._act(token, view, teacher, action, counts=False)
+
+    def fork(self, token, view: LessonView, at, text="", teacher=None) -> LessonPage:
+        """会话树浏览器的同一个分叉：在第 at 条之后。"""
+        def action(space, progress):
+            self._started(view, progress)
+            page = self.explorer.fork(token, View(session_id=self._selected(view)), at, text or "", "")
+            return self._after(view, page)
+        return self._act(token, view, teacher, action)
+
+    def resume(self, token, view: LessonView, text, role="user", teacher=None) -> LessonPage:
+        """会话树浏览器的同一个续写（带着页面读入时的修订号）。"""
+        def action(space, progress):
+            self._started(view, progress)
+            session_id = self._selected(view)
+            node = space.store.load(session_id)
+            if node is None:
+                raise SessionNotFound(f"未找到会话：{session_id}")
+            revision = view.revision if view.revision >= 0 else node.revision
+            page = self.explorer.resume(token, View(session_id=session_id, revision=revision), text, role)
+            if page.notice == explain(ConflictError("")):   # 第二个标签页先存过：这也是一次 ConflictError
+                level = self._level(view)
+                progress["levels"][level].setdefault("events", []).append(
+                    {"kind": "conflict", "session_id": session_id, "at": time.time()})
+                write_progress(space.folder, progress)
+                return dataclasses.replace(view, revision=-1), page.notice, {"main_draft": str(text or "")}
+            after, notice, _ = self._after(view, page)
+            return after, notice, {"main_draft": ""}
+        return self._act(token, view, teacher, action, main_draft=str(text or ""))
+
+    def converge(self, token, view: LessonView, others, decision, teacher=None) -> LessonPage:
+        """选中的节点胜出，把 others 收敛进来（SessionStore.converge，第 21 号 issue）。"""
+        def action(space, progress):
+            self._started(view, progress)
+            chosen = self._selected(view)
+            store = space.writable().store
+            if not hasattr(store, "converge"):
+                raise LessonError("这个版本的仓库还没有收敛（SessionStore.converge）：等它合并后再做这一关")
+            picked = [str(item) for item in (others or []) if item]
+            if not picked:
+                raise LessonError("请勾选至少一个要收敛进来的分支")
+            if not str(decision or "").strip():
+                raise LessonError("请写下你的决定")
+            space.throttle()
+            space.require_room(sessions=1)
+            node = store.converge(chosen, picked, str(decision)[:explorer_logic.MAX_TURN_CHARS])
+            done = f"🔀 已收敛：新节点 {node.session_id}（{len(node.messages)} 条）"
+            return dataclasses.replace(view, session_id=node.session_id, revision=-1), done, {}
+        return self._act(token, view, teacher, action)
+
+    def doctor(self, token, view: LessonView, teacher=None) -> LessonPage:
+        """体检：store.check() 的结果。"""
+        def action(space, progress):
+            return view, "🩺 已体检", {"doctor": doctor_report(space.store)}
+        return self._act(token, view, teacher, action, counts=False)
+
+    def quarantine(self, token, view: LessonView, teacher=None) -> LessonPage:
+        """把体检里读不了的会话文件原样移进回收站（store.delete 不解析文件内容；字节一个不少）。"""
+        def action(space, progress):
+            self._started(view, progress)
+            store = space.writable().store
+            moved = []
+            for problem in store.check():
+                name = os.path.basename(problem.path)
+                if problem.kind in ("corrupt", "unreadable") and name.endswith(".json"):
+                    try:
+                        if store.delete(name[:-len(".json")]):
+                            moved.append(name)
+                    except SessionError as error:
+                        log.warning("quarantine skipped %s: %s", name, error)
+            done = (f"🧹 已把 {len(moved)} 个读不了的文件移进回收站：{'、'.join(moved)}" if moved
+                    else "体检没有发现读不了的会话文件")
+            return dataclasses.replace(view, revision=-1), done, {"doctor": doctor_report(store)}
+        return self._act(token, view, teacher, action)
+
+    def second_open(self, token, view: LessonView, teacher=None) -> LessonPage:
+        """「第二个标签页」打开选中的会话：记下此刻的修订号（就像另一个标签页读入了它）。"""
+        def action(space, progress):
+            self._started(view, progress)
+            session_id = self._selected(view)
+            node = space.store.load(session_id)
+            if node is None:
+                raise SessionNotFound(f"未找到会话：{session_id}")
+            done = f"📌 第二个标签页打开了 {session_id}（修订 {node.revision}，{len(node.messages)} 条）"
+            return dataclasses.replace(view, second=(session_id, node.revision)), done, {}
+        return self._act(token, view, teacher, action, counts=False)
+
+    def second_resume(self, token, view: LessonView, text, teacher=None) -> LessonPage:
+        """第二个标签页续写一轮 user：用它读入时的修订号保存。别人先存过 -> ConflictError：记下来，
+        重新读入，输入框里的话留着，再点一次就接在后面保存。"""
+        def action(space, progress):
+            level = self._started(view, progress)
+            if not view.second:
+                raise LessonError("先点「📌 在第二个标签页打开」")
+            session_id, revision = view.second
+            turn = {"role": "user", "content": explorer_logic._turn_text(text)}
+            space.writable().throttle()
+            node = space.store.load(session_id)
+            if node is None:
+                raise SessionNotFound(f"未找到会话：{session_id}")
+            fresh = node.revision
+            node.revision = revision
+            node.messages.append(turn)
+            try:
+                space.store.save(node)
+            except ConflictError:
+                entry = progress["levels"][level]
+                entry.setdefault("events", []).append({"kind": "conflict", "session_id": session_id,
+                                                       "at": time.time()})
+                write_progress(space.folder, progress)
+                notice = (f"⚠️ ConflictError：会话在你读入（修订 {revision}）之后已被保存为修订 {fresh}。"
+                          "第二个标签页已重新读入最新内容，你的话还在输入框里：再点一次就接在后面保存，一轮都不丢。")
+                return dataclasses.replace(view, second=(session_id, fresh), revision=-1), notice, {"draft": text}
+            done = f"✅ 第二个标签页的一轮已保存：{len(node.messages)} 条（修订 {node.revision}）"
+            return dataclasses.replace(view, second=(session_id, node.revision), revision=-1), done, {"draft": ""}
+        return self._act(token, view, teacher, action, draft=str(text or ""))
+
+    def export(self, token, view: LessonView, teacher=None) -> LessonPage:
+        """会话树浏览器的同一个导出（已脱敏）；记下导出了哪个节点、有没有漏出这一关埋下的密钥。"""
+        def action(space, progress):
+            level = self._started(view, progress)
+            exercise = self.levels.get(level)
+            session_id = self._selected(view)
+            page = self.explorer.export(token, View(session_id=session_id))
+            if not page.downloads[0]:
+                raise LessonError(page.notice.lstrip("⚠️ ") or "导出失败")
+            secrets = [item.secret for item in exercise.checks if item.secret]
+            texts = [open(path, encoding="utf-8").read() for path in page.downloads if path]
+            leaked = any(secret in text for secret in secrets for text in texts)
+            entry = progress["levels"][level]
+            entry.setdefault("events", []).append({"kind": "export", "session_id": session_id, "leaked": leaked,
+                                                   "at": time.time()})
+            write_progress(space.folder, progress)
+            return view, page.notice, {"preview": page.preview, "downloads": page.downloads}
+        return self._act(token, view, teacher, action)
+
+    def toggle_solution(self, token, view: LessonView, teacher=None) -> LessonPage:
+        """看答案（只显示步骤，从不替你执行）。"""
+        return self.render(token, dataclasses.replace(view, show_solution=not view.show_solution), teacher)
+
+    def set_name(self, token, view: LessonView, name, teacher=None) -> LessonPage:
+        """给老师看的名字（可选，可以随时改，留空就是不要名字）。"""
+        def action(space, progress):
+            cleaned = self.spaces.set_display_name(token, name)
+            done = f"👋 老师会看到你叫 {literal_inline(cleaned)}" if cleaned else "已清除名字：老师只看到一个空间编号"
+            return view, done, {}
+        return self._act(token, view, teacher, action, counts=False)
+
+    # ── 老师：自己出一关 ──────────────────────────────────────────────────────────────────
+    def check_level_text(self, text) -> tuple[str, str]:
+        """当场检查老师写的关卡 JSON -> (说明, 目标树的 mermaid)。不对时说明里写哪个字段错了。"""
+        try:
+            exercise = s11_exercises.parse_exercise(text if isinstance(text, (str, bytes)) else str(text or ""))
+        except ExerciseError as error:
+            return f"❌ {literal_inline(str(error), 300)}", ""
+        return (f"✅ 关卡「{literal_inline(exercise.title)}」（id `{exercise.id}`）没有问题：{len(exercise.goal)} 个目标节点、"
+                f"{len(exercise.checks)} 项额外检查、{len(exercise.solution)} 步答案", goal_map(exercise))
+
+    def publish_level(self, token, text, teacher=None) -> str:
+        """老师把关卡发布给全班（<会话目录>/lessons/）；学生下一次选关就看得到。"""
+        try:
+            self.spaces.open(token)
+            if not self._is_teacher(teacher):
+                raise SpaceError("发布关卡需要教师链接")
+            exercise = s11_exercises.parse_exercise(text if isinstance(text, (str, bytes)) else str(text or ""))
+            self.levels.publish(exercise)
+        except (SessionError, OSError) as error:
+            return explain(error)
+        return f"📣 已把「{literal_inline(exercise.title)}」发布给全班"
+
+    def read_upload(self, path) -> str:
+        """老师上传的 .json 关卡文件 -> 文字（先看大小）。"""
+        if not path or not isinstance(path, str) or not os.path.isfile(path):
+            return ""
+        if os.path.getsize(path) > s11_exercises.MAX_FILE_BYTES:
+            return ""
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", errors="replace")
+
+    # ── 内部 ────────────────────────────────────────────────────────────────────────────
+    def _level(self, view: LessonView) -> str:
+        if not view.level:
+            raise LessonError("请先在左边选一关")
+        return view.level
+
+    def _started(self, view: LessonView, progress: dict) -> str:
+        level = self._level(view)
+        if level not in progress["levels"]:
+            raise LessonError("请先点「🚀 开始这一关」")
+        return level
+
+    def _selected(self, view: LessonView) -> str:
+        if not view.session_id:
+            raise LessonError("请先在「你的树」里选一个节点")
+        return view.session_id
+
+    @staticmethod
+    def _torn(exercise: Exercise, key: str) -> bool:
+        return any(node.key == key and node.torn for node in exercise.start)
+
+    @staticmethod
+    def _after(view: LessonView, page) -> tuple:
+        """Explorer 的一页 -> 本页的视图和提示（Explorer 出错时提示里就是那句中文）。"""
+        if page.notice.startswith("⚠️"):
+            raise LessonError(page.notice.lstrip("⚠️ "))
+        return dataclasses.replace(view, session_id=page.view.session_id or view.session_id,
+                                   revision=page.view.revision), page.notice, {}
+
+    # ── 整页 ─────────────────────────────────────────────────────────────────────────────
+    def render(self, token, view: LessonView, teacher, notice: str = "", *, counts: bool | str = False,
+               **extra) -> LessonPage:
+        try:
+            space = self.spaces.open(token)
+        except SessionError as error:
+            return LessonPage(notice=notice or explain(error), view=LessonView())
+        try:
+            return self._render(space, view, teacher, notice, counts, extra)
+        except Exception as error:
+            if not isinstance(error, (SessionError, OSError)):
+                log.exception("lesson render failed")
+            page = LessonPage(notice=explain(error), view=LessonView(level=None))
+            page.level_choices = self._choices({"levels": {}})
+            return page
+
+    def _render(self, space, view: LessonView, teacher, notice: str, counts, extra: dict) -> LessonPage:
+        progress = read_progress(space.folder)
+        page = LessonPage(notice=notice, view=view, teacher=self._is_teacher(teacher))
+        page.name = _own_name(space.folder)
+        exercise = None
+        if view.level:
+            try:
+                exercise = self.levels.get(view.level)
+            except LessonError:
+                view = page.view = LessonView()
+        page.level_choices = self._choices(progress)
+        if exercise is None:
+            page.instructions = "👈 先选一关。每一关都用会话树浏览器的同一组动作完成：分叉、续写、收敛、导出。"
+            for key, value in extra.items():
+                setattr(page, key, value)
+            return page
+        page.title = exercise.title
+        page.instructions = _instructions(exercise)
+        page.goal_map, page.goal_text = goal_map(exercise), goal_text(exercise)
+        page.tools = tuple(sorted({TOOLS[item.kind] for item in exercise.checks}
+                                  | ({"converge"} if any(g.converged_from for g in exercise.goal) else set())))
+        entry = progress["levels"].get(exercise.id)
+        if view.show_solution:
+            page.solution = "\n".join(f"{n}. {literal_inline(step)}" for n, step in enumerate(exercise.solution, 1))
+        if entry is None:
+            page.verdict = "还没开始：点「🚀 开始这一关」，起点会写进你自己的空间。"
+            for key, value in extra.items():
+                setattr(page, key, value)
+            return page
+        state = level_state(entry)
+        verdict = s11_exercises.check(exercise, space.store, state)
+        if counts:
+            self._record(space.folder, progress, exercise.id, verdict, miss=counts != "progress")
+        entry = progress["levels"].get(exercise.id, entry)
+        page.solved = verdict.solved
+        page.verdict = "\n".join(f"- {literal_inline(line)}" for line in verdict.lines())
+        page.hint = _hint(exercise, verdict, entry)
+        self._render_tree(page, space.store, state, verdict, view)
+        if view.second:
+            page.second = f"第二个标签页打开着 `{view.second[0]}`，读入时是修订 {view.second[1]}"
+        for key, value in extra.items():
+            setattr(page, key, value)
+        page.level_choices = self._choices(progress)
+        return page
+
+    def _record(self, folder: str, progress: dict, level: str, verdict, *, miss: bool = True) -> None:
+        """一次操作之后：进展（对上的部分变多了）就记时间，否则记一次“没进展”；做完记下时刻。
+        miss=False（只是切回本页重新判一次）时只记进展，不算没进展。"""
+        entry = progress["levels"][level]
+        matched = sum(part.ok for part in verdict.parts)
+        improved = matched > int(entry.get("best", -1))
+        if not improved and not miss and (not verdict.solved or entry.get("solved_at")):
+            return
+        entry["actions"] = int(entry.get("actions", 0)) + (1 if miss else 0)
+        if improved:
+            entry["best"], entry["misses"], entry["last_progress"] = matched, 0, time.time()
+        elif miss:
+            entry["misses"] = int(entry.get("misses", 0)) + 1
+        if verdict.solved and not entry.get("solved_at"):
+            entry["solved_at"] = time.time()
+        write_progress(folder, progress)
+
+    def _render_tree(self, page: LessonPage, store, state: LevelState, verdict, view: LessonView) -> None:
+        summaries = store.list_sessions()
+        forest = Forest(summaries)
+        roots = [sid for sid in state.anchors.values() if sid in forest.by_id][:1]
+        if not roots:
+            roots = [s["session_id"] for s in forest.kids.get(None, [])
+                     if s.get("created_ns", 0) >= state.started_ns][:1]
+        if not roots:
+            page.current_map = "（你的空间里还没有这一关的会话）"
+            return
+        tree = page_tree(forest, roots[0])
+        mtimes = explorer_logic._mtimes(store, tree)
+        end = explorer_logic.active_end(tree, mtimes)
+        selected = view.session_id if view.session_id in forest.by_id else None
+        page.view = dataclasses.replace(view, session_id=selected)
+        names = {sid: goal for goal, sid in verdict.mapping.items()}
+        labels = {goal.key: goal.label for goal in self.levels.get(view.level).goal}
+        page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end)
+                              + (f" = {labels[names[n['session_id']]]} ✅" if n["session_id"] in names else ""),
+                              n["session_id"]) for n, prefix, _ in tree]
+        page.converge_choices = [(shorten(label, 60), sid) for label, sid in page.tree_choices if sid != selected]
+        page.current_map = mermaid_map(tree, selected, end, links=False)
+
+    def _choices(self, progress: dict) -> list:
+        """关卡列表：✅ 做完了、▶ 开始了、· 还没开始。"""
+        choices = []
+        for exercise in self.levels.all():
+            entry = progress["levels"].get(exercise.id) or {}
+            mark = "✅" if entry.get("solved_at") else ("▶" if entry else "·")
+            teacher = " 🧑‍🏫" if exercise not in self.levels.builtin else ""
+            choices.append((f"{mark} {shorten(exercise.title, 40)}{teacher}", exercise.id))
+        return choices
+
+
+def _own_name(folder: str) -> str:
+    from s11_workbench.spaces import read_profile
+    return read_profile(folder)
+
+
+def _instructions(exercise: Exercise) -> str:
+    """说明是关卡作者写的文字：按纯文字显示（逐段转义），只保留段落。"""
+    paragraphs = [literal_inline(part.replace("**", "")) for part in exercise.instructions.split("\n\n") if part.strip()]
+    return f"### 🎯 {literal_inline(exercise.title)}\n\n" + "\n\n".join(paragraphs)
+
+
+def _hint(exercise: Exercise, verdict, entry: dict) -> str:
+    """判定的提示；连续几次没进展时再附上关卡作者写的一般提示（一条一条地给）。"""
+    if verdict.solved:
+        return "🎉 这一关完成了！左边选下一关。"
+    lines = [f"💡 {literal_inline(verdict.hint)}"]
+    misses = int(entry.get("misses", 0))
+    if exercise.hints and misses:
+        lines.append(f"💡 {literal_inline(exercise.hints[min(misses, len(exercise.hints)) - 1])}")
+    return "\n\n".join(lines)
+
+
+def doctor_report(store) -> str:
+    problems = store.check()
+    if not problems:
+        return "🩺 体检：没有问题"
+    lines = [f"- **{literal_inline(p.kind)}** {literal_inline(os.path.basename(p.path))}："
+             f"{literal_inline(explorer_logic.hide_paths(p.detail), 160)}" for p in problems[:20]]
+    return "\n".join([f"🩺 体检发现 {len(problems)} 个问题：", *lines])
+
+
+def name_for_page(name) -> str:
+    return clean_display_name(name)

@@ -1,0 +1,224 @@
+"""lesson_tab.py — 「🎯 练习」标签页：只摆控件、接事件，逻辑全在 lesson.py
+
+    ┌ 名字（可选，只有老师看得到） [保存] ──────────────────────────────────────────────────┐
+    │ 关卡                │ 🎯 第 2 关 · 回到第 3 条……（说明）                                   │
+    │ ✅ 第 1 关          │ 🎯 目标树（mermaid）          │ 🌳 你的树（同一个画法）                │
+    │ ▶ 第 2 关           │ ✅ 主会话 5 条  ⬜ 新思路：自第 3 条分叉 …    💡 下一条提示            │
+    │ · 第 3 关 …         │ 你的树：点一个节点选中它                                               │
+    │ [🚀 开始这一关]     │ [🌿 分叉] [📂 续写] [🔀 收敛] [🩺 体检] [🪟 第二个标签页] [📤 导出]       │
+    │                     │ [📖 看答案]                                                            │
+    └ 🧑‍🏫 老师：自己出一关（JSON，当场检查）[发布给全班] ──────────────────────────────────────┘
+
+Key insight: 每个事件把 (令牌, 视图, 老师密钥, *控件的值) 交给 Lesson 的一个方法，拿回整页 LessonPage，
+由 page_outputs() 摊到各控件上；关卡作者和同学写的文字只进转义过的 Markdown、Radio、Code，从不进 gr.HTML。
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+from gradio.context import Context
+
+from s11_workbench.explorer import ROLES, Explorer
+from s11_workbench.lesson import Lesson, LessonPage, LessonView
+
+LABEL = "🎯 练习"
+CSS = """
+#s11l-levels .wrap { flex-direction: column; }
+#s11l-goal .mermaid, #s11l-goal svg, #s11l-mine .mermaid, #s11l-mine svg { max-width: 100%; height: auto; }
+#s11l-tree .wrap { max-height: 320px; overflow-y: auto; }
+#s11l-notice:empty { display: none; }
+#s11l-verdict ul { margin: 0; }
+"""
+INTRO = ("## 🎯 练习：看着目标树，用会话树的动作把它做出来\n\n"
+         "每一关左边是 **目标树**，右边是 **你的树**（在你自己的空间里）。每做一个动作，下面立刻判一次：对上的部分打 ✅，"
+         "没对上的给出下一条提示。判分只看形状——谁是谁的分支、在第几条分叉、有几条消息——不看 ID，也不看你写了什么字。")
+EXAMPLE = """{
+  "format": "s11-exercise", "version": 1, "id": "my-level",
+  "title": "我的一关：在第 2 条之后分叉",
+  "instructions": "从主会话的第 2 条之后分叉，写一条新的 user 消息。",
+  "start": {"nodes": [{"key": "main", "parent": null, "title": "练习会话", "messages": [
+    {"role": "system", "content": "你是助手。"}, {"role": "user", "content": "你好"},
+    {"role": "assistant", "content": "你好！"}]}]},
+  "goal": {"nodes": [{"key": "main", "label": "主会话", "parent": null},
+    {"key": "x", "label": "新分支", "parent": "main", "fork_point": 2, "messages": 3, "added_roles": ["user"]}],
+    "active_end": "x"},
+  "solution": ["选中主会话，保留前 2 条分叉，第一条消息随便写一句。"]
+}"""
+
+
+class LessonEvent:
+    """Lesson 的一个动作 -> 事件处理函数：(令牌, 视图, 老师密钥, *控件的值) -> 各控件的新值。"""
+
+    def __init__(self, action):
+        self.action = action
+
+    def __call__(self, token, current, secret, *values):
+        return page_outputs(self.action(token, current, *values, teacher=secret))
+
+
+def page_outputs(page: LessonPage) -> list:
+    """LessonPage -> 各输出控件的新值（顺序与 build() 里的 outputs 一致）。"""
+    view = page.view
+    return [
+        page.notice, view,
+        gr.Radio(choices=page.level_choices, value=view.level),
+        page.instructions, page.goal_map, page.goal_text, page.current_map,
+        gr.Radio(choices=page.tree_choices, value=view.session_id if page.tree_choices else None),
+        page.verdict, page.hint,
+        gr.Markdown(page.solution, visible=bool(page.solution)),
+        gr.Button("🙈 收起答案" if view.show_solution else "📖 看答案"),
+        gr.CheckboxGroup(choices=page.converge_choices, value=[]),
+        page.doctor, page.second, page.preview,
+        gr.DownloadButton(value=page.downloads[0], interactive=page.downloads[0] is not None),
+        gr.DownloadButton(value=page.downloads[1], interactive=page.downloads[1] is not None),
+        gr.Accordion(visible=page.teacher),
+        gr.skip() if page.draft is None else page.draft,
+        gr.skip() if page.main_draft is None else page.main_draft,
+        page.name,
+        gr.Markdown(_tools_note(page.tools), visible=bool(page.tools)),
+    ]
+
+
+TOOL_NAMES = {"doctor": "🩺 体检", "second": "🪟 第二个标签页", "export": "📤 导出", "converge": "🔀 收敛"}
+
+
+def _tools_note(tools: tuple) -> str:
+    return "这一关要用到：" + "、".join(f"**{TOOL_NAMES[tool]}**" for tool in tools) if tools else ""
+
+
+def build(ctx) -> None:
+    """在当前 gr.Tab 里搭好练习页（ctx 见 app.TabContext）。"""
+    lesson = Lesson(ctx.spaces, explorer=Explorer(ctx.spaces, upload_root=gr.utils.get_upload_folder()))
+    visitor, teacher = ctx.visitor, ctx.teacher
+    view = gr.State(LessonView())
+
+    gr.Markdown(INTRO)
+    notice = gr.Markdown("", elem_id="s11l-notice")
+    with gr.Row(equal_height=True):
+        name = gr.Textbox(label="你的名字（可选，只有老师看得到，可以随时改）", max_length=40, scale=4, min_width=200,
+                          elem_id="s11l-name")
+        name_button = gr.Button("💾 保存名字", scale=1, min_width=110, elem_id="s11l-name-save")
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=240):
+            levels = gr.Radio([], label="关卡（✅ 做完 · ▶ 做到一半 · 🧑‍🏫 老师出的）", elem_id="s11l-levels")
+            start_button = gr.Button("🚀 开始这一关（重新开始会另写一份起点）", variant="primary",
+                                     elem_id="s11l-start")
+            solution_button = gr.Button("📖 看答案", elem_id="s11l-solution-button")
+            solution = gr.Markdown("", visible=False, elem_id="s11l-solution")
+        with gr.Column(scale=3, min_width=300):
+            instructions = gr.Markdown("", elem_id="s11l-instructions")
+            tools = gr.Markdown("", visible=False, elem_id="s11l-tools")
+            with gr.Row(equal_height=False):
+                with gr.Column(min_width=280):
+                    gr.Markdown("#### 🎯 目标树")
+                    goal = gr.Markdown("", elem_id="s11l-goal")
+                    goal_list = gr.Markdown("", elem_id="s11l-goal-list")
+                with gr.Column(min_width=280):
+                    gr.Markdown("#### 🌳 你的树")
+                    mine = gr.Markdown("", elem_id="s11l-mine")
+            verdict = gr.Markdown("", elem_id="s11l-verdict")
+            hint = gr.Markdown("", elem_id="s11l-hint")
+            tree = gr.Radio([], label="你的树：点一个节点选中它（= 目标里的哪一个，对上了就标 ✅）", elem_id="s11l-tree")
+            with gr.Tabs(elem_id="s11l-actions"):
+                with gr.Tab("🌿 分叉", elem_id="s11l-fork-tab"):
+                    fork_at = gr.Number(label="保留前几条消息（在第 k 条之后分叉）", precision=0, minimum=0, value=0,
+                                        elem_id="s11l-fork-at")
+                    fork_text = gr.Textbox(label="新分支的第一条消息（可选，以 user 身份）", lines=2, max_length=20_000,
+                                           elem_id="s11l-fork-text")
+                    fork_button = gr.Button("🌿 在这里分叉", variant="primary", elem_id="s11l-fork")
+                with gr.Tab("📂 续写", elem_id="s11l-resume-tab"):
+                    role = gr.Radio([(label, value) for value, label in ROLES.items()], value="user",
+                                    label="这一轮的角色", elem_id="s11l-role")
+                    resume_text = gr.Textbox(label="追加一轮（你来输入）", lines=2, max_length=20_000,
+                                             elem_id="s11l-resume-text")
+                    resume_button = gr.Button("📂 续写并保存", variant="primary", elem_id="s11l-resume")
+                with gr.Tab("🔀 收敛", elem_id="s11l-converge-tab"):
+                    others = gr.CheckboxGroup([], label="选中的节点胜出；勾选要收敛进来的其他分支", elem_id="s11l-others")
+                    decision = gr.Textbox(label="你的决定（会成为收敛节点的最后一条消息）", lines=2, max_length=20_000,
+                                          elem_id="s11l-decision")
+                    converge_button = gr.Button("🔀 收敛", variant="primary", elem_id="s11l-converge")
+                with gr.Tab("🩺 体检", elem_id="s11l-doctor-tab"):
+                    with gr.Row():
+                        doctor_button = gr.Button("🩺 体检（check()）", elem_id="s11l-doctor")
+                        quarantine_button = gr.Button("🧹 把读不了的文件移进回收站", elem_id="s11l-quarantine")
+                    doctor = gr.Markdown("", elem_id="s11l-doctor-report")
+                with gr.Tab("🪟 第二个标签页", elem_id="s11l-second-tab"):
+                    gr.Markdown("这里模拟同一个会话在另一个浏览器标签页里打开：它记着读入时的修订号。")
+                    second_open = gr.Button("📌 在第二个标签页打开选中的会话", elem_id="s11l-second-open")
+                    second_text = gr.Textbox(label="第二个标签页要续写的一轮（user）", lines=2, max_length=20_000,
+                                             elem_id="s11l-second-text")
+                    second_button = gr.Button("📂 在第二个标签页续写", elem_id="s11l-second-resume")
+                    second = gr.Markdown("", elem_id="s11l-second")
+                with gr.Tab("📤 导出", elem_id="s11l-export-tab"):
+                    export_button = gr.Button("📤 导出选中的会话（已脱敏）", elem_id="s11l-export")
+                    with gr.Row():
+                        markdown_download = gr.DownloadButton("⬇️ Markdown (.md)", value=None, interactive=False,
+                                                              elem_id="s11l-download-md")
+                        html_download = gr.DownloadButton("⬇️ HTML (.html)", value=None, interactive=False,
+                                                          elem_id="s11l-download-html")
+                    preview = gr.Code("", language="markdown", label="导出预览", max_lines=20, interactive=False,
+                                      elem_id="s11l-preview")
+    with gr.Accordion("🧑‍🏫 老师：自己出一关，发布给全班", open=False, visible=False,
+                      elem_id="s11l-author") as author:
+        gr.Markdown("写一个练习文件（格式见 `code/s11_exercises.py` 的说明），或上传一个 .json；每次改动都当场检查。")
+        level_text = gr.Code(EXAMPLE, language="json", label="关卡 JSON", interactive=True, elem_id="s11l-level-json")
+        level_upload = gr.File(label="或上传关卡 .json", file_types=[".json"], type="filepath", elem_id="s11l-level-file")
+        level_check = gr.Markdown("", elem_id="s11l-level-check")
+        level_map = gr.Markdown("", elem_id="s11l-level-map")
+        publish_button = gr.Button("📣 发布给全班", variant="primary", elem_id="s11l-publish")
+
+    outputs = [notice, view, levels, instructions, goal, goal_list, mine, tree, verdict, hint, solution,
+               solution_button, others, doctor, second, preview, markdown_download, html_download, author,
+               second_text, resume_text, name, tools]
+
+    def wire(trigger, action, inputs, api_name):
+        return trigger(LessonEvent(action), inputs=[visitor, view, teacher, *inputs], outputs=outputs,
+                       api_name=api_name, concurrency_limit=8)
+
+    wire(levels.input, lesson.pick, [levels], "lesson_pick")
+    wire(start_button.click, lesson.start, [], "lesson_start")
+    wire(tree.input, lesson.select, [tree], "lesson_select")
+    wire(fork_button.click, lesson.fork, [fork_at, fork_text], "lesson_fork")
+    wire(resume_button.click, lesson.resume, [resume_text, role], "lesson_resume")
+    wire(converge_button.click, lesson.converge, [others, decision], "lesson_converge")
+    wire(doctor_button.click, lesson.doctor, [], "lesson_doctor")
+    wire(quarantine_button.click, lesson.quarantine, [], "lesson_quarantine")
+    wire(second_open.click, lesson.second_open, [], "lesson_second_open")
+    wire(second_button.click, lesson.second_resume, [second_text], "lesson_second_resume")
+    wire(export_button.click, lesson.export, [], "lesson_export")
+    wire(solution_button.click, lesson.toggle_solution, [], "lesson_solution")
+    wire(name_button.click, lesson.set_name, [name], "lesson_name")
+    wire(name.submit, lesson.set_name, [name], "lesson_name_submit")
+
+    def on_check(text):
+        return lesson.check_level_text(text)
+
+    level_text.change(on_check, inputs=[level_text], outputs=[level_check, level_map], api_visibility="private",
+                      concurrency_limit=4, trigger_mode="always_last")
+
+    def on_upload(path):
+        text = lesson.read_upload(path)
+        return (text, *lesson.check_level_text(text)) if text else (gr.skip(), "❌ 读不了上传的文件（最大 64 KB）", "")
+
+    level_upload.upload(on_upload, inputs=[level_upload], outputs=[level_text, level_check, level_map],
+                        api_visibility="private", concurrency_limit=4)
+
+    def on_publish(token, secret, text):
+        return lesson.publish_level(token, text, teacher=secret)
+
+    publish_button.click(on_publish, inputs=[visitor, teacher, level_text], outputs=[level_check],
+                         api_name="lesson_publish", concurrency_limit=4)
+
+    def on_load(token, secret):
+        return page_outputs(lesson.open_page(token, secret))
+
+    ctx.ready.then(on_load, inputs=[visitor, teacher], outputs=outputs, api_visibility="private", concurrency_limit=8)
+    tab = Context.block
+    if isinstance(tab, gr.Tab):   # 从会话树浏览器切回来：在那里做的动作也立刻判一次
+        def on_tab(token, current, secret):
+            if not token:
+                return [gr.skip()] * len(outputs)
+            return page_outputs(lesson.render(token, current, secret, counts="progress"))
+
+        tab.select(on_tab, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
+                   concurrency_limit=8)

@@ -1,0 +1,257 @@
+"""The lesson tab's logic, the teacher's class view and the end-of-class archive, driven the way the page
+and the command line use them (Lesson / Classroom methods with a space token, the CLI as a subprocess)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from s11_workbench.classroom import CLASS_HEADERS, Classroom
+from s11_workbench.lesson import Lesson, LessonView, is_stuck, read_progress
+from s11_workbench.spaces import SpaceError, Spaces
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = REPO / "code" / "s11_cli.py"
+
+
+@pytest.fixture()
+def room(tmp_path):
+    spaces = Spaces(tmp_path / "class")
+    lesson = Lesson(spaces)
+    return spaces, lesson, Classroom(spaces, lesson.levels)
+
+
+def solve_rebuild(lesson, token):
+    page = lesson.pick(token, LessonView(), "rebuild")
+    page = lesson.start(token, page.view)
+    main = page.view.session_id
+    for turns in ([("assistant", "A"), ("user", "go A")],
+                  [("assistant", "B"), ("user", "compare"), ("user", "B wins"), ("assistant", "done")]):
+        page = lesson.select(token, page.view, main)
+        page = lesson.fork(token, page.view, 5, "")
+        for role, text in turns:
+            page = lesson.resume(token, page.view, text, role)
+    return page
+
+
+def test_a_level_solved_through_the_page_actions_is_ticked_and_kept_in_the_space(room):
+    spaces, lesson, _ = room
+    token = spaces.new_token()
+    page = solve_rebuild(lesson, token)
+    assert page.solved and "🎉" in page.hint
+    assert page.level_choices[0] == ("✅ 第 1 关 · 亲手搭出演示树", "rebuild")
+    progress = read_progress(spaces.open(token).folder)
+    assert progress["levels"]["rebuild"]["solved_at"]
+    # a reload (open_page) comes back to the same level, still solved
+    again = lesson.open_page(token)
+    assert again.view.level == "rebuild" and again.solved
+
+
+def test_the_verdict_follows_every_action(room):
+    spaces, lesson, _ = room
+    token = spaces.new_token()
+    page = lesson.start(token, lesson.pick(token, LessonView(), "rewind").view)
+    assert page.verdict.count("✅") == 3 and "⬜" in page.verdict
+    page = lesson.fork(token, page.view, 5, "another idea")
+    assert "第 5 条" in page.hint and "第 3 条" in page.hint      # wrong fork point, named
+    main = [sid for label, sid in page.tree_choices if "= 主会话" in label][0]
+    page = lesson.fork(token, lesson.select(token, page.view, main).view, 3, "look at ws_pool")
+    assert page.solved
+
+
+def test_every_action_rechecks_the_token(room):
+    spaces, lesson, classroom = room
+    for bad in (None, "", "0" * 16 + "." + "0" * 32, "x" * 500):
+        page = lesson.fork(bad, LessonView(level="rebuild", session_id="abc"), 5, "")
+        assert "令牌" in page.notice and page.tree_choices == []
+        with pytest.raises(SpaceError):
+            classroom.table(bad, spaces.teacher_secret)
+
+
+def test_a_student_cannot_see_another_students_nodes_or_name(room):
+    spaces, lesson, _ = room
+    alice, bob = spaces.new_token(), spaces.new_token()
+    spaces.set_display_name(alice, "Alice-Secret-Name")
+    page = solve_rebuild(lesson, alice)
+    alice_ids = {sid for _, sid in page.tree_choices}
+    # Bob selects Alice's node by id: refused, his page never lists it
+    bob_page = lesson.select(bob, LessonView(level="rebuild"), next(iter(alice_ids)))
+    assert "不在你的空间里" in bob_page.notice
+    # (the notice only echoes the id Bob typed himself)
+    text = json.dumps([vars(bob_page)[k] for k in vars(bob_page) if k not in ("view", "notice")],
+                      ensure_ascii=False, default=str)
+    assert not any(sid in text for sid in alice_ids) and "Alice-Secret-Name" not in text
+    assert lesson.open_page(bob).name == ""
+
+
+def test_the_class_view_is_for_the_teacher_only(room):
+    spaces, lesson, classroom = room
+    student = spaces.new_token()
+    for secret in (None, "", "guess", ["x"]):
+        with pytest.raises(SpaceError, match="教师"):
+            classroom.table(student, secret)
+        with pytest.raises(SpaceError):
+            classroom.archive(student, secret, True, 1)
+
+
+def test_the_class_view_shows_names_progress_and_flags_the_stuck(room):
+    spaces, lesson, classroom = room
+    fast, slow, silent = spaces.new_token(), spaces.new_token(), spaces.new_token()
+    spaces.set_display_name(fast, "小明")
+    spaces.set_display_name(slow, "<img src=x onerror=alert(1)>\n小红")
+    solve_rebuild(lesson, fast)
+    page = lesson.start(slow, lesson.pick(slow, LessonView(), "rewind").view)
+    for _ in range(5):
+        page = lesson.fork(slow, page.view, 5, "still the wrong fork point")
+    lesson.open_page(silent)   # opened the page, did nothing: stays out of the way
+    table = classroom.table(spaces.new_token(), spaces.teacher_secret)
+    rows = {row[0]: dict(zip(CLASS_HEADERS, row)) for row in table.rows}
+    assert set(rows) == {"小明", "<img src=x onerror=alert(1)> 小红"}
+    assert rows["小明"]["关卡进度"] == "1/7" and rows["小明"]["状态"].startswith("✅")
+    assert rows["小明"]["分叉"] == 2
+    assert rows["<img src=x onerror=alert(1)> 小红"]["状态"].startswith("⚠️ 卡住了")
+    assert "另有 2 个空间" in table.note    # the silent one and the teacher's own fresh space
+
+
+def test_stuck_means_no_progress_for_minutes_or_repeated_misses():
+    now = time.time()
+    assert not is_stuck({})
+    assert not is_stuck({"started_at": now, "last_progress": now, "misses": 1}, now)
+    assert is_stuck({"started_at": now, "last_progress": now - 9 * 60, "misses": 0}, now)
+    assert is_stuck({"started_at": now, "last_progress": now, "misses": 5}, now)
+    assert not is_stuck({"solved_at": now, "last_progress": now - 3600}, now)
+
+
+def test_display_names_are_hostile_text_trimmed_and_changeable(room):
+    spaces, lesson, classroom = room
+    token = spaces.new_token()
+    page = lesson.set_name(token, LessonView(), "  \x1b[2J名字\r\n" + "长" * 100)
+    assert "\x1b" not in page.name and "\n" not in page.name and len(page.name) <= 40
+    lesson.set_name(token, LessonView(), "新名字")
+    assert spaces.display_names(spaces.teacher_secret) == {spaces.verify(token): "新名字"}
+    lesson.set_name(token, LessonView(), "")
+    assert spaces.display_names(spaces.teacher_secret) == {}
+
+
+def test_a_teacher_level_is_checked_on_the_spot_and_reaches_every_student(room):
+    spaces, lesson, _ = room
+    from s11_workbench.lesson_tab import EXAMPLE
+    teacher_token, student = spaces.new_token(), spaces.new_token()
+    verdict, drawing = lesson.check_level_text('{"format": "s11-exercise"}')
+    assert verdict.startswith("❌") and "version" in verdict and drawing == ""
+    verdict, drawing = lesson.check_level_text(EXAMPLE)
+    assert verdict.startswith("✅") and "mermaid" in drawing
+    assert "教师" in lesson.publish_level(student, EXAMPLE, teacher=None)
+    assert "my-level" not in [level for _, level in lesson.open_page(student).level_choices]
+    assert "发布" in lesson.publish_level(teacher_token, EXAMPLE, teacher=spaces.teacher_secret)
+    choices = lesson.open_page(student).level_choices
+    assert ("· 我的一关：在第 2 条之后分叉 🧑‍🏫", "my-level") in choices
+    page = lesson.start(student, lesson.pick(student, LessonView(), "my-level").view)
+    page = lesson.fork(student, page.view, 2, "hi")
+    assert page.solved
+
+
+def test_the_fork_map_shows_every_students_forks_of_a_shelf_session(room):
+    spaces, lesson, classroom = room
+    teacher_token = spaces.new_token()
+    own = spaces.open(teacher_token)
+    root = own.store.create_session("共享的会话", [{"role": "user", "content": str(n)} for n in range(6)])
+    spaces.publish(spaces.teacher_secret, own.space_id, root)
+    a, b = spaces.new_token(), spaces.new_token()
+    spaces.set_display_name(a, "甲")
+    spaces.set_display_name(b, "乙")
+    spaces.open(a).fork_from(spaces.shelf(), root, at=3, new_messages=[{"role": "user", "content": "x"}])
+    fork_b = spaces.open(b).fork_from(spaces.shelf(), root, at=5)
+    node = spaces.open(b).store.load(fork_b.session_id)
+    node.messages += [{"role": "user", "content": "y"}, {"role": "assistant", "content": "z"}]
+    spaces.open(b).store.save(node)
+    text, rows = classroom.fork_map(teacher_token, spaces.teacher_secret, root)
+    assert "第 3 条之后：1 人" in text and "第 5 条之后：1 人" in text
+    assert [(r[0], r[1], r[2]) for r in rows] == [("甲", "第 3 条之后", "4 条"), ("乙", "第 5 条之后", "7 条")]
+    path = classroom.path(teacher_token, spaces.teacher_secret, rows[1][4], rows[1][5])
+    assert "z" in path
+    with pytest.raises(SpaceError):
+        classroom.fork_map(a, None, root)
+
+
+def test_archiving_from_the_page_needs_confirmation_and_leaves_nothing_for_a_new_student(room):
+    spaces, lesson, classroom = room
+    student, teacher_token = spaces.new_token(), spaces.new_token()
+    spaces.set_display_name(student, "小明")
+    solve_rebuild(lesson, student)
+    with pytest.raises(SpaceError, match="确认"):
+        classroom.archive(teacher_token, spaces.teacher_secret, False, 14)
+    message = classroom.archive(teacher_token, spaces.teacher_secret, True, 14)
+    assert "已归档 2 个空间" in message
+    assert classroom.table(spaces.new_token(), spaces.teacher_secret).rows == []
+    newcomer = lesson.open_page(spaces.new_token())
+    assert newcomer.tree_choices == [] and all(mark.startswith("·") for mark, _ in newcomer.level_choices)
+    # the old token opens an empty space; restoring the archive brings everything back
+    assert spaces.open(student).store.list_sessions() == []
+    name = classroom.archive_rows(teacher_token, spaces.teacher_secret)[0][0]
+    assert "放回" in classroom.restore(teacher_token, spaces.teacher_secret, name)
+    assert lesson.open_page(student).solved
+
+
+def test_an_expired_archive_is_removed(room):
+    spaces, lesson, _ = room
+    solve_rebuild(lesson, spaces.new_token())
+    info = spaces.archive_all(60)
+    assert [row["name"] for row in spaces.archives()] == [info["name"]]
+    assert spaces.purge_expired_archives(now=time.time() + 30) == []
+    assert spaces.purge_expired_archives(now=time.time() + 61) == [info["name"]]
+    assert spaces.archives() == [] and not os.path.exists(os.path.join(spaces.archives_dir, info["name"]))
+
+
+# ── command line ─────────────────────────────────────────────────────────────────────────
+def cli(*args):
+    return subprocess.run([sys.executable, str(CLI), *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "code")})
+
+
+def test_cli_archive_list_and_restore(room, tmp_path):
+    spaces, lesson, _ = room
+    token = spaces.new_token()
+    solve_rebuild(lesson, token)
+    folder = str(tmp_path / "class")
+    done = cli("--dir", folder, "class", "archive", "--keep-days", "3")
+    assert done.returncode == 0 and "已归档 1 个空间" in done.stdout
+    assert spaces.list_spaces(spaces.teacher_secret) == []
+    listed = cli("--dir", folder, "class", "archives")
+    name = spaces.archives()[0]["name"]
+    assert listed.returncode == 0 and name in listed.stdout
+    back = cli("--dir", folder, "class", "restore-archive", name)
+    assert back.returncode == 0 and "已放回 1 个空间" in back.stdout
+    assert lesson.open_page(token).solved
+    assert "没有归档" in cli("--dir", folder, "class", "archives").stdout
+
+
+def test_cli_restore_never_overwrites_a_space_in_use(room, tmp_path):
+    spaces, lesson, _ = room
+    token = spaces.new_token()
+    solve_rebuild(lesson, token)
+    name = spaces.archive_all(3600)["name"]
+    lesson.open_page(token)
+    spaces.set_display_name(token, "写过了")   # the same space is used again after the archive
+    out = cli("--dir", str(tmp_path / "class"), "class", "restore-archive", name)
+    assert out.returncode == 0 and "留在归档里没动" in out.stdout
+    assert spaces.display_names(spaces.teacher_secret) == {spaces.verify(token): "写过了"}
+    assert [row["spaces"] for row in spaces.archives()] == [1]
+
+
+@pytest.mark.parametrize("args, complaint", [
+    (["class", "archive", "--keep-days", "0"], "--keep-days"),
+    (["class", "archive", "--keep-days", "many"], "不是数字"),
+    (["class", "restore-archive", "../../etc"], "归档名"),
+    (["class", "restore-archive", "20200101-000000-abcd"], "没有归档"),
+])
+def test_cli_bad_archive_input_is_a_chinese_error(room, tmp_path, args, complaint):
+    out = cli("--dir", str(tmp_path / "class"), *args)
+    assert out.returncode == 2 and out.stderr.startswith("错误：") and complaint in out.stderr
+    assert "Traceback" not in out.stderr
