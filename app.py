@@ -59,9 +59,11 @@ MONO_FONTS = ["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "DejaVu San
 # 整页的样式；每个标签页自己的样式在它的 CSS 里（launch_options 把它们接在后面）
 CSS = """
 .gradio-container { max-width: 1400px !important; margin: 0 auto !important; }
-/* 页签在窄屏上换行（不横向溢出） */
+/* 页签在窄屏上换行（不横向溢出），每一页都带着文字露在外面，不收进只有“⋯”图标的菜单：
+   gradio 量隐藏的那一排按钮的总宽决定要不要收起，把那一排量成 0 宽，它就全部摆出来（再由上一条换行） */
 .tab-container:not(.visually-hidden) { flex-wrap: wrap; height: auto; }
 .tab-wrapper { height: auto; }
+.tab-container.visually-hidden > button { width: 0 !important; min-width: 0 !important; padding: 0 !important; }
 """
 
 
@@ -331,8 +333,10 @@ def serve(args: argparse.Namespace) -> None:
     print(f"会话文件目录：{os.path.abspath(args.sessions_dir)}", flush=True)
     demo.launch(server_name=args.host, server_port=args.port, prevent_thread_lock=True, quiet=True,
                 **launch_options(demo))
-    print(f"✅ 工作台已就绪：{demo.local_url}（Ctrl+C 退出）", flush=True)
-    from s11_workbench.spaces import classroom_links
+    from s11_workbench.spaces import classroom_links, own_address
+    # 与教师链接同一个地址：浏览器按地址分开存空间令牌，换一种写法（localhost）就是另一个空间
+    print(f"✅ 工作台已就绪：{own_address(args.host, args.port)}（Ctrl+C 退出；请一直用这个地址打开，"
+          "你的私人空间属于这个浏览器和这个地址）", flush=True)
     for line in classroom_links(args.host, args.port, demo.s11_spaces.teacher_secret):
         print(line, flush=True)
     try:

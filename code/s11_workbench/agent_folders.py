@@ -124,7 +124,7 @@ class AgentFolders:
                 notice += f"；👀 正在跟随：文件变长后每 {FOLLOW_SECONDS} 秒内自动再导入"
             return new_view, notice, extra
 
-        page = self.explorer._act(token, view, teacher, action, check=True)
+        page = self.explorer._act(token, view, teacher, action, check=True, area="import")
         if "state" in picked and follow:
             return page, Followed(self._path_of(listing, row), picked["state"], picked["title"])
         return page, Followed()
@@ -143,7 +143,7 @@ class AgentFolders:
             title = shorten(printable(followed.title), 40)
             return new_view, f"🔄 跟随的会话「{title}」变了，已重新导入：{notice.removeprefix('📥 ')}", extra
 
-        page = self.explorer._act(token, view, teacher, action, check=True)
+        page = self.explorer._act(token, view, teacher, action, check=True, area="import")
         return page, dataclasses.replace(followed, state=current)
 
     # ── 检查 ──────────────────────────────────────────────────────────────────

@@ -17,7 +17,8 @@ Key insight: 页面上的每个动作都是“令牌 + 服务器端视图 → �
 Safety: 会话文字（标题、消息、工具名、文件名）只以纯文本进入页面——Markdown 里逐字符转义或装进
 代码围栏，mermaid 标签用实体转义，树标签与表格单元格本身就是纯文本；从不进 gr.HTML。
 
-Scope: 不调用大模型（续写的一轮由读者输入）；搜索只看标题、ID 和分支新增的第一句，不扫全文；
+Scope: 不调用大模型（续写的一轮由读者输入）；搜索扫当前来源里每个节点新增的每条消息（继承来的前缀只算在
+它最早出现的那个节点里），正文按文件的 (inode, 大小, 修改时间) 缓存，改过的文件才重读；
 5,000 条消息的会话按窗口显示（每页 PAGE_SIZE 条），超长文本折叠，全文请导出。
 """
 
@@ -29,6 +30,7 @@ import json
 import logging
 import math
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ from typing import Callable
 import s11_export
 import s11_redact
 import s11_trash
+import s11_tree
 from s11_export import fenced
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, validate_session_id
 from s11_text import hide_paths, human_size, os_error_reason, shorten
@@ -51,7 +54,13 @@ from s11_tree import (
     walk,
 )
 from s11_workbench import downloads
-from s11_workbench.markdown import literal_inline, literal_markdown, mermaid_text
+from s11_workbench.markdown import (
+    command_chip,
+    inert_markdown,
+    literal_inline,
+    literal_markdown,
+    mermaid_text,
+)
 from s11_workbench.spaces import SpaceError, folder_bytes
 
 log = logging.getLogger(__name__)
@@ -72,7 +81,16 @@ PREVIEW_CHARS = 30_000
 MINE, SHELF, SPACE_PREFIX = "mine", "shelf", "space:"
 LIST_HEADERS = ["会话", "ID"]
 ID_COLUMN = LIST_HEADERS.index("ID")
-ROLES = {"user": "👤 user", "assistant": "🤖 assistant"}   # 续写时读者可以选的角色
+ROLES = {"user": "👤 用户（user）", "assistant": "🤖 助手（assistant）"}   # 续写时读者可以选的角色
+ROLE_NAMES = {"user": "用户", "assistant": "助手", "system": "系统", "tool": "工具", "toolResult": "工具"}
+SEARCH_HITS = 50           # 搜索最多列出多少处命中
+HIT_CONTEXT = 36           # 命中前后各留多少个字
+TEXT_CACHE_CHARS = 64 * 1024 * 1024   # 搜索用的正文缓存最多存多少字（超过就丢掉最早读入的）
+FIRST_ADDED_SHOWN = 24
+FOCUS_OPEN_CHARS = 200     # 被指向的那条消息里，这么短的折叠块才默认展开（手机上也不会把📍那行顶出窗口）
+NAME_LEVELS = 4            # 分支名最多写几层（'B.A.C.A'），更深的前面写 '…'
+# 每个动作的结果写在引起它的控件旁边：Page.area 是这几块之一（""：只写在页面顶上）
+AREAS = ("list", "path", "fork", "resume", "export", "trash", "import", "teacher")
 
 
 # ── 服务器端视图与整页结果 ────────────────────────────────────────────────────────────────
@@ -86,6 +104,9 @@ class View:
     start: int | None = None           # 对话窗口的起点（0 起）；None = 显示最后 PAGE_SIZE 条
     chat_numbers: tuple = ()           # 对话框第 i 行对应第几条消息（点击消息 → 分叉位置）
     deleted: tuple = ()                # 本页删除过的 (id, 标题)，让回收站列表带上标题
+    focus: int | None = None           # 要突出显示的那条消息（1 起：?m=<k> 链接、搜索命中）
+    end: int | None = None             # 对话窗口停在第几条（含）：有 focus 时让它落在窗口末尾，Chatbot 滚到底就看见它
+    last_fork: str | None = None       # 刚分叉出的节点：再点一次“分叉”不会又分一个
     pending: tuple = ()                # 等读者确认的动作：(动作, 参数, 指纹, 给读者看的说明)；别的动作一律清掉它
 
 
@@ -115,6 +136,11 @@ class Page:
     preview: str = ""
     report: str | None = None          # None：导入报告保持原样
     draft: str | None = None           # 续写输入框：None 保持原样，"" 清空，其余是读者没发出去的话
+    area: str = ""                     # 结果写在哪块控件旁边（AREAS 之一）；"" 只写在顶上
+    fork_reset: bool = False           # 分叉表单清空（分叉成功、换了会话）
+    siblings: tuple = ("", None, None)  # 分岔处的 (说明, 上一个兄弟, 下一个兄弟)：“◀ 1/2 ▶”
+    hits: list = field(default_factory=list)   # 全文搜索的命中：[会话, 第几条, 上下文, ID]
+    hits_note: str = ""
     trash_note: str = ""               # 回收站里有几份副本、占多少字节
 
     @property
@@ -146,7 +172,7 @@ def _block_note(message: dict) -> str:
     return f"（导入时已截断：{'，'.join(notes)}）" if notes else ""
 
 
-def _header(number: int, message: dict) -> str:
+def _header(number: int, message: dict, focus: bool = False) -> str:
     role = str(message.get("role", ""))
     icon = s11_export.ROLE_ICONS.get(role, s11_export.DEFAULT_ICON)
     tags = [name for key, name in (("summary", "摘要"), ("meta", "注入文本"), ("subagent", "子代理"))
@@ -155,7 +181,8 @@ def _header(number: int, message: dict) -> str:
     tags += [literal_inline(text, 60) for kind, text in s11_export.message_marks(message)
              if kind in ("label", "converge", "origin")]
     extra = f" · {'、'.join(tags)}" if tags else ""
-    return f"**#{number}** {icon} {literal_inline(role, 24)}{extra}"
+    pin = " · **📍 链接指向这条**" if focus else ""
+    return f"{'📍 ' if focus else ''}**#{number}** {icon} {ROLE_NAMES.get(role) or literal_inline(role, 24)}{extra}{pin}"
 
 
 def _thought(title: str, body: str) -> dict:
@@ -171,26 +198,74 @@ _PART_TITLES = {
 }
 
 
-def chat_rows(message: dict, number: int, tool_names: dict, clean: Callable[[str], str]) -> list[dict]:
+def _result_block(part) -> str:
+    """工具结果接在它的调用后面（同一个折叠块里）。"""
+    mark = " ❌ 出错" if part.is_error else ""
+    return f"**📤 结果{mark}**\n\n{fenced(fold(part.text))}"
+
+
+def chat_rows(message: dict, number: int, tool_names: dict, clean: Callable[[str], str],
+              focus: bool = False) -> list[dict]:
     """第 number 条消息 -> Chatbot 的几行：正文一行，思考 / 工具调用 / 工具结果各一行折叠起来。"""
+    return _message_rows(message, number, tool_names, clean, focus)[0]
+
+
+def _message_rows(message: dict, number: int, tool_names: dict, clean: Callable[[str], str],
+                  focus: bool = False) -> tuple[list[dict], list[tuple[int, str]]]:
+    """-> (几行, 其中工具调用那几行的 [(行号, 工具名)])：后面只装着工具结果的消息把结果接到这些行里。
+
+    用户的话按原样显示（逐字转义）；助手的 Markdown 照常排版但什么都“动”不了（inert_markdown）；
+    代理写进用户消息的命令标签显示成一个命令小条；没有正文的消息不画空气泡，编号写进第一个折叠块的标题。"""
     parts = s11_export.message_parts(message, tool_names)
     role = "user" if message.get("role") == "user" and not message.get("meta") else "assistant"
-    body = [_header(number, message) + _block_note(message)]
+    header = _header(number, message, focus) + _block_note(message)
+    texts = [clean(part.text) for part in parts if part.kind == "text"]
+    chip = command_chip("\n".join(texts)) if role == "user" and texts and len(texts) == len(parts) else None
+    body: list[str] = []
     rows: list[dict] = []
-    for part in parts:
-        text = fold(clean(part.text))
-        if part.kind == "text":
-            body.append(literal_markdown(text))
-        elif part.kind == "image":
-            body.append("🖼️ " + literal_inline(part.text))
-        else:
-            code_like = part.kind in ("tool_call", "tool_output", "unknown")
-            rows.append(_thought(_PART_TITLES[part.kind](part), fenced(text) if code_like else literal_markdown(text)))
+    calls: list[tuple[int, str]] = []
+    if chip is not None:
+        command, output = chip
+        if command:
+            body.append("⌨️ 命令 `" + command.replace("`", "ˋ")[:200] + "`")
+        if output.strip():
+            rows.append(_thought("📟 命令输出", fenced(fold(output))))
+    else:
+        for part in parts:
+            text = fold(clean(part.text))
+            if part.kind == "text":
+                body.append(literal_markdown(text) if role == "user" else inert_markdown(text))
+            elif part.kind == "image":
+                body.append("🖼️ " + literal_inline(part.text))
+            elif part.kind == "thinking":
+                rows.append(_thought(_PART_TITLES["thinking"](part), inert_markdown(text)))
+            else:
+                if part.kind == "tool_call":
+                    calls.append((len(rows), part.caption))
+                rows.append(_thought(_PART_TITLES[part.kind](part), fenced(text)))
     collapse = message.get("role") == "system" or message.get("meta")
-    head = (_thought(f"#{number} {'🧠 系统提示' if message.get('role') == 'system' else '⚙️ 注入文本'}",
-                     "\n\n".join(body[1:]) or "（空）") if collapse
-            else {"role": role, "content": "\n\n".join(body)})
-    return [head] + rows
+    if collapse:
+        title = f"#{number} {'🧠 系统提示' if message.get('role') == 'system' else '⚙️ 代理注入的文字'}"
+        head = [_thought(("📍 " if focus else "") + title, "\n\n".join(body) or "（空）")]
+    elif body or not rows:
+        head = [{"role": role, "content": "\n\n".join([header, *body]) if body else f"{header}\n\n（空消息）"}]
+    else:   # 只有工具调用 / 思考：不画空气泡，把编号写进第一个折叠块
+        head = []
+        rows[0] = {**rows[0], "metadata": {**rows[0]["metadata"],
+                                           "title": f"{header} · {rows[0]['metadata']['title']}"}}
+    if focus:   # 链接 / 搜索指向的这条：短的折叠块默认展开，命中的字就在眼前；长的收着，免得把📍那行顶出窗口
+        rows = [{**row, "metadata": {key: value for key, value in row["metadata"].items()
+                                     if key != "status" or len(row["content"]) > FOCUS_OPEN_CHARS}} for row in rows]
+    offset = len(head)
+    return head + rows, [(offset + index, name) for index, name in calls]
+
+
+def _tool_results_only(message: dict, tool_names: dict) -> list | None:
+    """只装着工具结果的消息（Claude 的 user 轮、Pi 的 toolResult）-> 这些结果；别的消息 -> None。"""
+    if message.get("meta") or message.get("role") == "assistant":
+        return None
+    parts = s11_export.message_parts(message, tool_names)
+    return parts if parts and all(part.kind == "tool_output" for part in parts) else None
 
 
 # ── 树：从摘要列表算出整棵树（找孩子、遍历、画前缀都在 s11_tree，这里只挑画法）─────────────────────
@@ -216,15 +291,57 @@ def active_end(tree: list[tuple[dict, str, int]], mtimes: dict[str, int]) -> str
     return newest["session_id"] if newest else None
 
 
-def tree_label(node: dict, prefix: str, marker: bool, into: dict | None = None) -> str:
-    """'├─ 🌿 方案 A [4d67e2e6b66c] 7 条 ◀ 活动端'（纯文本：单选框标签不解析 Markdown / HTML）。
+def letters(index: int) -> str:
+    """兄弟里的第几个（0 起）-> 'A'、'B' … 'Z'、'AA'、'AB' …（8.11 标签页就叫它们分支 A / 分支 B）"""
+    name = ""
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        name = chr(ord("A") + rest) + name
+    return name
+
+
+def branch_names(tree: list) -> dict[str, str]:
+    """一棵树（先序，父在子前）-> {节点: 'B'、'B.A' 这样的名字}；根是空串。兄弟按创建先后排字母。
+
+    主会话 → {A, B → {B.A}}：{根: '', A: 'A', B: 'B', B.A: 'B.A'}"""
+    names: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for item in tree:
+        node = item[0]
+        parent = node.get("parent_id")
+        if parent not in names:   # 根（或父节点不在这棵树里）
+            names[node["session_id"]] = ""
+            continue
+        position = counts.get(parent, 0)
+        counts[parent] = position + 1
+        parts = (names[parent].lstrip("…").split(".") if names[parent] else []) + [letters(position)]
+        # 很深的链只留最后 NAME_LEVELS 层：名字的长度有上限
+        names[node["session_id"]] = ("…" if len(parts) > NAME_LEVELS else "") + ".".join(parts[-NAME_LEVELS:])
+    return names
+
+
+def node_caption(node: dict, name: str, title_chars: int = TITLE_CHARS) -> str:
+    """'分支 B：修复… · ➕ 方案 B：改用 Weak… · 9 条'（纯文本）；根：'🌱 修复登录服务内存泄漏 · 5 条'"""
+    if not name:
+        return f"🌱 {shorten(node['title'], title_chars)} · {node['message_count']} 条"
+    added = node.get("first_added") or ""
+    plus = f" · ➕ {shorten(added, FIRST_ADDED_SHOWN)}" if added else " · （没有新增消息）"
+    return f"🌿 分支 {name}：{shorten(node['title'], 30)}{plus} · {node['message_count']} 条"
+
+
+def tree_label(node: dict, prefix: str, marker: bool, name: str | None = None, into: dict | None = None) -> str:
+    """'├─ 🌿 分支 A：修复… · ➕ 方案 A：为 cache… · 7 条 · 自第 5 条 [4d67e2e6b66c] ◀ 活动端'
+    （纯文本：单选框标签不解析 Markdown / HTML）。
     into（s11_tree.converged_into）给出时，收敛节点标“⇠┄ 收敛了 […]”，被收敛的分支标“已收敛到 […]”，另带本段的标签。"""
-    icon = "🔀" if node.get("converged_from") else "🌱" if not prefix else "🌿"
-    fork = f" 自第 {node['fork_point']} 条" if node.get("fork_point") is not None and prefix else ""
+    name = name if name is not None else ("?" if prefix else "")
+    fork = f" · 自第 {node['fork_point']} 条" if node.get("fork_point") is not None and name else ""
     end = " ◀ 活动端" if marker else ""
     marks = marks_text(node, into) if into is not None else ""
-    return (f"{prefix}{icon} {shorten(node['title'], TITLE_CHARS)} [{node['session_id']}] {node['message_count']} 条"
-            f"{fork}{end}{marks}")
+    caption = node_caption(node, name)
+    if node.get("converged_from"):
+        caption = "🔀" + caption[1:] if caption[:1] in ("🌱", "🌿") else caption
+    return f"{prefix}{caption}{fork} [{node['session_id']}]{end}{marks}"
 
 
 # ── mermaid 分支图 ─────────────────────────────────────────────────────────────────────────
@@ -252,7 +369,7 @@ def branch_points_only(tree: list[tuple[dict, str, int]], keep: set[str]) -> lis
 
 
 def mermaid_map(tree: list[tuple[dict, str, int]], selected: str | None, end: str | None, *,
-                links: bool) -> str:
+                links: bool, names: dict[str, str] | None = None) -> str:
     """一棵树 -> mermaid 围栏（Markdown）；太大就只画分岔点，再大就退回文字。"""
     ids = {node["session_id"] for node, _, _ in tree}
     nodes = [(node, node["parent_id"] if node["parent_id"] in ids else None, 0) for node, _, _ in tree]
@@ -262,22 +379,32 @@ def mermaid_map(tree: list[tuple[dict, str, int]], selected: str | None, end: st
                       for sid in [node["session_id"], *node["converged_from"]]}
         nodes = branch_points_only(tree, {sid for sid in (selected, end) if sid} | converging)
         note = f"共 {len(tree):,} 个节点，图里只画根、分岔点和叶子（{len(nodes):,} 个），省略的链写在边上。"
-    source = _mermaid_source(nodes, selected, end, links)
+    names = names if names is not None else branch_names(tree)
+    source = _mermaid_source(nodes, selected, end, links, names)
     if len(nodes) - 1 > MAP_MAX_EDGES or len(source) > MAP_MAX_CHARS:
         return "\n\n".join([f"共 {len(tree):,} 个节点，超出图能画的范围，下面是文字版（前 "
-                            f"{TEXT_MAP_MAX_LINES} 行）。", fenced(_text_map(tree), "text")])
-    return "\n\n".join(filter(None, [note, fenced(source, "mermaid")]))
+                            f"{TEXT_MAP_MAX_LINES} 行）。", fenced(_text_map(tree, names or {}), "text")])
+    # 图后面跟着同一棵树的文字版：窄屏上图里的字太小，CSS 改显示文字版（宽屏上藏起来）；放不下就只给图
+    shown = "\n\n".join(filter(None, [note, fenced(source, "mermaid")]))
+    text = fenced(_text_map(tree, names), "text")
+    return shown + "\n\n" + text if len(shown) + len(text) <= MAP_MAX_CHARS else shown
 
 
-def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: bool) -> str:
+def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: bool,
+                    names: dict[str, str]) -> str:
     alias = {node["session_id"]: f"n{i}" for i, (node, _, _) in enumerate(nodes)}
     into = converged_into(node for node, _, _ in nodes)
     lines = ['%%{init: {"flowchart": {"wrappingWidth": 260}}}%%', "graph TD"]
     for node, _, _ in nodes:
         mark = " ◀ 活动端" if node["session_id"] == end else ""
-        icon = "🔀 " if node.get("converged_from") and "🔀" not in node["title"] else ""
-        label = (f"{icon}{mermaid_text(node['title'])}{mark}"
-                 f"<br/>💬 {node['message_count']} 条<br/>🆔 {mermaid_text(node['session_id'], 16)}")
+        name = names.get(node["session_id"], "")
+        head = f"🌿 分支 {name}" if name else "🌱 根"
+        if node.get("converged_from"):
+            head = "🔀 " + head[2:]
+        added = node.get("first_added") or ""
+        plus = f"<br/>➕ {mermaid_text(added, FIRST_ADDED_SHOWN)}" if name and added else ""
+        label = (f"{head}{mark}<br/>{mermaid_text(node['title'])}{plus}<br/>💬 {node['message_count']} 条"
+                 f" · 🆔 {mermaid_text(node['session_id'], 16)}")
         label += "".join(f"<br/>🏷️ #{number} {mermaid_text(text, 16)}" for number, text in own_labels(node)[:2])
         if into.get(node["session_id"]):   # 被收敛的分支：文件没改，标记从收敛节点推出来
             label += f"<br/>✅ 已收敛到 {mermaid_text(into[node['session_id']][0], 16)}"
@@ -301,8 +428,8 @@ def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: b
     return "\n".join(lines)
 
 
-def _text_map(tree: list[tuple[dict, str, int]]) -> str:
-    lines = [f"{prefix}{shorten(node['title'], 30)} [{node['session_id']}] {node['message_count']} 条"
+def _text_map(tree: list[tuple[dict, str, int]], names: dict[str, str]) -> str:
+    lines = [f"{prefix}{node_caption(node, names.get(node['session_id'], ''), 30)} [{node['session_id']}]"
              for node, prefix, _ in tree[:TEXT_MAP_MAX_LINES]]
     if len(tree) > TEXT_MAP_MAX_LINES:
         lines.append(f"…（还有 {len(tree) - TEXT_MAP_MAX_LINES:,} 个节点）")
@@ -338,6 +465,10 @@ class Explorer:
 
     def __init__(self, spaces, *, export_root: str | None = None, upload_root: str | None = None):
         self.spaces = spaces
+        # 搜索用的正文缓存：{文件的真实路径: ((inode, 大小, 修改时间), [(第几条, 小写正文, 正文)])}。
+        # 键是文件在磁盘上的位置，只有验过令牌、能读那个空间的请求才会问到它；文件一改，键就对不上、重读
+        self._texts: dict = {}
+        self._text_chars = 0
         # 与 8.11 标签页共用本进程的私有（0700）下载目录（downloads.py）：同一套检查、同一种清理，进程退出时删掉
         self.export_root = export_root or downloads.private_export_root()
         self.upload_root = os.path.realpath(upload_root) if upload_root else None
@@ -364,7 +495,7 @@ class Explorer:
 
     # ── 动作：每个都返回整页 ──────────────────────────────────────────────────────
     def _act(self, token, view: View, teacher, action: Callable, *, draft: str | None = None,
-             check: bool = False, asks: bool = False) -> Page:
+             check: bool = False, asks: bool = False, area: str = "") -> Page:
         """执行 action(space, own) -> (新视图, 提示, 额外字段)，失败时给中文提示并照常画出页面。
         check=True 时顺便体检整个空间（要读遍每个文件，所以只在列表可能变了的动作上做）。
         asks=True 的动作（清空回收站、永久删除、发布）只把要确认的事放进 view.pending；别的动作都清掉它。"""
@@ -383,28 +514,37 @@ class Explorer:
             if isinstance(error, ConflictError):
                 view = dataclasses.replace(view, revision=-1)   # 重新读入最新修订
             extra = {"draft": draft} if draft is not None else {}
-        return self.render(token, view, teacher, notice, check=check, **extra)
+            if area == "import":   # 导入失败也写进导入报告：报告框不会空着
+                extra["report"] = notice
+        return self.render(token, view, teacher, notice, check=check, area=area, **extra)
 
-    def open_page(self, token, teacher: str | None = None, session_id: str | None = None) -> Page:
-        """页面载入：?session=<id> 在自己的空间里选中它。"""
+    def open_page(self, token, teacher: str | None = None, session_id: str | None = None,
+                  message=None, remembered: str | None = None) -> Page:
+        """页面载入：?session=<id>[&m=<k>] 在自己的空间里选中它（并突出第 k 条）；没有链接时回到
+        这个浏览器上次选中的会话（remembered，来自 gr.BrowserState，照样在空间里重新核对）。"""
         def action(space, own):
-            if not session_id:
+            wanted = session_id or remembered
+            if not wanted:
                 return View(), "", {}
             try:
-                validate_session_id(session_id)
-                found = space.store.load(session_id) is not None
+                validate_session_id(wanted)
+                node = space.store.load(wanted)
             except SessionError:
-                found = False
-            if not found:
-                return View(), f"⚠️ 链接里的会话 {literal_inline(session_id, 64)} 不在你的空间里。", {}
-            return View(session_id=session_id, revision=-1), "", {}
-        return self._act(token, View(), teacher, action, check=True)
+                node = None
+            if node is None:
+                if not session_id:   # 记住的会话已删掉或不在这个空间：安静地什么都不选
+                    return View(), "", {}
+                return View(), (f"⚠️ 链接里的会话 {literal_inline(session_id, 64)} 不在你的空间里："
+                                "私人空间属于打开它的浏览器（和地址），别人的链接在这里打不开。"), {}
+            focus = _message_number(message, len(node.messages)) if session_id else None
+            return View(session_id=wanted, revision=-1, focus=focus, end=focus), "", {}
+        return self._act(token, View(), teacher, action, check=True, area="path")
 
     def refresh(self, token, view: View, query: str | None = None, teacher: str | None = None) -> Page:
         """重新读一遍（query 不是 None 时换成这个搜索词）。"""
         if query is not None:
             view = dataclasses.replace(view, query=str(query)[:200])
-        return self._act(token, view, teacher, lambda space, own: (view, "", {}), check=True)
+        return self._act(token, view, teacher, lambda space, own: (view, "", {}), check=True, area="list")
 
     def switch_source(self, token, view: View, source: str, teacher: str | None = None) -> Page:
         """切换来源：自己的空间、共享书架，或（老师）某个学生的空间。"""
@@ -417,15 +557,51 @@ class Explorer:
         def action(space, own):
             if not os.path.isfile(space.store.path_of(session_id)):   # path_of 先校验 ID，不读文件内容
                 raise SessionNotFound(f"未找到会话：{session_id}（不在当前空间里）")
-            return dataclasses.replace(view, session_id=session_id, revision=-1, start=None), "", {}
-        return self._act(token, view, teacher, action)
+            changed = session_id != view.session_id
+            return dataclasses.replace(view, session_id=session_id, revision=-1, start=None, focus=None,
+                                       end=None), "", {"fork_reset": changed}
+        return self._act(token, view, teacher, action, area="list")
+
+    def jump(self, token, view: View, session_id: str, message=None, teacher: str | None = None) -> Page:
+        """搜索命中 -> 打开它所在的节点，对话窗口停在那条消息上并突出它。"""
+        def action(space, own):
+            validate_session_id(session_id)
+            node = space.store.load(session_id)
+            if node is None:
+                raise SessionNotFound(f"未找到会话：{session_id}（不在当前空间里）")
+            focus = _message_number(message, len(node.messages))
+            return dataclasses.replace(view, session_id=session_id, revision=node.revision, start=None,
+                                       focus=focus, end=focus), "", {"fork_reset": session_id != view.session_id}
+        return self._act(token, view, teacher, action, area="list")
+
+    def sibling(self, token, view: View, step: int = 1, teacher: str | None = None) -> Page:
+        """分岔处的“◀ ▶”：换到同一个父节点的上一个 / 下一个分支（兄弟按创建先后）。"""
+        def action(space, own):
+            session_id = self._selected(view)
+            forest = Forest(space.store.list_sessions())
+            node = forest.by_id.get(session_id)
+            parent = node.get("parent_id") if node else None
+            brothers = forest.children(parent) if parent in forest.by_id else []
+            ids = [brother["session_id"] for brother in brothers]
+            if session_id not in ids or len(ids) < 2:
+                raise ExplorerError("这个会话没有兄弟分支可以切换")
+            target = ids[(ids.index(session_id) + (1 if int(step) > 0 else -1)) % len(ids)]
+            return dataclasses.replace(view, session_id=target, revision=-1, start=None, focus=None,
+                                       end=None), "", {"fork_reset": True}
+        return self._act(token, view, teacher, action, area="path")
+
+    def previous_sibling(self, token, view: View, teacher: str | None = None) -> Page:
+        return self.sibling(token, view, -1, teacher)
+
+    def next_sibling(self, token, view: View, teacher: str | None = None) -> Page:
+        return self.sibling(token, view, 1, teacher)
 
     def window(self, token, view: View, start: int | None, teacher: str | None = None) -> Page:
         """对话路径翻页：start 是第几条（1 起）；None 或空回到末尾。"""
         def action(space, own):
             begin = _as_position(start)
-            return dataclasses.replace(view, start=begin), "", {}
-        return self._act(token, view, teacher, action)
+            return dataclasses.replace(view, start=begin, end=None), "", {}
+        return self._act(token, view, teacher, action, area="path")
 
     def earlier(self, token, view: View, teacher: str | None = None) -> Page:
         """“◀ 更早”：从当前窗口起点再往前翻一页。"""
@@ -435,23 +611,58 @@ class Explorer:
         """“最新 ▶”：回到最后 PAGE_SIZE 条。"""
         return self.window(token, view, None, teacher)
 
-    def fork(self, token, view: View, at: int, first_message: str = "", title: str = "",
+    def fork(self, token, view: View, at: int | None, first_message: str = "", title: str = "",
              teacher: str | None = None) -> Page:
-        """在第 at 条之后分叉（保留前 at 条）；只读来源（书架、老师查看）复制进自己的空间。"""
+        """在第 at 条之后分叉（保留前 at 条；at=0 是明确选了“什么都不继承”）；只读来源（书架、老师查看）
+        复制进自己的空间。at 为空时不猜：先点对话里的一条消息。"""
         def action(space, own):
-            keep = _as_count(at)   # 输入先查：没选会话时也告诉读者位置填错了
+            empty = at is None or (isinstance(at, str) and not at.strip())
+            keep = None if empty else _as_count(at)   # 输入先查：没选会话时也告诉读者位置填错了
             parent_id = self._selected(view)
-            new = [{"role": "user", "content": _turn_text(first_message)}] if str(first_message or "").strip() else []
-            name = _title_text(title)
-            own.writable().throttle()
-            if space is own:
-                own.require_room(sessions=1)
-                child = own.store.fork(parent_id, new, at=keep, title=name or None)
-            else:   # 书架或老师查看：祖先链以原 ID 复制进自己的空间，再在自己的空间里分叉
-                child = own.fork_from(space, parent_id, at=keep, new_messages=new, title=name or None)
-            done = f"✅ 已在第 {keep} 条之后分叉出新会话 {child.session_id}（{len(child.messages)} 条）"
-            return View(source=MINE, session_id=child.session_id, revision=child.revision), done, {}
-        return self._act(token, view, teacher, action)
+            if keep is None:
+                if view.last_fork and view.last_fork == parent_id:   # 双击、或成功后又点了一次：不再分一个
+                    return view, (f"✅ 刚分叉出的新会话 {parent_id} 就是现在显示的这个；要再分叉，"
+                                  "先在对话里点一条消息"), {}
+                raise ExplorerError("分叉位置还没选：先在对话里点一条消息（在它之后分叉），或在「在第几条之后分叉」"
+                                    "里填一个数；填 0 表示什么都不继承、从空白开始")
+            return self._fork(space, own, parent_id, keep, first_message, title)
+        return self._act(token, view, teacher, action, area="fork")
+
+    def edit_fork(self, token, view: View, index, text, teacher: str | None = None) -> Page:
+        """改写对话里的一条用户消息 = 在它之前分叉，改写后的话成为新分支的第一条（聊天软件的习惯）。
+        index 是对话框里的行号（Chatbot 的 edit 事件），由服务器端的 view.chat_numbers 换成消息编号。"""
+        def action(space, own):
+            parent_id = self._selected(view)
+            numbers = view.chat_numbers
+            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(numbers):
+                raise ExplorerError("找不到你改写的那条消息，请重新选中会话再试")
+            number = numbers[index]
+            node = space.store.load(parent_id)
+            if node is None:
+                raise SessionNotFound(f"未找到会话：{parent_id}")
+            original = node.messages[number - 1] if 0 < number <= len(node.messages) else None
+            if not isinstance(original, dict) or original.get("role") != "user":
+                raise ExplorerError(f"第 {number} 条不是用户消息：只有用户的话可以改写成新分支")
+            new_text = _edited_text(text)
+            if new_text.strip() == s11_tree.content_text(original.get("content")).strip():
+                raise ExplorerError("这条消息没有改动：改几个字再提交，才会分出新分支")
+            return self._fork(space, own, parent_id, number - 1, new_text, "")
+        return self._act(token, view, teacher, action, area="fork")
+
+    def _fork(self, space, own, parent_id: str, keep: int, first_message, title):
+        new = [{"role": "user", "content": _turn_text(first_message)}] if str(first_message or "").strip() else []
+        name = _title_text(title) or _branch_title(space, parent_id)
+        own.writable().throttle()
+        if space is own:
+            own.require_room(sessions=1)
+            child = own.store.fork(parent_id, new, at=keep, title=name or None)
+        else:   # 书架或老师查看：祖先链以原 ID 复制进自己的空间，再在自己的空间里分叉
+            child = own.fork_from(space, parent_id, at=keep, new_messages=new, title=name or None)
+        inherited = f"继承前 {keep} 条" if keep else "什么都不继承（从空白开始）"
+        done = (f"✅ 已在第 {keep} 条之后分叉出新会话 {child.session_id}：{inherited}，新增 {len(new)} 条，"
+                f"共 {len(child.messages)} 条；下面显示的就是它")
+        return (View(source=MINE, session_id=child.session_id, revision=child.revision, last_fork=child.session_id),
+                done, {"fork_reset": True})
 
     def resume(self, token, view: View, text: str, role: str = "user", teacher: str | None = None) -> Page:
         """续写：给选中节点追加读者输入的一轮并保存。页面上的修订号过期时 save() 抛 ConflictError。"""
@@ -468,9 +679,11 @@ class Explorer:
             node.revision = view.revision   # 用页面读入时的修订号保存：别人先存过就冲突，绝不覆盖
             node.messages.append(turn)
             space.store.save(node)
-            done = f"✅ 已续写并保存：会话 {session_id} 现在有 {len(node.messages)} 条消息（修订 {node.revision}）"
-            return dataclasses.replace(view, revision=node.revision, start=None), done, {"draft": ""}
-        return self._act(token, view, teacher, action, draft=str(text or ""))
+            done = (f"✅ 已恢复并续写保存：会话 {session_id} 现在有 {len(node.messages)} 条消息"
+                    f"（修订 {node.revision}）")
+            return dataclasses.replace(view, revision=node.revision, start=None, focus=None, end=None), done, \
+                {"draft": ""}
+        return self._act(token, view, teacher, action, draft=str(text or ""), area="resume")
 
     def export(self, token, view: View, teacher: str | None = None) -> Page:
         """导出选中节点：脱敏的 .md 与 .html 下载，外加 Markdown 源文的预览。
@@ -502,7 +715,7 @@ class Explorer:
             sizes = [human_size(os.path.getsize(path)) for path in paths]
             done = f"✅ 已导出会话 {session_id}（已脱敏{again}）：Markdown {sizes[0]}，HTML {sizes[1]}"
             return view, done, {"downloads": paths, "preview": preview}
-        return self._act(token, view, teacher, action)
+        return self._act(token, view, teacher, action, area="export")
 
     def delete(self, token, view: View, teacher: str | None = None) -> Page:
         """删除到回收站；子分支不受影响（每个节点都带着完整历史）。"""
@@ -514,10 +727,10 @@ class Explorer:
                 raise SessionNotFound(f"未找到会话：{session_id}")
             deleted = ((session_id, node.title),) + tuple(d for d in view.deleted if d[0] != session_id)
             parent = node.parent_id if node.parent_id and store.load(node.parent_id) is not None else None
-            done = f"🗑️ 已把会话 {session_id} 移进回收站，可以在下方「回收站」里恢复"
+            done = f"🗑️ 已把会话 {session_id} 移进回收站，可以在下方「回收站」里取回"
             return View(source=view.source, session_id=parent, revision=-1, query=view.query,
                         deleted=deleted[:TRASH_SHOWN]), done, {}
-        return self._act(token, view, teacher, action, check=True)
+        return self._act(token, view, teacher, action, check=True, area="trash")
 
     def restore(self, token, view: View, session_id: str, teacher: str | None = None) -> Page:
         def action(space, own):
@@ -527,10 +740,10 @@ class Explorer:
             if not store.restore(session_id):
                 raise SessionNotFound(f"回收站里没有会话 {session_id}")
             deleted = tuple(d for d in view.deleted if d[0] != session_id)
-            done = f"♻️ 已从回收站恢复会话 {session_id}"
-            return dataclasses.replace(view, session_id=session_id, revision=-1, start=None,
-                                       deleted=deleted), done, {}
-        return self._act(token, view, teacher, action, check=True)
+            done = f"♻️ 已从回收站取回会话 {session_id}"
+            return dataclasses.replace(view, session_id=session_id, revision=-1, start=None, focus=None, end=None,
+                                       deleted=deleted), done, {"fork_reset": True}
+        return self._act(token, view, teacher, action, check=True, area="trash")
 
     # ── 清空回收站 / 永久删除：先说清楚会删什么、释放多少，确认后才做 ──────────────────────────────
     def ask_empty_trash(self, token, view: View, teacher: str | None = None) -> Page:
@@ -546,7 +759,7 @@ class Explorer:
                     "（大会话独用的块随之删除，另算）。删除后不能恢复。")
             fingerprint = tuple(sorted(entry.path for entry in copies))
             return dataclasses.replace(view, pending=("empty_trash", "", fingerprint, text)), "", {}
-        return self._act(token, view, teacher, action, asks=True)
+        return self._act(token, view, teacher, action, asks=True, area="trash")
 
     def ask_purge(self, token, view: View, session_id: str | None, teacher: str | None = None) -> Page:
         """“🔥 永久删除”回收站里选中的那个会话（它的每一份副本）：先说大小，确认后才删。"""
@@ -565,12 +778,14 @@ class Explorer:
                     "删除后不能恢复。")
             fingerprint = tuple(sorted(entry.path for entry in copies))
             return dataclasses.replace(view, pending=("purge", session_id, fingerprint, text)), "", {}
-        return self._act(token, view, teacher, action, asks=True)
+        return self._act(token, view, teacher, action, asks=True, area="trash")
 
     def cancel(self, token, view: View, teacher: str | None = None) -> Page:
         """不做等确认的那件事。"""
         done = "已取消，什么都没有删除或发布" if view.pending else ""
-        return self._act(token, view, teacher, lambda space, own: (dataclasses.replace(view, pending=()), done, {}))
+        area = "teacher" if view.pending and view.pending[0] == "publish" else "trash"
+        return self._act(token, view, teacher, lambda space, own: (dataclasses.replace(view, pending=()), done, {}),
+                         area=area)
 
     def confirm(self, token, view: View, teacher: str | None = None) -> Page:
         """做等确认的那件事；确认之后情况变了（回收站里多了或少了副本、会话又被改过）就重新问一次。"""
@@ -596,14 +811,14 @@ class Explorer:
             freed = max(0, before - folder_bytes(store.storage_dir))
             deleted = tuple(d for d in view.deleted if kind == "purge" and d[0] != target)
             return dataclasses.replace(view, pending=(), deleted=deleted), f"{what}，释放了 {human_size(freed)}", {}
-        return self._act(token, view, teacher, action, check=True)
+        return self._act(token, view, teacher, action, check=True, area="teacher" if kind == "publish" else "trash")
 
     # ── 导入 ───────────────────────────────────────────────────────────────────
     def import_upload(self, token, view: View, path: str | None, teacher: str | None = None) -> Page:
         """导入上传的会话记录（.jsonl；Gemini CLI 旧版是一个 .json 文档）。上传名只当文字显示；真正读的是 Gradio 缓存里的那份。"""
         def action(space, own):
             return self._import(own, self._checked_upload(own, path))
-        return self._act(token, view, teacher, action)
+        return self._act(token, view, teacher, action, area="import")
 
     def import_example(self, token, view: View, name: str, teacher: str | None = None) -> Page:
         """导入 examples/ 里的一个示例：只接受 list_examples() 列出的名字，浏览器给的字符串从不拼成路径。"""
@@ -614,7 +829,7 @@ class Explorer:
             if name not in paths:
                 raise ExplorerError(f"没有叫 {literal_inline(str(name), 80)} 的示例")
             return self._import(own, paths[name])
-        return self._act(token, view, teacher, action)
+        return self._act(token, view, teacher, action, area="import")
 
     def _checked_upload(self, own, path) -> str:
         if not path or not isinstance(path, str):
@@ -639,7 +854,8 @@ class Explorer:
         picked = report.active_id or (report.node_ids[0] if report.node_ids else None)
         done = (f"📥 已导入 {literal_inline(os.path.basename(path), 80)}：{len(report.node_ids)} 个节点，"
                 f"跳过 {len(report.skipped)} 行")
-        return View(source=MINE, session_id=picked, revision=-1), done, {"report": report.describe()}
+        return View(source=MINE, session_id=picked, revision=-1), done, {"report": report.describe(),
+                                                                         "fork_reset": True}
 
     # ── 老师 ───────────────────────────────────────────────────────────────────
     def open_space(self, token, view: View, space_id: str, teacher: str | None = None) -> Page:
@@ -660,8 +876,9 @@ class Explorer:
             plan = self.spaces.publish_plan(teacher, space.space_id, session_id)
             text = _publish_text(session_id, plan)
             fingerprint = (space.space_id, _publish_fingerprint(space.store, session_id, plan))
-            return dataclasses.replace(view, pending=("publish", session_id, fingerprint, text)), "", {}
-        return self._act(token, view, teacher, action, asks=True)
+            return (dataclasses.replace(view, pending=("publish", session_id, fingerprint, text)),
+                    "👆 确认条在上方「🗑️ 删除 / 回收站」下面：看清脱敏计数，再点「✅ 确认」", {})
+        return self._act(token, view, teacher, action, asks=True, area="teacher")
 
     def _confirm_publish(self, view: View, session_id: str, fingerprint: tuple, teacher):
         if not self._is_teacher(teacher):
@@ -688,7 +905,62 @@ class Explorer:
             if not self.spaces.unpublish(teacher, session_id):
                 raise SessionNotFound(f"书架上没有会话 {session_id}")
             return View(source=SHELF), f"已从共享书架撤下 {session_id}", {}
-        return self._act(token, view, teacher, action, check=True)
+        return self._act(token, view, teacher, action, check=True, area="teacher")
+
+    # ── 全文搜索 ───────────────────────────────────────────────────────────────
+    def _search(self, store, summaries: list[dict], query: str) -> tuple[list, str]:
+        """当前来源里每条消息的全文搜索（不区分大小写，几个词都要出现在同一条里）。
+        -> ([[会话, 第几条, 上下文, ID], …], 说明)。继承来的前缀只在它最早出现的节点里算一次。"""
+        words = str(query or "").casefold().split()
+        hits, matched = [], 0
+        for summary in summaries:   # 最近创建的在前
+            for number, folded, text in self._texts_of(store, summary):
+                if all(word in folded for word in words):
+                    matched += 1
+                    if len(hits) < SEARCH_HITS:
+                        hits.append([shorten(summary["title"], 30), str(number), _context(text, folded, words[0]),
+                                     summary["session_id"]])
+        more = f"，列出前 {SEARCH_HITS} 处" if matched > len(hits) else ""
+        note = (f"🔎 消息正文里找到 {matched:,} 处{more}（点一行跳到那条消息）" if matched
+                else "🔎 消息正文里没有找到")
+        return hits, note
+
+    def _texts_of(self, store, summary: dict) -> list:
+        """一个节点自己新增的每条消息 -> [(第几条, 小写正文, 正文)]；按文件的 (inode, 大小, 修改时间) 缓存。"""
+        try:
+            path = store.path_of(summary["session_id"])
+            info = os.stat(path)
+        except (OSError, SessionError):
+            return []
+        key = (info.st_ino, info.st_size, info.st_mtime_ns)
+        cached = self._texts.get(path)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        try:
+            node = store.load(summary["session_id"])
+        except (OSError, SessionError):
+            return []
+        if node is None:
+            return []
+        names = s11_export.tool_call_names(node.messages)
+        texts = []
+        for index in range(node.fork_point or 0, len(node.messages)):
+            message = node.messages[index]
+            if not isinstance(message, dict):
+                continue
+            text = " ".join(" ".join(part.text.split()) for part in s11_export.message_parts(message, names))
+            if text:
+                texts.append((index + 1, text.casefold(), text))
+        size = sum(len(text) for _, _, text in texts)
+        if cached is not None:
+            self._texts.pop(path)
+            self._text_chars -= sum(len(text) for _, _, text in cached[1])
+        while self._texts and self._text_chars + size > TEXT_CACHE_CHARS:   # 丢掉最早读入的
+            _, old = self._texts.pop(next(iter(self._texts)))
+            self._text_chars -= sum(len(text) for _, _, text in old)
+        self._texts[path] = (key, texts)
+        self._text_chars += size
+        return texts
 
     # ── 整页 ───────────────────────────────────────────────────────────────────
     def redraw(self, token, view: View, teacher: str | None = None) -> Page:
@@ -728,7 +1000,9 @@ class Explorer:
         page = Page(notice=notice, view=view, read_only=bool(space.read_only), teacher=self._is_teacher(teacher),
                     space_label=_space_label(space, own, view), examples=_examples())
         page.source_choices = _source_choices(view, page.teacher)
-        page.rows, page.list_note = _list_rows(summaries, view.query)
+        page.rows, page.list_note = _list_rows(summaries, view.query, forest)
+        if str(view.query or "").split():
+            page.hits, page.hits_note = self._search(store, summaries, view.query)
         if check:
             page.problems = _problems(store) if not space.read_only else ""
         if not space.read_only:
@@ -746,12 +1020,15 @@ class Explorer:
         tree = page_tree(forest, node.session_id)
         mtimes = _mtimes(store, tree)
         end = active_end(tree, mtimes)
+        names = branch_names(tree)
         into = converged_into(n for n, _, _ in tree)
-        page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end, into), n["session_id"])
-                             for n, prefix, _ in tree]
-        page.map_markdown = mermaid_map(tree, node.session_id, end, links=view.source == MINE)
-        page.details = _details(store, node, page.read_only, clean)
-        page.chat, numbers, page.path_note, page.window_start = _path_chat(node, view.start, clean)
+        page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end, names.get(n["session_id"], ""), into),
+                              n["session_id"]) for n, prefix, _ in tree]
+        page.map_markdown = mermaid_map(tree, node.session_id, end, links=view.source == MINE, names=names)
+        page.details = _details(store, node, page.read_only, clean, names.get(node.session_id, ""))
+        page.siblings = _siblings(forest, node, names)
+        page.chat, numbers, page.path_note, page.window_start = _path_chat(
+            node, view.start, clean, end=view.end, focus=view.focus, name=names.get(node.session_id, ""))
         page.message_count = len(node.messages)
         page.view = dataclasses.replace(view, chat_numbers=tuple(numbers))
 
@@ -770,21 +1047,54 @@ def _source_choices(view: View, teacher: bool) -> list:
     return choices
 
 
-def _list_rows(summaries: list[dict], query: str) -> tuple[list, str]:
-    """会话列表（纯文本单元格）：搜索标题、ID 与分支新增的第一句，不区分大小写。"""
+def _list_rows(summaries: list[dict], query: str, forest: Forest | None = None) -> tuple[list, str]:
+    """会话列表（纯文本单元格）。没有搜索词时按树分组：每棵树的根在前、分支缩进在后，最近动过的树排最前
+    （刚导入的就在第一行）；有搜索词时列出标题、ID、分支新增的第一句或任一条消息里找得到它的会话。"""
     words = str(query or "").casefold().split()
-    hits = summaries if not words else [s for s in summaries if all(
-        w in f"{s['title']} {s['session_id']} {s.get('first_added', '')}".casefold() for w in words)]
-    rows = [[f"{shorten(s['title'], 60)} · {s['message_count']} 条", s["session_id"]] for s in hits[:LIST_LIMIT]]
-    shown = f"显示前 {LIST_LIMIT} 个，" if len(hits) > LIST_LIMIT else ""
-    found = f"找到 {len(hits):,} 个" if words else f"共 {len(summaries):,} 个会话"
-    return rows, f"{found}{'，' if shown else ''}{shown.rstrip('，')}{'；用搜索缩小范围' if shown else ''}"
+    if words:
+        hits = [s for s in summaries if all(
+            w in f"{s['title']} {s['session_id']} {s.get('first_added', '')}".casefold() for w in words)]
+        rows = [[f"{shorten(s['title'], 60)} · {s['message_count']} 条", s["session_id"]] for s in hits[:LIST_LIMIT]]
+        shown = f"，显示前 {LIST_LIMIT} 个" if len(hits) > LIST_LIMIT else ""
+        return rows, f"标题或 ID 里找到 {len(hits):,} 个{shown}；消息正文里的命中在下方「🔎 全文搜索」"
+    forest = forest or Forest(summaries)
+    trees: list[list] = []
+    for step, prefix in branch_prefixes(walk(forest), PAGE_STYLE, PAGE_MAX_INDENT):
+        if step.depth == 0:
+            trees.append([])
+        trees[-1].append((step.node, prefix, step.depth))
+    trees.sort(key=lambda tree: max(s11_tree.creation_order(item[0]) for item in tree), reverse=True)
+    rows: list = []
+    for tree in trees:
+        if len(rows) >= LIST_LIMIT:
+            break
+        names = branch_names(tree)
+        rows += [[prefix + node_caption(node, names.get(node["session_id"], ""), 60), node["session_id"]]
+                 for node, prefix, _ in tree[:LIST_LIMIT - len(rows)]]
+    shown = f"，显示前 {LIST_LIMIT} 行；用搜索缩小范围" if len(summaries) > len(rows) else ""
+    return rows, f"共 {len(summaries):,} 个会话、{len(trees):,} 棵树（最近动过的在前）{shown}"
 
 
-def _details(store, node: SessionNode, read_only: bool, clean: Callable[[str], str] = str) -> str:
+def _siblings(forest: Forest, node: SessionNode, names: dict[str, str]) -> tuple:
+    """分岔处的切换条：('🌿 第 5 条之后分岔成 2 支：现在是分支 B（2/2）', 上一个, 下一个)；没有兄弟 -> ('', None, None)"""
+    parent = node.parent_id
+    brothers = forest.children(parent) if parent in forest.by_id else []
+    ids = [brother["session_id"] for brother in brothers]
+    if node.session_id not in ids or len(ids) < 2:
+        return "", None, None
+    at = ids.index(node.session_id)
+    name = names.get(node.session_id, "")
+    added = forest.by_id[node.session_id].get("first_added") or ""
+    plus = f"：➕ {literal_inline(added, FIRST_ADDED_SHOWN)}" if added else ""
+    text = (f"🌿 父会话在这里分成 {len(ids)} 支：现在是 **分支 {literal_inline(name)}**（{at + 1}/{len(ids)}，"
+            f"自第 {node.fork_point} 条）{plus}")
+    return text, ids[at - 1], ids[(at + 1) % len(ids)]
+
+
+def _details(store, node: SessionNode, read_only: bool, clean: Callable[[str], str] = str, name: str = "") -> str:
     lineage = store.lineage(node.session_id)
     path = " → ".join(f"{literal_inline(clean(s['title']), 24)}" for s in lineage)
-    facts = [f"### {literal_inline(clean(node.title), 80)}",
+    facts = [f"### {'🌿 分支 ' + literal_inline(name) + '：' if name else ''}{literal_inline(clean(node.title), 80)}",
              f"🆔 `{node.session_id}` · 💬 {len(node.messages):,} 条 · 🕒 {literal_inline(node.created_at)} · "
              f"修订 {node.revision}" + (" · 🔒 只读" if read_only else ""),
              f"🌳 路径：{path}"]
@@ -794,23 +1104,49 @@ def _details(store, node: SessionNode, read_only: bool, clean: Callable[[str], s
     return "\n\n".join(facts)
 
 
-def _path_chat(node: SessionNode, start: int | None, clean) -> tuple[list, list, str, int | None]:
-    """对话窗口：[start, start+PAGE_SIZE) 这几条消息 -> (Chatbot 的行, 每行对应的消息编号, 说明, 窗口起点 1 起)。"""
+def _path_chat(node: SessionNode, start: int | None, clean, *, end: int | None = None, focus: int | None = None,
+               name: str = "") -> tuple[list, list, str, int | None]:
+    """对话窗口：[start, start+PAGE_SIZE) 这几条消息 -> (Chatbot 的行, 每行对应的消息编号, 说明, 窗口起点 1 起)。
+    end（含）给了就让窗口停在那条上（链接、搜索命中：它落在最后，Chatbot 滚到底就看见它）。
+    只装着工具结果的消息不单独成泡：结果接进前面那次调用的折叠块里。"""
     total = len(node.messages)
-    begin = max(0, total - PAGE_SIZE) if start is None else min(max(0, start), max(0, total - 1))
-    stop = min(total, begin + PAGE_SIZE)
+    if end is not None and total:
+        stop = min(total, max(1, end))
+        begin = max(0, stop - PAGE_SIZE)
+    else:
+        begin = max(0, total - PAGE_SIZE) if start is None else min(max(0, start), max(0, total - 1))
+        stop = min(total, begin + PAGE_SIZE)
     names = s11_export.tool_call_names(node.messages)
     rows, numbers = [], []
+    pending: list[tuple[int, str]] = []   # 还没等到结果的工具调用：(行号, 工具名)
     for index in range(begin, stop):
         if node.fork_point and index == node.fork_point and node.parent_id:
-            rows.append(_thought(f"🌿 分支从这里开始（前 {node.fork_point} 条继承自父会话）",
-                                 "以下是本分支新增的消息。"))
+            branch = f"分支 {name} " if name else "本分支"
+            rows.append(_thought(f"🌿 ─── {branch}从这里开始：前 {node.fork_point} 条继承自父会话 ───", ""))
             numbers.append(index)
+            pending = []
         message = node.messages[index] if isinstance(node.messages[index], dict) else {"content": node.messages[index]}
-        for row in chat_rows(message, index + 1, names, clean):
-            rows.append(row)
-            numbers.append(index + 1)
-    note = (f"第 {begin + 1}–{stop} 条，共 {total:,} 条" if total else "（这个会话还没有消息）")
+        results = _tool_results_only(message, names) if pending else None
+        if results is not None and index + 1 != focus:
+            for part in results:
+                at = next((i for i, (_, tool) in enumerate(pending) if tool == part.caption), 0) if pending else None
+                if at is None:
+                    rows.append(_thought(_PART_TITLES["tool_output"](part), _result_block(part._replace(
+                        text=clean(part.text)))))
+                    numbers.append(index + 1)
+                    continue
+                row_index, _ = pending.pop(at)
+                row = rows[row_index]
+                rows[row_index] = {**row, "content": f"{row['content']}\n\n{_result_block(part._replace(text=clean(part.text)))}",
+                                   "metadata": {**row["metadata"], "title": row["metadata"]["title"] + (
+                                       " → ❌ 出错" if part.is_error else " → 📤 有结果")}}
+            continue
+        message_rows, calls = _message_rows(message, index + 1, names, clean, index + 1 == focus)
+        pending = [(len(rows) + offset, tool) for offset, tool in calls] or (pending if not message_rows else [])
+        rows += message_rows
+        numbers += [index + 1] * len(message_rows)
+    after = f"；后面还有 {total - stop:,} 条，点「最新 ▶」" if stop < total else ""
+    note = (f"第 {begin + 1}–{stop} 条，共 {total:,} 条{after}" if total else "（这个会话还没有消息）")
     return rows, numbers, note, (begin + 1 if total else None)
 
 
@@ -825,7 +1161,8 @@ def _problems(store) -> str:
 
 
 def _trash_choices(store, deleted: tuple) -> tuple[list, str]:
-    """(回收站下拉框的选项, 一句“回收站里有什么、占多少”)。"""
+    """(回收站下拉框的选项, 一句“回收站里有什么、占多少”)。选项：'标题 · 1.2 KB · 删除于 12-01 21:05 [id]'（最近删除的在前）。
+    回收站的样子只有 s11_trash 知道：这里用它的 entries()，标题从那份副本的内容里读（本页删过的直接用记下的）。"""
     titles = dict(deleted)
     seen, choices = set(), []
     copies = s11_trash.entries(store.storage_dir)
@@ -836,12 +1173,27 @@ def _trash_choices(store, deleted: tuple) -> tuple[list, str]:
         if sid in seen or not _restorable(store, sid):
             continue
         seen.add(sid)
-        when = time.strftime("%H:%M:%S", time.localtime(entry.deleted_ns / 1e9))
-        title = f"{shorten(titles[sid], 30)} " if sid in titles else ""
-        choices.append((f"{title}[{sid}] 删除于 {when}", sid))
+        when = time.strftime("%m-%d %H:%M:%S", time.localtime(entry.deleted_ns / 1e9))
+        title = titles.get(sid) or _trashed_title(entry.path)
+        choices.append((f"{shorten(title, 30)} · {human_size(entry.size)} · 删除于 {when} [{sid}]", sid))
         if len(choices) >= TRASH_SHOWN:
             break
     return choices, note
+
+
+_TITLE_FIELD = re.compile(rb'"title":\s*("(?:[^"\\\n]|\\.){0,2000}")')
+
+
+def _trashed_title(path: str) -> str:
+    """回收站里一份副本的标题：会话文件开头（版本 3 的 JSON、版本 4 的头一行）里的 title 字段；读不出就说明。"""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64 * 1024)
+        match = _TITLE_FIELD.search(head)
+        title = json.loads(match.group(1)) if match else None
+    except (OSError, ValueError):
+        return "（标题读不出来）"
+    return title if isinstance(title, str) and title.strip() else "（没有标题）"
 
 
 def _restorable(store, session_id: str) -> bool:
@@ -880,6 +1232,43 @@ def _examples() -> list[str]:
 
 
 # ── 输入检查与跨空间复制 ─────────────────────────────────────────────────────────────────
+def _context(text: str, folded: str, word: str) -> str:
+    """命中前后各 HIT_CONTEXT 个字：'…先 grep 全局注册表，定位到…'（纯文本，表格单元格）"""
+    at = folded.find(word)
+    at = max(at, 0)
+    begin, stop = max(0, at - HIT_CONTEXT), min(len(text), at + len(word) + HIT_CONTEXT)
+    return ("…" if begin else "") + text[begin:stop] + ("…" if stop < len(text) else "")
+
+
+def _branch_title(space, parent_id: str) -> str:
+    """没填标题时新分支的标题：父会话的标题去掉结尾的“ · 分支”再加一个（不会越分越长：“· 分支 · 分支”）。"""
+    parent = space.store.load(parent_id)
+    base = re.sub(r"(?:\s·\s分支)+$", "", parent.title) if parent is not None else ""
+    return f"{base} · 分支" if base else ""
+
+
+def _message_number(value, total: int) -> int | None:
+    """链接里的 m=<k>、搜索命中的“第几条” -> 1…total 之间的整数；别的一律 None（不突出任何一条）。"""
+    try:
+        number = int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+    return number if 1 <= number <= total else None
+
+
+_EDIT_HEADER = re.compile(r"^(?:📍 )?\*\*#\d+\*\*[^\n]*\n+")
+
+
+def _edited_text(value) -> str:
+    """Chatbot 的 edit 事件给回的文字 -> 读者改写后的那句话：去掉我们加的“#3 👤 用户”那一行和转义。"""
+    if isinstance(value, list):
+        value = "\n".join(str(item.get("text", "")) if isinstance(item, dict) else str(item) for item in value)
+    text = _EDIT_HEADER.sub("", str(value or ""), count=1)
+    fence = re.fullmatch(r"(`{3,}|~{3,})[^\n]*\n(.*)\n\1\s*", text, re.DOTALL)
+    text = fence.group(2) if fence else re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", text)
+    return _turn_text(text)
+
+
 def _as_count(value) -> int:
     """分叉位置：3、3.0、"3" 都是 3；3.5、"三"、True 都不是。"""
     if isinstance(value, bool):

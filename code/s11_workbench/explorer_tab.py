@@ -1,15 +1,18 @@
 """explorer_tab.py — 「🌳 会话树浏览器」标签页：只摆控件、接事件，逻辑全在 explorer.py
 
     ┌ 来源：📁 我的空间 / 📚 共享书架 / 👩‍🏫 学生空间（老师） ──────────────────────────────┐
-    │ 🔍 搜索  [会话列表]            │ 标题 · ID · 路径                                       │
-    │ 🌳 会话树  ├─ 分支 ◀ 活动端     │ 对话路径（Chatbot：思考 / 工具调用折叠）  ◀ 上一页 下一页 ▶ │
-    │                              │ [🌿 分叉] [📂 续写] [📤 导出] [🗑️ 删除/恢复/清空] [📥 导入]   │
+    │ 🔍 搜索（标题、ID、每条消息）   │ 标题 · 分支名 · 路径                                    │
+    │ 🔎 全文命中（点一行跳过去）      │ 🌿 分岔处 ◀ 分支 B（2/2）▶                              │
+    │ 会话列表（按树分组）             │ 对话路径（点一条消息 = 选分叉位置；✏️ 改写用户消息 = 分叉）│
+    │ 🌳 会话树  ├─ 分支 A ◀ 活动端    │ ▸ 🌿 分叉 ▸ 📂 恢复 ▸ 📤 导出 ▸ 🔗 分享 ▸ 🗑️ 回收站 ▸ 📥 导入 │
+    │                                │   每块的结果写在它自己的按钮下面（*_result）               │
     └ 🗺️ 分支图（mermaid） · 🩺 体检 · 👩‍🏫 老师：所有空间 / 发布到书架 ─────────────────────────┘
-    ⚠️ 确认条（操作标签页下方）：清空回收站、永久删除、发布之前先说清楚删什么、释放多少、遮住几处，点「确认」才做
+    ⚠️ 确认条（页面顶部）：清空回收站、永久删除、发布之前先说清楚删什么、释放多少、遮住几处，点「确认」才做
 
 Key insight: 每个事件都经 PageEvent 把浏览器里的空间令牌（ctx.visitor）和服务器端的 gr.State（视图、老师密钥）
 交给 Explorer 的一个方法，拿回一整页 Page，再由 page_outputs() 摊到各个控件上——这里没有任何判断逻辑。
 会话文字只进 Chatbot / Markdown（已转义）/ Dataframe / Radio / Code，从不进 gr.HTML。
+每块动作各有一个函数（_fork_area、_resume_area……）搭它的控件：别的面板（书架、比较、分享）照样接在旁边。
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from gradio.context import Context
 
 from s11_workbench import agent_folders_tab, compare_tab, share_tab
 from s11_workbench.explorer import (
+    AREAS,
     ID_COLUMN,
     LIST_HEADERS,
     MINE,
@@ -32,20 +36,35 @@ from s11_workbench.explorer import (
 )
 
 LABEL = "🌳 会话树浏览器"
-# 表格在自己的框里滚动，会话树限高，代码块折行
+# 表格在自己的框里滚动，会话树限高，代码块折行；分支图的字不小于 12 px（窄屏上图按宽度缩小时，改看文字树）
 CSS = """
-#s11x-list, #s11x-spaces, #s11x-agents-table { contain: inline-size; }
+#s11x-list, #s11x-hits, #s11x-spaces, #s11x-agents-table { contain: inline-size; }
 #s11x-tree .wrap { max-height: 360px; overflow-y: auto; }
 #s11x-map .mermaid, #s11x-map svg { max-width: 100%; height: auto; }
 #s11x-map pre, #s11x-map pre code, #s11x-path pre, #s11x-path pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; }
-#s11x-notice:empty { display: none; }
+#s11x-notice:empty, .s11x-result:empty { display: none; }
 #s11x-confirm { border: 2px solid var(--color-accent); border-radius: var(--radius-lg); padding: var(--spacing-lg); }
+.s11x-result { font-weight: 600; }
+#s11x-siblings { align-items: center; }
+#s11x-actions > .block { margin-bottom: 6px; }
+/* 分支图后面跟着文字版：宽屏看图；窄屏上图里的字会缩到 12 px 以下，改看文字版 */
+#s11x-map .mermaid ~ pre { display: none; }
+@media (max-width: 720px) {
+  #s11x-map .mermaid { display: none; }
+  #s11x-map .mermaid ~ pre { display: block; }
+  #s11x-map pre, #s11x-map pre code { font-size: 13px !important; }
+}
 """ + share_tab.CSS + compare_tab.CSS   # 「📦 分享」与「⚖️ 对比 / 🔀 收敛」面板的样式（share_tab.py、compare_tab.py）
-INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、续写、导出\n\n"
+INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、恢复、导出\n\n"
          "这里列出 **你自己空间** 里的全部会话（8.11 标签页的演示也写在这里），还有老师放上 **共享书架** 的会话。"
-         "选中一个节点看它从根开始的完整路径；在任意一条消息之后 **分叉**，或给它 **续写** 一轮"
-         "（由你输入，不调用大模型）；**导出** 脱敏的 Markdown / HTML。别的同学看不到你的空间。")
+         "选中一个节点看它从根开始的完整路径；**点对话里的一条消息** 就在它之后 **分叉**，"
+         "或点用户消息上的 ✏️ 改写它，改写后的话成为新分支的第一条（和聊天软件一样）；"
+         "**恢复** 一个会话给它续写一轮（由你输入，不调用大模型）；**导出** 脱敏的 Markdown / HTML。"
+         "别的同学看不到你的空间。")
 TEACHER_HEADERS = ["空间", "会话数", "大小", "最后活动"]
+HIT_HEADERS = ["会话", "第几条", "上下文", "ID"]
+PICK_HINT = "👆 点对话里的一条消息，在它之后分叉；点用户消息上的 ✏️ 改写，改写后的话成为新分支的第一条。"
+FORK_LABEL = "🌿 在选中的消息之后分叉"
 
 
 class PageEvent:
@@ -60,12 +79,19 @@ class PageEvent:
 
 
 def page_outputs(page: Page) -> list:
-    """Page -> 各输出控件的新值（顺序与 build() 里的 outputs 列表一致）。"""
+    """Page -> 各输出控件的新值（顺序与 build() 里的 outputs 列表一致）。
+    page.area 为 None：提示与各块的结果行都保持原样（切换标签页时的重画不该抹掉刚显示的警告）。"""
     view = page.view
     writable = not page.read_only
     problems = gr.skip() if page.problems is None else gr.Markdown(page.problems, visible=bool(page.problems))
+    keep = page.area is None
+    notice = gr.skip() if keep else (page.notice if not page.area else "")
+    results = [gr.skip() if keep else (page.notice if page.area == area else "") for area in AREAS]
+    sibling_text, previous, following = page.siblings
+    fork_form = [None, "", "", PICK_HINT, gr.Button(FORK_LABEL)] if page.fork_reset else [gr.skip()] * 5
+    remembered = view.session_id if view.source == MINE and view.session_id else gr.skip()
     return [
-        page.notice, gr.Column(visible=bool(page.confirm)), page.confirm, view, page.space_label,
+        notice, gr.Column(visible=bool(page.confirm)), page.confirm, view, page.space_label,
         gr.Radio(choices=page.source_choices, value=view.source),
         page.list_note, page.rows,
         gr.Radio(choices=page.tree_choices, value=view.session_id if page.tree_choices else None),
@@ -82,6 +108,11 @@ def page_outputs(page: Page) -> list:
         gr.Button(visible=page.teacher and view.source == SHELF),
         gr.skip() if page.report is None else page.report,
         gr.skip() if page.draft is None else page.draft,
+        *results,
+        gr.Row(visible=bool(sibling_text)), sibling_text,
+        gr.Button(interactive=previous is not None), gr.Button(interactive=following is not None),
+        page.hits_note, gr.Dataframe(value=page.hits, visible=bool(page.hits)),
+        *fork_form, remembered,
     ]
 
 
@@ -91,6 +122,13 @@ def build(ctx) -> None:
     visitor = ctx.visitor
     teacher = ctx.teacher   # 老师密钥：app.py 在页面加载时放进服务器端的 gr.State，浏览器改不了
     view = gr.State(View())
+    # 这个浏览器上次选中的会话（只是一个 ID）：重新载入页面时回到它，照样在空间里重新核对
+    remembered = gr.BrowserState(None, storage_key="s11-explorer-pick", secret=ctx.spaces.browser_secret())
+    results = {}
+
+    def result_line(area: str):
+        results[area] = gr.Markdown("", elem_id=f"s11x-{area}-result", elem_classes="s11x-result")
+        return results[area]
 
     gr.Markdown(INTRO)
     notice = gr.Markdown("", elem_id="s11x-notice")
@@ -101,77 +139,56 @@ def build(ctx) -> None:
     with gr.Row(equal_height=False):
         with gr.Column(scale=2, min_width=300):
             with gr.Row(equal_height=True):
-                search = gr.Textbox(placeholder="🔍 搜索标题或 ID", show_label=False, scale=4, min_width=160,
-                                    elem_id="s11x-search", max_length=200)
+                search = gr.Textbox(placeholder="🔍 搜索标题、ID 或任意一条消息（回车）", show_label=False, scale=4,
+                                    min_width=160, elem_id="s11x-search", max_length=200)
                 refresh = gr.Button("🔄 刷新", scale=1, min_width=96, elem_id="s11x-refresh")
+            result_line("list")
+            hits_note = gr.Markdown("", elem_id="s11x-hits-note")
+            hits = gr.Dataframe(headers=HIT_HEADERS, datatype="str", interactive=False, max_height=300, wrap=True,
+                                column_widths=["22%", "12%", "46%", "20%"], elem_id="s11x-hits", visible=False,
+                                label="全文命中（点一行跳到那条消息）")
             list_note = gr.Markdown("", elem_id="s11x-list-note")
-            table = gr.Dataframe(headers=LIST_HEADERS, datatype="str", interactive=False, max_height=300,
-                                 wrap=True, column_widths=["58%", "42%"], elem_id="s11x-list",
-                                 label="会话列表（点一行选中）")
-            tree = gr.Radio([], label="🌳 会话树（◀ 活动端 = 对话现在停在哪里）", elem_id="s11x-tree")
+            table = gr.Dataframe(headers=LIST_HEADERS, datatype="str", interactive=False, max_height=420,
+                                 wrap=True, column_widths=["72%", "28%"], elem_id="s11x-list",
+                                 label="会话列表（每棵树：根在前、分支缩进；点一行选中）")
+            tree = gr.Radio([], label="🌳 会话树（点一个节点选中它；◀ 活动端 = 对话现在停在哪里）", elem_id="s11x-tree")
         with gr.Column(scale=3, min_width=300):
             details = gr.Markdown("👈 在左侧列表或会话树里选一个会话。", elem_id="s11x-details")
+            with gr.Row(equal_height=True, visible=False, elem_id="s11x-siblings") as sibling_row:
+                previous_sibling = gr.Button("◀ 上一个分支", size="sm", min_width=90, scale=0,
+                                             elem_id="s11x-sibling-prev")
+                sibling_text = gr.Markdown("", elem_id="s11x-sibling-text")
+                next_sibling = gr.Button("下一个分支 ▶", size="sm", min_width=90, scale=0,
+                                         elem_id="s11x-sibling-next")
             chat = gr.Chatbot([], allow_tags=False, sanitize_html=True, render_markdown=True, latex_delimiters=[],
                               height=520, show_label=False, feedback_options=None, group_consecutive_messages=False,
                               buttons=["copy", "copy_all"],   # 不要“分享到 Hugging Face”：页面全程离线
+                              editable="user",                # ✏️ 改写一条用户消息 = 在它之前分叉
                               elem_id="s11x-path", placeholder="选中会话后，这里显示从根到它的完整对话")
             with gr.Row(equal_height=False, elem_id="s11x-window"):
                 path_note = gr.Markdown("", elem_id="s11x-path-note")
                 earlier = gr.Button("◀ 更早", size="sm", min_width=70, scale=0, elem_id="s11x-earlier")
                 later = gr.Button("最新 ▶", size="sm", min_width=70, scale=0, elem_id="s11x-latest")
-            # 两个 gr.Number 都不设 precision / minimum：那样 gradio 自己先转换，"abc" 或 NaN 在它那里抛出、
+            # gr.Number 不设 precision / minimum：那样 gradio 自己先转换，"abc" 或 NaN 在它那里抛出、
             # 留下堆栈；现在原样交给 explorer.py 检查，给出中文提示
             start = gr.Number(label=f"跳到第几条（每页 {PAGE_SIZE} 条，回车）", step=1, elem_id="s11x-start")
-            with gr.Tabs(elem_id="s11x-actions"):
-                with gr.Tab("🌿 分叉", elem_id="s11x-fork-tab"):
-                    fork_at = gr.Number(label="保留前几条消息（在第 k 条之后分叉；点对话里的消息可直接填入）",
-                                        step=1, value=0, elem_id="s11x-fork-at")
-                    fork_text = gr.Textbox(label="新分支的第一条消息（可选，以 user 身份）", lines=2,
-                                           max_length=20_000, elem_id="s11x-fork-text")
-                    fork_title = gr.Textbox(label="新分支的标题（可选）", max_length=200, elem_id="s11x-fork-title")
-                    fork_button = gr.Button("🌿 在这里分叉", variant="primary", elem_id="s11x-fork")
-                with gr.Tab("📂 续写", elem_id="s11x-resume-tab"):
-                    role = gr.Radio([(label, value) for value, label in ROLES.items()], value="user",
-                                    label="这一轮的角色", elem_id="s11x-role")
-                    resume_text = gr.Textbox(label="追加一轮（你来输入，不调用大模型）", lines=3,
-                                             max_length=20_000, elem_id="s11x-resume-text")
-                    resume_button = gr.Button("📂 续写并保存", variant="primary", elem_id="s11x-resume")
-                with gr.Tab("📤 导出", elem_id="s11x-export-tab"):
-                    export_button = gr.Button("📤 导出选中的会话（已脱敏）", elem_id="s11x-export")
-                    with gr.Row():
-                        markdown_download = gr.DownloadButton("⬇️ Markdown (.md)", value=None, interactive=False,
-                                                              elem_id="s11x-download-md")
-                        html_download = gr.DownloadButton("⬇️ HTML (.html)", value=None, interactive=False,
-                                                          elem_id="s11x-download-html")
-                    preview = gr.Code("", language="markdown", label="导出预览（Markdown 原文）", max_lines=30,
-                                      interactive=False, elem_id="s11x-preview")
-                with gr.Tab("🔗 分享", elem_id="s11x-share-tab"):   # 整棵树 + 脱敏复核（share_tab.py）
+            result_line("path")
+            with gr.Column(elem_id="s11x-actions"):
+                fork = _fork_area(result_line)
+                resume = _resume_area(result_line)
+                export = _export_area(result_line)
+                with gr.Accordion("🔗 分享整棵树", open=False, elem_id="s11x-share-tab"):   # 脱敏复核（share_tab.py）
                     share_tab.build(ctx, view)
-                with gr.Tab("🗑️ 删除 / 恢复", elem_id="s11x-trash-tab"):
-                    delete_button = gr.Button("🗑️ 把选中的会话移进回收站", variant="stop", elem_id="s11x-delete")
-                    trash = gr.Dropdown([], label="回收站", elem_id="s11x-trash")
-                    trash_note = gr.Markdown("", elem_id="s11x-trash-note")
+                trash = _trash_area(result_line)
+                # 清空回收站 / 永久删除 / 发布：先确认（就在回收站下面，点过的按钮旁边）
+                with gr.Column(visible=False, elem_id="s11x-confirm") as confirm_box:
+                    confirm_text = gr.Markdown("", elem_id="s11x-confirm-text")
                     with gr.Row():
-                        restore_button = gr.Button("♻️ 恢复", min_width=120, elem_id="s11x-restore")
-                        purge_button = gr.Button("🔥 永久删除", min_width=120, elem_id="s11x-purge")
-                        empty_button = gr.Button("🧹 清空回收站", min_width=120, elem_id="s11x-empty-trash")
-                with gr.Tab("📥 导入", elem_id="s11x-import-tab"):
-                    upload = gr.File(label="上传 Claude Code / Pi / Codex / Gemini CLI 的会话记录",
-                                     file_types=list(UPLOAD_SUFFIXES),
-                                     type="filepath", elem_id="s11x-upload")
-                    import_button = gr.Button("📥 导入上传的文件", elem_id="s11x-import")
-                    examples = gr.Dropdown([], label="或者导入一个示例（examples/）", elem_id="s11x-examples")
-                    example_button = gr.Button("📥 导入示例", elem_id="s11x-import-example")
-                    report = gr.Textbox("", label="导入报告", lines=6, max_lines=20, interactive=False,
-                                        elem_id="s11x-report")
-                    agents = agent_folders_tab.panel(ctx.agent_folders)   # 只有 --agent-folders 时才有
-            # 确认条：清空回收站、永久删除、发布之前先在这里说清楚，紧挨着点下去的那些按钮
-            with gr.Column(visible=False, elem_id="s11x-confirm") as confirm_box:
-                confirm_text = gr.Markdown("", elem_id="s11x-confirm-text")
-                with gr.Row():
-                    confirm_button = gr.Button("✅ 确认", variant="stop", min_width=120, elem_id="s11x-confirm-yes")
-                    cancel_button = gr.Button("取消", min_width=120, elem_id="s11x-confirm-no")
-    with gr.Accordion("🗺️ 分支图（点节点打开它）", open=True, elem_id="s11x-map-accordion"):
+                        confirm_button = gr.Button("✅ 确认", variant="stop", min_width=120, elem_id="s11x-confirm-yes")
+                        cancel_button = gr.Button("取消", min_width=120, elem_id="s11x-confirm-no")
+                imports = _import_area(result_line, ctx)
+    with gr.Accordion("🗺️ 分支图（每个节点写着分支名和它新增的第一句；点上面会话树里的节点选中它）", open=True,
+                      elem_id="s11x-map-accordion"):
         branch_map = gr.Markdown("", elem_id="s11x-map")
     problems = gr.Markdown("", visible=False, elem_id="s11x-problems")
     with gr.Column(visible=False, elem_id="s11x-teacher") as teacher_box:
@@ -181,16 +198,21 @@ def build(ctx) -> None:
         with gr.Row():
             publish_button = gr.Button("📚 把选中的会话发布到共享书架（先看脱敏计数）", elem_id="s11x-publish")
             unpublish_button = gr.Button("🚫 从共享书架撤下", elem_id="s11x-unpublish")
+        result_line("teacher")
 
     outputs = [notice, confirm_box, confirm_text, view, space_label, source, list_note, table, tree, details, chat,
-               path_note, start, resume_button, delete_button, restore_button, markdown_download, html_download,
-               preview, branch_map, problems, trash, trash_note, examples, teacher_box, teacher_table,
-               publish_button, unpublish_button, report, resume_text]
+               path_note, start, resume.button, trash.delete, trash.restore, export.markdown, export.html,
+               export.preview, branch_map, problems, trash.choices, trash.note, imports.examples, teacher_box,
+               teacher_table, publish_button, unpublish_button, imports.report, resume.text,
+               *(results[area] for area in AREAS),
+               sibling_row, sibling_text, previous_sibling, next_sibling, hits_note, hits,
+               fork.at, fork.text, fork.title, fork.picked, fork.button, remembered]
 
-    def wire(trigger, action, inputs, api_name):
-        """每个事件的输入都以 (令牌, 视图, 老师密钥) 开头；API 名字固定，脚本与测试按名字调用。"""
+    def wire(trigger, action, inputs, api_name, **options):
+        """每个事件的输入都以 (令牌, 视图, 老师密钥) 开头；API 名字固定，脚本与测试按名字调用。
+        trigger_mode="once"：同一个页面上，前一次还没回来时再点不会再发一次（双击只分叉一次）。"""
         return trigger(PageEvent(action), inputs=[visitor, view, teacher, *inputs], outputs=outputs,
-                       api_name=api_name, concurrency_limit=8)
+                       api_name=api_name, concurrency_limit=8, trigger_mode="once", **options)
 
     wire(refresh.click, explorer.refresh, [search], "explorer_refresh")
     wire(search.submit, explorer.refresh, [search], "explorer_search")
@@ -199,22 +221,24 @@ def build(ctx) -> None:
     wire(earlier.click, explorer.earlier, [], "explorer_earlier")
     wire(start.submit, explorer.window, [start], "explorer_window")
     wire(later.click, explorer.latest, [], "explorer_latest")
-    wire(fork_button.click, explorer.fork, [fork_at, fork_text, fork_title], "explorer_fork")
-    wire(resume_button.click, explorer.resume, [resume_text, role], "explorer_resume")
-    wire(export_button.click, explorer.export, [], "explorer_export")
-    wire(delete_button.click, explorer.delete, [], "explorer_delete")
-    wire(restore_button.click, explorer.restore, [trash], "explorer_restore")
-    wire(purge_button.click, explorer.ask_purge, [trash], "explorer_purge")
-    wire(empty_button.click, explorer.ask_empty_trash, [], "explorer_empty_trash")
+    wire(previous_sibling.click, explorer.previous_sibling, [], "explorer_sibling_previous")
+    wire(next_sibling.click, explorer.next_sibling, [], "explorer_sibling_next")
+    wire(fork.button.click, explorer.fork, [fork.at, fork.text, fork.title], "explorer_fork")
+    wire(resume.button.click, explorer.resume, [resume.text, resume.role], "explorer_resume")
+    wire(export.button.click, explorer.export, [], "explorer_export")
+    wire(trash.delete.click, explorer.delete, [], "explorer_delete")
+    wire(trash.restore.click, explorer.restore, [trash.choices], "explorer_restore")
+    wire(trash.purge.click, explorer.ask_purge, [trash.choices], "explorer_purge")
+    wire(trash.empty.click, explorer.ask_empty_trash, [], "explorer_empty_trash")
     wire(confirm_button.click, explorer.confirm, [], "explorer_confirm")
     wire(cancel_button.click, explorer.cancel, [], "explorer_cancel")
-    wire(import_button.click, explorer.import_upload, [upload], "explorer_import")
-    wire(example_button.click, explorer.import_example, [examples], "explorer_import_example")
+    wire(imports.button.click, explorer.import_upload, [imports.upload], "explorer_import")
+    wire(imports.example_button.click, explorer.import_example, [imports.examples], "explorer_import_example")
     wire(publish_button.click, explorer.publish, [], "explorer_publish")
     wire(unpublish_button.click, explorer.unpublish, [], "explorer_unpublish")
 
-    if agents is not None:
-        agents.wire(explorer, ctx, view, outputs, page_outputs)
+    if imports.agents is not None:
+        imports.agents.wire(explorer, ctx, view, outputs, page_outputs)
 
     def on_row(token, current, secret, evt: gr.EventData):
         row = _event_field(evt, "row_value")   # 排序、搜索之后 evt.index 会指错行，row_value 才是点中的那一行
@@ -222,6 +246,15 @@ def build(ctx) -> None:
 
     table.select(on_row, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
                  concurrency_limit=8)
+
+    def on_hit(token, current, secret, evt: gr.EventData):
+        row = _event_field(evt, "row_value")
+        if len(row) < len(HIT_HEADERS):
+            return [gr.skip()] * len(outputs)
+        return page_outputs(explorer.jump(token, current, row[3], row[1], secret))
+
+    hits.select(on_hit, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
+                concurrency_limit=8)
 
     def on_space_row(token, current, secret, evt: gr.EventData):
         row = _event_field(evt, "row_value")
@@ -231,14 +264,30 @@ def build(ctx) -> None:
                          concurrency_limit=8)
 
     def on_message(current: View, evt: gr.EventData):
-        """点对话里的一条消息 -> 分叉位置填成它的编号（在它之后分叉）。"""
+        """点对话里的一条消息 -> 分叉位置填成它的编号（在它之后分叉），按钮上写明第几条。"""
         index = _event_field(evt, "index")
         index = index[0] if isinstance(index, list) and index else index
         numbers = current.chat_numbers
-        return numbers[index] if isinstance(index, int) and 0 <= index < len(numbers) else gr.skip()
+        if not (isinstance(index, int) and 0 <= index < len(numbers)):
+            return [gr.skip()] * 3
+        number = numbers[index]
+        link = f"`?session={current.session_id}&m={number}`" if current.session_id and number else ""
+        picked = (f"📌 已选中第 {number} 条：下面的按钮在它之后分叉（新分支继承前 {number} 条）。"
+                  + (f" 这条消息的链接：{link}" if link else ""))
+        return number, picked, gr.Button(f"🌿 在第 {number} 条之后分叉")
 
-    chat.select(on_message, inputs=[view], outputs=[fork_at], api_visibility="private", queue=False)
-    # Chatbot 自带的“清空”只清掉页面上的显示：立刻重画，免得读者以为会话被删了（删除在「🗑️ 删除 / 恢复」里）
+    chat.select(on_message, inputs=[view], outputs=[fork.at, fork.picked, fork.button], api_visibility="private",
+                queue=False)
+
+    def on_edit(token, current, secret, evt: gr.EventData):
+        """✏️ 改写了一条用户消息 -> 在它之前分叉，改写后的话是新分支的第一条。"""
+        index = _event_field(evt, "index")
+        index = index[0] if isinstance(index, list) and index else index
+        return page_outputs(explorer.edit_fork(token, current, index, _event_field(evt, "value"), secret))
+
+    chat.edit(on_edit, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
+              concurrency_limit=8, trigger_mode="once")
+    # Chatbot 自带的“清空”只清掉页面上的显示：立刻重画，免得读者以为会话被删了（删除在「🗑️ 回收站」里）
     chat.clear(PageEvent(explorer.redraw), inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
                concurrency_limit=8)
 
@@ -246,22 +295,101 @@ def build(ctx) -> None:
     tab = Context.block
     tabs = tab.parent if isinstance(tab, gr.Tab) and tab.id is not None else None   # app.py 的 gr.Tabs
 
-    def on_load(token, secret, request: gr.Request):
-        """页面加载（接在 app.py 领取令牌之后）：?session=<id> 在自己的空间里选中它，并切到本页。"""
-        session_id = request.query_params.get("session") if request is not None else None
+    def on_load(token, secret, kept, request: gr.Request):
+        """页面加载（接在 app.py 领取令牌之后）：?session=<id>[&m=<k>] 在自己的空间里选中它（并突出第 k 条），
+        切到本页；没有链接时回到这个浏览器上次选中的会话（kept）。"""
+        query = request.query_params if request is not None else {}
+        session_id = query.get("session")
         jump = gr.Tabs(selected=tab.id) if session_id else gr.skip()
-        return page_outputs(explorer.open_page(token, secret, session_id)) + ([jump] if tabs is not None else [])
+        page = explorer.open_page(token, secret, session_id, query.get("m"), kept)
+        return page_outputs(page) + ([jump] if tabs is not None else [])
 
-    ctx.ready.then(on_load, inputs=[visitor, teacher], outputs=outputs + ([tabs] if tabs is not None else []),
-                   api_visibility="private", concurrency_limit=8)
+    ctx.ready.then(on_load, inputs=[visitor, teacher, remembered],
+                   outputs=outputs + ([tabs] if tabs is not None else []), api_visibility="private",
+                   concurrency_limit=8)
     if isinstance(tab, gr.Tab):   # 从 8.11 标签页切过来时，刚跑的演示会话立刻出现在列表里
         def on_tab(token, current, secret):
             if not token:   # 页面还在领令牌：交给随后的页面加载事件来画，免得晚到的“缺少令牌”盖住它
                 return [gr.skip()] * len(outputs)
-            return page_outputs(explorer.render(token, current, secret))
+            page = explorer.render(token, current, secret)
+            page.area = None   # 提示与结果行保持原样：链接打开时的警告不会一闪就没
+            return page_outputs(page)
 
         tab.select(on_tab, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
                    concurrency_limit=8)
+
+
+class _Controls:
+    """一块动作区里的控件（属性按需要设）。"""
+
+    def __init__(self, **controls):
+        self.__dict__.update(controls)
+
+
+def _fork_area(result_line) -> _Controls:
+    with gr.Accordion("🌿 分叉", open=True, elem_id="s11x-fork-tab"):
+        picked = gr.Markdown(PICK_HINT, elem_id="s11x-picked")
+        at = gr.Number(label="在第几条之后分叉（点对话里的消息自动填入；填 0 = 什么都不继承、从空白开始）",
+                       step=1, value=None, elem_id="s11x-fork-at")
+        text = gr.Textbox(label="新分支的第一条消息（可选，以用户身份）", lines=2, max_length=20_000,
+                          elem_id="s11x-fork-text")
+        title = gr.Textbox(label="新分支的标题（可选）", max_length=200, elem_id="s11x-fork-title")
+        button = gr.Button(FORK_LABEL, variant="primary", elem_id="s11x-fork")
+        result_line("fork")
+    return _Controls(picked=picked, at=at, text=text, title=title, button=button)
+
+
+def _resume_area(result_line) -> _Controls:
+    with gr.Accordion("📂 恢复：给选中的会话续写一轮", open=False, elem_id="s11x-resume-tab"):
+        role = gr.Radio([(label, value) for value, label in ROLES.items()], value="user",
+                        label="这一轮的角色", elem_id="s11x-role")
+        text = gr.Textbox(label="追加一轮（你来输入，不调用大模型）", lines=3,
+                          max_length=20_000, elem_id="s11x-resume-text")
+        button = gr.Button("📂 恢复并保存这一轮", variant="primary", elem_id="s11x-resume")
+        result_line("resume")
+    return _Controls(role=role, text=text, button=button)
+
+
+def _export_area(result_line) -> _Controls:
+    with gr.Accordion("📤 导出", open=False, elem_id="s11x-export-tab"):
+        button = gr.Button("📤 导出选中的会话（已脱敏）", elem_id="s11x-export")
+        result_line("export")
+        with gr.Row():
+            markdown = gr.DownloadButton("⬇️ 下载 Markdown (.md)", value=None, interactive=False,
+                                         elem_id="s11x-download-md")
+            html = gr.DownloadButton("⬇️ 下载 HTML (.html)", value=None, interactive=False,
+                                     elem_id="s11x-download-html")
+        preview = gr.Code("", language="markdown", label="导出预览（Markdown 原文）", max_lines=30,
+                          interactive=False, elem_id="s11x-preview")
+    return _Controls(button=button, markdown=markdown, html=html, preview=preview)
+
+
+def _trash_area(result_line) -> _Controls:
+    with gr.Accordion("🗑️ 删除 / 回收站", open=False, elem_id="s11x-trash-tab"):
+        delete = gr.Button("🗑️ 把选中的会话移进回收站", variant="stop", elem_id="s11x-delete")
+        choices = gr.Dropdown([], label="回收站（标题 · 大小 · 删除时间）", elem_id="s11x-trash")
+        note = gr.Markdown("", elem_id="s11x-trash-note")
+        with gr.Row():
+            restore = gr.Button("♻️ 从回收站取回", min_width=120, elem_id="s11x-restore")
+            purge = gr.Button("🔥 永久删除", min_width=120, elem_id="s11x-purge")
+            empty = gr.Button("🧹 清空回收站", min_width=120, elem_id="s11x-empty-trash")
+        result_line("trash")
+    return _Controls(delete=delete, choices=choices, note=note, restore=restore, purge=purge, empty=empty)
+
+
+def _import_area(result_line, ctx) -> _Controls:
+    with gr.Accordion("📥 导入", open=False, elem_id="s11x-import-tab"):
+        upload = gr.File(label="上传 Claude Code / Pi / Codex / Gemini CLI 的会话记录（.jsonl / .json）",
+                         file_types=list(UPLOAD_SUFFIXES), type="filepath", elem_id="s11x-upload")
+        button = gr.Button("📥 导入上传的文件", elem_id="s11x-import")
+        examples = gr.Dropdown([], label="或者导入一个示例（examples/）", elem_id="s11x-examples")
+        example_button = gr.Button("📥 导入示例", elem_id="s11x-import-example")
+        result_line("import")
+        report = gr.Textbox("", label="导入报告", lines=6, max_lines=20, interactive=False,
+                            elem_id="s11x-report")
+        agents = agent_folders_tab.panel(ctx.agent_folders)   # 只有 --agent-folders 时才有
+    return _Controls(upload=upload, button=button, examples=examples, example_button=example_button,
+                     report=report, agents=agents)
 
 
 def _event_field(evt, name: str):

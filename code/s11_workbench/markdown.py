@@ -2,6 +2,8 @@
 
     标题、ID、文件名（一行） ──► literal_inline()    '<b>x</b>' -> '\\<b\\>x\\</b\\>'
     消息正文（多行）          ──► literal_markdown()  普通文字逐个转义 ASCII 标点；代码样的文字装进围栏
+    助手写的 Markdown         ──► inert_markdown()    照常排版（粗体、列表、代码），但 HTML、图片、非 http 链接都只是文字
+    代理的命令标签            ──► command_chip()      '<command-name>/exit</command-name>' -> '⌨️ `/exit`'
     mermaid 节点与边的标签    ──► mermaid_text()      '"]; click' -> '#quot;#93;#59; click'（实体写法）
     页面自己的短路径、目录名   ──► inline_code()       `gradio_sessions/…`
     整段不可信的文字          ──► s11_export.fenced()  它在导出里已有家，这里不再写第二份
@@ -43,6 +45,110 @@ def literal_markdown(text: str) -> str:
     if _CODE_LIKE_LINE.search(text):
         return fenced(text)
     return _ASCII_PUNCTUATION.sub(r"\\\1", text)
+
+
+# ── 助手的 Markdown：排版照常，能“动”的东西一律变成文字 ─────────────────────────────────────────
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_LINK_TARGET = re.compile(r"\]\(\s*<?([^)\s>]*)")
+_REFERENCE = re.compile(r"^( {0,3})\[([^\]\n]+)\]:[ \t]*<?(\S*)", re.MULTILINE)
+_SAFE_URL = re.compile(r"https?://", re.IGNORECASE)
+
+
+def inert_markdown(text: str) -> str:
+    """助手写的 Markdown -> 照常排版、却什么都“动”不了的 Markdown。
+
+    '**粗** <b>x</b>'           -> '**粗** &lt;b>x&lt;/b>'（HTML 与 <自动链接> 只是文字）
+    '![图](http://e.com/x.png)' -> '&#33;[图](http://e.com/x.png)'（不加载远程图片：只剩一个 http 链接）
+    '[点](javascript:alert(1))' -> '[点]&#40;javascript:alert(1))'（只有 http(s) 链接还是链接）
+    代码围栏与行内代码原样保留（它们本来就按文字显示）。页面上的 Chatbot 还开着 sanitize_html，这是第二道。
+    """
+    out, fence = [], None
+    lines = str(text).split("\n")
+    prose: list[str] = []
+    for line in lines:
+        opened = _FENCE_OPEN.match(line)
+        if opened and opened.group(1)[0] == "`" and "`" in line[opened.end():]:
+            opened = None   # 反引号围栏的信息串里不能有反引号：那是行内代码，不是围栏
+        if fence is None and opened:
+            out.append(_inert_prose("\n".join(prose))) if prose else None
+            prose, fence = [], opened.group(1)
+            out.append(line)
+        elif fence is not None:
+            out.append(line)
+            if line.strip().startswith(fence[0] * len(fence)) and not line.strip().strip(fence[0]):
+                fence = None
+        else:
+            prose.append(line)
+    if prose:
+        out.append(_inert_prose("\n".join(prose)))
+    return "\n".join(out)
+
+
+def _inert_prose(text: str) -> str:
+    """围栏之外的一段：行内代码原样，其余的文字拆掉 HTML、图片和不安全的链接。"""
+    pieces, last = [], 0
+    for start, stop in _code_spans(text):
+        pieces += [_inert_words(text[last:start]), text[start:stop]]
+        last = stop
+    pieces.append(_inert_words(text[last:]))
+    return "".join(pieces)
+
+
+def _code_spans(text: str):
+    """CommonMark 的行内代码：反引号串开头（前面的反斜杠是偶数个），同样长的反引号串结尾。"""
+    runs = [(m.start(), m.end()) for m in re.finditer(r"`+", text)]
+    index = 0
+    while index < len(runs):
+        start, stop = runs[index]
+        slashes = len(text[:start]) - len(text[:start].rstrip("\\"))
+        if slashes % 2:   # 被转义的反引号：第一个不算，其余的还能开一段代码
+            start += 1
+            if start == stop:
+                index += 1
+                continue
+        width = stop - start
+        close = next((j for j in range(index + 1, len(runs)) if runs[j][1] - runs[j][0] == width), None)
+        if close is None:
+            index += 1
+            continue
+        yield start, runs[close][1]
+        index = close + 1
+
+
+def _inert_words(text: str) -> str:
+    # 用实体而不是反斜杠：实体解出来的字符只是文字，前面再多一个反斜杠也拼不出标签、图片或链接
+    text = text.replace("<", "&lt;").replace("![", "&#33;[")
+    text = _REFERENCE.sub(lambda m: m.group(0) if _SAFE_URL.match(m.group(3))
+                          else m.group(1) + "&#91;" + m.group(0)[len(m.group(1)) + 1:], text)
+    return _LINK_TARGET.sub(lambda m: m.group(0) if _SAFE_URL.match(m.group(1)) else "]&#40;" + m.group(0)[2:], text)
+
+
+_COMMAND = re.compile(r"<command-name>\s*([^<]{0,200}?)\s*</command-name>")
+_COMMAND_ARGS = re.compile(r"<command-args>\s*([^<]{0,400}?)\s*</command-args>")
+_COMMAND_OUTPUT = re.compile(r"<local-command-(stdout|stderr)>(.*?)</local-command-\1>", re.DOTALL)
+_HARNESS_TAGS = re.compile(r"</?(?:command-name|command-message|command-args|command-contents)>")
+
+
+def command_chip(text: str) -> tuple[str, str] | None:
+    """代理（Claude Code）写进用户消息里的命令标签 -> (命令一行, 命令输出)；不是命令就 None。
+
+    '<command-name>/exit</command-name><command-args></command-args>' -> ('/exit', '')
+    '<local-command-stdout>See ya!</local-command-stdout>'            -> ('', 'See ya!')
+    """
+    text = str(text)
+    name, output = _COMMAND.search(text), _COMMAND_OUTPUT.search(text)
+    if name is None and output is None:
+        return None
+    if name is not None:
+        args = _COMMAND_ARGS.search(text)
+        line = " ".join(filter(None, [name.group(1).strip(), args.group(1).strip() if args else ""]))
+        rest = _HARNESS_TAGS.sub(" ", _COMMAND.sub("", _COMMAND_ARGS.sub("", text)))
+        if _COMMAND_OUTPUT.sub("", rest).strip() and not re.fullmatch(r"[\s\w./-]*", rest):
+            return None   # 命令标签外还有别的话：按普通消息显示
+        return line, "\n".join(m.group(2) for m in _COMMAND_OUTPUT.finditer(text))
+    if _COMMAND_OUTPUT.sub("", text).strip():
+        return None
+    return "", "\n".join(m.group(2) for m in _COMMAND_OUTPUT.finditer(text))
 
 
 def literal_inline(text: str, limit: int | None = None) -> str:

@@ -902,6 +902,17 @@ _ANY_HOST = {"0.0.0.0", "::", ""}
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
+def own_address(host: str, port: int) -> str:
+    """本机打开工作台用的那一个地址：启动提示和教师链接都用它。私人空间的令牌存在浏览器里、按地址分开
+    （localhost 与 127.0.0.1 是两个地址、两个空间），所以只打印一种写法。
+
+    own_address("0.0.0.0", 7860) -> 'http://127.0.0.1:7860/'；own_address("10.1.2.3", 80) -> 'http://10.1.2.3:80/'
+    """
+    if host in _ANY_HOST or host in ("127.0.0.1", "localhost"):
+        return f"http://127.0.0.1:{port}/"
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
 def classroom_links(host: str, port: int, teacher_secret: str) -> List[str]:
     """启动时打印的几行：学生该打开的地址（监听 0.0.0.0 时是本机的局域网地址）和教师链接。
 
@@ -921,8 +932,7 @@ def classroom_links(host: str, port: int, teacher_secret: str) -> List[str]:
         lines.append(f"🧑‍🎓 学生打开：http://{host}:{port}/")
     else:
         lines.append("🔒 只对本机开放；上课时用 --host 0.0.0.0 启动，学生才能从自己的电脑打开")
-    teacher_host = "127.0.0.1" if host in _ANY_HOST or host in _LOOPBACK else host
-    lines.append(f"🧑‍🏫 教师链接（只给自己用，别发给学生、别投到大屏上）：http://{teacher_host}:{port}/?teacher={teacher_secret}")
+    lines.append(f"🧑‍🏫 教师链接（只给自己用，别发给学生、别投到大屏上）：{own_address(host, port)}?teacher={teacher_secret}")
     return lines
 
 

@@ -70,11 +70,7 @@ def test_a_reader_lists_imports_and_follows_their_own_session(browser, server, h
         except PlaywrightTimeout:   # on a phone the later tabs sit behind Gradio's "More tabs" menu
             page.get_by_role("button", name="More tabs").click()
             page.locator(".overflow-dropdown button", has_text=TAB).click()
-        if page.locator("#s11x-import-tab-button").is_visible():
-            page.locator("#s11x-import-tab-button").click()
-        else:   # a phone: Gradio folds the later action tabs into its overflow menu
-            page.locator("#s11x-actions").get_by_role("button", name="More tabs").click()
-            page.locator("#s11x-actions .overflow-dropdown button", has_text="导入").click()
+        page.locator("#s11x-import-tab > button.label-wrap").click()   # the action areas are stacked accordions
         page.locator("#s11x-agents").get_by_text("本机 Agent 文件夹").first.click()
         page.locator("#s11x-agents-list").click()
         page.locator("#s11x-agents-note").get_by_text("找到 2 个会话").wait_for(timeout=15_000)
@@ -83,7 +79,7 @@ def test_a_reader_lists_imports_and_follows_their_own_session(browser, server, h
         table.get_by_text("Claude Code", exact=True).locator("visible=true").first.click()
         page.locator("#s11x-agents-follow").locator("input").check()
         page.locator("#s11x-agents-import").click()
-        page.locator("#s11x-notice").get_by_text("正在跟随").wait_for(timeout=15_000)
+        page.locator("#s11x-import-result").get_by_text("正在跟随").wait_for(timeout=15_000)
         assert "给登录接口加限流" in page.locator("#s11x-list").inner_text()
         # the agent writes on: one more user turn, and within a few seconds the page shows it was re-imported
         session = next(home.glob(".claude/projects/*/*.jsonl"))
@@ -96,10 +92,10 @@ def test_a_reader_lists_imports_and_follows_their_own_session(browser, server, h
         with session.open("a", encoding="utf-8") as out:
             out.write(json.dumps(grown, ensure_ascii=False) + "\n")
         expected = digest(home)
-        page.locator("#s11x-notice").get_by_text("已重新导入").wait_for(timeout=20_000)
+        page.locator("#s11x-import-result").get_by_text("已重新导入").wait_for(timeout=20_000)
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 0
-        assert page.locator("#s11x-agents img, #s11x-list img, #s11x-notice img").count() == 0 and dialogs == []
+        assert page.locator("#s11x-agents img, #s11x-list img, #s11x-import-result img").count() == 0 and dialogs == []
         assert digest(home) == expected and set(expected) == set(before)   # we never wrote in the agent's folder
         shots = os.environ.get("S11_AGENT_SCREENSHOTS")
         if shots:

@@ -145,13 +145,9 @@ def test_compare_a_and_b_converge_into_b_and_export_the_card(browser, server, wi
         shoot(page.locator("#s11x-map-accordion"), f"converge-tree-{width}-{scheme}.png")
 
         # export the converge node (now selected) and find the card
-        export_tab = page.locator("#s11x-export-tab-button")
-        if not export_tab.is_visible():   # a phone: the action tabs overflow into "More tabs"
-            page.locator("#s11x-actions").get_by_role("button", name="More tabs").click()
-            export_tab = page.locator("#s11x-actions .overflow-dropdown button", has_text="📤 导出")
-        export_tab.click()
+        page.locator("#s11x-export-tab > button.label-wrap").click()   # the action areas are stacked accordions
         page.locator("#s11x-export").click()
-        page.locator("#s11x-notice").get_by_text("已导出会话").wait_for(timeout=15_000)
+        page.locator("#s11x-export-result").get_by_text("已导出会话").wait_for(timeout=15_000)
         preview = page.locator("#s11x-preview").inner_text()
         assert "🔀 收敛" in preview and "A 的 LRU 上限也留着" in preview and f"带自 {a} 的第 6 条" in preview
         with page.expect_download() as download:

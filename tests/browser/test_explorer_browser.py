@@ -1,5 +1,6 @@
 """The session explorer in Debian's chromium: a reader's walk through it, a second student, the teacher, deep links,
-hostile text, and no request leaving 127.0.0.1.
+hostile text, and no request leaving 127.0.0.1; forking from a message, branch names, sibling switching, full-text
+search and message links at 1400 px and 390 px, light and dark (issue 20).
 
 Set S11_EXPLORER_SCREENSHOTS=docs to also write docs/explorer-light.png, docs/explorer-dark.png (1400 px) and
 docs/explorer-phone.png (390 px) during the run.
@@ -72,12 +73,8 @@ class Visitor:
                 pass
 
     def open_explorer(self) -> None:
-        from playwright.sync_api import TimeoutError as PlaywrightTimeout
-        try:
-            self.page.get_by_role("tab", name=TAB).click(timeout=5_000)
-        except PlaywrightTimeout:   # on a phone the later tabs sit behind Gradio's "More tabs" menu
-            self.page.get_by_role("button", name="More tabs").click()
-            self.page.locator(".overflow-dropdown button", has_text=TAB).click()
+        # every tab keeps its label in sight, on a phone too (no icon-only "More tabs" menu)
+        self.page.get_by_role("tab", name=TAB).click(timeout=10_000)
         self.page.locator("#s11x-space").get_by_text("空间").wait_for(timeout=15_000)
 
     def space_id(self) -> str:
@@ -87,12 +84,30 @@ class Visitor:
         self.page.locator("#s11x-notice").get_by_text(text).wait_for(timeout=timeout)
         return self.page.locator("#s11x-notice").inner_text()
 
+    def press(self, selector: str, *, double: bool = False) -> None:
+        """Click a control the way a reader does: brought to the middle of the screen first."""
+        button = self.page.locator(selector)
+        button.evaluate("element => element.scrollIntoView({block: 'center'})")
+        button.dblclick() if double else button.click()
+
+    def result(self, area: str, text: str, timeout: float = 15_000) -> str:
+        """The result line under the control that caused it: it says `text` and sits inside the viewport."""
+        line = self.page.locator(f"#s11x-{area}-result")
+        line.get_by_text(text).wait_for(timeout=timeout)
+        self.page.wait_for_timeout(300)   # the page settles (the chat re-renders above)
+        assert in_viewport(self.page, f"#s11x-{area}-result"), (area, box(self.page, f"#s11x-{area}-result"))
+        return line.inner_text()
+
     def pick_row(self, text: str) -> None:
         self.page.locator("#s11x-list").get_by_text(text, exact=True).locator("visible=true").first.click()
         self.page.locator("#s11x-details").get_by_text(text).wait_for(timeout=15_000)
 
     def action_tab(self, name: str) -> None:
-        self.page.locator(f"#s11x-{name}-tab-button").click()
+        """Open one action area (stacked accordions, each with its label in sight); open ones stay open."""
+        label = self.page.locator(f"#s11x-{name}-tab > button.label-wrap")
+        if "open" not in (label.get_attribute("class") or ""):
+            label.click()
+        label.scroll_into_view_if_needed()
 
     def cannot_change(self) -> bool:
         """Resume and delete are greyed out (read-only source); each sits in its own action tab."""
@@ -114,6 +129,29 @@ class Visitor:
 
     def close(self) -> None:
         self.context.close()
+
+
+def box(page, selector: str) -> list[float]:
+    return page.evaluate(f"""() => {{ const r = document.querySelector({json.dumps(selector)}).getBoundingClientRect();
+        return [r.top, r.bottom, window.innerHeight]; }}""")
+
+
+def in_viewport(page, selector: str) -> bool:
+    top, bottom, height = box(page, selector)
+    return bottom > top and top >= 0 and bottom <= height
+
+
+def no_horizontal_overflow(page) -> None:
+    widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    assert widths[0] <= widths[1], widths
+
+
+def no_raw_markdown(page) -> None:
+    """No element shows Markdown's ** (what the reader would see if Markdown were printed, not rendered)."""
+    for where in ("#s11x-path", "#s11x-details", "#s11x-tree", "#s11x-list", "#s11x-map", "#s11x-picked",
+                  "#s11x-sibling-text", "#s11x-hits"):
+        text = page.locator(where).inner_text() if page.locator(where).count() else ""
+        assert "**" not in text, (where, text[:300])
 
 
 def assert_all_requests_local(requests: list[str]) -> None:
@@ -187,22 +225,25 @@ def walk(browser, server):
     assert store.load(demo[9]) is not None and len(store.load(demo[9]).messages) == 9
     page.locator("#s11x-path").get_by_text("#3", exact=True).click()   # pick message 3 in the path view
     page.wait_for_function("document.querySelector('#s11x-fork-at input').value === '3'")
+    assert "第 3 条" in page.locator("#s11x-fork").inner_text()   # the button says where it forks
     page.locator("#s11x-fork-text textarea").fill("换个思路：先加监控")
-    page.locator("#s11x-fork").click()
-    fork_id = re.search(r"新会话 ([0-9a-f]{12})", a.notice("已在第 3 条之后分叉")).group(1)
+    a.press("#s11x-fork")
+    fork_id = re.search(r"新会话 ([0-9a-f]{12})", a.result("fork", "已在第 3 条之后分叉")).group(1)
     page.locator("#s11x-path").get_by_text("换个思路：先加监控").wait_for()
     assert fork_id in page.locator("#s11x-tree").inner_text() and fork_id in a.listed_ids()
+    assert page.locator("#s11x-fork-text textarea").input_value() == ""   # the form cleared after success
+    assert page.locator("#s11x-fork-at input").input_value() == ""
 
     a.action_tab("resume")
     page.locator("#s11x-resume-text textarea").fill("监控上线后再看内存曲线")
-    page.locator("#s11x-resume").click()
-    a.notice("已续写并保存")
+    a.press("#s11x-resume")
+    a.result("resume", "已恢复并续写保存")
     page.locator("#s11x-path").get_by_text("监控上线后再看内存曲线").wait_for()
     assert [m["content"] for m in store.load(fork_id).messages[3:]] == ["换个思路：先加监控", "监控上线后再看内存曲线"]
 
     a.action_tab("export")
-    page.locator("#s11x-export").click()
-    a.notice("已导出会话")
+    a.press("#s11x-export")
+    a.result("export", "已导出会话")
     downloads = {}
     for kind in ("md", "html"):
         button = page.locator(f"#s11x-download-{kind}")
@@ -214,19 +255,21 @@ def walk(browser, server):
     assert "会话导出" in page.locator("#s11x-preview").inner_text()
 
     a.action_tab("trash")
-    page.locator("#s11x-delete").click()
-    a.notice("移进回收站")
+    a.press("#s11x-delete")
+    a.result("trash", "移进回收站")
     page.wait_for_function(f"!document.querySelector('#s11x-list').innerText.includes('{fork_id}')")
     assert store.load(fork_id) is None
     page.locator("#s11x-trash input").click()
-    page.get_by_role("option", name=re.compile(fork_id)).click()
-    page.locator("#s11x-restore").click()
-    a.notice("已从回收站恢复")
+    option = page.get_by_role("option", name=re.compile(fork_id))
+    assert re.search(r"· \d+(\.\d)? (KB|字节) · 删除于 ", option.inner_text())   # title, size and when
+    option.click()
+    a.press("#s11x-restore")
+    a.result("trash", "已从回收站取回")
     assert fork_id in a.listed_ids() and len(store.load(fork_id).messages) == 5
 
     a.action_tab("import")
-    page.locator("#s11x-import-example").click()
-    a.notice("已导入")
+    a.press("#s11x-import-example")
+    a.result("import", "已导入")
     report = page.locator("#s11x-report textarea").input_value()
     tree = page.locator("#s11x-tree").inner_text()
     assert "导入" in report and tree.count("条") >= 2
@@ -240,9 +283,13 @@ def walk(browser, server):
         {"name": "报告 ${7*7} {{x}} <i>粗.jsonl", "mimeType": "application/jsonl", "buffer": Path(pi_example).read_bytes()})
     page.locator("#s11x-upload").get_by_text(".jsonl").first.wait_for(timeout=15_000)
     before_upload = len(store.list_sessions())
-    page.locator("#s11x-import").click()
-    a.notice("已导入 报告")   # gradio itself strips markup characters from upload names; what is left is text
-    assert page.locator("#s11x-notice i").count() == 0 and len(store.list_sessions()) > before_upload
+    a.press("#s11x-import")
+    a.result("import", "已导入 报告")   # gradio itself strips markup characters from upload names; what is left is text
+    assert page.locator("#s11x-import-result i").count() == 0 and len(store.list_sessions()) > before_upload
+    # the fresh import is the first tree of the list, and it is selected
+    picked = re.search(r"[0-9a-f]{12}", page.locator("#s11x-details code").first.inner_text()).group(0)
+    root = store.lineage(picked)[0]["session_id"]
+    assert root in page.locator("#s11x-list .body-cell").nth(1).inner_text()
     yield {"a": a, "url": url, "sessions": sessions, "store": store, "demo": demo, "fork_id": fork_id}
     a.close()
 
@@ -280,8 +327,7 @@ def test_another_student_sees_none_of_it_and_replayed_requests_are_refused(brows
             # a refusal is either our ⚠️ notice or gradio's own check of a choice the page never offered
             assert answer.get("success") or "not in the list of choices" in output, output[:500]
             sent = set(re.findall(r"[0-9a-f]{12}", json.dumps(body["data"]) + json.dumps(body.get("event_data"))))
-            data = answer.get("output", {}).get("data") or []
-            table = json.dumps(data[5] if len(data) > 5 else None)   # the compare panel's events have fewer outputs
+            table = json.dumps((answer.get("output", {}).get("data") or [None] * 6)[5])
             assert not {sid for sid in a_ids if sid in output} - sent, output[:500]   # only what B itself sent
             assert not any(sid in table for sid in a_ids), table[:500]
             assert "Traceback" not in output
@@ -290,6 +336,9 @@ def test_another_student_sees_none_of_it_and_replayed_requests_are_refused(brows
         assert b_ids & a_ids == set()
         b.page.goto(f"{url}/?session={walk['fork_id']}")   # A's deep link opened in B's browser
         b.page.locator("#s11x-notice").get_by_text("不在你的空间里").wait_for(timeout=15_000)
+        b.page.wait_for_timeout(3_000)   # the warning stays (it used to flash for ~70 ms and vanish)
+        assert "不在你的空间里" in b.page.locator("#s11x-notice").inner_text()
+        assert b.page.locator("#s11x-notice").is_visible()
         assert_all_requests_local(b.requests)
     finally:
         b.close()
@@ -311,11 +360,8 @@ def test_the_teacher_sees_both_spaces_read_only_and_publishes_for_everyone(brows
         branch_b = walk["demo"][9]
         teacher.pick_row(branch_b)
         assert teacher.cannot_change()
-        teacher.page.wait_for_timeout(1000)   # the select event re-renders the teacher panel
-        teacher.page.locator("#s11x-publish").click()
-        teacher.page.locator("#s11x-confirm").get_by_text("确认把会话").wait_for(timeout=30_000)   # counts first
-        teacher.page.locator("#s11x-confirm-yes").click()
-        teacher.notice("已脱敏并发布到共享书架")
+        teacher.press("#s11x-publish")
+        teacher.result("teacher", "已发布到共享书架")
 
         for student in (a, b):
             page = student.page
@@ -324,8 +370,8 @@ def test_the_teacher_sees_both_spaces_read_only_and_publishes_for_everyone(brows
             student.pick_row(branch_b)
             assert student.cannot_change()
             page.locator("#s11x-fork-at input").fill("4")
-            page.locator("#s11x-fork").click()
-            copy_id = re.search(r"新会话 ([0-9a-f]{12})", student.notice("已在第 4 条之后分叉")).group(1)
+            student.press("#s11x-fork")
+            copy_id = re.search(r"新会话 ([0-9a-f]{12})", student.result("fork", "已在第 4 条之后分叉")).group(1)
             page.locator("#s11x-space").get_by_text("我的空间").wait_for()
             assert copy_id in student.listed_ids()
         from s11_session import SessionStore
@@ -354,8 +400,109 @@ def test_a_deep_link_opens_the_explorer_on_that_session(browser, walk):
         page.locator("#s11x-details").get_by_text(walk["fork_id"]).wait_for(timeout=20_000)
         assert page.locator("#s11x-details").is_visible()      # the explorer tab was switched to
         page.locator("#s11x-path").get_by_text("监控上线后再看内存曲线").wait_for()
+        # a message link: that message is highlighted and scrolled into the path view
+        page.goto(f"{walk['url']}/?session={walk['fork_id']}&m=2")
+        pinned = page.locator("#s11x-path").get_by_text("链接指向这条")
+        pinned.wait_for(timeout=20_000)
+        page.wait_for_timeout(800)
+        assert "#2" in page.locator("#s11x-path .message-row", has=pinned).inner_text()
+        assert inside(page, pinned, "#s11x-path")
+        # a reload without a link comes back to the session this browser picked last
+        page.goto(f"{walk['url']}/")
+        page.get_by_role("tab", name=TAB).click()
+        page.locator("#s11x-details").get_by_text(walk["fork_id"]).wait_for(timeout=20_000)
     finally:
         context.close()
+
+
+def inside(page, locator, container: str) -> bool:
+    """The element is drawn within the visible part of its scrolling container (and of the window)."""
+    inner = locator.first.bounding_box()
+    outer = page.locator(container).bounding_box()
+    return inner is not None and outer["y"] <= inner["y"] and inner["y"] + min(inner["height"], 40) <= outer["y"] + \
+        outer["height"] and inner["y"] >= 0
+
+
+READER_VIEWS = [("light", 1400), ("dark", 1400), ("light", 390), ("dark", 390)]
+
+
+@pytest.mark.parametrize(("scheme", "width"), READER_VIEWS)
+def test_a_reader_forks_from_message_3_switches_branches_and_finds_a_tool_result(browser, server, scheme, width):
+    url, sessions = server
+    visitor = Visitor(browser, url, width=width, scheme=scheme)
+    try:
+        page = visitor.page
+        page.get_by_role("button", name="运行主会话").click()
+        page.locator("#s11-file-3 pre").first.wait_for(timeout=30_000)
+        visitor.open_explorer()
+        page.locator("#s11x-list-note").get_by_text("共 3 个会话").wait_for(timeout=15_000)
+        store = space_store(sessions, visitor.space_id())
+        demo = {s["message_count"]: s["session_id"] for s in store.list_sessions()}
+        visitor.pick_row(demo[9])
+        page.locator("#s11x-path").get_by_text("#9").wait_for()
+        # after the 8.11 demo the tree and the map name A and B with what each adds
+        tree = page.locator("#s11x-tree").inner_text()
+        assert "分支 A" in tree and "方案 A：为 cache_store" in tree and "分支 B" in tree and "方案 B：改用" in tree
+        page.locator("#s11x-map svg[id^='mermaid']").first.wait_for(state="attached", timeout=15_000)
+        shown_map = page.locator("#s11x-map").inner_text()   # only what is visible: the diagram, or the phone's text
+        assert "分支 A" in shown_map and "方案 A" in shown_map and "分支 B" in shown_map and "方案 B" in shown_map
+        assert map_text_px(page) >= 12
+        # fork from message 3 by acting on it; a double click makes one fork
+        page.locator("#s11x-path").get_by_text("#3", exact=True).click()
+        page.wait_for_function("document.querySelector('#s11x-fork-at input').value === '3'")
+        visitor.press("#s11x-fork", double=True)
+        visitor.result("fork", "已在第 3 条之后分叉")
+        page.wait_for_timeout(1_500)
+        children = [s for s in store.list_sessions() if s["parent_id"] == demo[9]]
+        assert len(children) == 1, children
+        child, parent = store.load(children[0]["session_id"]), store.load(demo[9])
+        assert child.fork_point == 3 and child.messages == parent.messages[:3]
+        # sibling switching at the fork point: branch A ⇄ branch B
+        visitor.pick_row(demo[7])
+        page.locator("#s11x-sibling-text").get_by_text("1/2").wait_for(timeout=15_000)
+        page.locator("#s11x-sibling-next").click()
+        page.locator("#s11x-sibling-text").get_by_text("2/2").wait_for(timeout=15_000)
+        assert demo[9] in page.locator("#s11x-details").inner_text()
+        # an imported transcript: a word from a tool result is found and the click lands on that message
+        visitor.action_tab("import")
+        page.locator("#s11x-examples input").click()
+        page.get_by_role("option", name="claude-code-rate-limit.jsonl").click()
+        visitor.press("#s11x-import-example")
+        visitor.result("import", "已导入")
+        no_raw_markdown(page)
+        page.locator("#s11x-search input, #s11x-search textarea").first.fill("verify_password")
+        page.locator("#s11x-search input, #s11x-search textarea").first.press("Enter")
+        page.locator("#s11x-hits-note").get_by_text("消息正文里找到").wait_for(timeout=15_000)
+        page.locator("#s11x-hits .body-cell").nth(2).click()   # the context cell of the first hit
+        pinned = page.locator("#s11x-path").get_by_text("链接指向这条")
+        pinned.wait_for(timeout=15_000)
+        page.wait_for_timeout(800)
+        page.locator("#s11x-path").scroll_into_view_if_needed()
+        assert inside(page, pinned, "#s11x-path")
+        if "verify_password" not in page.locator("#s11x-path").inner_text():   # a long result stays folded
+            pinned.first.click()
+        page.locator("#s11x-path").get_by_text("verify_password").first.wait_for(timeout=5_000)
+        no_raw_markdown(page)
+        no_horizontal_overflow(page)
+        assert visitor.dialogs == [] and "Traceback" not in page.locator("body").inner_text()
+        assert_all_requests_local(visitor.requests)
+    finally:
+        visitor.close()
+
+
+def map_text_px(page) -> float:
+    """The rendered size of the smallest visible map text (the diagram's labels, or the phone's text tree)."""
+    return page.evaluate("""() => {
+        const sizes = [];
+        for (const el of document.querySelectorAll('#s11x-map .nodeLabel, #s11x-map pre')) {
+            const r = el.getBoundingClientRect();
+            if (!r.width || getComputedStyle(el).display === 'none' || el.closest('[style*="display: none"]')) continue;
+            if (el.tagName === 'PRE') { sizes.push(parseFloat(getComputedStyle(el).fontSize)); continue; }
+            const svg = el.closest('svg'), box = svg.viewBox.baseVal, scale = svg.getBoundingClientRect().width / box.width;
+            sizes.push(parseFloat(getComputedStyle(el).fontSize) * scale);
+        }
+        return sizes.length ? Math.min(...sizes) : 0;
+    }""")
 
 
 @pytest.mark.parametrize(("scheme", "width", "shot"), [("light", 1400, "explorer-light.png"),
@@ -381,11 +528,22 @@ def test_hostile_content_renders_literally_and_the_page_fits(browser, server, sc
         page.locator("#s11x-refresh").click()
         page.locator("#s11x-list-note").get_by_text("共 4 个会话").wait_for(timeout=15_000)
         visitor.pick_row(hostile.session_id)
-        page.locator("#s11x-map svg[id^='mermaid']").first.wait_for(timeout=15_000)
+        page.locator("#s11x-map svg[id^='mermaid']").first.wait_for(state="attached", timeout=15_000)
         path_text = page.locator("#s11x-path").inner_text()
         assert "<script>alert(1)</script> <img src=x onerror=alert(2)> ${7*7} {{x}}" in path_text
-        assert "**不加粗** [链接](javascript:alert(3))" in path_text
-        for where in ("#s11x-path", "#s11x-list", "#s11x-tree", "#s11x-details", "#s11x-map"):
+        # the assistant's Markdown is laid out (bold), but its javascript: link stays text
+        assert "不加粗 [链接](javascript:alert(3))" in path_text
+        assert page.locator("#s11x-path strong", has_text="不加粗").count() == 1
+        # new surfaces: the picked-message note, a full-text hit, the sibling line, a hostile message link
+        page.locator("#s11x-path").get_by_text("#1", exact=True).click()
+        page.locator("#s11x-picked").get_by_text("已选中第 1 条").wait_for(timeout=10_000)
+        search = page.locator("#s11x-search input, #s11x-search textarea").first
+        search.fill("onerror")
+        search.press("Enter")
+        page.locator("#s11x-hits-note").get_by_text("消息正文里找到").wait_for(timeout=15_000)
+        assert "<img src=x onerror=alert(2)>" in page.locator("#s11x-hits").inner_text()
+        for where in ("#s11x-path", "#s11x-list", "#s11x-tree", "#s11x-details", "#s11x-map", "#s11x-hits",
+                      "#s11x-picked", "#s11x-siblings", "#s11x-notice"):
             assert page.locator(f"{where}").locator(MARKUP).count() == 0, where
             assert page.locator(f"{where} a[href^='javascript']").count() == 0, where
         assert HOSTILE_TITLE in page.locator("#s11x-tree").inner_text()
@@ -394,11 +552,16 @@ def test_hostile_content_renders_literally_and_the_page_fits(browser, server, sc
         # back to the demo tree for the picture: a branch with its parent, the path and the map
         branch = next(s["session_id"] for s in store.list_sessions() if s["message_count"] == 9)
         visitor.pick_row(branch)
-        page.locator("#s11x-map svg[id^='mermaid']").filter(has_text="活动端").wait_for(timeout=15_000)
-        widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
-        assert widths[0] <= widths[1], widths
+        page.locator("#s11x-map svg[id^='mermaid']").filter(has_text="活动端").wait_for(state="attached",
+                                                                                   timeout=15_000)
+        no_horizontal_overflow(page)
+        shoot(page, shot)
+        link = "<img src=x onerror=alert(4)>"
+        page.goto(f"{url}/?session={link}&m=<b>1</b>")
+        page.locator("#s11x-notice").get_by_text("不在你的空间里").wait_for(timeout=15_000)
+        assert link in page.locator("#s11x-notice").inner_text() or "onerror" in page.locator("#s11x-notice").inner_text()
+        assert page.locator("#s11x-notice").locator(MARKUP).count() == 0
         assert visitor.dialogs == []
         assert_all_requests_local(visitor.requests)
-        shoot(page, shot)
     finally:
         visitor.close()

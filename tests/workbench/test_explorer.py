@@ -102,7 +102,7 @@ def test_selecting_a_branch_shows_the_tree_with_the_active_end_and_the_path_from
     headers = [row["content"].split("\n")[0] for row in page.chat if "metadata" not in row]
     assert headers[0].startswith("**#2**") and headers[-1].startswith("**#9**")
     titles = [row["metadata"]["title"] for row in page.chat if "metadata" in row]
-    assert titles[0] == "#1 🧠 系统提示" and any("分支从这里开始" in title for title in titles)
+    assert titles[0] == "#1 🧠 系统提示" and any("从这里开始" in title for title in titles)
     assert page.view.revision == 2 and page.message_count == 9 and "第 1–9 条" in page.path_note
     assert "前 5 条继承自父会话" in page.details
 
@@ -139,10 +139,15 @@ def test_tool_calls_and_thinking_are_collapsed_and_long_outputs_folded(explorer,
     sid = store_of(spaces, token).create_session("工具调用", messages)
     page = explorer.select(token, View(), sid)
     thoughts = {row["metadata"]["title"]: row for row in page.chat if "metadata" in row}
-    assert set(thoughts) == {"💭 思考", "🔧 调用工具 Bash", "📤 工具结果 Bash"}
+    # the assistant turn has no text: no empty bubble, its number goes into the first collapsed block;
+    # the tool result (a user turn holding only that) joins its call in one block on the assistant's side
+    assert set(thoughts) == {"**#2** 🤖 助手 · 💭 思考", "🔧 调用工具 Bash → 📤 有结果"}
     assert all(row["metadata"]["status"] == "done" for row in thoughts.values())   # collapsed
-    folded = thoughts["📤 工具结果 Bash"]["content"]
+    assert [row["role"] for row in page.chat if "metadata" not in row] == ["user"]   # only "列出文件"
+    folded = thoughts["🔧 调用工具 Bash → 📤 有结果"]["content"]
+    assert '"command": "ls"' in folded and "📤 结果" in folded
     assert "已折叠" in folded and "5,000 行" in folded and len(folded) < len(long_output) // 5
+    assert page.view.chat_numbers == (1, 2, 2)
 
 
 def test_imported_marks_are_shown_on_the_message(explorer, spaces):
@@ -175,7 +180,7 @@ def test_fork_without_a_message_keeps_exactly_the_prefix(explorer, spaces, stude
     assert len(store_of(spaces, token).load(page.view.session_id).messages) == 2
 
 
-@pytest.mark.parametrize("at", [-1, 99, "三", 2.5, None, True])
+@pytest.mark.parametrize("at", [-1, 99, "三", 2.5, True])
 def test_a_bad_fork_position_is_refused_and_writes_nothing(explorer, spaces, student, at):
     token, ids = student
     view = explorer.select(token, View(), ids["branch_a_id"]).view
@@ -184,6 +189,55 @@ def test_a_bad_fork_position_is_refused_and_writes_nothing(explorer, spaces, stu
     assert page.notice.startswith("⚠️") and "分叉位置" in page.notice
     assert snapshot(Path(spaces.sessions_dir)) == before
     assert page.view.session_id == ids["branch_a_id"]   # the page keeps what it showed
+
+
+def test_a_fork_without_a_chosen_message_is_refused_never_a_silent_0(explorer, spaces, student):
+    token, ids = student
+    view = explorer.select(token, View(), ids["branch_a_id"]).view
+    before = snapshot(Path(spaces.sessions_dir))
+    page = explorer.fork(token, view, None, "新消息")
+    assert page.notice.startswith("⚠️") and "先在对话里点一条消息" in page.notice and page.area == "fork"
+    assert snapshot(Path(spaces.sessions_dir)) == before
+
+
+def test_forking_with_nothing_inherited_is_an_explicit_0(explorer, spaces, student):
+    token, ids = student
+    view = explorer.select(token, View(), ids["branch_a_id"]).view
+    page = explorer.fork(token, view, 0, "从头来")
+    child = store_of(spaces, token).load(page.view.session_id)
+    assert child.fork_point == 0 and [m["content"] for m in child.messages] == ["从头来"]
+    assert "什么都不继承" in page.notice
+
+
+def test_a_second_click_after_a_fork_makes_no_second_fork_and_the_form_clears(explorer, spaces, student):
+    token, ids = student
+    view = explorer.select(token, View(), ids["branch_b_id"]).view
+    first = explorer.fork(token, view, 3, "换个思路")
+    assert first.fork_reset and first.area == "fork" and first.notice.startswith("✅")
+    count = len(store_of(spaces, token).list_sessions())
+    again = explorer.fork(token, first.view, None, "换个思路")   # the cleared form sends no position
+    assert again.notice.startswith("✅") and "就是现在显示的这个" in again.notice
+    assert len(store_of(spaces, token).list_sessions()) == count and again.view.session_id == first.view.session_id
+    grandchild = explorer.fork(token, first.view, 2)   # a branch of a branch: the title does not grow "· 分支 · 分支"
+    assert store_of(spaces, token).load(grandchild.view.session_id).title == "修复登录服务内存泄漏 · 分支"
+
+
+def test_editing_an_earlier_user_message_makes_a_branch_before_it(explorer, spaces, student):
+    token, ids = student
+    page = explorer.select(token, View(), ids["branch_b_id"])
+    row = next(i for i, number in enumerate(page.view.chat_numbers) if number == 4)
+    shown = page.chat[row]["content"]
+    assert page.chat[row]["role"] == "user" and shown.startswith("**#4**")
+    edited = shown.replace("event\\_listener", "ws\\_pool")   # what the Chatbot's edit box sends back
+    forked = explorer.edit_fork(token, page.view, row, edited)
+    child = store_of(spaces, token).load(forked.view.session_id)
+    assert child.parent_id == ids["branch_b_id"] and child.fork_point == 3
+    assert child.messages[3] == {"role": "user", "content": "我怀疑是 ws_pool 注册表无限增长，帮忙重点排查。"}
+    unchanged = explorer.edit_fork(token, page.view, row, shown)
+    assert unchanged.notice.startswith("⚠️") and "没有改动" in unchanged.notice
+    assistant_row = page.view.chat_numbers.index(5)
+    assert "不是用户消息" in explorer.edit_fork(token, page.view, assistant_row, "x").notice
+    assert "找不到" in explorer.edit_fork(token, page.view, 999, "x").notice
 
 
 def test_fork_needs_a_selected_session(explorer, student):
@@ -535,15 +589,20 @@ def test_hostile_titles_and_messages_stay_text_in_every_part_of_the_page(explore
         store.fork(root, [{"role": "assistant", "content": text}], at=2, title=text)
     page = explorer.select(token, View(), root)
     lines = page.map_markdown.split("\n")
-    source = lines[lines.index("```mermaid") + 1: -1]
+    source = lines[lines.index("```mermaid") + 1: lines.index("```", lines.index("```mermaid") + 1)]
     assert all(MAP_LINE.match(line) for line in source), source
+    text_tree = page.map_markdown.split("```text\n", 1)[1]   # the phone's text version of the same map
+    assert "分支 A" in text_tree and "<script>alert(1)</script>" in text_tree
     # tree labels and table cells are plain text in the page: the title appears verbatim (whitespace folded)
     assert any("<script>alert(1)</script>" in label for label, _ in page.tree_choices)
-    assert "<script>alert(1)</script> · 3 条" in {row[0] for row in page.rows}
+    assert "├─ 🌿 分支 A：<script>alert(1)</script> · ➕ <script>alert(1)</scrip… · 3 条" in {row[0] for row in page.rows}
     for row in page.chat:
         body = row["content"]
         outside_fences = re.sub(r"(?ms)^(`{3,}).*?^\1$", "", body)
-        assert not re.search(r"(?<!\\)[<\[]", outside_fences), body
+        # user text is escaped character by character; assistant Markdown keeps its layout but no raw HTML,
+        # no image, no link other than http(s)
+        assert "<" not in outside_fences.replace("\\<", ""), body
+        assert "![" not in outside_fences.replace("\\!\\[", "") and not re.search(r"\]\((?!https?://)", body), body
     assert "<" not in page.details.replace("\\<", "") and "${7*7}" not in page.details
 
 
@@ -664,3 +723,167 @@ def test_the_page_never_shows_a_stack_trace_when_a_file_breaks_under_it(explorer
     page = explorer.resume(token, view, "还能写吗")
     assert page.notice.startswith("⚠️") and "Traceback" not in page.notice and str(path) not in page.notice
     assert json.loads(path.read_text(encoding="utf-8")) == {"version": 999}
+
+
+# ── issue 20: act where you look, tell branches apart, find any message ──────────────────────
+def test_after_the_demo_tree_list_and_map_name_branches_a_and_b_with_their_first_added_line(explorer, student):
+    token, ids = student
+    page = explorer.select(token, View(), ids["branch_b_id"])
+    labels = dict((value, label) for label, value in page.tree_choices)
+    assert "分支 A" in labels[ids["branch_a_id"]] and "➕ 方案 A：为 cache_store" in labels[ids["branch_a_id"]]
+    assert "分支 B" in labels[ids["branch_b_id"]] and "➕ 方案 B：改用 WeakValue" in labels[ids["branch_b_id"]]
+    assert "分支 A" in page.map_markdown and "分支 B" in page.map_markdown and "➕ 方案 A" in page.map_markdown
+    cells = [row[0] for row in page.rows]
+    assert cells[0].startswith("🌱 修复登录服务内存泄漏") and cells[1].startswith("├─ 🌿 分支 A")
+    assert cells[2].startswith("└─ 🌿 分支 B") and "1 棵树" in page.list_note
+    assert page.details.startswith("### 🌿 分支 B：")
+
+
+def test_the_list_groups_each_tree_and_the_newest_tree_comes_first(explorer, spaces, student):
+    token, ids = student
+    newer = demo_tree_branching(store_of(spaces, token))
+    rows = explorer.refresh(token, View()).rows
+    order = [row[explorer_module.ID_COLUMN] for row in rows]
+    assert order[:3] == [newer["main_id"], newer["branch_a_id"], newer["branch_b_id"]]
+    assert order[3:] == [ids["main_id"], ids["branch_a_id"], ids["branch_b_id"]]
+
+
+def test_the_sibling_switch_moves_between_branches_at_the_fork_point(explorer, student):
+    token, ids = student
+    page = explorer.select(token, View(), ids["branch_a_id"])
+    text, previous, following = page.siblings
+    assert "1/2" in text and "分支 A" in text and following == ids["branch_b_id"]
+    page = explorer.next_sibling(token, page.view)
+    assert page.view.session_id == ids["branch_b_id"] and "2/2" in page.siblings[0]
+    assert explorer.next_sibling(token, page.view).view.session_id == ids["branch_a_id"]   # wraps around
+    assert explorer.previous_sibling(token, page.view).view.session_id == ids["branch_a_id"]
+    root = explorer.select(token, View(), ids["main_id"])
+    assert root.siblings[0] == "" and "没有兄弟" in explorer.next_sibling(token, root.view).notice
+
+
+def claude_with_tool_result(word: str) -> list[dict]:
+    return [{"role": "user", "content": "看看日志"},
+            {"role": "assistant", "content": [{"type": "text", "text": "**好的**，我来看 `app.log`。"},
+                                              {"type": "tool_use", "id": "t9", "name": "Bash",
+                                               "input": {"command": "tail app.log"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t9",
+                                          "content": f"ERROR pool exhausted {word} at 12:00"}]},
+            {"role": "assistant", "content": "连接池耗尽了。"}]
+
+
+def test_full_text_search_finds_a_word_in_a_tool_result_and_a_click_jumps_to_that_message(explorer, spaces, student):
+    token, _ = student
+    sid = store_of(spaces, token).create_session("日志排查", claude_with_tool_result("zebraquux"))
+    page = explorer.refresh(token, View(), query="ZebraQuux")
+    assert page.hits == [["日志排查", "3", "ERROR pool exhausted zebraquux at 12:00", sid]]
+    assert "找到 1 处" in page.hits_note
+    jumped = explorer.jump(token, page.view, sid, "3")
+    assert jumped.view.session_id == sid and jumped.view.focus == 3
+    # the result sits in its call's block (message 2's row): the focused message is the last thing shown
+    assert "📍" in chat_text(jumped) and "zebraquux" in chat_text(jumped)
+    assert "第 1–3 条" in jumped.path_note and "后面还有 1 条" in jumped.path_note
+    assert explorer.refresh(token, View(), query="没有这个词").hits_note.endswith("没有找到")
+
+
+def test_search_counts_an_inherited_message_once_in_the_node_that_added_it(explorer, spaces, student):
+    token, ids = student
+    page = explorer.refresh(token, View(), query="event_listener")
+    assert [(hit[1], hit[3]) for hit in page.hits] == [("4", ids["main_id"])]
+
+
+def test_search_of_2000_sessions_reads_each_file_once_then_uses_the_cache(explorer, spaces, tmp_path):
+    token = spaces.new_token()
+    fast = SessionStore(spaces.open(token).folder, durable=False)
+    ids = [fast.create_session(f"会话{i}", [{"role": "user", "content": f"词{i}号 内容"}]) for i in range(2000)]
+    found = explorer.refresh(token, View(), query="词1234号")
+    assert [hit[3] for hit in found.hits] == [ids[1234]]
+    node = fast.load(ids[1234])
+    node.messages.append({"role": "assistant", "content": "新词语 okapi"})
+    fast.save(node)
+    assert [hit[3] for hit in explorer.refresh(token, View(), query="okapi").hits] == [ids[1234]]
+
+
+def test_a_message_link_selects_the_session_and_highlights_that_message(explorer, student):
+    token, ids = student
+    page = explorer.open_page(token, None, ids["branch_b_id"], "4")
+    assert page.view.session_id == ids["branch_b_id"] and page.view.focus == 4
+    focused = [row["content"] for row in page.chat if "metadata" not in row and "📍" in row["content"]]
+    assert len(focused) == 1 and focused[0].startswith("📍 **#4**") and "链接指向这条" in focused[0]
+    assert page.chat[-1]["content"] == focused[0]   # the last row: the Chatbot scrolls to it
+    for bad in ("0", "99", "x", None):
+        assert explorer.open_page(token, None, ids["branch_b_id"], bad).view.focus is None
+
+
+def test_a_link_to_someone_elses_session_says_whose_space_it_belongs_to(explorer, spaces, student):
+    token, ids = student
+    other = spaces.new_token()
+    page = explorer.open_page(other, None, ids["branch_b_id"])
+    assert page.notice.startswith("⚠️") and "不在你的空间里" in page.notice and page.view.session_id is None
+
+
+def test_a_reload_returns_to_the_remembered_session_only_if_it_is_still_in_the_space(explorer, spaces, student):
+    token, ids = student
+    assert explorer.open_page(token, None, None, None, ids["branch_a_id"]).view.session_id == ids["branch_a_id"]
+    other = spaces.new_token()
+    quiet = explorer.open_page(other, None, None, None, ids["branch_a_id"])
+    assert quiet.view.session_id is None and quiet.notice == ""
+    assert explorer.open_page(token, None, None, None, "../../x").view.session_id is None
+
+
+def test_the_trash_lists_titles_sizes_and_when_each_was_deleted(explorer, spaces, student):
+    token, ids = student
+    view = explorer.select(token, View(), ids["branch_a_id"]).view
+    explorer.delete(token, view)
+    fresh = explorer.refresh(token, View())   # a new page: no titles remembered in the view
+    label, value = fresh.trash_choices[0]
+    assert value == ids["branch_a_id"] and label.startswith("修复登录服务内存泄漏 · 分支 · ")
+    assert re.search(r" · \d+(\.\d)? (KB|字节) · 删除于 \d\d-\d\d \d\d:\d\d:\d\d \[", label), label
+    restored = explorer.restore(token, fresh.view, value)
+    assert "已从回收站取回" in restored.notice and restored.area == "trash"
+
+
+def test_every_action_says_which_control_its_result_belongs_to(explorer, student):
+    token, ids = student
+    view = explorer.select(token, View(), ids["branch_b_id"]).view
+    assert explorer.fork(token, view, 2).area == "fork"
+    assert explorer.resume(token, view, "再来一轮").area == "resume"
+    assert explorer.export(token, view).area == "export"
+    assert explorer.import_example(token, view, "没有这个").area == "import"
+    failed = explorer.import_example(token, view, "没有这个")
+    assert failed.report == failed.notice and failed.notice.startswith("⚠️")   # the report box never stays empty
+
+
+@pytest.mark.parametrize(("text", "kept", "gone"), [
+    ("**粗体** 和 `<b>代码</b>`", ["**粗体**", "`<b>代码</b>`"], []),
+    ("<script>alert(1)</script>", ["&lt;script>"], ["<script"]),
+    ("![远程](http://example.com/x.png)", ["&#33;[远程]"], ["!["]),
+    ("[点我](javascript:alert(1))", ["[点我]&#40;javascript"], ["](javascript"]),
+    ("[文档](https://example.com/d)", ["[文档](https://example.com/d)"], []),
+    ("<javascript:alert(1)>", ["&lt;javascript"], ["<javascript"]),
+    ("[r]: javascript:alert(1)\n[x][r]", ["&#91;r]:"], []),
+    ("\\`<img src=http://e/x.png>`", ["&lt;img"], ["<img"]),
+    ("```html\n<b>围栏里</b>\n```\n<i>外面</i>", ["```html\n<b>围栏里</b>\n```", "&lt;i>外面"], ["<i>"]),
+])
+def test_assistant_markdown_keeps_its_layout_but_nothing_in_it_can_run_or_load(text, kept, gone):
+    from s11_workbench.markdown import inert_markdown
+    shown = inert_markdown(text)
+    assert all(piece in shown for piece in kept), shown
+    assert not any(piece in shown for piece in gone), shown
+
+
+def test_harness_commands_become_a_command_chip_and_the_divider_has_no_body(explorer, spaces):
+    token = spaces.new_token()
+    store = store_of(spaces, token)
+    sid = store.create_session("命令", [
+        {"role": "user", "content": "<command-name>/exit</command-name>\n <command-message>exit</command-message>\n"
+                                    " <command-args></command-args>"},
+        {"role": "user", "content": "<local-command-stdout>See ya!</local-command-stdout>"},
+        {"role": "assistant", "content": "好"}])
+    page = explorer.select(token, View(), sid)
+    first = page.chat[0]["content"]
+    assert "⌨️ 命令 `/exit`" in first and "command-name" not in chat_text(page)
+    assert any(row.get("metadata", {}).get("title", "").endswith("📟 命令输出") and "See ya!" in row["content"]
+               for row in page.chat)
+    child = explorer.fork(token, page.view, 2, "继续")
+    divider = [row for row in child.chat if "从这里开始" in row.get("metadata", {}).get("title", "")]
+    assert len(divider) == 1 and divider[0]["content"] == ""

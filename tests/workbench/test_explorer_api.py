@@ -43,7 +43,12 @@ def app(tmp_path_factory):
                 **app_module.launch_options(demo))
     url = demo.local_url.rstrip("/")
     try:
-        yield demo, url, httpx.get(f"{url}/config", timeout=TIMEOUT).json()
+        config = httpx.get(f"{url}/config", timeout=TIMEOUT).json()
+        ids = {c["id"]: c.get("props", {}).get("elem_id") or "" for c in config["components"]}
+        outputs = named(config, "explorer_refresh")["outputs"]
+        NOTICE_SLOTS[:] = [i for i, cid in enumerate(outputs) if ids.get(cid) == "s11x-notice"] + [
+            i for i, cid in enumerate(outputs) if ids.get(cid, "").startswith("s11x-") and ids[cid].endswith("-result")]
+        yield demo, url, config
     finally:
         demo.close()
 
@@ -75,9 +80,14 @@ def call(url: str, dep: dict, data: list, session: str, *, event_data=None) -> d
     raise AssertionError("no process_completed")
 
 
+NOTICE_SLOTS: list[int] = []   # where an explorer event's answer may be: the top notice, then each result line
+
+
 def notice_of(message: dict) -> str:
+    """The one sentence the event answered: the top notice, or the result line beside the control (issue 20)."""
     assert message.get("success"), message
-    return message["output"]["data"][0]
+    data = message["output"]["data"]
+    return next((data[i] for i in NOTICE_SLOTS if isinstance(data[i], str) and data[i]), data[0])
 
 
 def student(app) -> tuple[str, str, object]:

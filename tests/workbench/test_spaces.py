@@ -491,3 +491,16 @@ class TestClassroomLinks:
         lines = spaces_module.classroom_links("10.1.2.3", 7860, "x")
         assert lines == ["🧑‍🎓 学生打开：http://10.1.2.3:7860/",
                          "🧑‍🏫 教师链接（只给自己用，别发给学生、别投到大屏上）：http://10.1.2.3:7860/?teacher=x"]
+
+
+class TestOneAddress:
+    """The start-up line and the teacher link name the same address: the space token lives per browser and address."""
+
+    @pytest.mark.parametrize(("host", "expected"), [("0.0.0.0", "http://127.0.0.1:7860/"),
+                                                    ("localhost", "http://127.0.0.1:7860/"),
+                                                    ("127.0.0.1", "http://127.0.0.1:7860/"),
+                                                    ("10.1.2.3", "http://10.1.2.3:7860/"),
+                                                    ("fe80::1", "http://[fe80::1]:7860/")])
+    def test_own_address(self, host, expected):
+        assert spaces_module.own_address(host, 7860) == expected
+        assert spaces_module.classroom_links(host, 7860, "x")[-1].endswith(expected + "?teacher=x")
