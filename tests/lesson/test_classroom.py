@@ -255,3 +255,16 @@ def test_cli_bad_archive_input_is_a_chinese_error(room, tmp_path, args, complain
     out = cli("--dir", str(tmp_path / "class"), *args)
     assert out.returncode == 2 and out.stderr.startswith("错误：") and complaint in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_level_converge_solved_through_the_page(room):
+    spaces, lesson, _ = room
+    token = spaces.new_token()
+    page = lesson.start(token, lesson.pick(token, LessonView(), "converge").view)
+    assert page.tools == ("converge",)
+    ids = {label.split(" = ")[-1].rstrip(" ✅"): sid for label, sid in page.tree_choices if " = " in label}
+    page = lesson.select(token, page.view, ids["分支 B"])
+    page = lesson.converge(token, page.view, [], "B")
+    assert "至少一个" in page.notice and not page.solved
+    page = lesson.converge(token, page.view, [ids["分支 A"]], "采用方案 B：峰值内存更低")
+    assert "已收敛" in page.notice and page.solved
