@@ -52,10 +52,13 @@ class Visitor:
         self.page.get_by_role("tab").first.wait_for()
 
     def open_lesson(self) -> None:
-        tab = self.page.get_by_role("tab", name=TAB)
-        if tab.count() and tab.first.is_visible():
-            tab.first.click(timeout=30_000)
-        else:   # on a phone the later tabs sit behind Gradio's "More tabs" menu
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+        tab = self.page.get_by_role("tab", name=TAB).locator("visible=true").first
+        try:
+            tab.wait_for(timeout=10_000)
+            tab.click(timeout=30_000)
+        except PlaywrightTimeout:   # on a phone the later tabs sit behind Gradio's "More tabs" menu
+            self.page.screenshot(path="/tmp/lesson-helper/tab-missing.png")
             self.page.get_by_role("button", name="More tabs").click()
             self.page.locator(".overflow-dropdown button", has_text=TAB).click()
         self.page.locator("#s11l-levels").get_by_text("第 1 关").wait_for(timeout=15_000)
