@@ -831,6 +831,16 @@ class Explorer:
             return self._import(own, paths[name])
         return self._act(token, view, teacher, action, area="import")
 
+    def check_upload(self, token, path) -> str:
+        """文件刚传上来（还没导入）就看一眼：名字不是 .jsonl / .json、或太大 -> 一句中文（写在导入按钮下面，
+        不是 gradio 的英文弹窗）；没问题 -> ""。照样先验令牌。"""
+        try:
+            own = self.spaces.open(token)
+            self._checked_upload(own, path)
+        except (SessionError, OSError) as error:
+            return explain(error)
+        return ""
+
     def _checked_upload(self, own, path) -> str:
         if not path or not isinstance(path, str):
             raise ExplorerError("请先选择一个会话记录文件（.jsonl，Gemini CLI 的旧版记录是 .json）")

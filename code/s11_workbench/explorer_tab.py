@@ -29,7 +29,6 @@ from s11_workbench.explorer import (
     PAGE_SIZE,
     ROLES,
     SHELF,
-    UPLOAD_SUFFIXES,
     Explorer,
     Page,
     View,
@@ -237,6 +236,14 @@ def build(ctx) -> None:
     wire(publish_button.click, explorer.publish, [], "explorer_publish")
     wire(unpublish_button.click, explorer.unpublish, [], "explorer_unpublish")
 
+    def on_upload(token, path):
+        """文件一传上来就检查后缀和大小：不行就清掉它，原因写在导入按钮下面（中文）。"""
+        problem = explorer.check_upload(token, path)
+        return (None, problem) if problem else (gr.skip(), "")
+
+    imports.upload.upload(on_upload, inputs=[visitor, imports.upload], outputs=[imports.upload, results["import"]],
+                          api_visibility="private", concurrency_limit=8)
+
     if imports.agents is not None:
         imports.agents.wire(explorer, ctx, view, outputs, page_outputs)
 
@@ -379,8 +386,9 @@ def _trash_area(result_line) -> _Controls:
 
 def _import_area(result_line, ctx) -> _Controls:
     with gr.Accordion("📥 导入", open=False, elem_id="s11x-import-tab"):
+        # 不设 file_types：gradio 会先在浏览器里用英文弹窗拒绝别的后缀；改由 check_upload 在服务器上查，写一句中文
         upload = gr.File(label="上传 Claude Code / Pi / Codex / Gemini CLI 的会话记录（.jsonl / .json）",
-                         file_types=list(UPLOAD_SUFFIXES), type="filepath", elem_id="s11x-upload")
+                         type="filepath", elem_id="s11x-upload")
         button = gr.Button("📥 导入上传的文件", elem_id="s11x-import")
         examples = gr.Dropdown([], label="或者导入一个示例（examples/）", elem_id="s11x-examples")
         example_button = gr.Button("📥 导入示例", elem_id="s11x-import-example")
