@@ -538,7 +538,7 @@ class Explorer:
                                 "私人空间属于打开它的浏览器（和地址），别人的链接在这里打不开。"), {}
             focus = _message_number(message, len(node.messages)) if session_id else None
             return View(session_id=wanted, revision=-1, focus=focus, end=focus), "", {}
-        return self._act(token, View(), teacher, action, check=True, area="path")
+        return self._act(token, View(), teacher, action, check=True)   # 页面载入：提示写在页面顶上
 
     def refresh(self, token, view: View, query: str | None = None, teacher: str | None = None) -> Page:
         """重新读一遍（query 不是 None 时换成这个搜索词）。"""
@@ -1058,7 +1058,7 @@ def _source_choices(view: View, teacher: bool) -> list:
 
 
 def _list_rows(summaries: list[dict], query: str, forest: Forest | None = None) -> tuple[list, str]:
-    """会话列表（纯文本单元格）。没有搜索词时按树分组：每棵树的根在前、分支缩进在后，最近动过的树排最前
+    """会话列表（纯文本单元格）。没有搜索词时按树分组：每棵树的根在前、分支缩进在后，最新的树排最前
     （刚导入的就在第一行）；有搜索词时列出标题、ID、分支新增的第一句或任一条消息里找得到它的会话。"""
     words = str(query or "").casefold().split()
     if words:
@@ -1073,7 +1073,9 @@ def _list_rows(summaries: list[dict], query: str, forest: Forest | None = None) 
         if step.depth == 0:
             trees.append([])
         trees[-1].append((step.node, prefix, step.depth))
-    trees.sort(key=lambda tree: max(s11_tree.creation_order(item[0]) for item in tree), reverse=True)
+    # 最新创建的节点所在的树排最前：看 created_ns（写入这个仓库的时刻），导入的会话 created_at 是对话当年的时间
+    trees.sort(key=lambda tree: max((item[0].get("created_ns", 0), s11_tree.creation_order(item[0])) for item in tree),
+               reverse=True)
     rows: list = []
     for tree in trees:
         if len(rows) >= LIST_LIMIT:
@@ -1082,7 +1084,7 @@ def _list_rows(summaries: list[dict], query: str, forest: Forest | None = None) 
         rows += [[prefix + node_caption(node, names.get(node["session_id"], ""), 60), node["session_id"]]
                  for node, prefix, _ in tree[:LIST_LIMIT - len(rows)]]
     shown = f"，显示前 {LIST_LIMIT} 行；用搜索缩小范围" if len(summaries) > len(rows) else ""
-    return rows, f"共 {len(summaries):,} 个会话、{len(trees):,} 棵树（最近动过的在前）{shown}"
+    return rows, f"共 {len(summaries):,} 个会话、{len(trees):,} 棵树（最新的在前）{shown}"
 
 
 def _siblings(forest: Forest, node: SessionNode, names: dict[str, str]) -> tuple:

@@ -551,6 +551,9 @@ def test_hostile_content_renders_literally_and_the_page_fits(browser, server, sc
         assert "Syntax error" not in page.locator("body").inner_text()
         # back to the demo tree for the picture: a branch with its parent, the path and the map
         branch = next(s["session_id"] for s in store.list_sessions() if s["message_count"] == 9)
+        search.fill("")
+        search.press("Enter")   # back to every tree
+        page.locator("#s11x-list-note").get_by_text("共 4 个会话").wait_for(timeout=15_000)
         visitor.pick_row(branch)
         page.locator("#s11x-map svg[id^='mermaid']").filter(has_text="活动端").wait_for(state="attached",
                                                                                    timeout=15_000)

@@ -819,6 +819,7 @@ def test_a_link_to_someone_elses_session_says_whose_space_it_belongs_to(explorer
     other = spaces.new_token()
     page = explorer.open_page(other, None, ids["branch_b_id"])
     assert page.notice.startswith("⚠️") and "不在你的空间里" in page.notice and page.view.session_id is None
+    assert page.area == ""   # the top line: a page load has no control beside it
 
 
 def test_a_reload_returns_to_the_remembered_session_only_if_it_is_still_in_the_space(explorer, spaces, student):
