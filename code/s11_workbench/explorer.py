@@ -90,7 +90,7 @@ FIRST_ADDED_SHOWN = 24
 FOCUS_OPEN_CHARS = 200     # 被指向的那条消息里，这么短的折叠块才默认展开（手机上也不会把📍那行顶出窗口）
 NAME_LEVELS = 4            # 分支名最多写几层（'B.A.C.A'），更深的前面写 '…'
 # 每个动作的结果写在引起它的控件旁边：Page.area 是这几块之一（""：只写在页面顶上）
-AREAS = ("list", "path", "fork", "resume", "export", "trash", "import", "teacher")
+AREAS = ("list", "path", "fork", "resume", "export", "trash", "confirm", "import", "teacher")
 
 
 # ── 服务器端视图与整页结果 ────────────────────────────────────────────────────────────────
@@ -783,9 +783,8 @@ class Explorer:
     def cancel(self, token, view: View, teacher: str | None = None) -> Page:
         """不做等确认的那件事。"""
         done = "已取消，什么都没有删除或发布" if view.pending else ""
-        area = "teacher" if view.pending and view.pending[0] == "publish" else "trash"
         return self._act(token, view, teacher, lambda space, own: (dataclasses.replace(view, pending=()), done, {}),
-                         area=area)
+                         area="confirm")
 
     def confirm(self, token, view: View, teacher: str | None = None) -> Page:
         """做等确认的那件事；确认之后情况变了（回收站里多了或少了副本、会话又被改过）就重新问一次。"""
@@ -811,7 +810,7 @@ class Explorer:
             freed = max(0, before - folder_bytes(store.storage_dir))
             deleted = tuple(d for d in view.deleted if kind == "purge" and d[0] != target)
             return dataclasses.replace(view, pending=(), deleted=deleted), f"{what}，释放了 {human_size(freed)}", {}
-        return self._act(token, view, teacher, action, check=True, area="teacher" if kind == "publish" else "trash")
+        return self._act(token, view, teacher, action, check=True, area="confirm")   # 写在「确认」按钮下面
 
     # ── 导入 ───────────────────────────────────────────────────────────────────
     def import_upload(self, token, view: View, path: str | None, teacher: str | None = None) -> Page:

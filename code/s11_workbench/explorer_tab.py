@@ -47,10 +47,10 @@ CSS = """
 #s11x-siblings { align-items: center; }
 #s11x-actions > .block { margin-bottom: 6px; }
 /* 分支图后面跟着文字版：宽屏看图；窄屏上图里的字会缩到 12 px 以下，改看文字版 */
-#s11x-map .mermaid ~ pre { display: none; }
+#s11x-map .mermaid ~ * { display: none; }
 @media (max-width: 720px) {
   #s11x-map .mermaid { display: none; }
-  #s11x-map .mermaid ~ pre { display: block; }
+  #s11x-map .mermaid ~ * { display: block; }
   #s11x-map pre, #s11x-map pre code { font-size: 13px !important; }
 }
 """ + share_tab.CSS + compare_tab.CSS   # 「📦 分享」与「⚖️ 对比 / 🔀 收敛」面板的样式（share_tab.py、compare_tab.py）
@@ -185,6 +185,7 @@ def build(ctx) -> None:
                     with gr.Row():
                         confirm_button = gr.Button("✅ 确认", variant="stop", min_width=120, elem_id="s11x-confirm-yes")
                         cancel_button = gr.Button("取消", min_width=120, elem_id="s11x-confirm-no")
+                result_line("confirm")
                 imports = _import_area(result_line, ctx)
     with gr.Accordion("🗺️ 分支图（每个节点写着分支名和它新增的第一句；点上面会话树里的节点选中它）", open=True,
                       elem_id="s11x-map-accordion"):
