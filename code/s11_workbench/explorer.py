@@ -541,10 +541,12 @@ class Explorer:
         return self._act(token, View(), teacher, action, check=True)   # 页面载入：提示写在页面顶上
 
     def refresh(self, token, view: View, query: str | None = None, teacher: str | None = None) -> Page:
-        """重新读一遍（query 不是 None 时换成这个搜索词）。"""
+        """重新读一遍（query 不是 None 时换成这个搜索词）。换了搜索词只是搜索：不顺便体检整个空间
+        （体检要读遍每个文件，🔄 刷新、搜索词没变时才做），全文搜索才放得进一次点击的时间预算。"""
+        check = query is None or str(query)[:200] == view.query
         if query is not None:
             view = dataclasses.replace(view, query=str(query)[:200])
-        return self._act(token, view, teacher, lambda space, own: (view, "", {}), check=True, area="list")
+        return self._act(token, view, teacher, lambda space, own: (view, "", {}), check=check, area="list")
 
     def switch_source(self, token, view: View, source: str, teacher: str | None = None) -> Page:
         """切换来源：自己的空间、共享书架，或（老师）某个学生的空间。"""
