@@ -19,7 +19,8 @@
         │             ├ explorer_fork at message 3     (+ a first message)
         │             ├ explorer_resume × 2
         │             ├ explorer_export + GET the .md and the .html
-        │             └ explorer_import_example        (the two examples/ files in turn)
+        │             ├ explorer_import_example        (the two examples/ files in turn)
+        │             └ 🎯 练习: lesson_pick level 2, lesson_start, lesson_fork at message 3 (solves it)
         │  burst: every student's first cycle released at once; steady: cycles with think time until --minutes
         └─ afterwards: each student's list == the ids in its own folder (and another student's id is refused);
            every space's files load and check() is clean; the server's RSS; temp files left, running and stopped
@@ -63,10 +64,11 @@ TARGET_RSS_DRIFT = 20 * 1024 * 1024      # issue 19 item 6: after warm-up, a cla
 EXAMPLES = ("claude-code-rate-limit.jsonl", "pi-v3-report-cache.jsonl")
 ROW_CLICK = "on_row"            # the list's select event: private (no api_name), found by its inputs
 ACTIONS = ["enter_space", "run_demo", "explorer_refresh", "select (row click)", "explorer_fork", "explorer_resume",
-           "explorer_export", "download .md", "download .html", "explorer_import_example"]
+           "explorer_export", "download .md", "download .html", "explorer_import_example", "lesson_pick",
+           "lesson_start", "lesson_fork"]
 # what a successful action's first output (status / notice) starts with; "" = anything but a ⚠️ refusal
 EXPECTED = {"run_demo": "✅", "explorer_fork": "✅", "explorer_resume": "✅", "explorer_export": "✅",
-            "explorer_import_example": "📥"}
+            "explorer_import_example": "📥", "lesson_start": "🚀", "lesson_fork": "✅"}
 
 
 # ---------------------------------------------------------------- the page's protocol
@@ -82,9 +84,10 @@ class App:
         for dep in config["dependencies"]:
             name = dep.get("api_name")
             targets = [elem.get(t[0]) for t in dep.get("targets", []) if t]
-            if not name and [kinds.get(i) for i in dep["inputs"]] == ["browserstate", "state", "state"] \
-                    and "s11x-list" in targets:
+            if [kinds.get(i) for i in dep["inputs"]] == ["browserstate", "state", "state"] and "s11x-list" in targets:
                 name = ROW_CLICK
+            elif name == ROW_CLICK:   # another table's select handler of the same name (the teacher's class view)
+                continue
             if name and name not in self.fns:
                 self.fns[name] = dep["id"]
                 self.outputs[name] = [elem.get(i) for i in dep["outputs"]]
@@ -255,6 +258,16 @@ class Page:
         example = EXAMPLES[(self.rounds - 1) % len(EXAMPLES)]
         data = await self.call("explorer_import_example", "explorer_import_example", [token, None, None, example])
         self.known.update(self.ids(data, "explorer_import_example"))
+        # the exercise tab: level 2 (rewind) started and solved with one fork after message 3
+        await pause()
+        await self.call("lesson_pick", "lesson_pick", [token, None, None, "rewind"])
+        await pause()
+        await self.call("lesson_start", "lesson_start", [token, None, None])
+        await pause()
+        data = await self.call("lesson_fork", "lesson_fork", [token, None, None, 3, f"第 {self.rounds} 轮：换个方向"])
+        tree = self.app.pick("lesson_fork", data, "s11l-tree")   # the level's nodes: not new in the next list
+        choices = tree.get("choices") or [] if isinstance(tree, dict) else []
+        self.known.update(choice[1] for choice in choices if isinstance(choice, (list, tuple)) and len(choice) == 2)
         self.cycles += 1
 
 

@@ -447,12 +447,25 @@ def _html_node(prepared: Prepared, position: int, index: dict, kids: dict, into:
         relations.append(converge)
     if relations:
         yield f'<ul class="relations">{"".join(relations)}</ul>\n'
+    card = _converge_card(node, prepared.messages[position])
+    if card is not None:
+        yield s11_export._html_converge_card(card) + "\n"
     if not prepared.messages[position]:
         yield '<p class="note">（这个节点没有自己的新消息）</p>\n'
     names = s11_export.tool_call_names(prepared.messages[position])
     for offset, message in enumerate(prepared.messages[position]):
         yield from _html_message(node.session_id, node.own_from + offset + 1, message, names)
     yield "</section>\n"
+
+
+def _converge_card(node: TreeNode, messages: list):
+    """收敛节点的 🔀 卡片（s11_export.converge_card；决定和带过来的消息是它自己的消息，编号加上继承的条数）。"""
+    card_of = getattr(s11_export, "converge_card", None)
+    card = card_of(messages) if card_of is not None else None
+    if card is None:
+        return None
+    return card._replace(number=card.number + node.own_from,
+                         carried=[(number + node.own_from, text) for number, text in card.carried])
 
 
 def _html_segment(session_id: str, first: int, last: int, index: dict) -> str:
@@ -475,10 +488,6 @@ def _html_message(session_id: str, number: int, message: dict, names: dict) -> I
     if marks:
         items = "".join(f'<li class="mark-{kind}">{_escape(text)}</li>' for kind, text in marks)
         yield f'<ul class="marks" aria-label="消息标记">{items}</ul>\n'
-    origin = message.get("origin")
-    if isinstance(origin, dict) and origin.get("session_id"):
-        yield (f'<p class="note">↪ 复制自 <code>{_escape(origin.get("session_id"))}</code> 的第 '
-               f"{_escape(origin.get('index', '?'))} 条</p>\n")
     for part in message_parts(message, names):
         yield from _HTML_RENDERERS[part.kind](part)
         if part.truncated_from:
@@ -540,6 +549,9 @@ def _markdown_node(prepared: Prepared, position: int, index: dict, kids: dict) -
     children = kids.get(node.session_id, [])
     if children:
         lines.append("- **分支**：" + "、".join(f"[`{child}`](#{child})" for child in children[:30]))
+    card = _converge_card(node, prepared.messages[position])
+    if card is not None:
+        lines.append(s11_export._markdown_converge_card(card))
     yield "\n".join(lines) + "\n"
     names = s11_export.tool_call_names(prepared.messages[position])
     for offset, message in enumerate(prepared.messages[position]):

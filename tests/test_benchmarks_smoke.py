@@ -58,3 +58,12 @@ def test_a_small_class_works_in_private_spaces_without_errors_or_damage():
     assert int(figures["cycles"]) >= 3 and int(figures["sessions"]) >= 3 * 6   # demo 3 + fork + example 2
     if pages:
         assert "page_p95_ms=" in result.group(0)
+
+
+def test_bench_tree_export_quick_prints_its_table_and_cleans_up():
+    done = run_script("bench_tree_export.py", "--quick", timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"imported 6 nodes \(5 branches\)", done.stdout)      # the branch count asked for
+    assert re.search(r"^whole HTML export .*\s\d+$", done.stdout, re.MULTILINE)
+    assert re.search(r"tracemalloc peak of one whole HTML export: [\d.]+ \w+", done.stdout)
+    assert not list(BENCHMARKS.glob(".bench-tree-export-*"))

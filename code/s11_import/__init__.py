@@ -45,7 +45,7 @@ forked_from / parent_thread）；Claude Code 的 queue-operation（工作中插�
 活动端移动到另一条旧分支后，上一次导入时那条分支的旧节点保留不动（警告里会点名）。
 本包不打印、不读命令行参数（命令行是 s11_cli 的 import / agents 子命令）；只依赖仓库和它下面的模块
 （s11_session、s11_format、s11_text）。包里的引用只朝下、没有环，自上而下是：
-agents；pipeline；plan、lines；report；formats；claude、pi、codex、gemini、graph；transcript；convert。
+agents；pipeline；tree_jsonl（本项目自己的会话树 JSONL：原样复原，不走格式表）；plan、lines；report；formats；claude、pi、codex、gemini、graph；transcript；convert。
 """
 
 from .agents import (

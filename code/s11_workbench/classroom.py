@@ -48,7 +48,9 @@ def _when(epoch: float) -> str:
 
 def _ago(epoch: float, now: float) -> str:
     minutes = max(0, int((now - epoch) // 60))
-    return f"{_when(epoch)}（{minutes} 分钟前）" if minutes < 600 else _when(epoch)
+    if minutes < 600:   # 一堂课之内：只写钟点，省出表格的宽度
+        return time.strftime("%H:%M", time.localtime(epoch)) + f"（{minutes} 分钟前）"
+    return _when(epoch)
 
 
 class Classroom:

@@ -87,12 +87,12 @@ def build(ctx) -> None:
     refresh.click(on_load, inputs=[visitor, teacher], outputs=load_outputs, api_name="class_refresh",
                   concurrency_limit=4)
 
-    def on_row(token, secret, evt: gr.EventData):
+    def on_class_row(token, secret, evt: gr.EventData):
         row = _event_field(evt, "row_value")
         space_id = row[SPACE_COLUMN] if len(row) > SPACE_COLUMN else None
         return guarded(lambda: classroom.student(token, secret, space_id))
 
-    table.select(on_row, inputs=[visitor, teacher], outputs=[student], api_visibility="private",
+    table.select(on_class_row, inputs=[visitor, teacher], outputs=[student], api_visibility="private",
                  concurrency_limit=4)
 
     def on_draw(token, secret, session_id):

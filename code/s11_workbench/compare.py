@@ -17,6 +17,7 @@ Safety: 会话文字只以纯文本进页面：表格单元格经 literal_inline
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 
@@ -25,7 +26,7 @@ from s11_converge import tool_call_count
 from s11_session import ConflictError, SessionError
 from s11_text import shorten
 from s11_tree import PAGE_STYLE, Forest, branch_prefixes, content_text, creation_order, root_of, walk
-from s11_workbench.explorer import MINE, ExplorerError, View, explain
+from s11_workbench.explorer import MINE, ExplorerError, View, _as_count, explain
 from s11_workbench.markdown import literal_inline
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,8 @@ class Comparer:
 
     # ── 两个下拉框 ───────────────────────────────────────────────────────────────────
     def pickers(self, token, view: View, a: str | None = None, b: str | None = None) -> Pickers:
-        """选中节点所在的整棵树（没选中时是最近保存的那棵）→ 选项；a / b 仍在树里就保留，否则给默认的一对。"""
+        """选中节点所在的整棵树（没选中时是最近保存的那棵）→ 选项；a / b 仍在树里就保留，否则给默认的一对
+        （b 为 None 时 B 就是浏览器里选中的节点：从会话树里挑）。"""
         try:
             own = self._own(token, view)
             summaries = own.store.list_sessions()
@@ -103,7 +105,7 @@ class Comparer:
         choices = [(choice_label(step.node, prefix), step.node["session_id"]) for step, prefix in steps]
         ids = {node["session_id"] for node in nodes}
         if len(ids) < 2:
-            return Pickers(choices, start, None, "这棵树只有一个节点：先分叉出第二个分支再来对比。")
+            return Pickers(choices, None, None, "这棵树只有一个节点：先分叉出第二个分支再来对比。")
         default_a, default_b = default_pair(nodes, selected)
         b = b if b in ids else default_b
         if a not in ids or a == b:
@@ -123,6 +125,16 @@ class Comparer:
                 log.exception("compare failed")
             return Comparison(notice=explain(error))
         return comparison_of(result)
+
+    def carry_choices(self, token, pair: Pair | None, winner: str | None) -> list:
+        """胜出的一支换了：可勾选的换成另一支的消息（令牌无效时什么都不给）。"""
+        try:
+            self.spaces.open(token)
+        except Exception as error:
+            if not isinstance(error, (SessionError, OSError)):
+                log.exception("carry choices failed")
+            return []
+        return carry_for(pair, winner)
 
     # ── 🔀 收敛 ─────────────────────────────────────────────────────────────────────
     def converge(self, token, view: View, pair: Pair | None, winner: str | None, carry, decision: str,
@@ -159,6 +171,31 @@ class Comparer:
         return (f"✅ 已收敛：新节点 `{node.session_id}`（{len(node.messages)} 条）接在 `{winner}` 之后，"
                 f"带过来 {carried} 条消息；分支 `{loser}` 原样保留，树上标着“已收敛到 {node.session_id}”。"
                 f"在「📤 导出」里可以看到 🔀 收敛卡片。"), node.session_id
+
+
+    # ── 🏷️ 标签 ─────────────────────────────────────────────────────────────────────
+    def label(self, token, view: View, number, text: str = "") -> tuple[View, str]:
+        """给浏览器里选中的会话的第 number 条消息加标签（空 = 去掉），用页面读入时的修订号保存。
+        -> (新视图, 提示)；别的标签页先存过就 ConflictError，视图改成重新读入。"""
+        try:
+            own = self._own(token, view)
+            if not view.session_id:
+                raise ExplorerError("请先在列表或会话树里选一个会话")
+            count = _as_count(number)
+            target = own.writable()
+            target.throttle()
+            target.require_room(sessions=0, nbytes=len(str(text or "").encode("utf-8")))
+            node = target.store.label(view.session_id, count, str(text or ""), revision=view.revision)
+        except ConflictError as error:
+            return dataclasses.replace(view, revision=-1), explain(error)
+        except Exception as error:
+            if not isinstance(error, (SessionError, OSError)):
+                log.exception("label failed")
+            return view, explain(error)
+        label = node.messages[count - 1].get("label")
+        done = (f"🏷️ 已给第 {count} 条加上标签「{literal_inline(label, 80)}」" if label
+                else f"🏷️ 已去掉第 {count} 条的标签")
+        return dataclasses.replace(view, revision=node.revision), f"{done}（会话 {node.session_id}，修订 {node.revision}）"
 
 
 # ── 页面各块（纯函数，测试直接调用）──────────────────────────────────────────────────────────
@@ -210,8 +247,8 @@ def comparison_of(result: dict) -> Comparison:
         table=delta_table(result),
         workspace=workspace_text(result.get("workspace_diff"), result),
         pair=pair,
-        winner_choices=[(f"A：{shorten(result['title_a'], 30)} [{a_id}]", a_id),
-                        (f"B：{shorten(result['title_b'], 30)} [{b_id}]", b_id)],
+        winner_choices=[(f"A：{shorten(side_name(result, 'a'), 24)} [{a_id}]", a_id),
+                        (f"B：{shorten(side_name(result, 'b'), 24)} [{b_id}]", b_id)],
         winner=b_id)
 
 
@@ -227,7 +264,7 @@ def shared_lines(result: dict) -> str:
     return "\n".join([f"两边的第 1–{len(shared)} 条逐条相同（{where}）：", "", *lines])
 
 
-def _cell(message, number: int) -> str:
+def _cell(message, number: int | None = None) -> str:
     if not isinstance(message, dict):
         return "—"
     role = str(message.get("role", ""))
@@ -236,7 +273,8 @@ def _cell(message, number: int) -> str:
     tools = tool_call_count([message])
     marks = [text for kind, text in s11_export.message_marks(message) if kind in ("label", "converge", "origin")]
     extra = (f" 🔧×{tools}" if tools else "") + "".join(f" · {literal_inline(mark, 40)}" for mark in marks)
-    return f"**#{number}** {icon} {literal_inline(shorten(text, CELL_CHARS)) or '（空）'}{extra}"
+    head = f"**#{number}** " if number is not None else ""   # 表格里轮次已在第一列
+    return f"{head}{icon} {literal_inline(shorten(text, CELL_CHARS)) or '（空）'}{extra}"
 
 
 def delta_table(result: dict) -> str:
@@ -245,15 +283,23 @@ def delta_table(result: dict) -> str:
     rows = max(len(only_a), len(only_b))
     if not rows:
         return "两边在相同的前缀之后都没有新消息。"
-    lines = ["| 轮 | A | B |", "| --- | --- | --- |"]
+    lines = [f"| 轮 | A · {literal_inline(side_name(result, 'a'), 30)} | B · {literal_inline(side_name(result, 'b'), 30)} |",
+             "| --- | --- | --- |"]
     for index in range(min(rows, MAX_ROWS)):
         number = common + index + 1
-        left = _cell(only_a[index], number) if index < len(only_a) else "—"
-        right = _cell(only_b[index], number) if index < len(only_b) else "—"
+        left = _cell(only_a[index]) if index < len(only_a) else "—"
+        right = _cell(only_b[index]) if index < len(only_b) else "—"
         lines.append(f"| {number} | {left} | {right} |")
     if rows > MAX_ROWS:
         lines.append(f"\n…只对齐了前 {MAX_ROWS} 轮，其余在对话路径里看。")
     return "\n".join(lines)
+
+
+def side_name(result: dict, side: str) -> str:
+    """一边叫什么：它在共同前缀之后的第一句（同名的分支靠它分清），没有就用标题。"""
+    delta = result[f"only_{side}"]
+    first = content_text(delta[0].get("content")) if delta and isinstance(delta[0], dict) else ""
+    return first or result[f"title_{side}"]
 
 
 def workspace_text(diff, result: dict) -> str:

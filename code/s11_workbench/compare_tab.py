@@ -11,6 +11,7 @@
 
 由 explorer_tab.build() 在末尾调用一次：build(ctx, explorer, view, tree, outputs, page_outputs)。收敛成功后把
 浏览器切到新节点（explorer.select 的整页结果摊到浏览器的 outputs 上），树和分支图随之画出虚线和“已收敛到 …”。
+下面另有一个小面板「🏷️ 标签」：给浏览器里选中的会话的第 k 条消息加标签（store.label，带页面读入时的修订号）。
 会话文字只进 Markdown（已转义）、Dropdown / Radio / CheckboxGroup 的纯文本标签，从不进 gr.HTML。
 """
 
@@ -77,12 +78,30 @@ def build(ctx, explorer, view, tree, outputs: list, page_outputs) -> None:
             converge_button = gr.Button("🔀 收敛", variant="primary", elem_id="s11c-converge-button")
         result = gr.Markdown("", elem_id="s11c-result")
 
+    with gr.Accordion("🏷️ 给选中会话的一条消息加标签（书签：“最终方案”“从这里走错了”）", open=False,
+                      elem_id="s11c-label-panel"):
+        with gr.Row(equal_height=True):
+            label_at = gr.Number(label="第几条消息（和对话路径里的 #编号 一样）", precision=0, minimum=1,
+                                 min_width=200, elem_id="s11c-label-at")
+            label_text = gr.Textbox(label="标签（留空 = 去掉）", max_length=80, min_width=200,
+                                    elem_id="s11c-label-text")
+            label_button = gr.Button("🏷️ 保存标签", min_width=120, elem_id="s11c-label-button")
+
     picker_outputs = [pick_a, pick_b, note]
 
     def pickers(token, current, a, b):
+        """保留读者挑好的 A、B（仍在这棵树里的话）。"""
         found = comparer.pickers(token, current, a, b)
         return [gr.Dropdown(choices=found.choices, value=found.a), gr.Dropdown(choices=found.choices, value=found.b),
                 found.note]
+
+    def fresh(token, current):
+        """进入本页、页面加载：默认的一对（8.11 演示之后就是 分支 A / 分支 B）。"""
+        return pickers(token, current, None, None)
+
+    def from_tree(token, current, a, b):
+        """在会话树（或分支图）里选了一个节点：它成为 B，A 仍在这棵树里就保留。"""
+        return pickers(token, current, a, None)
 
     def take(side):
         def handler(token, current, a, b):
@@ -98,8 +117,8 @@ def build(ctx, explorer, view, tree, outputs: list, page_outputs) -> None:
                 gr.Radio(choices=shown.winner_choices, value=shown.winner),
                 gr.CheckboxGroup(choices=carry_for(shown.pair, shown.winner), value=[]), shown.pair, ""]
 
-    def on_winner(current_pair, chosen):
-        return gr.CheckboxGroup(choices=carry_for(current_pair, chosen), value=[])
+    def on_winner(token, current_pair, chosen):
+        return gr.CheckboxGroup(choices=comparer.carry_choices(token, current_pair, chosen), value=[])
 
     def converge(token, current, secret, current_pair, chosen, picked, text, name):
         notice, new_id = comparer.converge(token, current, current_pair, chosen, picked, text, name)
@@ -108,18 +127,24 @@ def build(ctx, explorer, view, tree, outputs: list, page_outputs) -> None:
         page = page_outputs(explorer.select(token, current, new_id, teacher=secret))
         return [notice, gr.Column(visible=False), "", *page]
 
+    def label(token, current, secret, number, text):
+        new_view, notice = comparer.label(token, current, number, text)
+        return page_outputs(explorer.render(token, new_view, secret, notice))
+
     common = {"concurrency_limit": 8, "api_visibility": "private"}
+    label_button.click(label, inputs=[visitor, view, teacher, label_at, label_text], outputs=outputs,
+                       api_name="explorer_label", concurrency_limit=8)
     panel.expand(pickers, inputs=[visitor, view, pick_a, pick_b], outputs=picker_outputs, **common)
-    tree.change(pickers, inputs=[visitor, view, pick_a, pick_b], outputs=picker_outputs, **common)
-    ctx.ready.then(pickers, inputs=[visitor, view, pick_a, pick_b], outputs=picker_outputs, **common)
+    tree.change(from_tree, inputs=[visitor, view, pick_a, pick_b], outputs=picker_outputs, **common)
+    ctx.ready.then(fresh, inputs=[visitor, view], outputs=picker_outputs, **common)
     if isinstance(tab, gr.Tab):   # 从 8.11 标签页跑完演示切过来：A / B 已经是分支 A / 分支 B
-        tab.select(pickers, inputs=[visitor, view, pick_a, pick_b], outputs=picker_outputs, **common)
+        tab.select(fresh, inputs=[visitor, view], outputs=picker_outputs, **common)
     to_a.click(take("a"), inputs=[visitor, view, pick_a, pick_b], outputs=picker_outputs, **common)
     to_b.click(take("b"), inputs=[visitor, view, pick_a, pick_b], outputs=picker_outputs, **common)
     compare_button.click(compare, inputs=[visitor, view, pick_a, pick_b],
                          outputs=[note, summary, shared_box, shared, table, workspace, converge_box, winner, carry,
                                   pair, result], api_name="explorer_compare", concurrency_limit=8)
-    winner.input(on_winner, inputs=[pair, winner], outputs=[carry], **common)
+    winner.input(on_winner, inputs=[visitor, pair, winner], outputs=[carry], **common)
     converge_button.click(converge, inputs=[visitor, view, teacher, pair, winner, carry, decision, title],
                           outputs=[result, converge_box, decision, *outputs], api_name="explorer_converge",
                           concurrency_limit=8).then(

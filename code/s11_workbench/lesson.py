@@ -81,8 +81,9 @@ class LessonPage:
     second: str = ""
     preview: str = ""
     downloads: tuple = (None, None)
-    name: str = ""
+    name: str | None = None      # 名字输入框：只在页面载入和保存名字时更新（None 保持原样，不盖住正在输入的字）
     teacher: bool = False
+    static: bool = True          # False：说明、目标树这些这一关不变的部分不必重发（每次操作之后都是 False）
     draft: str | None = None     # 第二个标签页的输入框：None 保持原样，"" 清空
     main_draft: str | None = None  # 本页续写的输入框：同上
 
@@ -227,7 +228,7 @@ class Lesson:
         return bool(teacher) and self.spaces.is_teacher(teacher)
 
     def _act(self, token, view: LessonView, teacher, action: Callable, *, counts: bool = True,
-             draft: str | None = None, main_draft: str | None = None) -> LessonPage:
+             draft: str | None = None, main_draft: str | None = None, static: bool = False) -> LessonPage:
         """action(space, progress) -> (新视图, 提示, 额外字段)；之后重新判分、记进度、画整页。"""
         extra: dict = {}
         try:
@@ -242,14 +243,14 @@ class Lesson:
             if main_draft is not None:
                 extra["main_draft"] = main_draft
             counts = False
-        return self.render(token, view, teacher, notice, counts=counts, **extra)
+        return self.render(token, view, teacher, notice, counts=counts, static=static, **extra)
 
     def open_page(self, token, teacher=None) -> LessonPage:
         """页面载入：回到上次做的那一关。"""
         def action(space, progress):
             current = progress.get("current")
-            return LessonView(level=current if isinstance(current, str) else None), "", {}
-        return self._act(token, LessonView(), teacher, action, counts=False)
+            return LessonView(level=current if isinstance(current, str) else None), "", {"name": _own_name(space.folder)}
+        return self._act(token, LessonView(), teacher, action, counts=False, static=True)
 
     def pick(self, token, view: LessonView, level_id, teacher=None) -> LessonPage:
         """选一关：还没开始就只显示说明和目标，点「开始」才写起点。"""
@@ -261,7 +262,7 @@ class Lesson:
             anchors = level_state(entry).anchors
             first = next(iter(anchors.values()), None)
             return LessonView(level=exercise.id, session_id=first), "", {}
-        return self._act(token, view, teacher, action, counts=False)
+        return self._act(token, view, teacher, action, counts=False, static=True)
 
     def start(self, token, view: LessonView, teacher=None) -> LessonPage:
         """开始（或重新开始）这一关：把起点树写进自己的空间，进度从头算。"""
@@ -283,7 +284,7 @@ class Lesson:
             done = f"🚀 已开始「{literal_inline(exercise.title)}」：起点已写进你的空间" if anchors else \
                 f"🚀 已开始「{literal_inline(exercise.title)}」"
             return LessonView(level=exercise.id, session_id=first), done, {}
-        return self._act(token, view, teacher, action, counts=False)
+        return self._act(token, view, teacher, action, counts=False, static=True)
 
     def select(self, token, view: LessonView, session_id, teacher=None) -> LessonPage:
         def action(space, progress):
@@ -435,7 +436,7 @@ class Lesson:
         def action(space, progress):
             cleaned = self.spaces.set_display_name(token, name)
             done = f"👋 老师会看到你叫 {literal_inline(cleaned)}" if cleaned else "已清除名字：老师只看到一个空间编号"
-            return view, done, {}
+            return view, done, {"name": cleaned}
         return self._act(token, view, teacher, action, counts=False)
 
     # ── 老师：自己出一关 ──────────────────────────────────────────────────────────────────
@@ -517,7 +518,6 @@ class Lesson:
     def _render(self, space, view: LessonView, teacher, notice: str, counts, extra: dict) -> LessonPage:
         progress = read_progress(space.folder)
         page = LessonPage(notice=notice, view=view, teacher=self._is_teacher(teacher))
-        page.name = _own_name(space.folder)
         exercise = None
         if view.level:
             try:
@@ -598,6 +598,10 @@ class Lesson:
                               n["session_id"]) for n, prefix, _ in tree]
         page.converge_choices = [(shorten(label, 60), sid) for label, sid in page.tree_choices if sid != selected]
         page.current_map = mermaid_map(tree, selected, end, links=False)
+
+    def level_choices(self) -> list:
+        """还没有进度时的关卡列表。"""
+        return self._choices({"levels": {}})
 
     def _choices(self, progress: dict) -> list:
         """关卡列表：✅ 做完了、▶ 开始了、· 还没开始。"""

@@ -59,10 +59,11 @@ class LessonEvent:
 def page_outputs(page: LessonPage) -> list:
     """LessonPage -> 各输出控件的新值（顺序与 build() 里的 outputs 一致）。"""
     view = page.view
+    same = gr.skip() if not page.static else None   # 这一关不变的部分：操作之后不重发（mermaid 不必重画）
     return [
         page.notice, view,
         gr.Radio(choices=page.level_choices, value=view.level),
-        page.instructions, page.goal_map, page.goal_text, page.current_map,
+        same or page.instructions, same or page.goal_map, same or page.goal_text, page.current_map,
         gr.Radio(choices=page.tree_choices, value=view.session_id if page.tree_choices else None),
         page.verdict, page.hint,
         gr.Markdown(page.solution, visible=bool(page.solution)),
@@ -74,8 +75,8 @@ def page_outputs(page: LessonPage) -> list:
         gr.Accordion(visible=page.teacher),
         gr.skip() if page.draft is None else page.draft,
         gr.skip() if page.main_draft is None else page.main_draft,
-        page.name,
-        gr.Markdown(_tools_note(page.tools), visible=bool(page.tools)),
+        gr.skip() if page.name is None else page.name,
+        same or gr.Markdown(_tools_note(page.tools), visible=bool(page.tools)),
     ]
 
 
@@ -100,7 +101,8 @@ def build(ctx) -> None:
         name_button = gr.Button("💾 保存名字", scale=1, min_width=110, elem_id="s11l-name-save")
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=240):
-            levels = gr.Radio([], label="关卡（✅ 做完 · ▶ 做到一半 · 🧑‍🏫 老师出的）", elem_id="s11l-levels")
+            # 一开始就列出内置关卡（没有 ✓）：页面载入时再换成带进度的那一份
+            levels = gr.Radio(lesson.level_choices(), label="关卡（✅ 做完 · ▶ 做到一半 · 🧑‍🏫 老师出的）", elem_id="s11l-levels")
             start_button = gr.Button("🚀 开始这一关（重新开始会另写一份起点）", variant="primary",
                                      elem_id="s11l-start")
             solution_button = gr.Button("📖 看答案", elem_id="s11l-solution-button")

@@ -33,7 +33,8 @@ def build(ctx, view) -> None:
     """在当前位置（浏览器的一个动作标签里）搭好分享面板。view：浏览器的 gr.State(View)。"""
     share = Share(ctx.spaces)
     gr.Markdown("把选中的节点连同它的分支分享出去：**先检查要遮住的内容**，把误报取消勾选、"
-                "把规则漏掉的内部名字加进来，再生成下载。选择只对这一次下载生效，默认全部遮住。")
+                "把规则漏掉的内部名字加进来，再生成下载。选择只对这一次下载生效，默认全部遮住。"
+                "JSONL 可以在任何一个工作台的「📥 导入」里上传（或 `s11_cli.py import`），复原同一棵树。")
     scope = gr.Radio(SCOPE_CHOICES, value="tree", label="分享的范围", elem_id="s11s-scope")
     added = gr.Textbox(label="另外要遮住的字符串（一行一个；* 代表一段字母、数字或 _ . -，如 *.corp.example）",
                        lines=2, max_lines=8, max_length=12_000, elem_id="s11s-added")

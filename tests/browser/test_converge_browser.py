@@ -1,8 +1,10 @@
 """Fork + converge in Debian's chromium, as a reader: run the 8.11 demo, open the explorer, compare 分支 A with 分支 B,
 converge into B carrying one message of A, see the dashed edge and the converged mark, export the converge node and
-find the 🔀 card -- at 1400 px and 390 px, light and dark, with no page overflow and no inner scroller hiding a column.
+find the 🔀 card, label a message and see it in the tree -- at 1400 px and 390 px, light and dark, with no page
+overflow and no inner scroller hiding a column.
 
-Set S11_CONVERGE_SCREENSHOTS=docs to also write docs/converge-compare-*.png and docs/converge-tree-*.png.
+Set S11_CONVERGE_SCREENSHOTS=docs to also write docs/converge-compare-*.png and docs/converge-tree-*.png
+(1400 px light and 390 px dark, the two full walks).
 """
 
 from __future__ import annotations
@@ -38,11 +40,11 @@ def server(tmp_path_factory):
 
 
 def open_explorer(page) -> None:
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    try:
-        page.get_by_role("tab", name=TAB).click(timeout=5_000)
-    except PlaywrightTimeout:   # on a phone the later tabs sit behind Gradio's "More tabs" menu
-        page.get_by_role("button", name="More tabs").click()
+    page.get_by_role("tab").first.wait_for(timeout=30_000)
+    if page.get_by_role("tab", name=TAB).is_visible():
+        page.get_by_role("tab", name=TAB).click()
+    else:   # on a phone the later tabs sit behind Gradio's "More tabs" menu
+        page.get_by_role("button", name="More tabs").first.click()
         page.locator(".overflow-dropdown button", has_text=TAB).click()
     page.locator("#s11x-space").get_by_text("空间").wait_for(timeout=15_000)
 
@@ -71,8 +73,11 @@ def shoot(locator, name: str) -> None:
         locator.screenshot(path=str(Path(folder) / name), type="png")
 
 
-@pytest.mark.parametrize("width, scheme", [(1400, "light"), (390, "dark"), (1400, "dark"), (390, "light")])
-def test_compare_a_and_b_converge_into_b_and_export_the_card(browser, server, width, scheme):
+@pytest.mark.parametrize("width, scheme, full", [(1400, "light", True), (390, "dark", True),
+                                                (1400, "dark", False), (390, "light", False)])
+def test_compare_a_and_b_converge_into_b_and_export_the_card(browser, server, width, scheme, full):
+    """full=False stops after the comparison (the layout checks and the screenshot): the other two combinations of
+    width and colour scheme get the same layout checks without repeating the whole walk."""
     url, sessions = server
     context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme,
                                   accept_downloads=True)
@@ -86,7 +91,7 @@ def test_compare_a_and_b_converge_into_b_and_export_the_card(browser, server, wi
         by_count = {s["message_count"]: s["session_id"] for s in store.list_sessions()}
         a, b = by_count[7], by_count[9]
 
-        # the default pair is already 分支 A against 分支 B: one click compares them
+        # the default pair is already branch A against branch B: one click compares them
         picked = []
         for _ in range(80):
             picked = page.evaluate("() => ['#s11c-a', '#s11c-b'].map(s => document.querySelector(s + ' input')?.value)")
@@ -110,7 +115,11 @@ def test_compare_a_and_b_converge_into_b_and_export_the_card(browser, server, wi
             assert box["x"] >= 0 and box["x"] + box["width"] <= width + 1
         assert hidden_scrollers(page, "#s11c-panel") == []
         assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
-        shoot(page.locator("#s11c-panel"), f"converge-compare-{width}-{scheme}.png")
+        if full:   # the README shows the two full walks
+            shoot(page.locator("#s11c-panel"), f"converge-compare-{width}-{scheme}.png")
+
+        if not full:
+            return
 
         # converge into B, carrying A's message 6
         assert page.locator("#s11c-winner input:checked").evaluate("e => e.value") == b or \
@@ -145,5 +154,14 @@ def test_compare_a_and_b_converge_into_b_and_export_the_card(browser, server, wi
             page.locator("#s11x-download-html").click()
         html = Path(download.value.path()).read_text("utf-8")
         assert '<section class="converge-card"' in html and a in html and b in html
+
+        # label the carried message of the converge node: the tree shows it
+        page.locator("#s11c-label-panel").get_by_text("给选中会话的一条消息加标签").click()
+        page.locator("#s11c-label-at input").fill("10")
+        page.locator("#s11c-label-text textarea").fill("LRU 上限也留着")
+        page.locator("#s11c-label-button").click()
+        page.locator("#s11x-tree").get_by_text("🏷️ #10 LRU 上限也留着").wait_for(timeout=15_000)
+        assert store.load(new_id).messages[9]["label"] == "LRU 上限也留着"
+        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
     finally:
         context.close()

@@ -19,7 +19,7 @@ from s11_import import tree_jsonl
 from s11_session import SessionStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from share_trees import SECRETS, hostile_tree, three_branches  # noqa: E402
+from share_trees import SECRETS, ConvergedStore, hostile_tree, three_branches  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, str(REPO / "code" / "s11_cli.py")]
@@ -253,3 +253,15 @@ def test_command_line_refuses_bad_export_arguments(tmp_path, args, said):
     root = three_branches(store)["root"]
     result = cli("--dir", "a", "export", *[root if a == "ROOT" else a for a in args], cwd=tmp_path)
     assert result.returncode == 2 and said in result.stderr and "Traceback" not in result.stderr
+
+
+def test_converged_from_is_written_and_read_back(tmp_path):
+    store = SessionStore(str(tmp_path / "source"), durable=False)
+    ids = three_branches(store)
+    decided = store.fork(ids["b"], [{"role": "user", "content": "🔀 选 B"}], title="收敛")
+    path = export(ConvergedStore(store, decided.session_id, [ids["a"]]), ids["root"], tmp_path / "c.jsonl")
+    head, nodes = tree_jsonl.read_tree(str(path))
+    by_id = {node.session_id: node for node in nodes}
+    assert by_id[decided.session_id].converged_from == [ids["a"]]
+    assert getattr(by_id[ids["a"]], "converged_from", None) in (None, [])
+    assert [node.session_id for node in nodes][0] == ids["root"] and head["nodes"] == 6

@@ -87,7 +87,7 @@ def test_a_student_cannot_see_another_students_nodes_or_name(room):
     text = json.dumps([vars(bob_page)[k] for k in vars(bob_page) if k not in ("view", "notice")],
                       ensure_ascii=False, default=str)
     assert not any(sid in text for sid in alice_ids) and "Alice-Secret-Name" not in text
-    assert lesson.open_page(bob).name == ""
+    assert lesson.open_page(bob).name == "" and lesson.open_page(alice).name == "Alice-Secret-Name"
 
 
 def test_the_class_view_is_for_the_teacher_only(room):

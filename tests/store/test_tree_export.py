@@ -18,7 +18,15 @@ from s11_format import SessionError, SessionNotFound
 from s11_session import SessionStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from share_trees import HOSTILE_LABEL, HOSTILE_TITLE, Page, big_tree, hostile_tree, three_branches  # noqa: E402
+from share_trees import (  # noqa: E402
+    HOSTILE_LABEL,
+    HOSTILE_TITLE,
+    ConvergedStore,
+    Page,
+    big_tree,
+    hostile_tree,
+    three_branches,
+)
 
 MARK = re.compile(r"\[已脱敏:([^\]]+)\]")
 SAFE_TAGS = {"html", "head", "meta", "title", "style", "body", "div", "header", "h1", "h2", "h3", "p", "a", "code",
@@ -231,3 +239,31 @@ def test_a_1000_node_tree_exports_with_every_node_and_anchor(store):
     # every message once: 1 + one per node
     assert len(message_ids(page)) == sum(len(m) for m in prepared.messages) == 1000
     assert len(html_text) < 3_000_000 and len(markdown) < 1_500_000
+
+
+def test_converge_edges_are_drawn_both_ways_and_resolve(store):
+    ids = three_branches(store)
+    decided = store.fork(ids["b"], [{"role": "user", "content": "🔀 收敛：选 B，带上 A 的 LRU"}], title="收敛")
+    converged = ConvergedStore(store, decided.session_id, [ids["a"], ids["c"], "0123456789ab"])
+    prepared = te.prepare(converged, ids["root"])
+    html_text, markdown = te.render_html(prepared), te.render_markdown(prepared)
+    page = Page(html_text)
+    assert set(h[1:] for h in page.hrefs) <= set(page.ids)
+    node = next(n for n in prepared.gathered.nodes if n.session_id == decided.session_id)
+    assert node.converged_from == (ids["a"], ids["c"], "0123456789ab")
+    assert f'收敛自 <a href="#{ids["a"]}">' in html_text and "0123456789ab</code>（不在本次导出中）" in html_text
+    assert html_text.count(f'已收敛到 <a href="#{decided.session_id}">') == 4   # A and C: sidebar + section
+    assert f"🔀 收敛自 `{ids['a']}`" in markdown and f"↪ 已收敛到 `{decided.session_id}`" in markdown
+
+
+def test_a_real_converge_node_gets_its_card_and_its_dashed_relations(store):
+    ids = three_branches(store)
+    decided = store.converge(ids["b"], [ids["a"]], "选 B <script>alert(9)</script> 邮件 bob@example.com",
+                             carry=[(ids["a"], 4)])
+    prepared, html_text, markdown = page_of(store, ids["root"])
+    page = Page(html_text)
+    assert set(h[1:] for h in page.hrefs) <= set(page.ids) and "script" not in page.tags[1:]
+    assert page.classes.get("converge-card") == 1 and "决定（第 7 条）" in html_text   # numbered along its path
+    assert f'收敛自 <a href="#{ids["a"]}">' in html_text and f'已收敛到 <a href="#{decided.session_id}">' in html_text
+    assert "bob@example.com" not in html_text and "bob@example.com" not in markdown
+    assert "> **🔀 收敛**" in markdown and "第 6 条 ↪️ 带自" in markdown

@@ -135,3 +135,34 @@ def test_hostile_text_stays_text_in_the_table_and_the_labels(spaces):
     rows = [line for line in shown.table.splitlines() if line.startswith("| 2 |")]
     assert len(rows) == 1 and rows[0].count(" | ") == 2 and "\\| cell \\|" in rows[0]
     assert "<b>" not in shown.summary
+
+
+def test_a_label_from_the_panel_shows_in_the_path_the_tree_and_the_map(spaces, student, tmp_path):
+    token, ids = student
+    b = ids["branch_b_id"]
+    explorer = Explorer(spaces, export_root=str(tmp_path / "exports"))
+    page = explorer.select(token, View(), b)
+    view, notice = Comparer(spaces).label(token, page.view, 8, "最终方案")
+    assert notice.startswith("🏷️ 已给第 8 条加上标签") and view.revision == page.view.revision + 1
+    page = explorer.render(token, view, None, notice)
+    assert "🏷️ #8 最终方案" in dict((v, k) for k, v in page.tree_choices)[b]
+    assert "🏷️ #8 最终方案" in page.map_markdown
+    assert any("🏷️ 最终方案" in str(row.get("content")) for row in page.chat)
+    assert spaces.open(token).store.load(b).messages[7]["label"] == "最终方案"
+
+
+def test_a_label_on_a_stale_page_or_a_bad_number_is_refused_and_nothing_is_written(spaces, student, tmp_path):
+    token, ids = student
+    b = ids["branch_b_id"]
+    explorer = Explorer(spaces, export_root=str(tmp_path / "exports"))
+    stale = explorer.select(token, View(), b).view
+    explorer.resume(token, stale, "别的标签页追加的一轮")
+    before = folder_bytes(spaces.open(token).store.storage_dir)
+    view, notice = Comparer(spaces).label(token, stale, 8, "过期")
+    assert view.revision == -1 and "别的标签页" in notice
+    for number, text, expected in ((0, "x", "没有第 0 条"), ("三", "x", "整数"), (2, "长" * 81, "最多 80")):
+        _, notice = Comparer(spaces).label(token, explorer.select(token, View(), b).view, number, text)
+        assert expected in notice
+    _, notice = Comparer(spaces).label(token, View(), 2, "x")
+    assert "先在列表或会话树里选一个会话" in notice
+    assert folder_bytes(spaces.open(token).store.storage_dir) == before

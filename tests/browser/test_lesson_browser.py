@@ -1,0 +1,235 @@
+"""A lesson in Debian's chromium: a teacher and two students in separate browser contexts.
+
+Both students solve level 1 of 🎯 练习 by clicking; the teacher's class panel (above the tabs, teacher mode only)
+shows their names and progress and flags the idle one; a level the teacher publishes reaches both; the class fork
+map shows both students' forks of a shelf session; no student page holds the other's name, space id or the
+teacher secret; archiving at the end leaves nothing visible to a new student.
+
+Set S11_LESSON_SCREENSHOTS=docs to also write docs/lesson-*.png (1400/390 px, light/dark) during the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, free_port
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+TAB = "🎯 练习"
+TEACHER = "lesson-browser-teacher-" + secrets.token_hex(8)
+NAMES = ("学生甲-" + secrets.token_hex(3), "学生乙-" + secrets.token_hex(3))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    import app
+
+    sessions = tmp_path_factory.mktemp("lesson_sessions")
+    demo = app.build_app(sessions, teacher_secret=TEACHER)
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                **app.launch_options(demo))
+    try:
+        yield demo.local_url.rstrip("/"), demo.s11_spaces
+    finally:
+        demo.close()
+
+
+class Visitor:
+    def __init__(self, browser, url: str, *, query: str = "", width: int = 1400, scheme: str = "light"):
+        self.context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
+        self.page = self.context.new_page()
+        self.page.goto(f"{url}/{query}")
+        self.page.get_by_role("tab").first.wait_for()
+
+    def open_lesson(self) -> None:
+        tab = self.page.get_by_role("tab", name=TAB)
+        if tab.count() and tab.first.is_visible():
+            tab.first.click(timeout=30_000)
+        else:   # on a phone the later tabs sit behind Gradio's "More tabs" menu
+            self.page.get_by_role("button", name="More tabs").click()
+            self.page.locator(".overflow-dropdown button", has_text=TAB).click()
+        self.page.locator("#s11l-levels").get_by_text("第 1 关").wait_for(timeout=15_000)
+
+    def notice(self) -> str:
+        return self.page.locator("#s11l-notice").inner_text()
+
+    def act(self, click, expect: str) -> None:
+        """Click, then wait for a new notice containing `expect` (each action rewrites the notice)."""
+        before = self.notice()
+        click()
+        self.page.wait_for_function(
+            "([before, expect]) => { const n = document.querySelector('#s11l-notice');"
+            " const t = n ? n.innerText : ''; return t !== before && t.includes(expect); }",
+            arg=[before, expect], timeout=15_000)
+
+    def choose(self, elem_id: str, text: str) -> None:
+        self.page.locator(f"#{elem_id}").get_by_text(text).first.click()
+
+    def action_tab(self, name: str) -> None:
+        self.page.locator(f"#s11l-{name}-tab-button").click()
+
+    def fork(self, at: int) -> None:
+        self.action_tab("fork")
+        self.page.locator("#s11l-fork-at input").fill(str(at))
+        self.act(lambda: self.page.locator("#s11l-fork").click(), "分叉出新会话")
+
+    def resume(self, role: str, text: str, count: int) -> None:
+        self.action_tab("resume")
+        self.choose("s11l-role", role)
+        self.page.locator("#s11l-resume-text textarea").fill(text)
+        self.act(lambda: self.page.locator("#s11l-resume").click(), f"现在有 {count} 条消息")
+
+    def select_tree(self, text: str) -> None:
+        before = self.page.locator("#s11l-tree").inner_text()
+        self.choose("s11l-tree", text)
+        self.page.wait_for_function(
+            "(before) => { const t = document.querySelector('#s11l-tree');"
+            " return t && t.querySelector('input:checked') && t.innerText !== '' ; }", arg=before, timeout=15_000)
+        self.page.wait_for_timeout(300)
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def solve_level_one(student: Visitor, name: str) -> None:
+    page = student.page
+    page.locator("#s11l-name textarea, #s11l-name input").first.fill(name)
+    student.act(lambda: page.locator("#s11l-name-save").click(), "老师会看到你叫")
+    student.choose("s11l-levels", "第 1 关")
+    page.locator("#s11l-verdict").get_by_text("还没开始").wait_for(timeout=15_000)
+    student.act(lambda: page.locator("#s11l-start").click(), "已开始")
+    student.fork(5)
+    student.resume("assistant", "方案 A：LRU 上限", 6)
+    student.resume("user", "按方案 A 继续", 7)
+    student.select_tree("= 主会话")
+    student.fork(5)
+    for count, (role, text) in enumerate([("assistant", "方案 B：弱引用"), ("user", "先对比压测"),
+                                          ("user", "压测完成，选 B"), ("assistant", "已完成重构")], start=6):
+        student.resume(role, text, count)
+    page.locator("#s11l-hint").get_by_text("这一关完成了").wait_for(timeout=15_000)
+    assert page.locator("#s11l-verdict").inner_text().count("✅") == 4
+    page.locator("#s11l-levels").get_by_text("✅ 第 1 关").wait_for(timeout=15_000)
+
+
+def row_of(table, text: str):
+    """The visible table row holding `text` (Gradio keeps hidden copies of the cells for measuring)."""
+    cell = table.get_by_text(text).locator("visible=true").first
+    return cell.locator("xpath=ancestor::div[contains(concat(' ', @class, ' '), ' virtual-row ')][1]")
+
+
+def shoot(visitor: Visitor, name: str, folder: str) -> None:
+    visitor.page.evaluate("document.fonts.ready")
+    visitor.page.wait_for_timeout(600)
+    visitor.page.screenshot(path=str(Path(REPO / folder / name)), full_page=True)
+
+
+def test_a_lesson_with_a_teacher_and_two_students(browser, server):
+    url, spaces = server
+    started = time.monotonic()
+    shots = os.environ.get("S11_LESSON_SCREENSHOTS")
+    teacher = Visitor(browser, url, query=f"?teacher={TEACHER}")
+    first, second = Visitor(browser, url), Visitor(browser, url)
+    try:
+        # the class panel sits above the tabs for the teacher, and nowhere for a student
+        teacher.page.locator("#s11c-panel").wait_for(state="visible", timeout=15_000)
+        assert not first.page.locator("#s11c-panel").is_visible()
+        for student, name in zip((first, second), NAMES):
+            student.open_lesson()
+            solve_level_one(student, name)
+            print(f"solved level 1 as {name}: {time.monotonic() - started:.1f} s")
+
+        # the second student goes quiet: no progress on level 2 for ten minutes (the clock is moved, not waited)
+        second.choose("s11l-levels", "第 2 关")
+        second.act(lambda: second.page.locator("#s11l-start").click(), "已开始")
+        ids = {row["space_id"] for row in spaces.list_spaces(TEACHER)}
+        by_name = {spaces.display_names(TEACHER).get(space_id): space_id for space_id in ids}
+        quiet = Path(spaces.spaces_dir) / by_name[NAMES[1]] / ".lesson.json"
+        progress = json.loads(quiet.read_text(encoding="utf-8"))
+        progress["levels"]["rewind"]["last_progress"] -= 600
+        quiet.write_text(json.dumps(progress), encoding="utf-8")
+
+        teacher.page.locator("#s11c-refresh").click()
+        table = teacher.page.locator("#s11c-class")
+        table.get_by_text(NAMES[1]).locator("visible=true").first.wait_for(timeout=15_000)
+        rows = {name: row_of(table, name).inner_text() for name in NAMES}
+        assert "1/7" in rows[NAMES[0]] and "做完了" in rows[NAMES[0]] and "卡住了" not in rows[NAMES[0]]
+        assert "1/7" in rows[NAMES[1]] and "卡住了" in rows[NAMES[1]]
+        # a row opens that student's space read-only
+        row_of(table, NAMES[0]).locator(".body-cell").first.click()
+        teacher.page.locator("#s11c-student").get_by_text("只读").wait_for(timeout=15_000)
+        assert NAMES[0] in teacher.page.locator("#s11c-student").inner_text()
+
+        # the teacher publishes a level of their own; it reaches both students
+        teacher.open_lesson()
+        teacher.page.locator("#s11l-author").get_by_text("老师：自己出一关").click()
+        teacher.page.locator("#s11l-publish").click()
+        teacher.page.locator("#s11l-level-check").get_by_text("已把").wait_for(timeout=15_000)
+        for student in (first, second):
+            student.page.reload()
+            student.open_lesson()
+            student.page.locator("#s11l-levels").get_by_text("我的一关").wait_for(timeout=15_000)
+
+        # a shelf session, one fork by each student, the teacher's class fork map
+        own = spaces.open(spaces.new_token())
+        root = own.store.create_session("课堂共享会话", [{"role": "user", "content": f"第 {n} 条"} for n in range(1, 7)])
+        spaces.publish(TEACHER, own.space_id, root)
+        for name, at in zip(NAMES, (3, 5)):
+            student_space = spaces._space(by_name[name])
+            student_space.fork_from(spaces.shelf(), root, at=at, new_messages=[{"role": "user", "content": name}])
+        teacher.page.locator("#s11c-map-box").get_by_text("全班的分叉图").click()
+        teacher.page.locator("#s11c-refresh").click()   # a reload would drop the teacher link (by design)
+        teacher.page.wait_for_function(
+            "() => { const i = document.querySelector('#s11c-shelf input'); return i && i.value.includes('课堂共享会话'); }",
+            timeout=15_000)
+        teacher.page.locator("#s11c-draw").click()
+        fork_map = teacher.page.locator("#s11c-map")
+        fork_map.get_by_text("第 5 条之后").wait_for(timeout=15_000)
+        text = fork_map.inner_text()
+        assert "第 3 条之后：1 人" in text and NAMES[0] in text and NAMES[1] in text
+        row_of(teacher.page.locator("#s11c-forks"), NAMES[1]).locator(".body-cell").first.click()
+        teacher.page.wait_for_function(
+            "(name) => { const c = document.querySelector('#s11c-path'); return c && c.innerText.includes(name); }",
+            arg=NAMES[1], timeout=15_000)
+
+        if shots:
+            shoot(teacher, "lesson-class-light.png", shots)
+            shoot(first, "lesson-light.png", shots)
+
+        # nothing of the other student, and no teacher secret, on a student's page
+        for student, other in ((first, 1), (second, 0)):
+            html = student.page.content()
+            assert NAMES[other] not in html and by_name[NAMES[other]] not in html and TEACHER not in html
+
+        # end of class: archive everything; a new student sees nothing of it
+        teacher.page.locator("#s11c-archive-box").get_by_text("下课").click()
+        teacher.page.locator("#s11c-archive").click()
+        teacher.page.locator("#s11c-notice").get_by_text("请先勾选").wait_for(timeout=15_000)
+        teacher.page.locator("#s11c-confirm").get_by_text("我确认").click()
+        teacher.page.locator("#s11c-archive").click()
+        teacher.page.locator("#s11c-notice").get_by_text("已归档").wait_for(timeout=15_000)
+        # (the teacher's own page reopens an empty space of its own right away)
+        assert all(row["sessions"] == 0 for row in spaces.list_spaces(TEACHER)) and len(spaces.archives()) == 1
+        assert spaces.display_names(TEACHER) == {}
+        newcomer = Visitor(browser, url)
+        try:
+            newcomer.open_lesson()
+            levels = " ".join(newcomer.page.locator("#s11l-levels label").all_inner_texts())   # options only
+            assert "✅" not in levels and "▶" not in levels
+            html = newcomer.page.content()
+            assert not any(name in html for name in NAMES) and not any(sid in html for sid in by_name.values())
+        finally:
+            newcomer.close()
+    finally:
+        for visitor in (teacher, first, second):
+            visitor.close()
+    print(f"lesson browser walk: {time.monotonic() - started:.1f} s")
