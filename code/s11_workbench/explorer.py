@@ -429,8 +429,9 @@ def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: b
 
 
 def _text_map(tree: list[tuple[dict, str, int]], names: dict[str, str]) -> str:
+    into = converged_into(node for node, _, _ in tree)   # 收敛的标记（与会话树里的一样）
     lines = [f"{prefix}{node_caption(node, names.get(node['session_id'], ''), 30)} [{node['session_id']}]"
-             for node, prefix, _ in tree[:TEXT_MAP_MAX_LINES]]
+             f"{marks_text(node, into)}" for node, prefix, _ in tree[:TEXT_MAP_MAX_LINES]]
     if len(tree) > TEXT_MAP_MAX_LINES:
         lines.append(f"…（还有 {len(tree) - TEXT_MAP_MAX_LINES:,} 个节点）")
     return "\n".join(lines)
