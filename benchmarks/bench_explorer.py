@@ -6,6 +6,9 @@
     one student space (Spaces, fsync on) ── 667 × demo_tree_branching ≈ 2,000 sessions
       list     refresh(token, view)                  list_sessions + check() + the selected tree, path and map
       select   select(token, view, branch B)         + load the node, tree labels, chat rows, mermaid
+      search   refresh(token, view, "WeakValueDictionary 弱引用")   full text over every message (cached per file;
+               "cold" empties the cache first: the first search after a start-up)
+      jump / sibling ▶   a search hit's click, the "▶" at a fork point
       fork     fork(token, view, 3, "…")             + store.fork (one fsync'd file)
       resume   resume(token, view, "…")              + load, append, save with the page's revision
       export   export(token, view)                   + export_markdown + export_html (redacted) + 2 files
@@ -89,6 +92,24 @@ class Handlers:
     def select(self):
         self.check(self.explorer.select(self.token, self.view, self.ids["branch_b_id"]))
 
+    def search(self):
+        """Full text over every message of the 2,000 sessions (the text cache warm after the first run)."""
+        page = self.explorer.refresh(self.token, self.view, "WeakValueDictionary 弱引用")
+        self.check(page)
+        if not page.hits:
+            raise SystemExit("search found nothing")
+
+    def search_cold(self):
+        self.explorer._texts.clear()   # what the first search after a start-up costs
+        self.explorer._text_chars = 0
+        self.search()
+
+    def jump(self):
+        self.check(self.explorer.jump(self.token, self.view, self.ids["branch_b_id"], 6))
+
+    def sibling(self):
+        self.check(self.explorer.next_sibling(self.token, self.view))
+
     def fork(self):
         self.check(self.explorer.fork(self.token, self.view, 3, "换个思路：先加监控"))
 
@@ -123,7 +144,9 @@ class Handlers:
 
 def handler_table(handlers: Handlers, runs: int) -> List[list]:
     plan: List[tuple[str, Callable[[], object], Optional[Callable[[], object]]]] = [
-        ("list", handlers.list, None), ("select", handlers.select, None), ("fork", handlers.fork, None),
+        ("list", handlers.list, None), ("select", handlers.select, None),
+        ("search (full text)", handlers.search, None), ("search, cold cache", handlers.search_cold, None),
+        ("jump to a hit", handlers.jump, None), ("sibling ▶", handlers.sibling, None), ("fork", handlers.fork, None),
         ("resume", handlers.resume, None), ("export", handlers.export, None),
         ("delete", handlers.delete, handlers.make_victim), ("restore", handlers.restore, handlers.make_deleted),
         ("import 1 MB", handlers.import_upload, handlers.make_upload)]

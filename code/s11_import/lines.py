@@ -155,8 +155,25 @@ def _recover(raw: bytes, line: int, t: Transcript, error: ValueError) -> Iterato
             yield value
 
 
+# json / UTF-8 解码器的英文说明 -> 读者看得懂的中文（导入报告里每一行跳过的原因都是中文）
+_PARSER_WORDS = {
+    "Expecting value": "这里缺一个值", "Expecting ',' delimiter": "这里缺一个逗号",
+    "Expecting ':' delimiter": "这里缺一个冒号", "Extra data": "一个值后面还有多余的内容",
+    "Expecting property name enclosed in double quotes": "键名要用双引号括起来",
+    "Unterminated string starting at": "字符串没有结束", "Invalid control character at": "字符串里有控制字符",
+    "Invalid \\escape": "反斜杠转义写错了", "Invalid \\uXXXX escape": "\\u 转义写错了",
+    "invalid start byte": "不是 UTF-8 编码（起始字节无效）", "invalid continuation byte": "不是 UTF-8 编码（后续字节无效）",
+    "unexpected end of data": "UTF-8 字符被截断了",
+}
+
+
 def _detail(error: ValueError) -> str:
-    return str(getattr(error, "msg", None) or getattr(error, "reason", None) or error)[:80]
+    """解析失败的原因（中文），带上出错的列：'这里缺一个逗号（第 17 列）'。没见过的英文说明原样附在后面。"""
+    words = str(getattr(error, "msg", None) or getattr(error, "reason", None) or "无法解析")
+    column = getattr(error, "colno", None) or (getattr(error, "start", -1) + 1 if hasattr(error, "start") else None)
+    where = f"（第 {column} 列）" if isinstance(column, int) and column > 0 else ""
+    chinese = _PARSER_WORDS.get(words)
+    return (f"{chinese}{where}" if chinese else f"无法解析{where}：{words}")[:80]
 
 
 def _leading_objects(text: str) -> Tuple[List[Any], int, int]:

@@ -90,7 +90,7 @@ FIRST_ADDED_SHOWN = 24
 FOCUS_OPEN_CHARS = 200     # 被指向的那条消息里，这么短的折叠块才默认展开（手机上也不会把📍那行顶出窗口）
 NAME_LEVELS = 4            # 分支名最多写几层（'B.A.C.A'），更深的前面写 '…'
 # 每个动作的结果写在引起它的控件旁边：Page.area 是这几块之一（""：只写在页面顶上）
-AREAS = ("list", "path", "fork", "resume", "export", "trash", "import", "teacher")
+AREAS = ("list", "path", "fork", "resume", "export", "trash", "confirm", "import", "teacher")
 
 
 # ── 服务器端视图与整页结果 ────────────────────────────────────────────────────────────────
@@ -429,8 +429,9 @@ def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: b
 
 
 def _text_map(tree: list[tuple[dict, str, int]], names: dict[str, str]) -> str:
+    into = converged_into(node for node, _, _ in tree)   # 收敛的标记（与会话树里的一样）
     lines = [f"{prefix}{node_caption(node, names.get(node['session_id'], ''), 30)} [{node['session_id']}]"
-             for node, prefix, _ in tree[:TEXT_MAP_MAX_LINES]]
+             f"{marks_text(node, into)}" for node, prefix, _ in tree[:TEXT_MAP_MAX_LINES]]
     if len(tree) > TEXT_MAP_MAX_LINES:
         lines.append(f"…（还有 {len(tree) - TEXT_MAP_MAX_LINES:,} 个节点）")
     return "\n".join(lines)
@@ -538,13 +539,15 @@ class Explorer:
                                 "私人空间属于打开它的浏览器（和地址），别人的链接在这里打不开。"), {}
             focus = _message_number(message, len(node.messages)) if session_id else None
             return View(session_id=wanted, revision=-1, focus=focus, end=focus), "", {}
-        return self._act(token, View(), teacher, action, check=True, area="path")
+        return self._act(token, View(), teacher, action, check=True)   # 页面载入：提示写在页面顶上
 
     def refresh(self, token, view: View, query: str | None = None, teacher: str | None = None) -> Page:
-        """重新读一遍（query 不是 None 时换成这个搜索词）。"""
+        """重新读一遍（query 不是 None 时换成这个搜索词）。换了搜索词只是搜索：不顺便体检整个空间
+        （体检要读遍每个文件，🔄 刷新、搜索词没变时才做），全文搜索才放得进一次点击的时间预算。"""
+        check = query is None or str(query)[:200] == view.query
         if query is not None:
             view = dataclasses.replace(view, query=str(query)[:200])
-        return self._act(token, view, teacher, lambda space, own: (view, "", {}), check=True, area="list")
+        return self._act(token, view, teacher, lambda space, own: (view, "", {}), check=check, area="list")
 
     def switch_source(self, token, view: View, source: str, teacher: str | None = None) -> Page:
         """切换来源：自己的空间、共享书架，或（老师）某个学生的空间。"""
@@ -783,9 +786,8 @@ class Explorer:
     def cancel(self, token, view: View, teacher: str | None = None) -> Page:
         """不做等确认的那件事。"""
         done = "已取消，什么都没有删除或发布" if view.pending else ""
-        area = "teacher" if view.pending and view.pending[0] == "publish" else "trash"
         return self._act(token, view, teacher, lambda space, own: (dataclasses.replace(view, pending=()), done, {}),
-                         area=area)
+                         area="confirm")
 
     def confirm(self, token, view: View, teacher: str | None = None) -> Page:
         """做等确认的那件事；确认之后情况变了（回收站里多了或少了副本、会话又被改过）就重新问一次。"""
@@ -811,7 +813,7 @@ class Explorer:
             freed = max(0, before - folder_bytes(store.storage_dir))
             deleted = tuple(d for d in view.deleted if kind == "purge" and d[0] != target)
             return dataclasses.replace(view, pending=(), deleted=deleted), f"{what}，释放了 {human_size(freed)}", {}
-        return self._act(token, view, teacher, action, check=True, area="teacher" if kind == "publish" else "trash")
+        return self._act(token, view, teacher, action, check=True, area="confirm")   # 写在「确认」按钮下面
 
     # ── 导入 ───────────────────────────────────────────────────────────────────
     def import_upload(self, token, view: View, path: str | None, teacher: str | None = None) -> Page:
@@ -830,6 +832,16 @@ class Explorer:
                 raise ExplorerError(f"没有叫 {literal_inline(str(name), 80)} 的示例")
             return self._import(own, paths[name])
         return self._act(token, view, teacher, action, area="import")
+
+    def check_upload(self, token, path) -> str:
+        """文件刚传上来（还没导入）就看一眼：名字不是 .jsonl / .json、或太大 -> 一句中文（写在导入按钮下面，
+        不是 gradio 的英文弹窗）；没问题 -> ""。照样先验令牌。"""
+        try:
+            own = self.spaces.open(token)
+            self._checked_upload(own, path)
+        except (SessionError, OSError) as error:
+            return explain(error)
+        return ""
 
     def _checked_upload(self, own, path) -> str:
         if not path or not isinstance(path, str):
@@ -1048,7 +1060,7 @@ def _source_choices(view: View, teacher: bool) -> list:
 
 
 def _list_rows(summaries: list[dict], query: str, forest: Forest | None = None) -> tuple[list, str]:
-    """会话列表（纯文本单元格）。没有搜索词时按树分组：每棵树的根在前、分支缩进在后，最近动过的树排最前
+    """会话列表（纯文本单元格）。没有搜索词时按树分组：每棵树的根在前、分支缩进在后，最新的树排最前
     （刚导入的就在第一行）；有搜索词时列出标题、ID、分支新增的第一句或任一条消息里找得到它的会话。"""
     words = str(query or "").casefold().split()
     if words:
@@ -1063,7 +1075,9 @@ def _list_rows(summaries: list[dict], query: str, forest: Forest | None = None) 
         if step.depth == 0:
             trees.append([])
         trees[-1].append((step.node, prefix, step.depth))
-    trees.sort(key=lambda tree: max(s11_tree.creation_order(item[0]) for item in tree), reverse=True)
+    # 最新创建的节点所在的树排最前：看 created_ns（写入这个仓库的时刻），导入的会话 created_at 是对话当年的时间
+    trees.sort(key=lambda tree: max((item[0].get("created_ns", 0), s11_tree.creation_order(item[0])) for item in tree),
+               reverse=True)
     rows: list = []
     for tree in trees:
         if len(rows) >= LIST_LIMIT:
@@ -1072,7 +1086,7 @@ def _list_rows(summaries: list[dict], query: str, forest: Forest | None = None) 
         rows += [[prefix + node_caption(node, names.get(node["session_id"], ""), 60), node["session_id"]]
                  for node, prefix, _ in tree[:LIST_LIMIT - len(rows)]]
     shown = f"，显示前 {LIST_LIMIT} 行；用搜索缩小范围" if len(summaries) > len(rows) else ""
-    return rows, f"共 {len(summaries):,} 个会话、{len(trees):,} 棵树（最近动过的在前）{shown}"
+    return rows, f"共 {len(summaries):,} 个会话、{len(trees):,} 棵树（最新的在前）{shown}"
 
 
 def _siblings(forest: Forest, node: SessionNode, names: dict[str, str]) -> tuple:

@@ -29,7 +29,6 @@ from s11_workbench.explorer import (
     PAGE_SIZE,
     ROLES,
     SHELF,
-    UPLOAD_SUFFIXES,
     Explorer,
     Page,
     View,
@@ -48,10 +47,10 @@ CSS = """
 #s11x-siblings { align-items: center; }
 #s11x-actions > .block { margin-bottom: 6px; }
 /* 分支图后面跟着文字版：宽屏看图；窄屏上图里的字会缩到 12 px 以下，改看文字版 */
-#s11x-map .mermaid ~ pre { display: none; }
+#s11x-map .mermaid ~ * { display: none; }
 @media (max-width: 720px) {
   #s11x-map .mermaid { display: none; }
-  #s11x-map .mermaid ~ pre { display: block; }
+  #s11x-map .mermaid ~ * { display: block; }
   #s11x-map pre, #s11x-map pre code { font-size: 13px !important; }
 }
 """ + share_tab.CSS + compare_tab.CSS   # 「📦 分享」与「⚖️ 对比 / 🔀 收敛」面板的样式（share_tab.py、compare_tab.py）
@@ -186,6 +185,7 @@ def build(ctx) -> None:
                     with gr.Row():
                         confirm_button = gr.Button("✅ 确认", variant="stop", min_width=120, elem_id="s11x-confirm-yes")
                         cancel_button = gr.Button("取消", min_width=120, elem_id="s11x-confirm-no")
+                result_line("confirm")
                 imports = _import_area(result_line, ctx)
     with gr.Accordion("🗺️ 分支图（每个节点写着分支名和它新增的第一句；点上面会话树里的节点选中它）", open=True,
                       elem_id="s11x-map-accordion"):
@@ -236,6 +236,14 @@ def build(ctx) -> None:
     wire(imports.example_button.click, explorer.import_example, [imports.examples], "explorer_import_example")
     wire(publish_button.click, explorer.publish, [], "explorer_publish")
     wire(unpublish_button.click, explorer.unpublish, [], "explorer_unpublish")
+
+    def on_upload(token, path):
+        """文件一传上来就检查后缀和大小：不行就清掉它，原因写在导入按钮下面（中文）。"""
+        problem = explorer.check_upload(token, path)
+        return (None, problem) if problem else (gr.skip(), "")
+
+    imports.upload.upload(on_upload, inputs=[visitor, imports.upload], outputs=[imports.upload, results["import"]],
+                          api_visibility="private", concurrency_limit=8)
 
     if imports.agents is not None:
         imports.agents.wire(explorer, ctx, view, outputs, page_outputs)
@@ -379,8 +387,9 @@ def _trash_area(result_line) -> _Controls:
 
 def _import_area(result_line, ctx) -> _Controls:
     with gr.Accordion("📥 导入", open=False, elem_id="s11x-import-tab"):
+        # 不设 file_types：gradio 会先在浏览器里用英文弹窗拒绝别的后缀；改由 check_upload 在服务器上查，写一句中文
         upload = gr.File(label="上传 Claude Code / Pi / Codex / Gemini CLI 的会话记录（.jsonl / .json）",
-                         file_types=list(UPLOAD_SUFFIXES), type="filepath", elem_id="s11x-upload")
+                         type="filepath", elem_id="s11x-upload")
         button = gr.Button("📥 导入上传的文件", elem_id="s11x-import")
         examples = gr.Dropdown([], label="或者导入一个示例（examples/）", elem_id="s11x-examples")
         example_button = gr.Button("📥 导入示例", elem_id="s11x-import-example")

@@ -62,14 +62,8 @@ def seeded(browser, url: str, sessions: Path, **options) -> tuple[Visitor, objec
 
 
 def action_tab(visitor: Visitor, name: str, label: str) -> None:
-    """Open one of the explorer's action tabs; on a phone the later ones sit behind gradio's "More tabs" menu."""
-    button = visitor.page.locator(f"#s11x-{name}-tab-button")
-    if button.is_visible():
-        button.click()
-        return
-    actions = visitor.page.locator("#s11x-actions")
-    actions.get_by_role("button", name="More tabs").click()
-    actions.locator(".overflow-dropdown button", has_text=label).click()
+    """Open one of the explorer's action areas (stacked accordions, their labels always in sight)."""
+    visitor.action_tab(name)
 
 
 def trashed(store, ids: list[str]) -> None:
@@ -98,7 +92,7 @@ def test_a_student_empties_her_trash_and_purges_one_session_only_after_confirmin
     assert len(list(trash.glob("*.json"))) == 2
     shoot(page, f"confirm-empty-{width}-{scheme}.png")
     page.locator("#s11x-confirm-no").click()                  # cancel: the bar goes, the files stay
-    student.notice("已取消")
+    student.result("confirm", "已取消")
     assert not confirm_bar(page).is_visible() and len(list(trash.glob("*.json"))) == 2
 
     page.locator("#s11x-trash input").click()                 # purge one: pick it in the trash list
@@ -106,13 +100,13 @@ def test_a_student_empties_her_trash_and_purges_one_session_only_after_confirmin
     page.locator("#s11x-purge").click()
     confirm_bar(page).get_by_text(f"确认永久删除会话 {ids[0]}").wait_for(timeout=15_000)
     page.locator("#s11x-confirm-yes").click()
-    student.notice(f"已永久删除会话 {ids[0]}")
+    student.result("confirm", f"已永久删除会话 {ids[0]}")
     assert [path.name.split(".")[0] for path in trash.glob("*.json")] == [ids[1]]
 
     page.locator("#s11x-empty-trash").click()
     confirm_bar(page).get_by_text("确认清空回收站").wait_for(timeout=15_000)
     page.locator("#s11x-confirm-yes").click()
-    notice = student.notice("已清空回收站")
+    notice = student.result("confirm", "已清空回收站")
     assert "释放了" in notice and list(trash.glob("*.json")) == [] and store.load(ids[2]) is not None
     page.locator("#s11x-trash-note").get_by_text("回收站是空的").wait_for(timeout=15_000)
     assert not confirm_bar(page).is_visible()
@@ -139,7 +133,7 @@ def test_the_teacher_sees_the_redaction_counts_before_a_publish(browser, server,
     assert not (shelf / f"{session_id}.json").exists()       # nothing published yet
     shoot(page, f"confirm-publish-{width}-{scheme}.png")
     page.locator("#s11x-confirm-yes").click()
-    teacher.notice("已脱敏并发布到共享书架")
+    teacher.result("confirm", "已脱敏并发布到共享书架")
     published = (shelf / f"{session_id}.json").read_bytes()
     assert b"alice@example.com" not in published and b"13812345678" not in published
     assert not bar.is_visible()

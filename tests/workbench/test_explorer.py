@@ -819,6 +819,7 @@ def test_a_link_to_someone_elses_session_says_whose_space_it_belongs_to(explorer
     other = spaces.new_token()
     page = explorer.open_page(other, None, ids["branch_b_id"])
     assert page.notice.startswith("⚠️") and "不在你的空间里" in page.notice and page.view.session_id is None
+    assert page.area == ""   # the top line: a page load has no control beside it
 
 
 def test_a_reload_returns_to_the_remembered_session_only_if_it_is_still_in_the_space(explorer, spaces, student):
@@ -887,3 +888,28 @@ def test_harness_commands_become_a_command_chip_and_the_divider_has_no_body(expl
     child = explorer.fork(token, page.view, 2, "继续")
     divider = [row for row in child.chat if "从这里开始" in row.get("metadata", {}).get("title", "")]
     assert len(divider) == 1 and divider[0]["content"] == ""
+
+
+def test_a_torn_line_is_reported_in_chinese_not_in_the_json_parsers_english(explorer, spaces, tmp_path):
+    token = spaces.new_token()
+    example = Path(s11_import.list_examples()[-1]).read_bytes()
+    upload = tmp_path / "uploads" / "torn.jsonl"
+    upload.write_bytes(example + b'{"type": "message" "id": 1}\n')
+    page = explorer.import_upload(token, View(), str(upload))
+    assert "跳过 1 行" in page.notice and "这里缺一个逗号（第 20 列）" in page.report, page.report
+    assert not re.search(r"Expecting|delimiter|Unterminated|column", page.report)
+
+
+def test_an_upload_is_checked_as_soon_as_it_arrives_with_a_chinese_reason(explorer, spaces, tmp_path):
+    token = spaces.new_token()
+    uploads = tmp_path / "uploads"
+    wrong = uploads / "notes.txt"
+    wrong.write_text("hello")
+    good = uploads / "ok.jsonl"
+    good.write_bytes(Path(s11_import.list_examples()[-1]).read_bytes())
+    assert explorer.check_upload(token, str(wrong)).startswith("⚠️ 只能导入 .jsonl 或 .json 文件")
+    assert explorer.check_upload(token, str(good)) == ""
+    assert explorer.check_upload("forged.token", str(good)).startswith("⚠️")   # the token is checked first
+    tight = Explorer(Spaces(tmp_path / "s2", limits=Limits(max_upload_bytes=10, min_free_bytes=0)),
+                     export_root=str(tmp_path / "e2"), upload_root=str(uploads))
+    assert "超过每个文件" in tight.check_upload(tight.spaces.new_token(), str(good))
