@@ -71,6 +71,18 @@ EXPECTED = {"run_demo": "✅", "explorer_fork": "✅", "explorer_resume": "✅",
             "explorer_import_example": "📥", "lesson_start": "🚀", "lesson_fork": "✅"}
 
 
+RESULT_MARKS = ("✅", "⚠️", "📥", "🚀", "🔀", "📂", "♻️", "🗑️")
+
+
+def result_line(outputs: list) -> str:
+    """The action's result: the explorer writes it under the control that caused it (one of several result
+    lines), other tabs in their first output; so take the first output that reads like a result."""
+    for value in outputs or []:
+        if isinstance(value, str) and value.startswith(RESULT_MARKS):
+            return value
+    return str(outputs[0]) if outputs else ""
+
+
 # ---------------------------------------------------------------- the page's protocol
 
 class App:
@@ -156,7 +168,7 @@ class Page:
             if "error" in output or "data" not in output:
                 raise ActionError(f"gradio error: {str(output.get('error'))[:200]}")
             data_out = output["data"]
-            first = str(data_out[0]) if data_out else ""
+            first = result_line(data_out)
             expected = EXPECTED.get(name)
             refused = first.startswith("⚠️") or bool(expected and not first.startswith(expected))
             if refused != expect_refusal:
