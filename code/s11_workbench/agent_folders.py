@@ -117,8 +117,9 @@ class AgentFolders:
             path = self._path_of(listing, row)
             if not os.path.isfile(path):
                 raise ExplorerError(f"文件已不在了：{literal_inline(printable(path), 200)}（点「🔄 列出本机会话」）")
+            state = _signature(path)   # 导入之前记下：导入途中文件又长了，下一次定时检查就会再导入
             new_view, notice, extra = self.explorer._import(own, path)
-            picked["state"] = _signature(path)
+            picked["state"] = state
             picked["title"] = listing.rows[int(row)][2] if listing.rows else ""
             if follow:
                 notice += f"；👀 正在跟随：文件变长后每 {FOLLOW_SECONDS} 秒内自动再导入"
