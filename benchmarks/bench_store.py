@@ -508,6 +508,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--runs", type=int, help="fresh processes per case (default 3, --quick 1)")
     parser.add_argument("--no-profile", action="store_true", help="skip cProfile of the slow cases")
     parser.add_argument("--only", default=",".join(WORKLOADS), help=f"comma-separated subset of {','.join(WORKLOADS)}")
+    parser.add_argument("--scratch", help="folder to create the scratch folder in (default: benchmarks/); on a "
+                        "machine where creating files in the repository is slow, compare with a folder elsewhere "
+                        "on a real disk")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -518,7 +521,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if unknown:
         parser.error(f"unknown workload(s): {', '.join(sorted(unknown))}")
     runs = args.runs or (1 if args.quick else 3)
-    root = Path(tempfile.mkdtemp(prefix=".bench-store-", dir=Path(__file__).resolve().parent))
+    root = Path(tempfile.mkdtemp(prefix=".bench-store-", dir=args.scratch or Path(__file__).resolve().parent))
     c.print_header("bench_store: SessionStore (code/s11_session.py) vs the chapter's (code/s11_book.py), "
                    "one fresh interpreter per measurement",
                    {"scratch": f"{root} — {c.filesystem_of(root)}", "runs": f"{runs} fresh process(es) per case",

@@ -32,7 +32,9 @@ FORMAT_VERSION 是本模块读得懂的最新版本，不是每个文件都写�
   * ID 在拼任何路径之前检查（validate_session_id）：'../x'、'a/b'、''、'CON' 一律 InvalidSessionId。
   * 所有错误都是 ValueError 的子类，消息里写明会话 ID 或文件名。
 
-本模块只依赖标准库和 s11_storage / s11_text（都在它之下）。
+本模块只依赖标准库和 s11_storage / s11_text（都在它之下）。装了 orjson（gradio 自带）时，encode_session 和
+parse_json 先试它：只在结果与标准库逐字节（写）、逐值（读）相同的情形下采用，其余情形（浮点数、超过 64 位的
+整数、孤立代理项、非字符串的键、JSON 以外的类型……）照旧用标准库；没装 orjson 时行为完全一样，只是慢一些。
 """
 
 from __future__ import annotations
@@ -44,6 +46,13 @@ import operator
 import os
 import re
 from typing import Any, Callable, Dict, List, NamedTuple
+
+try:   # 可选的加速，见模块文档；S11_NO_ORJSON=1 可以关掉它（测试用它对照两条路径）
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - 没装 orjson
+    _orjson = None
+if os.environ.get("S11_NO_ORJSON"):
+    _orjson = None
 
 from s11_storage import NotRegularFile, read_regular_file
 from s11_text import describe_os_error, printable
@@ -304,6 +313,10 @@ def encode_session(payload: Dict[str, Any], session_id: str) -> bytes:
     * 孤立代理项（半个 emoji，真实记录里见过）写成 \\udXXX 转义：{"t": "cut \\ud83d"} 读回来仍是 "cut \\ud83d"；
     * 嵌套太深（check_nesting）或含有 JSON 存不了的值时抛 InvalidMessage，写明会话和第几条消息。"""
     where = f"会话 {session_id} 的"
+    raw = _orjson_indented(payload)
+    if raw is not None:
+        check_nesting(raw, payload.get("messages", []), where)
+        return raw
     try:
         text = json.dumps(payload, ensure_ascii=False, indent=2)
     except RecursionError:
@@ -321,6 +334,39 @@ def encode_session(payload: Dict[str, Any], session_id: str) -> bytes:
     return raw
 
 
+_ORJSON_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def _orjson_indented(payload: Dict[str, Any]) -> bytes | None:
+    """orjson 写出的 indent=2 字节——只在它与 json.dumps(ensure_ascii=False, indent=2) 逐字节相同时，否则 None。
+
+    两者只在这些地方不同，都退回标准库：浮点数的写法（1e-07 / 1e-7），orjson 自己会写而 json 拒绝的类型
+    （datetime、UUID、枚举、数据类……）和子类——所以先确认里面只有 dict（键是 str）、list、str、int、bool、None
+    这几种类型本身；超过 64 位的整数、孤立代理项、太深的嵌套由 orjson 报错。"""
+    if _orjson is None:
+        return None
+    stack: List[Any] = [payload]
+    scalars, push, pop = _ORJSON_SCALARS, stack.extend, stack.pop
+    try:
+        while stack:
+            value = pop()
+            kind = type(value)
+            if kind is dict:
+                if not all(type(key) is str for key in value):
+                    return None
+                values = value.values()
+            elif kind is list:
+                values = value
+            else:
+                return None
+            for item in values:
+                if type(item) not in scalars:
+                    push((item,))
+        return _orjson.dumps(payload, option=_orjson.OPT_INDENT_2)
+    except (TypeError, ValueError, RecursionError):   # orjson.JSONEncodeError 是 TypeError
+        return None
+
+
 def _first_unencodable(messages: List[Any]) -> int:
     for number, message in enumerate(messages, 1):
         try:
@@ -330,8 +376,27 @@ def _first_unencodable(messages: List[Any]) -> int:
     return 0
 
 
+_FAST_BRACKETS = 2 * MAX_NESTING   # 括号不到这么多的文档不可能比 json 的递归上限（约 1,000 层）还深
+
+
+# orjson 读得对的整数：正的到 2**64 - 1（20 位），负的到 -2**63（19 位）。created_ns 是 19 位的正数，处处都有。
+_DIGIT_RUNS = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte == ord("-") else ord(" ")
+                    for byte in range(256))
+_LONG_RUN, _LONG_NEGATIVE = b"0" * 20, b"-" + b"0" * 19
+
+
 def parse_json(raw: bytes, path: str, what: str = "会话文件") -> Any:
     """UTF-8 字节 → JSON 值；读不懂一律 CorruptSession，写明文件和位置（文件不动）。"""
+    if _orjson is not None and raw.count(b"[") + raw.count(b"{") < _FAST_BRACKETS \
+            and _LONG_RUN not in (skeleton := raw.translate(_DIGIT_RUNS)) and _LONG_NEGATIVE not in skeleton:
+        # 只用在括号少的文档上（列表要读的小会话文件、大会话的头和索引）：orjson 读得下 json 读不下的深嵌套
+        # （json 会 RecursionError，这里按损坏报告），括号少就不可能那么深。orjson 把超过 64 位的整数读成浮点数：
+        # 有 20 位以上连着的数字、或负号后面 19 位数字（哪怕在字符串里）也交给 json；它拒绝的（NaN、1e400、孤立代理项、坏字节……）
+        # 同样交给 json，由 json 判断并报告位置
+        try:
+            return _orjson.loads(raw)
+        except (ValueError, RecursionError):   # orjson.JSONDecodeError 是 ValueError
+            pass
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -1,0 +1,129 @@
+"""The optional orjson fast path in s11_format: every byte it writes and every value it reads is exactly what
+the standard library would write or read; everything it cannot do identically falls back to json."""
+
+import datetime
+import enum
+import json
+import uuid
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import s11_format
+from s11_format import CorruptSession, InvalidMessage, encode_session, parse_json
+
+pytestmark = pytest.mark.skipif(s11_format._orjson is None, reason="orjson is not installed")
+
+# JSON-like values, including every case where orjson and json differ: floats, ints beyond 64 bits,
+# lone surrogates, non-string keys, tuples, control characters and non-BMP text.
+scalars = (st.none() | st.booleans() | st.integers() | st.integers(min_value=-2**70, max_value=2**70)
+           | st.floats(allow_nan=True, allow_infinity=True) | st.text() | st.sampled_from(["\ud83d", "a\udc00b"]))
+keys = st.text() | st.integers() | st.booleans()
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner)
+                      | st.dictionaries(keys, inner, max_size=4), max_leaves=25)
+
+
+def stdlib_encode(payload):
+    fast, s11_format._orjson = s11_format._orjson, None
+    try:
+        return encode_session(payload, "s1")
+    finally:
+        s11_format._orjson = fast
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(), values, max_size=5))
+def test_encoding_is_byte_identical_to_the_standard_library(extra):
+    payload = {"version": 3, "session_id": "s1", "messages": [{"role": "user", "content": "hi"}], **extra}
+    try:
+        expected = stdlib_encode(payload)
+    except InvalidMessage as exc:
+        with pytest.raises(InvalidMessage) as raised:
+            encode_session(payload, "s1")
+        assert str(raised.value) == str(exc)
+        return
+    assert encode_session(payload, "s1") == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(values)
+def test_decoding_gives_the_same_values_and_types_as_the_standard_library(value):
+    raw = json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    try:
+        expected = json.loads(raw.decode("utf-8"))
+    except ValueError:   # a lone surrogate written raw is not UTF-8: both refuse
+        with pytest.raises(CorruptSession):
+            parse_json(raw, "f.json")
+        return
+    got = parse_json(raw, "f.json")
+    assert got == expected or (got != got and expected != expected)   # NaN is not equal to itself
+    assert repr(got) == repr(expected)                                 # same types: an int stays an int
+
+
+def test_the_fast_path_is_taken_for_ordinary_sessions():
+    payload = {"version": 3, "session_id": "s1", "title": "修复 😀", "revision": 2,
+               "messages": [{"role": "user", "content": "a\nb\t\"c\"\\ \x00\x1f\x7f\u2028"},
+                            {"role": "assistant", "content": [{"type": "text", "text": "x"}], "n": None}]}
+    assert s11_format._orjson_indented(payload) is not None
+    assert s11_format._orjson_indented(payload) == json.dumps(payload, ensure_ascii=False, indent=2).encode()
+
+
+@pytest.mark.parametrize("odd", [1.5, 2**64, "\ud83d", (1, 2), datetime.date(2026, 1, 1), uuid.uuid4(),
+                                 enum.Enum("E", "A").A, type("S", (str,), {})("x"), {1: "int key"}])
+def test_values_orjson_would_write_differently_are_left_to_json(odd):
+    assert s11_format._orjson_indented({"session_id": "s1", "messages": [{"role": "user", "content": odd}]}) is None
+
+
+@pytest.mark.parametrize("raw", [b"123456789012345678901", b"-9223372036854775809", b"[1e400]", b"NaN",
+                                 b'"\\ud83d"', b"[" + b"1" * 19 + b"]"])
+def test_numbers_and_escapes_orjson_reads_differently_come_out_as_json_reads_them(raw):
+    expected = json.loads(raw.decode())
+    got = parse_json(raw, "f.json")
+    assert repr(got) == repr(expected)
+
+
+@pytest.mark.parametrize("raw", [b"\xef\xbb\xbf{}", b'{"a":1,}', b"[1,2] x", b"\xff", b'{"a":"\x01"}'])
+def test_bad_files_are_reported_with_the_standard_librarys_position(raw):
+    with pytest.raises(CorruptSession) as raised:
+        parse_json(raw, "f.json")
+    assert "f.json" in str(raised.value)
+
+
+@pytest.mark.parametrize("depth", [150, 250, 5000, 100_000])
+def test_nesting_json_cannot_read_is_still_refused_and_what_it_can_read_is_read(depth):
+    raw = b'{"session_id": "odd", "x": ' + b"[" * depth + b"]" * depth + b"}"
+    try:
+        expected = json.loads(raw.decode())
+    except RecursionError:
+        with pytest.raises(CorruptSession):
+            parse_json(raw, "f.json")
+    else:
+        assert parse_json(raw, "f.json") == expected
+
+
+@pytest.mark.parametrize("number", [2**63 - 1, 2**63, 2**64 - 1, 2**64, 10**19, -2**63, -2**63 - 1, -10**19, 10**25])
+def test_integers_at_the_64_bit_edges_stay_exact_integers(number):
+    raw = json.dumps({"created_ns": number, "n": [number]}).encode()
+    got = parse_json(raw, "f.json")
+    assert got == {"created_ns": number, "n": [number]} and type(got["created_ns"]) is int
+
+
+def test_an_ordinary_session_file_is_read_by_the_fast_path(tmp_path, monkeypatch):
+    from s11_session import SessionStore
+    store = SessionStore(str(tmp_path))
+    sid = store.create_session("t", [{"role": "user", "content": "hi"}])
+    read = []
+    real = s11_format._orjson
+
+    class Spy:
+        JSONDecodeError = real.JSONDecodeError
+        dumps, OPT_INDENT_2 = real.dumps, real.OPT_INDENT_2
+
+        @staticmethod
+        def loads(raw):
+            read.append(len(raw))
+            return real.loads(raw)
+    monkeypatch.setattr(s11_format, "_orjson", Spy)
+    assert SessionStore(str(tmp_path)).load(sid).messages == [{"role": "user", "content": "hi"}]
+    assert read, "the 19-digit created_ns must not push every file to the slow path"
