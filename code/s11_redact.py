@@ -323,11 +323,17 @@ def id_number_runs(index: _HintIndex) -> list[tuple[int, int]]:
     return [(start, end) for start, end, _, first in index.spans(_long_numbers) if first in (6, 17, 18)]
 
 
+id_number_runs.needs = _long_numbers   # type: ignore[attr-defined]
+
+
 def card_number_runs(index: _HintIndex) -> list[tuple[int, int]]:
     """卡号的 hint：分组的数字（4-4-4-4；4-6-5 靠它那组 6 位数字找到），或带发卡行前缀的 15–19 位数字。"""
     text = index.text
     return [(start, end) for start, end, run, first in index.spans(_long_numbers)
             if first in (4, 6) or (15 <= first <= 19 and _CARD_ISSUER.fullmatch(text, run, run + first))]
+
+
+card_number_runs.needs = _long_numbers   # type: ignore[attr-defined]
 
 
 # 凭据那一行的 hint：敏感词 + 名字的其余部分 + 冒号或等号，在小写副本里一趟找完（与那一行的正则同一结构，
@@ -369,6 +375,7 @@ def word_starting(*prefixes: str) -> Callable[[_HintIndex], list[tuple[int, int]
         words, text = index.spans(_prefixed_words), index.text
         return [(start, end) for start, end in words if text.startswith(prefixes, start)] if words else words
     hint.__qualname__ = f"word_starting{prefixes}"
+    hint.needs = _prefixed_words   # type: ignore[attr-defined]  # 没有 20 个字符以上的单词，它就什么都给不出
     return hint
 
 
@@ -466,6 +473,35 @@ RULES: list[Rule] = [
 ]
 
 
+def _gate(rule: Rule) -> Callable[[_HintIndex], bool] | None:
+    """一行规则的“有没有可能”：字符串 hint 在文本里出现过，或它的 hint 所依赖的那份索引（长单词、长数字串）
+    不是空的。说“可能”的行照常走 windows()；说“不可能”的行，windows() 本来也只会给出空列表。"""
+    hints = rule.hints
+    if hints and all(isinstance(hint, str) for hint in hints):
+        ascii_hints = tuple(hint.lower().encode() for hint in hints if hint.isascii())
+        other_hints = tuple(hint for hint in hints if not hint.isascii())
+        return lambda index: any(hint in index.folded for hint in ascii_hints) or \
+            any(hint in index.text for hint in other_hints)
+    needs = {getattr(hint, "needs", None) for hint in hints}
+    if hints and len(needs) == 1 and None not in needs:
+        source = needs.pop()
+        return lambda index: bool(index.spans(source))
+    return None
+
+
+_BUILT_IN: tuple[Rule, ...] = tuple(RULES)
+_gate_cache: list = [None, None, False]   # [RULES 的快照, 各行的 (rule, gate), 是不是内置的那些行]
+
+
+def _gates() -> tuple[bool, list]:
+    """(RULES 是否还是内置的那些行, 每行的 (rule, gate))；RULES 变了就重算一遍。"""
+    rules = tuple(RULES)
+    if _gate_cache[0] != rules:
+        _gate_cache[:] = [rules, [(rule, _gate(rule)) for rule in rules], rules == _BUILT_IN]
+        _redact_short.cache_clear()   # 记住的结果是按旧的规则算的
+    return _gate_cache[2], _gate_cache[1]
+
+
 # ── 执行引擎 ────────────────────────────────────────────────────────────────────────────────
 
 
@@ -492,12 +528,27 @@ def _redact_short(text: str) -> str:
     return redact(text)
 
 
+# 短的“ID 形”文本（会话 ID、不带空格的短标题）：只有字母、数字、"_"、"-"，不到 20 个字符，数字不到 11 个。
+# 这样的文本哪一行都匹配不上——令牌类的至少 20 个字符，数字类的至少 11 位数字，其余的都要 @ : = / . 空格之一——
+# 所以不必把 23 行挨个试一遍（一个 12 位的 ID 要 20 多万条指令）。测试用完整的规则逐一核对这一点。
+_ID_SHAPED = re.compile(r"[A-Za-z0-9_-]{0,19}")
+_ID_MAX_DIGITS = 10
+
+
+def _nothing_can_match(text: str) -> bool:
+    """只对内置的这些行成立：RULES 被改过（加了一行）就不走捷径，新行不必知道这里。"""
+    return len(text) < 20 and _ID_SHAPED.fullmatch(text) is not None and \
+        sum(map(str.isdigit, text)) <= _ID_MAX_DIGITS and _gates()[0]
+
+
 def redact_with_counts(text: str) -> tuple[str, dict[str, int]]:
     """和 redact() 一样，另外报告每种标签各遮住了几处（按 RULES 的顺序）。
 
     >>> redact_with_counts("a@example.com b@example.com 时间戳 1732867200123")
     ('[已脱敏:邮箱] [已脱敏:邮箱] 时间戳 1732867200123', {'邮箱': 2})
     """
+    if _nothing_can_match(text):
+        return text, {}
     counts: Counter[str] = Counter()
     redacted, markers = _apply(text, _claims(text), counts)
     # 一处遮盖只可能让紧挨着它的地方变得能匹配（环视断言现在看到的是 "]"），而各行都在一行之内匹配，
@@ -531,7 +582,9 @@ def _claims(text: str) -> list[tuple[int, int, str]]:
     index = _HintIndex(text)
     starts: list[int] = []
     claims: list[tuple[int, int, str]] = []
-    for rule in RULES:
+    for rule, gate in _gates()[1]:
+        if gate is not None and not gate(index):
+            continue   # 这一行的 hint 一个窗口都给不出：不必走 windows()
         windows = index.windows(rule.hints)
         found = windows and [(start, end, rule.label) for start, end in _matches(rule, text, windows, starts, claims)]
         if found:

@@ -11,6 +11,8 @@ import re
 import signal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import s11_redact
 from s11_redact import MARKER, RULES, is_luhn_valid, is_valid_cn_id, redact, redact_value, redact_with_counts
@@ -436,3 +438,33 @@ def test_pathological_input_comes_back_unchanged_without_hanging(blob):
 
 def test_docstring_examples_hold():
     assert doctest.testmod(s11_redact).failed == 0
+
+
+# The shortcut for short id-shaped text (session ids, short titles without spaces): every such text the
+# shortcut lets through must be one the full rules leave alone.
+_ID_PIECES = st.sampled_from(["sk-", "sk_live_", "AKIA", "AIza", "ghp_", "glpat-", "hf_", "npm_", "xoxb-", "card",
+                              "eyJ", "1", "13812345678", "4111", "110101", "X", "-", "_", "a", "Z9"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.from_regex(r"[A-Za-z0-9_-]{0,19}", fullmatch=True),
+                 st.lists(_ID_PIECES, max_size=8).map("".join),
+                 st.from_regex(r"[0-9]{0,19}", fullmatch=True)))
+def test_id_shaped_text_the_shortcut_skips_is_text_no_rule_matches(text):
+    if s11_redact._nothing_can_match(text):
+        assert s11_redact._claims(text) == []
+        assert redact(text) == text
+
+
+@pytest.mark.parametrize("text", ["13812345678", "x13812345678", "AKIA" + "A" * 16, "card4111111111111111"])
+def test_id_shaped_text_that_does_hold_a_secret_still_goes_through_the_rules(text):
+    assert not s11_redact._nothing_can_match(text) or s11_redact._claims(text) == []
+    if s11_redact._claims(text):
+        assert redact(text) != text
+
+
+def test_a_rule_added_later_also_applies_to_short_id_shaped_text_and_remembered_titles(monkeypatch):
+    assert s11_redact.redact_short("acme_0123456789ab") == "acme_0123456789ab"
+    monkeypatch.setattr(s11_redact, "RULES", RULES + [s11_redact.Rule("acme", "ACME密钥", re.compile(r"acme_[0-9a-f]{12}"))])
+    assert redact("acme_0123456789ab") == "[已脱敏:ACME密钥]"
+    assert s11_redact.redact_short("acme_0123456789ab") == "[已脱敏:ACME密钥]"
