@@ -6,6 +6,7 @@
     python benchmarks/load_classroom.py --browser-pages 3   # + chromium pages clicking the demo meanwhile
     python benchmarks/load_classroom.py --server-env MALLOC_ARENA_MAX=2   # an experiment on the server's environment
     python benchmarks/load_classroom.py --minutes 30 --warmup 5   # the memory target: drift after warm-up ≤ 20 MiB
+    python benchmarks/load_classroom.py --in-process --rounds 4   # no server: each action's handler logic, timed
 
     python app.py --port <free> --sessions-dir <scratch>   GRADIO_PROFILING=1, TMPDIR in scratch (gradio's cache goes there)
         ▲  one asyncio "page" per student: its own loopback address (127.0.0.10, .11, …), its own session_hash
@@ -666,6 +667,89 @@ def rss_drift(run: Run) -> Optional[dict]:
     return {"warm": after[0][1], "end": end, "drift": end - after[0][1], "slope": slope, "samples": len(points)}
 
 
+# ---------------------------------------------------------------- in-process: the handlers' own cost
+
+def in_process(students: int, rounds: int, threads: int, scratch: Path) -> None:
+    """The same round, called straight on the logic objects the tabs wire (no gradio, no HTTP, one thread):
+    what each handler costs by itself, in spaces that grow round by round, and what the teacher's class
+    panel costs with every student's space in it. A burst's server time is this cost times the handlers
+    that share the two CPUs at that moment, so the cheapest fix is here."""
+    from s11_workbench.classroom import Classroom
+    from s11_workbench.demo import run_demo_safely
+    from s11_workbench.explorer import Explorer, View
+    from s11_workbench.lesson import Lesson, LessonView
+    from s11_workbench.spaces import Limits, Spaces
+
+    roomy = Limits(creates_per_minute=100_000, create_burst=100_000, new_spaces_per_minute=100_000,
+                   min_free_bytes=0)
+    sessions_dir = scratch / "gradio_sessions"
+    spaces = Spaces(str(sessions_dir), limits=roomy, teacher_secret="bench-teacher")
+    explorer, lesson, classroom = Explorer(spaces), Lesson(spaces), Classroom(spaces)
+    times: Dict[str, List[float]] = {}
+
+    def timed(action: str, work):
+        started = time.perf_counter()
+        result = work()
+        times.setdefault(action, []).append(time.perf_counter() - started)
+        return result
+
+    def demo(token):
+        space = spaces.open(token).writable()
+        space.throttle()
+        space.require_room(sessions=3, nbytes=64 * 1024)
+        run, error = run_demo_safely(space.folder, shown_from=str(sessions_dir))
+        if run is None:
+            raise SystemExit(f"demo failed: {error}")
+        return run
+
+    tokens = [timed("enter_space", spaces.new_token) for _ in range(students)]
+    teacher = spaces.new_token()
+    own = spaces.open(teacher)
+    shelf_root = own.store.create_session("shelf", [{"role": "user", "content": f"m{n}"} for n in range(6)])
+    spaces.publish("bench-teacher", own.space_id, shelf_root)
+    for token in tokens:
+        spaces.open(token).fork_from(spaces.shelf(), shelf_root, at=3, new_messages=[{"role": "user",
+                                                                                       "content": "x"}])
+
+    def student_round(index: int, token: str, number: int) -> None:
+        run = timed("run_demo", lambda: demo(token))
+        timed("explorer_refresh", lambda: explorer.refresh(token, View(), ""))
+        page = timed("select (row click)", lambda: explorer.select(token, View(), run.ids["main_id"]))
+        page = timed("explorer_fork", lambda: explorer.fork(token, page.view, 3, f"round {number}", ""))
+        for turn in ("one", "two"):
+            page = timed("explorer_resume", lambda: explorer.resume(token, page.view, turn, "user"))
+        timed("explorer_export", lambda: explorer.export(token, page.view))
+        example = EXAMPLES[number % len(EXAMPLES)]
+        timed("explorer_import_example", lambda: explorer.import_example(token, View(), example))
+        page = timed("lesson_pick", lambda: lesson.pick(token, LessonView(), "rewind"))
+        page = timed("lesson_start", lambda: lesson.start(token, page.view))
+        page = timed("lesson_fork", lambda: lesson.fork(token, page.view, 3, "another plan"))
+        if not page.solved:
+            raise SystemExit(f"student {index}, round {number}: level 2 not solved: {page.notice}")
+
+    from concurrent.futures import ThreadPoolExecutor
+    for number in range(rounds):
+        if threads > 1:   # every student's round at once, as in the burst: the cost under contention
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                for future in [pool.submit(student_round, i, t, number) for i, t in enumerate(tokens)]:
+                    future.result()
+        else:
+            for index, token in enumerate(tokens):
+                student_round(index, token, number)
+        timed("class_refresh", lambda: classroom.table(teacher, "bench-teacher"))
+        timed("class_refresh (again)", lambda: classroom.table(teacher, "bench-teacher"))
+        timed("class row (one student)", lambda: classroom.student(teacher, "bench-teacher",
+                                                                     tokens[0].split(".")[0]))
+        timed("class fork map", lambda: classroom.fork_map(teacher, "bench-teacher", shelf_root))
+    rows = [[action, len(values), c.ms(c.median(values), 1), c.ms(c.percentile(values, 0.95), 1),
+             c.ms(max(values), 1), c.ms(sum(values), 0)] for action, values in times.items()]
+    c.print_table(f"in-process: {students} students × {rounds} rounds, "
+                  f"{threads} thread(s) (ms per call)",
+                  ["action", "n", "p50", "p95", "max", "total"], rows,
+                  note="class_refresh = the teacher's whole class table, measured once after each round "
+                       "(the spaces grow by ~10 sessions a round); the burst is round 1")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=50, help="simulated students (default 50, at most 200)")
@@ -679,6 +763,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--warmup", type=float, default=None,
                         help="minutes of the steady phase before the RSS drift is measured (default: a fifth of "
                              "--minutes, at most 5)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="no server: time each action's handler logic in one thread (see in_process)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per student with --in-process (default 3)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="with --in-process: run the students' rounds in this many threads at once (default 1)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder (its path is printed)")
     parser.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
                         help="extra environment for the server, for experiments (e.g. MALLOC_ARENA_MAX=2)")
@@ -689,6 +778,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix=".load-classroom-", dir=Path(__file__).resolve().parent))
     sessions_dir = scratch / "gradio_sessions"
     sessions_dir.mkdir()
+    if args.in_process:
+        try:
+            in_process(args.students, args.rounds, args.threads, scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return 0
     c.print_header(f"load_classroom: {args.students} students in private spaces, burst then {minutes:g} min steady",
                    {"sessions": f"{sessions_dir} — {c.filesystem_of(sessions_dir)}",
                     "limits": f"{args.timeout:.0f} s per request; think time {args.think:g} s ± 50 %",
