@@ -273,11 +273,11 @@ class Page:
         self.known.update(self.ids(data, "explorer_import_example"))
         # the exercise tab: level 2 (rewind) started and solved with one fork after message 3
         await pause()
-        await self.call("lesson_pick", "lesson_pick", [token, None, None, "rewind"])
+        await self.call("lesson_pick", "lesson_pick", [token, None, None, "rewind", None])
         await pause()
-        await self.call("lesson_start", "lesson_start", [token, None, None])
+        await self.call("lesson_start", "lesson_start", [token, None, None, None])
         await pause()
-        data = await self.call("lesson_fork", "lesson_fork", [token, None, None, 3, f"第 {self.rounds} 轮：换个方向"])
+        data = await self.call("lesson_fork", "lesson_fork", [token, None, None, 3, f"第 {self.rounds} 轮：换个方向", None])
         tree = self.app.pick("lesson_fork", data, "s11l-tree")   # the level's nodes: not new in the next list
         choices = tree.get("choices") or [] if isinstance(tree, dict) else []
         self.known.update(choice[1] for choice in choices if isinstance(choice, (list, tuple)) and len(choice) == 2)
@@ -687,9 +687,9 @@ def in_process(students: int, rounds: int, threads: int, scratch: Path) -> None:
     explorer, lesson, classroom = Explorer(spaces), Lesson(spaces), Classroom(spaces)
     times: Dict[str, List[float]] = {}
 
-    def timed(action: str, work):
+    def timed(action: str, work, *args):
         started = time.perf_counter()
-        result = work()
+        result = work(*args)
         times.setdefault(action, []).append(time.perf_counter() - started)
         return result
 
@@ -717,7 +717,7 @@ def in_process(students: int, rounds: int, threads: int, scratch: Path) -> None:
         page = timed("select (row click)", lambda: explorer.select(token, View(), run.ids["main_id"]))
         page = timed("explorer_fork", lambda: explorer.fork(token, page.view, 3, f"round {number}", ""))
         for turn in ("one", "two"):
-            page = timed("explorer_resume", lambda: explorer.resume(token, page.view, turn, "user"))
+            page = timed("explorer_resume", explorer.resume, token, page.view, turn, "user")
         timed("explorer_export", lambda: explorer.export(token, page.view))
         example = EXAMPLES[number % len(EXAMPLES)]
         timed("explorer_import_example", lambda: explorer.import_example(token, View(), example))
