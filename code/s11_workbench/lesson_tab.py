@@ -25,10 +25,11 @@ LABEL = "🎯 练习"
 CSS = """
 #s11l-levels .wrap { flex-direction: column; }
 #s11l-goal .mermaid, #s11l-goal svg, #s11l-mine .mermaid, #s11l-mine svg { max-width: 100%; height: auto; }
-/* 两棵树、判定和说明的宽度只由页面定，不由内容定：mermaid 画好之前的源码、画出来的 SVG 都不许把整页撑宽
-   （手机上会横向溢出）；放不下的在自己的框里横向滚动 */
+/* 两棵树、判定、说明和代码框的宽度只由页面定，不由内容定：mermaid 画好之前的源码、画出来的 SVG、
+   代码编辑器里的长行都不许把整页撑宽（手机上会横向溢出）；放不下的在自己的框里横向滚动 */
 #s11l-goal, #s11l-mine, #s11l-goal-list, #s11l-instructions, #s11l-verdict, #s11l-hint, #s11l-notice,
-#s11l-doctor-report, #s11l-second, #s11l-solution { contain: inline-size; }
+#s11l-doctor-report, #s11l-second, #s11l-solution, #s11l-preview, #s11l-level-json, #s11l-level-map,
+#s11l-level-check { contain: inline-size; }
 #s11l-goal, #s11l-mine { overflow-x: auto; }
 #s11l-goal pre, #s11l-mine pre, #s11l-goal pre code, #s11l-mine pre code { white-space: pre-wrap !important;
   overflow-wrap: anywhere; }
