@@ -86,7 +86,7 @@ class Visitor:
         return lambda: self.page.wait_for_function(
             "([before, expect]) => { const n = document.querySelector('#s11l-notice');"
             " const t = n ? n.innerText : ''; return t !== before && t.includes(expect); }",
-            arg=[before, expect], timeout=15_000)
+            arg=[before, expect], timeout=30_000)
 
     def choose(self, elem_id: str, text: str) -> None:
         self.page.locator(f"#{elem_id}").get_by_text(text).first.click()
@@ -160,9 +160,14 @@ def solve_level_one(students, names) -> None:
         student.choose("s11l-levels", "第 1 关")
     for student in students:
         student.page.locator("#s11l-verdict").get_by_text("还没开始").wait_for(timeout=15_000)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     for what in LEVEL_ONE:
-        for wait in [step(student, *what) for student in students]:
-            wait()
+        for student, wait in [(student, step(student, *what)) for student in students]:
+            try:
+                wait()
+            except PlaywrightTimeout:
+                student.page.screenshot(path="/tmp/lesson-step-timeout.png", full_page=True)
+                raise AssertionError(f"step {what}: the notice still reads {student.notice()!r}") from None
     for student in students:
         page = student.page
         page.locator("#s11l-hint").get_by_text("这一关完成了").wait_for(timeout=15_000)
