@@ -7,6 +7,7 @@
     python benchmarks/load_classroom.py --server-env MALLOC_ARENA_MAX=2   # an experiment on the server's environment
     python benchmarks/load_classroom.py --minutes 30 --warmup 5   # the memory target: drift after warm-up ≤ 20 MiB
     python benchmarks/load_classroom.py --in-process --rounds 4   # no server: each action's handler logic, timed
+    python benchmarks/load_classroom.py --postprocess             # no server: handler vs gradio's postprocess per event
 
     python app.py --port <free> --sessions-dir <scratch>   GRADIO_PROFILING=1, TMPDIR in scratch (gradio's cache goes there)
         ▲  one asyncio "page" per student: its own loopback address (127.0.0.10, .11, …), its own session_hash
@@ -753,6 +754,58 @@ def in_process(students: int, rounds: int, threads: int, scratch: Path) -> None:
                        "(the spaces grow by ~10 sessions a round); the burst is round 1")
 
 
+def postprocess_costs(pages: int, scratch: Path) -> None:
+    """In one process, no HTTP: each event's handler as gradio calls it (State inputs read from the page's
+    session state), then gradio's own postprocess_data on its return values, one page at a time. The second
+    figure is what the burst multiplies: gradio turns every returned component update into a new component on
+    its event loop, so while it does, every other page waits."""
+    from gradio import utils as gradio_utils
+    from gradio.blocks import Block
+    from gradio.state_holder import SessionState
+
+    sys.path.insert(0, str(c.REPO))
+    import app as workbench
+    demo = workbench.build_app(scratch / "gradio_sessions", teacher_secret="bench-teacher")
+    fns = {fn.api_name: fn for fn in demo.fns.values() if fn.api_name}
+    figures: Dict[str, list] = {}
+
+    async def call(state, name: str, values: list):
+        fn, supplied, args = fns[name], iter(values), []
+        for component in fn.inputs:
+            args.append((state[component._id] if component._id in state else component.value)
+                        if component.stateful else next(supplied))
+        started = time.perf_counter()
+        result = fn.fn(*args)
+        handled = time.perf_counter()
+        result = list(result) if isinstance(result, (list, tuple)) else [result]
+        updates = sum(isinstance(v, Block) or gradio_utils.is_prop_update(v) for v in result)
+        await demo.postprocess_data(fn, result, state)
+        figures.setdefault(name, []).append((handled - started, time.perf_counter() - handled, len(fn.outputs),
+                                             updates))
+
+    async def rounds() -> None:
+        for _ in range(pages):
+            state, token = SessionState(demo), demo.s11_spaces.new_token()
+            await call(state, "run_demo", [token])
+            await call(state, "explorer_refresh", [token, ""])
+            await call(state, "explorer_fork", [token, 3, "x", ""])
+            await call(state, "explorer_resume", [token, "t", "user"])
+            await call(state, "explorer_export", [token])
+            await call(state, "explorer_import_example", [token, EXAMPLES[0]])
+            await call(state, "lesson_pick", [token, "rewind"])
+            await call(state, "lesson_start", [token])
+            await call(state, "lesson_fork", [token, 3, "x"])
+
+    asyncio.run(rounds())
+    rows = [[name, values[-1][2], values[-1][3], c.ms(c.median([v[0] for v in values]), 1),
+             c.ms(c.median([v[1] for v in values]), 1), c.ms(max(v[1] for v in values), 1)]
+            for name, values in figures.items()]
+    c.print_table(f"handler vs gradio's postprocess, one page at a time ({pages} pages, ms)",
+                  ["event", "outputs", "component updates", "handler p50", "postprocess p50", "postprocess max"],
+                  rows, note="component updates = returned gr.X(...) / gr.update / gr.skip() values; each costs "
+                             "gradio a new component on its event loop")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=50, help="simulated students (default 50, at most 200)")
@@ -771,6 +824,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per student with --in-process (default 3)")
     parser.add_argument("--threads", type=int, default=1,
                         help="with --in-process: run the students' rounds in this many threads at once (default 1)")
+    parser.add_argument("--postprocess", action="store_true",
+                        help="no server: each event's handler and gradio's postprocess of its outputs, in-process")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder (its path is printed)")
     parser.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
                         help="extra environment for the server, for experiments (e.g. MALLOC_ARENA_MAX=2)")
@@ -781,6 +836,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix=".load-classroom-", dir=Path(__file__).resolve().parent))
     sessions_dir = scratch / "gradio_sessions"
     sessions_dir.mkdir()
+    if args.postprocess:
+        try:
+            postprocess_costs(args.rounds * 5, scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return 0
     if args.in_process:
         try:
             in_process(args.students, args.rounds, args.threads, scratch)
