@@ -6,6 +6,8 @@
     python benchmarks/load_classroom.py --browser-pages 3   # + chromium pages clicking the demo meanwhile
     python benchmarks/load_classroom.py --server-env MALLOC_ARENA_MAX=2   # an experiment on the server's environment
     python benchmarks/load_classroom.py --minutes 30 --warmup 5   # the memory target: drift after warm-up ≤ 20 MiB
+    python benchmarks/load_classroom.py --in-process --rounds 4   # no server: each action's handler logic, timed
+    python benchmarks/load_classroom.py --postprocess             # no server: handler vs gradio's postprocess per event
 
     python app.py --port <free> --sessions-dir <scratch>   GRADIO_PROFILING=1, TMPDIR in scratch (gradio's cache goes there)
         ▲  one asyncio "page" per student: its own loopback address (127.0.0.10, .11, …), its own session_hash
@@ -272,11 +274,11 @@ class Page:
         self.known.update(self.ids(data, "explorer_import_example"))
         # the exercise tab: level 2 (rewind) started and solved with one fork after message 3
         await pause()
-        await self.call("lesson_pick", "lesson_pick", [token, None, None, "rewind"])
+        await self.call("lesson_pick", "lesson_pick", [token, None, None, "rewind", None])
         await pause()
-        await self.call("lesson_start", "lesson_start", [token, None, None])
+        await self.call("lesson_start", "lesson_start", [token, None, None, None])
         await pause()
-        data = await self.call("lesson_fork", "lesson_fork", [token, None, None, 3, f"第 {self.rounds} 轮：换个方向"])
+        data = await self.call("lesson_fork", "lesson_fork", [token, None, None, 3, f"第 {self.rounds} 轮：换个方向", None])
         tree = self.app.pick("lesson_fork", data, "s11l-tree")   # the level's nodes: not new in the next list
         choices = tree.get("choices") or [] if isinstance(tree, dict) else []
         self.known.update(choice[1] for choice in choices if isinstance(choice, (list, tuple)) and len(choice) == 2)
@@ -540,6 +542,7 @@ def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[d
                                           if s is not None or call.rtt is not None]
             waits = [s for s in (server_ms(run, call, "queue_wait_ms") for call in picked) if s is not None]
             handler = [s for s in (server_ms(run, call, "fn_call_ms") for call in picked) if s is not None]
+            post = [s for s in (server_ms(run, call, "postprocess_ms") for call in picked) if s is not None]
             if not download:
                 untraced += sum(server_ms(run, call) is None for call in picked)
             if server:
@@ -548,16 +551,18 @@ def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[d
             def p95(values: List[float]) -> str:
                 return c.ms(c.percentile(values, 0.95), 0) if values else "-"
             rows.append([f"{phase}: {action}", len(picked), c.ms(c.median(server), 0) if server else "-",
-                         p95(server), p95(handler), c.ms(max(server), 0) if server else "-", p95(waits),
+                         p95(server), p95(handler), p95(post), c.ms(max(server), 0) if server else "-", p95(waits),
                          c.ms(c.median(rtts), 0), p95(rtts)])
     c.print_table("1. per action: server-side time (gradio's own trace: preprocess + handler + postprocess), "
                   "queue wait, and the client's round trip (ms)",
-                  ["action", "n", "server p50", "server p95", "handler p95", "server max", "queue wait p95",
+                  ["action", "n", "server p50", "server p95", "handler p95", "postprocess p95", "server max",
+                   "queue wait p95",
                    "round trip p50", "round trip p95"], rows,
                   note=f"burst = every student's first round released at once ({run.students} students, "
                        f"{run.marks.get('burst end', 0) - run.marks.get('burst start', 0):.1f} s); steady = rounds "
                        f"with {run.think:.0f} s ± 50 % think time between actions for {run.minutes:g} min; "
-                       "downloads are plain GETs (no queue, no trace): round trip only")
+                       "downloads are plain GETs (no queue, no trace): round trip only; postprocess = gradio turning "
+                       "the handler's return values into the page's (a component update costs far more than a value)")
 
     rss = run.rss
     start_rss = rss[0][2] if rss else 0
@@ -666,6 +671,141 @@ def rss_drift(run: Run) -> Optional[dict]:
     return {"warm": after[0][1], "end": end, "drift": end - after[0][1], "slope": slope, "samples": len(points)}
 
 
+# ---------------------------------------------------------------- in-process: the handlers' own cost
+
+def in_process(students: int, rounds: int, threads: int, scratch: Path) -> None:
+    """The same round, called straight on the logic objects the tabs wire (no gradio, no HTTP, one thread):
+    what each handler costs by itself, in spaces that grow round by round, and what the teacher's class
+    panel costs with every student's space in it. A burst's server time is this cost times the handlers
+    that share the two CPUs at that moment, so the cheapest fix is here."""
+    from s11_workbench.classroom import Classroom
+    from s11_workbench.demo import run_demo_safely
+    from s11_workbench.explorer import Explorer, View
+    from s11_workbench.lesson import Lesson, LessonView
+    from s11_workbench.spaces import Limits, Spaces
+
+    roomy = Limits(creates_per_minute=100_000, create_burst=100_000, new_spaces_per_minute=100_000,
+                   min_free_bytes=0)
+    sessions_dir = scratch / "gradio_sessions"
+    spaces = Spaces(str(sessions_dir), limits=roomy, teacher_secret="bench-teacher")
+    explorer, lesson, classroom = Explorer(spaces), Lesson(spaces), Classroom(spaces)
+    times: Dict[str, List[float]] = {}
+
+    def timed(action: str, work, *args):
+        started = time.perf_counter()
+        result = work(*args)
+        times.setdefault(action, []).append(time.perf_counter() - started)
+        return result
+
+    def demo(token):
+        space = spaces.open(token).writable()
+        space.throttle()
+        space.require_room(sessions=3, nbytes=64 * 1024)
+        run, error = run_demo_safely(space.folder, shown_from=str(sessions_dir))
+        if run is None:
+            raise SystemExit(f"demo failed: {error}")
+        return run
+
+    tokens = [timed("enter_space", spaces.new_token) for _ in range(students)]
+    teacher = spaces.new_token()
+    own = spaces.open(teacher)
+    shelf_root = own.store.create_session("shelf", [{"role": "user", "content": f"m{n}"} for n in range(6)])
+    spaces.publish("bench-teacher", own.space_id, shelf_root)
+    for token in tokens:
+        spaces.open(token).fork_from(spaces.shelf(), shelf_root, at=3, new_messages=[{"role": "user",
+                                                                                       "content": "x"}])
+
+    def student_round(index: int, token: str, number: int) -> None:
+        run = timed("run_demo", lambda: demo(token))
+        timed("explorer_refresh", lambda: explorer.refresh(token, View(), ""))
+        page = timed("select (row click)", lambda: explorer.select(token, View(), run.ids["main_id"]))
+        page = timed("explorer_fork", lambda: explorer.fork(token, page.view, 3, f"round {number}", ""))
+        for turn in ("one", "two"):
+            page = timed("explorer_resume", explorer.resume, token, page.view, turn, "user")
+        timed("explorer_export", lambda: explorer.export(token, page.view))
+        example = EXAMPLES[number % len(EXAMPLES)]
+        timed("explorer_import_example", lambda: explorer.import_example(token, View(), example))
+        page = timed("lesson_pick", lambda: lesson.pick(token, LessonView(), "rewind"))
+        page = timed("lesson_start", lambda: lesson.start(token, page.view))
+        page = timed("lesson_fork", lambda: lesson.fork(token, page.view, 3, "another plan"))
+        if not page.solved:
+            raise SystemExit(f"student {index}, round {number}: level 2 not solved: {page.notice}")
+
+    from concurrent.futures import ThreadPoolExecutor
+    for number in range(rounds):
+        if threads > 1:   # every student's round at once, as in the burst: the cost under contention
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                for future in [pool.submit(student_round, i, t, number) for i, t in enumerate(tokens)]:
+                    future.result()
+        else:
+            for index, token in enumerate(tokens):
+                student_round(index, token, number)
+        timed("class_refresh", lambda: classroom.table(teacher, "bench-teacher"))
+        timed("class_refresh (again)", lambda: classroom.table(teacher, "bench-teacher"))
+        timed("class row (one student)", lambda: classroom.student(teacher, "bench-teacher",
+                                                                     tokens[0].split(".")[0]))
+        timed("class fork map", lambda: classroom.fork_map(teacher, "bench-teacher", shelf_root))
+    rows = [[action, len(values), c.ms(c.median(values), 1), c.ms(c.percentile(values, 0.95), 1),
+             c.ms(max(values), 1), c.ms(sum(values), 0)] for action, values in times.items()]
+    c.print_table(f"in-process: {students} students × {rounds} rounds, "
+                  f"{threads} thread(s) (ms per call)",
+                  ["action", "n", "p50", "p95", "max", "total"], rows,
+                  note="class_refresh = the teacher's whole class table, measured once after each round "
+                       "(the spaces grow by ~10 sessions a round); the burst is round 1")
+
+
+def postprocess_costs(pages: int, scratch: Path) -> None:
+    """In one process, no HTTP: each event's handler as gradio calls it (State inputs read from the page's
+    session state), then gradio's own postprocess_data on its return values, one page at a time. The second
+    figure is what the burst multiplies: gradio turns every returned component update into a new component on
+    its event loop, so while it does, every other page waits."""
+    from gradio import utils as gradio_utils
+    from gradio.blocks import Block
+    from gradio.state_holder import SessionState
+
+    sys.path.insert(0, str(c.REPO))
+    import app as workbench
+    demo = workbench.build_app(scratch / "gradio_sessions", teacher_secret="bench-teacher")
+    fns = {fn.api_name: fn for fn in demo.fns.values() if fn.api_name}
+    figures: Dict[str, list] = {}
+
+    async def call(state, name: str, values: list):
+        fn, supplied, args = fns[name], iter(values), []
+        for component in fn.inputs:
+            args.append((state[component._id] if component._id in state else component.value)
+                        if component.stateful else next(supplied))
+        started = time.perf_counter()
+        result = fn.fn(*args)
+        handled = time.perf_counter()
+        result = list(result) if isinstance(result, (list, tuple)) else [result]
+        updates = sum(isinstance(v, Block) or gradio_utils.is_prop_update(v) for v in result)
+        await demo.postprocess_data(fn, result, state)
+        figures.setdefault(name, []).append((handled - started, time.perf_counter() - handled, len(fn.outputs),
+                                             updates))
+
+    async def rounds() -> None:
+        for _ in range(pages):
+            state, token = SessionState(demo), demo.s11_spaces.new_token()
+            await call(state, "run_demo", [token])
+            await call(state, "explorer_refresh", [token, ""])
+            await call(state, "explorer_fork", [token, 3, "x", ""])
+            await call(state, "explorer_resume", [token, "t", "user"])
+            await call(state, "explorer_export", [token])
+            await call(state, "explorer_import_example", [token, EXAMPLES[0]])
+            await call(state, "lesson_pick", [token, "rewind"])
+            await call(state, "lesson_start", [token])
+            await call(state, "lesson_fork", [token, 3, "x"])
+
+    asyncio.run(rounds())
+    rows = [[name, values[-1][2], values[-1][3], c.ms(c.median([v[0] for v in values]), 1),
+             c.ms(c.median([v[1] for v in values]), 1), c.ms(max(v[1] for v in values), 1)]
+            for name, values in figures.items()]
+    c.print_table(f"handler vs gradio's postprocess, one page at a time ({pages} pages, ms)",
+                  ["event", "outputs", "component updates", "handler p50", "postprocess p50", "postprocess max"],
+                  rows, note="component updates = returned gr.X(...) / gr.update / gr.skip() values; each costs "
+                             "gradio a new component on its event loop")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=50, help="simulated students (default 50, at most 200)")
@@ -679,6 +819,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--warmup", type=float, default=None,
                         help="minutes of the steady phase before the RSS drift is measured (default: a fifth of "
                              "--minutes, at most 5)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="no server: time each action's handler logic in one thread (see in_process)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per student with --in-process (default 3)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="with --in-process: run the students' rounds in this many threads at once (default 1)")
+    parser.add_argument("--postprocess", action="store_true",
+                        help="no server: each event's handler and gradio's postprocess of its outputs, in-process")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder (its path is printed)")
     parser.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
                         help="extra environment for the server, for experiments (e.g. MALLOC_ARENA_MAX=2)")
@@ -689,6 +836,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix=".load-classroom-", dir=Path(__file__).resolve().parent))
     sessions_dir = scratch / "gradio_sessions"
     sessions_dir.mkdir()
+    if args.postprocess:
+        try:
+            postprocess_costs(args.rounds * 5, scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return 0
+    if args.in_process:
+        try:
+            in_process(args.students, args.rounds, args.threads, scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return 0
     c.print_header(f"load_classroom: {args.students} students in private spaces, burst then {minutes:g} min steady",
                    {"sessions": f"{sessions_dir} — {c.filesystem_of(sessions_dir)}",
                     "limits": f"{args.timeout:.0f} s per request; think time {args.think:g} s ± 50 %",

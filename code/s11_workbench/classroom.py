@@ -16,6 +16,7 @@ Safety: 名字、标题都是学生写的文字：表格单元格是纯文本，
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -25,7 +26,7 @@ from s11_session import SessionError
 from s11_text import printable, shorten
 from s11_workbench.lesson import Levels, is_stuck, level_state, read_progress
 from s11_workbench.markdown import literal_inline
-from s11_workbench.spaces import SpaceError, read_profile
+from s11_workbench.spaces import ReadOnlyStore, SpaceError, read_profile
 
 CLASS_HEADERS = ["名字", "关卡进度", "当前关卡", "演示", "分叉", "收敛", "导入", "最后活动", "状态", "空间"]
 SPACE_COLUMN = CLASS_HEADERS.index("空间")
@@ -57,6 +58,28 @@ class Classroom:
     def __init__(self, spaces, levels: Levels | None = None):
         self.spaces = spaces
         self.levels = levels or Levels(spaces.sessions_dir)
+        # 每个空间一个常驻的只读 store：它的摘要按文件的 (inode, 大小, 修改时间) 缓存，老师每刷新一次，
+        # 没动过的文件不必重读；“是不是导入的”读一次整个文件才知道，而它在会话创建后不会再变，按 ID 记住
+        self._stores: dict = {}
+        self._imported_ids: dict = {}
+        self._lock = threading.Lock()
+
+    def _store(self, secret, space_id: str):
+        """教师只读地看一个空间（spaces.view 先验密钥、验空间名）；同一个目录沿用同一个 store。"""
+        folder = self.spaces.view(secret, space_id).folder
+        with self._lock:
+            store = self._stores.get(space_id)
+            if store is None or store.storage_dir != folder:
+                store = self._stores[space_id] = ReadOnlyStore(folder)
+            return store
+
+    def _forget_except(self, space_ids: set) -> None:
+        """缓存有界：只留现在还在的空间。"""
+        with self._lock:
+            for space_id in [key for key in self._stores if key not in space_ids]:
+                del self._stores[space_id]
+            for key in [key for key in self._imported_ids if key[0] not in space_ids]:
+                del self._imported_ids[key]
 
     def _require(self, token, secret) -> None:
         """每个动作先验令牌（和别的标签页一样），再验老师密钥。"""
@@ -72,7 +95,9 @@ class Classroom:
         levels = self.levels.all()
         titles = {exercise.id: exercise.title for exercise in levels}
         rows, quiet = [], 0
-        for item in self.spaces.list_spaces(secret)[:MAX_ROWS]:
+        listed = self.spaces.list_spaces(secret)[:MAX_ROWS]
+        self._forget_except({item["space_id"] for item in listed})
+        for item in listed:
             space_id = item["space_id"]
             folder = os.path.join(self.spaces.spaces_dir, space_id)
             progress = read_progress(folder)
@@ -105,7 +130,7 @@ class Classroom:
 
     def _counts(self, secret, space_id: str, progress: dict) -> dict:
         """一个空间里：有没有跑过演示、分叉几个、收敛几个、导入几个（练习写进去的起点不算）。"""
-        store = self.spaces.view(secret, space_id).store
+        store = self._store(secret, space_id)
         anchored = set()
         for entry in progress["levels"].values():
             anchored.update(level_state(entry if isinstance(entry, dict) else {}).anchors.values())
@@ -118,19 +143,26 @@ class Classroom:
                 counts["forks"] += 1
             elif summary["title"] == DEMO_TITLE and summary["message_count"] == 5:
                 counts["demo"] = True
-            elif summary.get("active_end") or self._imported(store, sid):
+            elif summary.get("active_end") or self._imported(store, space_id, summary):
                 counts["imports"] += 1
             if _converged(store, summary):
                 counts["converges"] += 1
         return counts
 
-    @staticmethod
-    def _imported(store, session_id: str) -> bool:
+    def _imported(self, store, space_id: str, summary: dict) -> bool:
+        key = (space_id, summary["session_id"], summary.get("created_ns", 0))
+        with self._lock:
+            known = self._imported_ids.get(key)
+        if known is not None:
+            return known
         try:
-            node = store.load(session_id)
+            node = store.load(summary["session_id"])
         except SessionError:
-            return False
-        return node is not None and isinstance(node.source, dict)
+            return False   # 读不了的不记：修好之后再算
+        found = node is not None and isinstance(node.source, dict)
+        with self._lock:
+            self._imported_ids[key] = found
+        return found
 
     # ── 只读打开一个学生 ──────────────────────────────────────────────────────────────────
     def student(self, token, secret, space_id) -> str:
@@ -169,7 +201,7 @@ class Classroom:
         forks = []
         for item in self.spaces.list_spaces(secret)[:MAX_ROWS]:
             space_id = item["space_id"]
-            store = self.spaces.view(secret, space_id).store
+            store = self._store(secret, space_id)
             summaries = store.list_sessions()
             kids: dict = {}
             for summary in summaries:

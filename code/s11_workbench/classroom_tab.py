@@ -21,8 +21,11 @@ from s11_workbench.explorer import explain
 LABEL = "🧑‍🏫 课堂"
 CSS = """
 #s11c-panel { border: 2px solid var(--color-accent); border-radius: 12px; padding: 8px; }
-#s11c-class, #s11c-forks, #s11c-archives { contain: inline-size; }
-#s11c-map pre, #s11c-student pre { white-space: pre-wrap !important; overflow-wrap: anywhere; }
+#s11c-class, #s11c-forks, #s11c-archives, #s11c-map, #s11c-student, #s11c-path { contain: inline-size; }
+/* 学生的会话树、分叉图是代码围栏：gradio 给里面的 <code> 写了 white-space: pre，只改 <pre> 换不了行，
+   一行长名字就把整个面板（连同页面）撑宽，手机上横向溢出。<code> 也要换行 */
+#s11c-map pre, #s11c-student pre, #s11c-map pre code, #s11c-student pre code {
+  white-space: pre-wrap !important; overflow-wrap: anywhere; }
 #s11c-notice:empty { display: none; }
 """
 

@@ -256,8 +256,9 @@ class Lesson:
         """选一关：还没开始就只显示说明和目标，点「开始」才写起点。"""
         def action(space, progress):
             exercise = self.levels.get(level_id)
-            progress["current"] = exercise.id
-            write_progress(space.writable().folder, progress)
+            if progress.get("current") != exercise.id:   # 又选了同一关：不必再写一次（每次写都要 fsync）
+                progress["current"] = exercise.id
+                write_progress(space.writable().folder, progress)
             entry = progress["levels"].get(exercise.id, {})
             anchors = level_state(entry).anchors
             first = next(iter(anchors.values()), None)

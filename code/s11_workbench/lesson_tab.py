@@ -25,6 +25,14 @@ LABEL = "🎯 练习"
 CSS = """
 #s11l-levels .wrap { flex-direction: column; }
 #s11l-goal .mermaid, #s11l-goal svg, #s11l-mine .mermaid, #s11l-mine svg { max-width: 100%; height: auto; }
+/* 两棵树、判定、说明和代码框的宽度只由页面定，不由内容定：mermaid 画好之前的源码、画出来的 SVG、
+   代码编辑器里的长行都不许把整页撑宽（手机上会横向溢出）；放不下的在自己的框里横向滚动 */
+#s11l-goal, #s11l-mine, #s11l-goal-list, #s11l-instructions, #s11l-verdict, #s11l-hint, #s11l-notice,
+#s11l-doctor-report, #s11l-second, #s11l-solution, #s11l-preview, #s11l-level-json, #s11l-level-map,
+#s11l-level-check { contain: inline-size; }
+#s11l-goal, #s11l-mine { overflow-x: auto; }
+#s11l-goal pre, #s11l-mine pre, #s11l-goal pre code, #s11l-mine pre code { white-space: pre-wrap !important;
+  overflow-wrap: anywhere; }
 #s11l-tree .wrap { max-height: 320px; overflow-y: auto; }
 #s11l-notice:empty { display: none; }
 #s11l-verdict ul { margin: 0; }
@@ -46,38 +54,74 @@ EXAMPLE = """{
 }"""
 
 
-class LessonEvent:
-    """Lesson 的一个动作 -> 事件处理函数：(令牌, 视图, 老师密钥, *控件的值) -> 各控件的新值。"""
+# 每个事件只回它改得动的控件，控件的属性（选项、可见、可点）没变时只回值：gradio 处理一个带属性的更新
+# （gr.Radio(choices=…)、gr.skip()……）要在事件循环里新建一个组件、重算它的配置，每个 1–6 ms，全班同时点时
+# 所有页面都在那里排队；只回值的那一格约 0.2 ms，还不占事件循环（load_classroom.py --in-process 量过）。
+PAGE = ("notice", "view", "shown", "levels", "mine", "tree", "verdict", "hint", "solution", "solution_button",
+        "others", "doctor", "second", "preview", "download_md", "download_html")
+LEVEL = PAGE + ("instructions", "goal", "goal_list", "tools")     # 换了一关：说明、目标树也要重画
+LOAD = LEVEL + ("author", "name")                                  # 页面载入：老师的出题区、自己的名字
 
-    def __init__(self, action):
-        self.action = action
+
+class LessonEvent:
+    """Lesson 的一个动作 -> 事件处理函数：(令牌, 视图, 老师密钥, *控件的值, 已显示的属性) -> 各控件的新值。"""
+
+    def __init__(self, action, names: tuple = PAGE):
+        self.action, self.names = action, names
 
     def __call__(self, token, current, secret, *values):
-        return page_outputs(self.action(token, current, *values, teacher=secret))
+        *values, shown = values
+        return page_outputs(self.action(token, current, *values, teacher=secret), self.names, shown)
 
 
-def page_outputs(page: LessonPage) -> list:
-    """LessonPage -> 各输出控件的新值（顺序与 build() 里的 outputs 一致）。"""
-    view = page.view
+def _prop(shown: dict, sent: dict, key: str, props, update, plain):
+    """属性和页面上已有的一样：只回值（plain）；否则回整个组件（update()），并记下现在的属性。"""
+    sent[key] = props
+    return plain if isinstance(shown, dict) and shown.get(key) == props else update()
+
+
+def page_outputs(page: LessonPage, names: tuple = LOAD, shown: dict | None = None) -> list:
+    """LessonPage -> names 里各控件的新值（顺序同 names）。shown：这个页面上次收到的属性（gr.State）。"""
+    view, sent = page.view, {}
     same = gr.skip() if not page.static else None   # 这一关不变的部分：操作之后不重发（mermaid 不必重画）
-    return [
-        page.notice, view,
-        gr.Radio(choices=page.level_choices, value=view.level),
-        same or page.instructions, same or page.goal_map, same or page.goal_text, page.current_map,
-        gr.Radio(choices=page.tree_choices, value=view.session_id if page.tree_choices else None),
-        page.verdict, page.hint,
-        gr.Markdown(page.solution, visible=bool(page.solution)),
-        gr.Button("🙈 收起答案" if view.show_solution else "📖 看答案"),
-        gr.CheckboxGroup(choices=page.converge_choices, value=[]),
-        page.doctor, page.second, page.preview,
-        gr.DownloadButton(value=page.downloads[0], interactive=page.downloads[0] is not None),
-        gr.DownloadButton(value=page.downloads[1], interactive=page.downloads[1] is not None),
-        gr.Accordion(visible=page.teacher),
-        gr.skip() if page.draft is None else page.draft,
-        gr.skip() if page.main_draft is None else page.main_draft,
-        gr.skip() if page.name is None else page.name,
-        same or gr.Markdown(_tools_note(page.tools), visible=bool(page.tools)),
-    ]
+    tree_value = view.session_id if page.tree_choices else None
+    downloads = [path if path else None for path in page.downloads]
+    values = {
+        "notice": lambda: page.notice, "view": lambda: view, "shown": lambda: sent,
+        "levels": lambda: _prop(shown, sent, "levels", tuple(page.level_choices),
+                                lambda: gr.Radio(choices=page.level_choices, value=view.level), view.level),
+        "instructions": lambda: same or page.instructions, "goal": lambda: same or page.goal_map,
+        "goal_list": lambda: same or page.goal_text, "mine": lambda: page.current_map,
+        "tree": lambda: _prop(shown, sent, "tree", tuple(page.tree_choices),
+                              lambda: gr.Radio(choices=page.tree_choices, value=tree_value), tree_value),
+        "verdict": lambda: page.verdict, "hint": lambda: page.hint,
+        "solution": lambda: _prop(shown, sent, "solution", bool(page.solution),
+                                  lambda: gr.Markdown(page.solution, visible=bool(page.solution)), page.solution),
+        "solution_button": lambda: "🙈 收起答案" if view.show_solution else "📖 看答案",   # 按钮的值就是它的字
+        "others": lambda: _prop(shown, sent, "others", tuple(page.converge_choices),
+                                lambda: gr.CheckboxGroup(choices=page.converge_choices, value=[]), []),
+        "doctor": lambda: page.doctor, "second": lambda: page.second, "preview": lambda: page.preview,
+        "download_md": lambda: _prop(shown, sent, "download_md", downloads[0] is not None,
+                                     lambda: gr.DownloadButton(value=downloads[0], interactive=downloads[0] is not None),
+                                     downloads[0]),
+        "download_html": lambda: _prop(shown, sent, "download_html", downloads[1] is not None,
+                                       lambda: gr.DownloadButton(value=downloads[1],
+                                                                 interactive=downloads[1] is not None), downloads[1]),
+        "author": lambda: gr.Accordion(visible=page.teacher),
+        "second_text": lambda: gr.skip() if page.draft is None else page.draft,
+        "resume_text": lambda: gr.skip() if page.main_draft is None else page.main_draft,
+        "name": lambda: gr.skip() if page.name is None else page.name,
+        "tools": lambda: same or _prop(shown, sent, "tools", bool(page.tools),
+                                       lambda: gr.Markdown(_tools_note(page.tools), visible=bool(page.tools)),
+                                       _tools_note(page.tools)),
+    }
+    # “已显示的属性”最后才定下来：先算其余各格（它们往 sent 里记），再把 sent 交出去
+    result = {name: values[name]() for name in names if name != "shown"}
+    if "shown" in names:
+        kept = {key: value for key, value in (shown or {}).items() if key not in sent} if isinstance(shown, dict) \
+            else {}
+        result["shown"] = {**kept, **sent}
+    return [result[name] for name in names]
 
 
 TOOL_NAMES = {"doctor": "🩺 体检", "second": "🪟 第二个标签页", "export": "📤 导出", "converge": "🔀 收敛"}
@@ -169,28 +213,34 @@ def build(ctx) -> None:
         level_map = gr.Markdown("", elem_id="s11l-level-map")
         publish_button = gr.Button("📣 发布给全班", variant="primary", elem_id="s11l-publish")
 
-    outputs = [notice, view, levels, instructions, goal, goal_list, mine, tree, verdict, hint, solution,
-               solution_button, others, doctor, second, preview, markdown_download, html_download, author,
-               second_text, resume_text, name, tools]
+    # 新页面上各控件的属性就是这里搭出来的样子：第一次事件也不必为它们发整个组件
+    shown = gr.State({"levels": tuple(lesson.level_choices()), "tree": (), "others": (), "solution": False,
+                      "download_md": False, "download_html": False, "tools": False})
+    components = {"notice": notice, "view": view, "shown": shown, "levels": levels, "instructions": instructions,
+                  "goal": goal, "goal_list": goal_list, "mine": mine, "tree": tree, "verdict": verdict, "hint": hint,
+                  "solution": solution, "solution_button": solution_button, "others": others, "doctor": doctor,
+                  "second": second, "preview": preview, "download_md": markdown_download,
+                  "download_html": html_download, "author": author, "second_text": second_text,
+                  "resume_text": resume_text, "name": name, "tools": tools}
 
-    def wire(trigger, action, inputs, api_name):
-        return trigger(LessonEvent(action), inputs=[visitor, view, teacher, *inputs], outputs=outputs,
-                       api_name=api_name, concurrency_limit=8)
+    def wire(trigger, action, inputs, api_name, names=PAGE):
+        return trigger(LessonEvent(action, names), inputs=[visitor, view, teacher, *inputs, shown],
+                       outputs=[components[key] for key in names], api_name=api_name, concurrency_limit=8)
 
-    wire(levels.input, lesson.pick, [levels], "lesson_pick")
-    wire(start_button.click, lesson.start, [], "lesson_start")
+    wire(levels.input, lesson.pick, [levels], "lesson_pick", LEVEL)
+    wire(start_button.click, lesson.start, [], "lesson_start", LEVEL)
     wire(tree.input, lesson.select, [tree], "lesson_select")
     wire(fork_button.click, lesson.fork, [fork_at, fork_text], "lesson_fork")
-    wire(resume_button.click, lesson.resume, [resume_text, role], "lesson_resume")
+    wire(resume_button.click, lesson.resume, [resume_text, role], "lesson_resume", PAGE + ("resume_text",))
     wire(converge_button.click, lesson.converge, [others, decision], "lesson_converge")
     wire(doctor_button.click, lesson.doctor, [], "lesson_doctor")
     wire(quarantine_button.click, lesson.quarantine, [], "lesson_quarantine")
     wire(second_open.click, lesson.second_open, [], "lesson_second_open")
-    wire(second_button.click, lesson.second_resume, [second_text], "lesson_second_resume")
+    wire(second_button.click, lesson.second_resume, [second_text], "lesson_second_resume", PAGE + ("second_text",))
     wire(export_button.click, lesson.export, [], "lesson_export")
     wire(solution_button.click, lesson.toggle_solution, [], "lesson_solution")
-    wire(name_button.click, lesson.set_name, [name], "lesson_name")
-    wire(name.submit, lesson.set_name, [name], "lesson_name_submit")
+    wire(name_button.click, lesson.set_name, [name], "lesson_name", PAGE + ("name",))
+    wire(name.submit, lesson.set_name, [name], "lesson_name_submit", PAGE + ("name",))
 
     def on_check(text):
         return lesson.check_level_text(text)
@@ -211,16 +261,17 @@ def build(ctx) -> None:
     publish_button.click(on_publish, inputs=[visitor, teacher, level_text], outputs=[level_check],
                          api_name="lesson_publish", concurrency_limit=4)
 
-    def on_load(token, secret):
-        return page_outputs(lesson.open_page(token, secret))
+    def on_load(token, secret, known):
+        return page_outputs(lesson.open_page(token, secret), LOAD, known)
 
-    ctx.ready.then(on_load, inputs=[visitor, teacher], outputs=outputs, api_visibility="private", concurrency_limit=8)
+    ctx.ready.then(on_load, inputs=[visitor, teacher, shown], outputs=[components[key] for key in LOAD],
+                   api_visibility="private", concurrency_limit=8)
     tab = Context.block
     if isinstance(tab, gr.Tab):   # 从会话树浏览器切回来：在那里做的动作也立刻判一次
-        def on_tab(token, current, secret):
+        def on_tab(token, current, secret, known):
             if not token:
-                return [gr.skip()] * len(outputs)
-            return page_outputs(lesson.render(token, current, secret, counts="progress"))
+                return [gr.skip()] * len(LEVEL)
+            return page_outputs(lesson.render(token, current, secret, counts="progress"), LEVEL, known)
 
-        tab.select(on_tab, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
-                   concurrency_limit=8)
+        tab.select(on_tab, inputs=[visitor, view, teacher, shown], outputs=[components[key] for key in LEVEL],
+                   api_visibility="private", concurrency_limit=8)

@@ -3,7 +3,13 @@
 Both students solve level 1 of 🎯 练习 by clicking; the teacher's class panel (above the tabs, teacher mode only)
 shows their names and progress and flags the idle one; a level the teacher publishes reaches both; the class fork
 map shows both students' forks of a shelf session; no student page holds the other's name, space id or the
-teacher secret; archiving at the end leaves nothing visible to a new student.
+teacher secret; archiving at the end leaves nothing visible to a new student; at 390 px, light and dark, neither the
+teacher's page nor a student's is wider than the window.
+
+One server, one browser, one walk: the students click side by side (each step clicked on both pages, then awaited
+on both), and what the walk does not prove through clicks (the quiet student's clock, the shelf session and the
+students' forks of it) is prepared through the logic directly. Waits are on conditions, never on fixed sleeps,
+except one layout pass after a viewport change.
 
 Set S11_LESSON_SCREENSHOTS=docs to also write docs/lesson-*.png (1400/390 px, light/dark) during the run.
 """
@@ -48,8 +54,11 @@ class Visitor:
     def __init__(self, browser, url: str, *, query: str = "", width: int = 1400, scheme: str = "light"):
         self.context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
         self.page = self.context.new_page()
-        self.page.goto(f"{url}/{query}")
-        self.page.get_by_role("tab").first.wait_for()
+        self.page.goto(f"{url}/{query}", wait_until="commit")   # several pages load at once; ready() waits
+
+    def ready(self) -> "Visitor":
+        self.page.get_by_role("tab").first.wait_for(timeout=30_000)
+        return self
 
     def open_lesson(self) -> None:
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -68,12 +77,16 @@ class Visitor:
 
     def act(self, click, expect: str) -> None:
         """Click, then wait for a new notice containing `expect` (each action rewrites the notice)."""
+        self.begin(click, expect)()
+
+    def begin(self, click, expect: str):
+        """Click now; return the wait for the new notice (another page can be clicked meanwhile)."""
         before = self.notice()
         click()
-        self.page.wait_for_function(
+        return lambda: self.page.wait_for_function(
             "([before, expect]) => { const n = document.querySelector('#s11l-notice');"
             " const t = n ? n.innerText : ''; return t !== before && t.includes(expect); }",
-            arg=[before, expect], timeout=15_000)
+            arg=[before, expect], timeout=30_000)
 
     def choose(self, elem_id: str, text: str) -> None:
         self.page.locator(f"#{elem_id}").get_by_text(text).first.click()
@@ -81,47 +94,85 @@ class Visitor:
     def action_tab(self, name: str) -> None:
         self.page.locator(f"#s11l-{name}-tab-button").click()
 
-    def fork(self, at: int) -> None:
+    def fork(self, at: int):
         self.action_tab("fork")
         self.page.locator("#s11l-fork-at input").fill(str(at))
-        self.act(lambda: self.page.locator("#s11l-fork").click(), "分叉出新会话")
+        return self.begin(lambda: self.page.locator("#s11l-fork").click(), "分叉出新会话")
 
-    def resume(self, role: str, text: str, count: int) -> None:
+    def resume(self, role: str, text: str, count: int):
         self.action_tab("resume")
         self.choose("s11l-role", role)
         self.page.locator("#s11l-resume-text textarea").fill(text)
-        self.act(lambda: self.page.locator("#s11l-resume").click(), f"现在有 {count} 条消息")
+        return self.begin(lambda: self.page.locator("#s11l-resume").click(), f"现在有 {count} 条消息")
 
-    def select_tree(self, text: str) -> None:
-        before = self.page.locator("#s11l-tree").inner_text()
+    def select_tree(self, text: str):
+        """Pick a node of "your tree"; done when it is checked and the tree drawing marks it (a new map)."""
+        before = self.page.locator("#s11l-mine").inner_html()
         self.choose("s11l-tree", text)
-        self.page.wait_for_function(
-            "(before) => { const t = document.querySelector('#s11l-tree');"
-            " return t && t.querySelector('input:checked') && t.innerText !== '' ; }", arg=before, timeout=15_000)
-        self.page.wait_for_timeout(300)
+        return lambda: self.page.wait_for_function(
+            "([before, text]) => { const t = document.querySelector('#s11l-tree');"
+            " const c = t && t.querySelector('input:checked');"
+            " const label = c && c.closest('label');"
+            " const mine = document.querySelector('#s11l-mine');"
+            " return label && label.innerText.includes(text) && mine && mine.innerHTML !== before"
+            " && mine.querySelector('svg'); }", arg=[before, text], timeout=15_000)
+
+    def overflow(self) -> dict:
+        """Page width against the window's, at 390 px, light and dark (Gradio follows the system scheme live)."""
+        widths = {}
+        size = self.page.viewport_size
+        self.page.set_viewport_size({"width": 390, "height": 900})
+        for scheme in ("light", "dark"):
+            self.page.emulate_media(color_scheme=scheme)
+            self.page.wait_for_function(
+                "(dark) => document.body.classList.contains('dark') === dark", arg=scheme == "dark")
+            self.page.wait_for_timeout(200)   # one layout pass after the resize (no event to wait on)
+            widths[scheme] = self.page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+        self.page.emulate_media(color_scheme="light")
+        self.page.set_viewport_size(size)
+        return widths
 
     def close(self) -> None:
         self.context.close()
 
 
-def solve_level_one(student: Visitor, name: str) -> None:
-    page = student.page
-    page.locator("#s11l-name textarea, #s11l-name input").first.fill(name)
-    student.act(lambda: page.locator("#s11l-name-save").click(), "老师会看到你叫")
-    student.choose("s11l-levels", "第 1 关")
-    page.locator("#s11l-verdict").get_by_text("还没开始").wait_for(timeout=15_000)
-    student.act(lambda: page.locator("#s11l-start").click(), "已开始")
-    student.fork(5)
-    student.resume("assistant", "方案 A：LRU 上限", 6)
-    student.resume("user", "按方案 A 继续", 7)
-    student.select_tree("= 主会话")
-    student.fork(5)
-    for count, (role, text) in enumerate([("assistant", "方案 B：弱引用"), ("user", "先对比压测"),
-                                          ("user", "压测完成，选 B"), ("assistant", "已完成重构")], start=6):
-        student.resume(role, text, count)
-    page.locator("#s11l-hint").get_by_text("这一关完成了").wait_for(timeout=15_000)
-    assert page.locator("#s11l-verdict").inner_text().count("✅") == 4
-    page.locator("#s11l-levels").get_by_text("✅ 第 1 关").wait_for(timeout=15_000)
+LEVEL_ONE = [   # (what to do, argument...) in order; every step ends with a new notice or a re-drawn tree
+    ("start",), ("fork", 5), ("resume", "assistant", "方案 A：LRU 上限", 6), ("resume", "user", "按方案 A 继续", 7),
+    ("select_tree", "= 主会话"), ("fork", 5), ("resume", "assistant", "方案 B：弱引用", 6),
+    ("resume", "user", "先对比压测", 7), ("resume", "user", "压测完成，选 B", 8),
+    ("resume", "assistant", "已完成重构", 9)]
+
+
+def step(student: Visitor, what: str, *args):
+    if what == "start":
+        return student.begin(lambda: student.page.locator("#s11l-start").click(), "已开始")
+    return getattr(student, what)(*args)
+
+
+def solve_level_one(students, names) -> None:
+    """Both students type a name and solve level 1 by clicking, side by side: each step is clicked on every page,
+    then awaited on every page (the server runs them at once, as it would in a class)."""
+    for student, name in zip(students, names):
+        student.page.locator("#s11l-name textarea, #s11l-name input").first.fill(name)
+    for wait in [s.begin(lambda s=s: s.page.locator("#s11l-name-save").click(), "老师会看到你叫") for s in students]:
+        wait()
+    for student in students:
+        student.choose("s11l-levels", "第 1 关")
+    for student in students:
+        student.page.locator("#s11l-verdict").get_by_text("还没开始").wait_for(timeout=15_000)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    for what in LEVEL_ONE:
+        for student, wait in [(student, step(student, *what)) for student in students]:
+            try:
+                wait()
+            except PlaywrightTimeout:
+                student.page.screenshot(path="/tmp/lesson-step-timeout.png", full_page=True)
+                raise AssertionError(f"step {what}: the notice still reads {student.notice()!r}") from None
+    for student in students:
+        page = student.page
+        page.locator("#s11l-hint").get_by_text("这一关完成了").wait_for(timeout=15_000)
+        assert page.locator("#s11l-verdict").inner_text().count("✅") == 4
+        page.locator("#s11l-levels").get_by_text("✅ 第 1 关").wait_for(timeout=15_000)
 
 
 def row_of(table, text: str):
@@ -143,13 +194,15 @@ def test_a_lesson_with_a_teacher_and_two_students(browser, server):
     teacher = Visitor(browser, url, query=f"?teacher={TEACHER}")
     first, second = Visitor(browser, url), Visitor(browser, url)
     try:
+        for visitor in (teacher, first, second):
+            visitor.ready()
         # the class panel sits above the tabs for the teacher, and nowhere for a student
         teacher.page.locator("#s11c-panel").wait_for(state="visible", timeout=15_000)
         assert not first.page.locator("#s11c-panel").is_visible()
-        for student, name in zip((first, second), NAMES):
+        for student in (first, second):
             student.open_lesson()
-            solve_level_one(student, name)
-            print(f"solved level 1 as {name}: {time.monotonic() - started:.1f} s")
+        solve_level_one((first, second), NAMES)
+        print(f"both solved level 1: {time.monotonic() - started:.1f} s")
 
         # the second student goes quiet: no progress on level 2 for ten minutes (the clock is moved, not waited)
         second.choose("s11l-levels", "第 2 关")
@@ -177,9 +230,10 @@ def test_a_lesson_with_a_teacher_and_two_students(browser, server):
         teacher.page.locator("#s11l-author").get_by_text("老师：自己出一关").click()
         teacher.page.locator("#s11l-publish").click()
         teacher.page.locator("#s11l-level-check").get_by_text("已把").wait_for(timeout=15_000)
-        for student in (first, second):
-            student.page.reload()
+        for student in (first, second):   # coming back to the tab re-reads the levels (no reload needed)
+            student.page.get_by_role("tab").first.click()
             student.open_lesson()
+        for student in (first, second):
             student.page.locator("#s11l-levels").get_by_text("我的一关").wait_for(timeout=15_000)
 
         # a shelf session, one fork by each student, the teacher's class fork map
@@ -207,6 +261,12 @@ def test_a_lesson_with_a_teacher_and_two_students(browser, server):
         if shots:
             shoot(teacher, "lesson-class-light.png", shots)
             shoot(first, "lesson-light.png", shots)
+
+        # a phone: neither the teacher's page (class table, a student opened, the fork map drawn) nor a student's
+        # page (a level in progress, both trees drawn) is wider than the window, light or dark
+        for who, visitor in (("teacher", teacher), ("student", first)):
+            for scheme, (page_width, window) in visitor.overflow().items():
+                assert page_width <= window, f"{who}'s page at 390 px ({scheme}) is {page_width} px wide"
 
         # nothing of the other student, and no teacher secret, on a student's page
         for student, other in ((first, 1), (second, 0)):

@@ -119,6 +119,32 @@ def test_the_class_view_shows_names_progress_and_flags_the_stuck(room):
     assert "另有 2 个空间" in table.note    # the silent one and the teacher's own fresh space
 
 
+def test_the_class_table_follows_every_new_step_of_a_student(room):
+    """The class view keeps one store per space and remembers which sessions are imports: a refresh after
+    a student's next step still shows that step (nothing cached goes stale)."""
+    from s11_workbench.explorer import Explorer, View
+    spaces, lesson, classroom = room
+    student, teacher = spaces.new_token(), spaces.new_token()
+    spaces.set_display_name(student, "小明")
+
+    def row() -> dict:
+        rows = classroom.table(teacher, spaces.teacher_secret).rows
+        return dict(zip(CLASS_HEADERS, rows[0]))
+
+    assert (row()["分叉"], row()["导入"], row()["关卡进度"]) == (0, 0, "0/7")
+    explorer = Explorer(spaces)
+    explorer.import_example(student, View(), "claude-code-rate-limit.jsonl")
+    imported, forks = row()["导入"], row()["分叉"]
+    assert imported >= 1
+    page = lesson.start(student, lesson.pick(student, LessonView(), "rewind").view)
+    assert row()["分叉"] == forks   # the level's starting nodes are not the student's forks
+    lesson.fork(student, page.view, 3, "another plan")
+    after = row()
+    assert after["关卡进度"] == "1/7" and after["导入"] == imported and after["分叉"] == forks + 1
+    solve_rebuild(lesson, student)
+    assert (row()["关卡进度"], row()["分叉"]) == ("2/7", forks + 3)
+
+
 def test_stuck_means_no_progress_for_minutes_or_repeated_misses():
     now = time.time()
     assert not is_stuck({})
