@@ -32,7 +32,9 @@ import math
 import os
 import re
 import sys
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -41,7 +43,14 @@ import s11_redact
 import s11_trash
 import s11_tree
 from s11_export import fenced
-from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, validate_session_id
+from s11_session import (
+    ConflictError,
+    Problem,
+    SessionError,
+    SessionNode,
+    SessionNotFound,
+    validate_session_id,
+)
 from s11_text import hide_paths, human_size, os_error_reason, shorten
 from s11_tree import (
     PAGE_STYLE,
@@ -85,7 +94,11 @@ ROLES = {"user": "👤 用户（user）", "assistant": "🤖 助手（assistant�
 ROLE_NAMES = {"user": "用户", "assistant": "助手", "system": "系统", "tool": "工具", "toolResult": "工具"}
 SEARCH_HITS = 50           # 搜索最多列出多少处命中
 HIT_CONTEXT = 36           # 命中前后各留多少个字
-TEXT_CACHE_CHARS = 64 * 1024 * 1024   # 搜索用的正文缓存最多存多少字（超过就丢掉最早读入的）
+TEXT_CACHE_CHARS = 64 * 1024 * 1024   # 搜索用的正文缓存最多存多少字（超过就丢掉最早读入的）：约 64 M 字，
+                                      # Python 的 str 每字 1–4 字节，再加上小写副本，最坏约 0.5 GB，通常（中文为主）约 256 MB
+CHECK_CACHE_SPACES = 256   # 体检结果最多记住多少个空间（每个空间只是一张 {路径: (inode, 大小, 修改时间)} 和问题列表）
+WARM_THREADS = 2           # 后台预读搜索正文的线程最多几个（每个空间同时最多一个）
+PARENT_KINDS = ("missing_parent", "missing_converged")   # 只由“哪些会话在仓库里”决定的问题：可以从摘要重算
 FIRST_ADDED_SHOWN = 24
 FOCUS_OPEN_CHARS = 200     # 被指向的那条消息里，这么短的折叠块才默认展开（手机上也不会把📍那行顶出窗口）
 NAME_LEVELS = 4            # 分支名最多写几层（'B.A.C.A'），更深的前面写 '…'
@@ -470,6 +483,11 @@ class Explorer:
         # 键是文件在磁盘上的位置，只有验过令牌、能读那个空间的请求才会问到它；文件一改，键就对不上、重读
         self._texts: dict = {}
         self._text_chars = 0
+        self._texts_lock = threading.Lock()   # 处理函数在 gradio 的线程池里并发运行（还有后台预读）
+        self._warming: set = set()            # 正在后台预读正文的空间（仓库目录）
+        # 体检结果：{仓库目录: (每个文件的 (inode, 大小, 修改时间), 问题列表)}，最多 CHECK_CACHE_SPACES 个空间
+        self._checks: OrderedDict = OrderedDict()
+        self._checks_lock = threading.Lock()
         # 与 8.11 标签页共用本进程的私有（0700）下载目录（downloads.py）：同一套检查、同一种清理，进程退出时删掉
         self.export_root = export_root or downloads.private_export_root()
         self.upload_root = os.path.realpath(upload_root) if upload_root else None
@@ -501,10 +519,14 @@ class Explorer:
         check=True 时顺便体检整个空间（要读遍每个文件，所以只在列表可能变了的动作上做）。
         asks=True 的动作（清空回收站、永久删除、发布）只把要确认的事放进 view.pending；别的动作都清掉它。"""
         extra: dict = {}
+        touched = None
         view = dataclasses.replace(view, pending=()) if view.pending and not asks else view
         try:
             space, own = self._space(token, view, teacher)
             view, notice, extra = action(space, own)
+            if "touched" in extra:   # 动作自己知道改了哪几个会话文件：体检只补算这部分（见 _check）
+                extra = dict(extra)
+                touched = extra.pop("touched")
             if view.pending and not asks:   # 动作从闭包里拿到的还是旧视图
                 view = dataclasses.replace(view, pending=())
         except Exception as error:   # 页面只给一句话；意外的错误连同堆栈写进服务器日志
@@ -515,9 +537,10 @@ class Explorer:
             if isinstance(error, ConflictError):
                 view = dataclasses.replace(view, revision=-1)   # 重新读入最新修订
             extra = {"draft": draft} if draft is not None else {}
+            touched = None
             if area == "import":   # 导入失败也写进导入报告：报告框不会空着
                 extra["report"] = notice
-        return self.render(token, view, teacher, notice, check=check, area=area, **extra)
+        return self.render(token, view, teacher, notice, check=check, area=area, touched=touched, **extra)
 
     def open_page(self, token, teacher: str | None = None, session_id: str | None = None,
                   message=None, remembered: str | None = None) -> Page:
@@ -665,7 +688,7 @@ class Explorer:
         done = (f"✅ 已在第 {keep} 条之后分叉出新会话 {child.session_id}：{inherited}，新增 {len(new)} 条，"
                 f"共 {len(child.messages)} 条；下面显示的就是它")
         return (View(source=MINE, session_id=child.session_id, revision=child.revision, last_fork=child.session_id),
-                done, {"fork_reset": True})
+                done, {"fork_reset": True, "touched": (child.session_id,) if space is own else None})
 
     def resume(self, token, view: View, text: str, role: str = "user", teacher: str | None = None) -> Page:
         """续写：给选中节点追加读者输入的一轮并保存。页面上的修订号过期时 save() 抛 ConflictError。"""
@@ -732,7 +755,7 @@ class Explorer:
             parent = node.parent_id if node.parent_id and store.load(node.parent_id) is not None else None
             done = f"🗑️ 已把会话 {session_id} 移进回收站，可以在下方「回收站」里取回"
             return View(source=view.source, session_id=parent, revision=-1, query=view.query,
-                        deleted=deleted[:TRASH_SHOWN]), done, {}
+                        deleted=deleted[:TRASH_SHOWN]), done, {"touched": (session_id,)}
         return self._act(token, view, teacher, action, check=True, area="trash")
 
     def restore(self, token, view: View, session_id: str, teacher: str | None = None) -> Page:
@@ -744,8 +767,10 @@ class Explorer:
                 raise SessionNotFound(f"回收站里没有会话 {session_id}")
             deleted = tuple(d for d in view.deleted if d[0] != session_id)
             done = f"♻️ 已从回收站取回会话 {session_id}"
+            # 取回的文件读得出来（load 会核对每一块），它自己就没有文件层面的问题：体检只补算父子关系
+            touched = (session_id,) if store.load(session_id) is not None else None
             return dataclasses.replace(view, session_id=session_id, revision=-1, start=None, focus=None, end=None,
-                                       deleted=deleted), done, {"fork_reset": True}
+                                       deleted=deleted), done, {"fork_reset": True, "touched": touched}
         return self._act(token, view, teacher, action, check=True, area="trash")
 
     # ── 清空回收站 / 永久删除：先说清楚会删什么、释放多少，确认后才做 ──────────────────────────────
@@ -948,6 +973,9 @@ class Explorer:
         cached = self._texts.get(path)
         if cached is not None and cached[0] == key:
             return cached[1]
+        return self._read_texts(store, summary, path, key)
+
+    def _read_texts(self, store, summary: dict, path: str, key: tuple) -> list:
         try:
             node = store.load(summary["session_id"])
         except (OSError, SessionError):
@@ -964,15 +992,69 @@ class Explorer:
             if text:
                 texts.append((index + 1, text.casefold(), text))
         size = sum(len(text) for _, _, text in texts)
-        if cached is not None:
-            self._texts.pop(path)
-            self._text_chars -= sum(len(text) for _, _, text in cached[1])
-        while self._texts and self._text_chars + size > TEXT_CACHE_CHARS:   # 丢掉最早读入的
-            _, old = self._texts.pop(next(iter(self._texts)))
-            self._text_chars -= sum(len(text) for _, _, text in old)
-        self._texts[path] = (key, texts)
-        self._text_chars += size
+        with self._texts_lock:
+            cached = self._texts.pop(path, None)
+            if cached is not None:
+                self._text_chars -= sum(len(text) for _, _, text in cached[1])
+            while self._texts and self._text_chars + size > TEXT_CACHE_CHARS:   # 丢掉最早读入的
+                _, old = self._texts.pop(next(iter(self._texts)))
+                self._text_chars -= sum(len(text) for _, _, text in old)
+            self._texts[path] = (key, texts)
+            self._text_chars += size
         return texts
+
+    def _warm(self, store, summaries: list[dict]) -> None:
+        """后台把这个空间里还没缓存的正文读进来（一个空间同时只一个线程，全进程最多 WARM_THREADS 个）。
+        页面载入、选会话时就开始，读者第一次按回车搜索时正文已经在缓存里。"""
+        folder = store.storage_dir
+        with self._texts_lock:
+            if folder in self._warming or len(self._warming) >= WARM_THREADS:
+                return
+            self._warming.add(folder)
+        items = list(summaries)
+
+        def run():
+            try:
+                for summary in items:
+                    self._texts_of(store, summary)
+            except Exception:   # 预读只是提速：出了错，搜索时照常再读
+                log.exception("explorer warm-up failed")
+            finally:
+                with self._texts_lock:
+                    self._warming.discard(folder)
+        threading.Thread(target=run, name="s11x-warm", daemon=True).start()
+
+    def _check(self, store, summaries: list[dict], touched: tuple | None = None, full: bool = True) -> list | None:
+        """store.check() 的结果，按仓库里每个文件的 (inode, 大小, 修改时间) 缓存：文件都没变就不再读遍它们。
+        touched：动作自己刚移进 / 移出回收站的会话。变化只在这几个会话文件和回收站里时，文件层面的问题沿用上次的
+        （去掉已不在的文件），父子关系的问题（PARENT_KINDS）从摘要重算；别的变化一律整个重新体检。
+        full=False（分叉刚写了一个新文件）：只在能这样补算时更新缓存，否则不体检、返回 None。"""
+        folder = store.storage_dir
+        stamps = _folder_stamps(folder)
+        with self._checks_lock:
+            cached = self._checks.get(folder)
+            if cached is not None:
+                self._checks.move_to_end(folder)
+        if cached is not None and cached[0] == stamps:
+            return cached[1]
+        problems = None
+        if cached is not None and touched:
+            allowed = {os.path.join(folder, f"{sid}.json") for sid in touched}
+            trash = s11_trash.trash_dir(folder)
+            changed = {path for path in cached[0].keys() | stamps.keys() if cached[0].get(path) != stamps.get(path)}
+            if all(path in allowed or path == trash or path.startswith(trash + os.sep) for path in changed):
+                problems = [p for p in cached[1] if p.kind not in PARENT_KINDS and os.path.lexists(p.path)]
+                problems += _parent_problems(store, summaries)
+        if problems is None:
+            if not full:
+                return None
+            problems = store.check()
+        with self._checks_lock:
+            self._checks[folder] = (stamps, problems)
+            self._checks.move_to_end(folder)
+            while len(self._checks) > CHECK_CACHE_SPACES:
+                self._checks.popitem(last=False)
+        return problems
 
     # ── 整页 ───────────────────────────────────────────────────────────────────
     def redraw(self, token, view: View, teacher: str | None = None) -> Page:
@@ -980,7 +1062,7 @@ class Explorer:
         return self.render(token, view, teacher, check=False)
 
     def render(self, token, view: View, teacher: str | None, notice: str = "", *, check: bool = True,
-               **extra) -> Page:
+               touched: tuple | None = None, **extra) -> Page:
         """按视图画出整页；令牌无效时只给提示。"""
         try:
             space, own = self._space(token, view, teacher)
@@ -989,7 +1071,7 @@ class Explorer:
                 log.exception("explorer render failed")
             return Page(notice=notice or explain(error), view=View(), **extra)
         try:
-            return self._render(space, own, view, teacher, notice, extra, check)
+            return self._render(space, own, view, teacher, notice, extra, check, touched)
         except Exception as error:
             if not isinstance(error, (SessionError, OSError)):
                 log.exception("explorer render failed")
@@ -998,7 +1080,8 @@ class Explorer:
                 return Page(notice=explain(error), view=fallback, **extra)
             return self._render(space, own, fallback, teacher, explain(error), extra, check)
 
-    def _render(self, space, own, view: View, teacher, notice: str, extra: dict, check: bool) -> Page:
+    def _render(self, space, own, view: View, teacher, notice: str, extra: dict, check: bool,
+                touched: tuple | None = None) -> Page:
         store = space.store
         summaries = store.list_sessions()
         if space.read_only:   # 书架和老师查看：标题也脱敏（书架上的文件发布时已脱敏，这里再挡一次旧文件）
@@ -1015,8 +1098,12 @@ class Explorer:
         page.rows, page.list_note = _list_rows(summaries, view.query, forest)
         if str(view.query or "").split():
             page.hits, page.hits_note = self._search(store, summaries, view.query)
+        else:   # 还没搜过：后台先把正文读进缓存，第一次搜索就不必读遍每个文件
+            self._warm(store, summaries)
         if check:
-            page.problems = _problems(store) if not space.read_only else ""
+            page.problems = _problems_text(self._check(store, summaries, touched)) if not space.read_only else ""
+        elif touched and not space.read_only:   # 分叉刚写下的新文件：记进体检缓存，下次体检不必读遍整个空间
+            self._check(store, summaries, touched, full=False)
         if not space.read_only:
             page.trash_choices, page.trash_note = _trash_choices(store, view.deleted)
         if page.teacher:
@@ -1070,23 +1157,44 @@ def _list_rows(summaries: list[dict], query: str, forest: Forest | None = None) 
         shown = f"，显示前 {LIST_LIMIT} 个" if len(hits) > LIST_LIMIT else ""
         return rows, f"标题或 ID 里找到 {len(hits):,} 个{shown}；消息正文里的命中在下方「🔎 全文搜索」"
     forest = forest or Forest(summaries)
-    trees: list[list] = []
-    for step, prefix in branch_prefixes(walk(forest), PAGE_STYLE, PAGE_MAX_INDENT):
-        if step.depth == 0:
-            trees.append([])
-        trees[-1].append((step.node, prefix, step.depth))
-    # 最新创建的节点所在的树排最前：看 created_ns（写入这个仓库的时刻），导入的会话 created_at 是对话当年的时间
-    trees.sort(key=lambda tree: max((item[0].get("created_ns", 0), s11_tree.creation_order(item[0])) for item in tree),
-               reverse=True)
+    # 只画要显示的那几棵树（前 LIST_LIMIT 行）：2,000 个会话时不必给每个节点都算一遍前缀。
+    # 每棵树的排序键：树里最新创建的节点（created_ns：写入这个仓库的时刻；导入的会话 created_at 是对话当年的时间）
+    newest: dict[str, tuple] = {}
+    root_cache: dict[str, str] = {}
+    for summary in summaries:
+        root = _root_id(summary["session_id"], forest.by_id, root_cache)
+        key = (summary.get("created_ns", 0), s11_tree.creation_order(summary))
+        if root not in newest or key > newest[root]:
+            newest[root] = key
     rows: list = []
-    for tree in trees:
+    for root in sorted(newest, key=newest.__getitem__, reverse=True):
         if len(rows) >= LIST_LIMIT:
             break
+        tree = [(step.node, prefix, step.depth) for step, prefix in
+                branch_prefixes(walk(forest, root), PAGE_STYLE, PAGE_MAX_INDENT)]
         names = branch_names(tree)
         rows += [[prefix + node_caption(node, names.get(node["session_id"], ""), 60), node["session_id"]]
                  for node, prefix, _ in tree[:LIST_LIMIT - len(rows)]]
+    trees = newest
     shown = f"，显示前 {LIST_LIMIT} 行；用搜索缩小范围" if len(summaries) > len(rows) else ""
     return rows, f"共 {len(summaries):,} 个会话、{len(trees):,} 棵树（最新的在前）{shown}"
+
+
+def _root_id(session_id: str, by_id: dict, memo: dict) -> str:
+    """沿 parent_id 往上找到树根（父节点不在的分支自成一棵树，与 s11_tree.root_of 相同）；memo 记住走过的路。"""
+    chain, current, seen = [], session_id, set()
+    while current not in memo:
+        parent = by_id[current].get("parent_id") if current in by_id else None
+        if parent not in by_id or parent in seen:
+            memo[current] = current
+            break
+        seen.add(current)
+        chain.append(current)
+        current = parent
+    root = memo[current]
+    for sid in chain:
+        memo[sid] = root
+    return root
 
 
 def _siblings(forest: Forest, node: SessionNode, names: dict[str, str]) -> tuple:
@@ -1164,14 +1272,53 @@ def _path_chat(node: SessionNode, start: int | None, clean, *, end: int | None =
     return rows, numbers, note, (begin + 1 if total else None)
 
 
-def _problems(store) -> str:
-    problems = store.check()
+def _problems_text(problems: list) -> str:
     if not problems:
         return ""
     lines = [f"- **{literal_inline(p.kind)}** {literal_inline(os.path.basename(p.path))}：{literal_inline(hide_paths(p.detail), 200)}"
              for p in problems[:50]]
     more = [f"- …还有 {len(problems) - 50} 个"] if len(problems) > 50 else []
     return "\n".join([f"#### 🩺 体检发现 {len(problems)} 个问题", *lines, *more])
+
+
+def _folder_stamps(folder: str) -> dict:
+    """仓库目录和它下面一层子目录（.trash、块目录）里每个条目的 (inode, 大小, 修改时间)：只 stat，不打开文件。"""
+    stamps: dict = {}
+    pending = [folder]
+    while pending:
+        current = pending.pop()
+        try:
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    stamps[entry.path] = (info.st_ino, info.st_size, info.st_mtime_ns)
+                    if current == folder and entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+        except OSError:
+            continue
+    return stamps
+
+
+def _parent_problems(store, summaries: list[dict]) -> list:
+    """check() 里只由“哪些会话在仓库里”决定的两种问题（文字与 s11_session.check 相同），从摘要算出。"""
+    present = {summary["session_id"] for summary in summaries}
+    problems = []
+    for summary in sorted(summaries, key=lambda item: item["session_id"]):
+        sid, parent = summary["session_id"], summary.get("parent_id")
+        if parent and parent not in present:
+            problems.append(Problem("missing_parent", store.path_of(sid),
+                                    f"会话 {sid} 的父会话 {parent} 不在仓库中（可能已删除，历史仍完整保留在本文件）"))
+    for summary in sorted(summaries, key=lambda item: item["session_id"]):
+        for other in summary.get("converged_from") or []:
+            if other not in present:
+                sid = summary["session_id"]
+                problems.append(Problem("missing_converged", store.path_of(sid),
+                                        f"收敛节点 {sid} 记着收敛了分支 {other}，它不在仓库中（可能已删除；"
+                                        f"带过来的消息仍完整保留在本文件）"))
+    return problems
 
 
 def _trash_choices(store, deleted: tuple) -> tuple[list, str]:
