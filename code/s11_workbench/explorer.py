@@ -103,7 +103,9 @@ FIRST_ADDED_SHOWN = 24
 FOCUS_OPEN_CHARS = 200     # 被指向的那条消息里，这么短的折叠块才默认展开（手机上也不会把📍那行顶出窗口）
 NAME_LEVELS = 4            # 分支名最多写几层（'B.A.C.A'），更深的前面写 '…'
 # 每个动作的结果写在引起它的控件旁边：Page.area 是这几块之一（""：只写在页面顶上）
-AREAS = ("list", "path", "fork", "resume", "export", "trash", "confirm", "import", "teacher")
+AREAS = ("list", "path", "fork", "resume", "export", "trash", "confirm", "import", "teacher", "map")
+REFUSAL_CHARS = 2000       # 上传被拒时浏览器报来的那段 JSON 最多多长（文件名在 gradio 里最多 255 字节）
+MAP_PICK_CHARS = 100       # 分支图点选框里最多收多少字（ID 最多 64 个字符，再加页面脚本附上的“#序号”）
 
 
 # ── 服务器端视图与整页结果 ────────────────────────────────────────────────────────────────
@@ -579,14 +581,24 @@ class Explorer:
         return self._act(token, View(source=source), teacher, lambda space, own: (View(source=source), "", {}),
                          check=True)
 
-    def select(self, token, view: View, session_id: str, teacher: str | None = None) -> Page:
+    def select(self, token, view: View, session_id: str, teacher: str | None = None, *, area: str = "list") -> Page:
         def action(space, own):
             if not os.path.isfile(space.store.path_of(session_id)):   # path_of 先校验 ID，不读文件内容
                 raise SessionNotFound(f"未找到会话：{session_id}（不在当前空间里）")
             changed = session_id != view.session_id
             return dataclasses.replace(view, session_id=session_id, revision=-1, start=None, focus=None,
                                        end=None), "", {"fork_reset": changed}
-        return self._act(token, view, teacher, action, area="list")
+        return self._act(token, view, teacher, action, area=area)
+
+    def map_pick(self, token, view: View, value, teacher: str | None = None) -> Page:
+        """点分支图里的一个节点：页面的脚本把 '<ID>#<序号>' 写进隐藏的点选框（序号让同一个节点点两次也算两次），
+        这里和在会话树里点选一样——令牌重新核对，ID 只认当前空间里的；不对就写一句中文，页面什么都不变。"""
+        text = value if isinstance(value, str) else ""
+        session_id = text[:MAP_PICK_CHARS].split("#", 1)[0].strip()
+        if not session_id or len(text) > MAP_PICK_CHARS:
+            return self._act(token, view, teacher, _refuse("分支图传来的会话 ID 是空的或太长，没有选中任何会话"),
+                             area="map")
+        return self.select(token, view, session_id, teacher, area="map")
 
     def jump(self, token, view: View, session_id: str, message=None, teacher: str | None = None) -> Page:
         """搜索命中 -> 打开它所在的节点，对话窗口停在那条消息上并突出它。"""
@@ -867,6 +879,27 @@ class Explorer:
         except (SessionError, OSError) as error:
             return explain(error)
         return ""
+
+    def refuse_upload(self, token, view: View, value, teacher: str | None = None) -> Page:
+        """浏览器里选了 / 拖进来的文件太大或后缀不对：页面的脚本在 gradio 上传（和它的英文弹窗）之前拦下它，
+        把 {"kind": "size"|"type", "name": 文件名, "size": 字节数}#序号 写进隐藏框；这里照样先验令牌，
+        在导入按钮下面写一句中文，说清限额或接受的后缀。文件名只当文字显示。"""
+        def action(space, own):
+            text = value if isinstance(value, str) else ""
+            try:
+                facts = json.loads(text[:REFUSAL_CHARS].rsplit("#", 1)[0]) if len(text) <= REFUSAL_CHARS else None
+            except ValueError:
+                facts = None
+            if not isinstance(facts, dict) or facts.get("kind") not in ("size", "type"):
+                raise ExplorerError("没有看懂浏览器报来的上传问题：请重新选择文件")
+            name = literal_inline(str(facts.get("name") or "（没有名字）"), 80)
+            if facts["kind"] == "type":
+                raise ExplorerError(f"只能导入 {' 或 '.join(UPLOAD_SUFFIXES)} 文件，收到 {name}：没有上传")
+            size = facts.get("size")
+            has = f"有 {human_size(size)}，" if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else ""
+            raise ExplorerError(f"文件 {name} {has}超过每个文件 {human_size(own.limits.max_upload_bytes)} 的上传上限："
+                                "没有上传，请换一个小一点的文件")
+        return self._act(token, view, teacher, action, area="import")
 
     def _checked_upload(self, own, path) -> str:
         if not path or not isinstance(path, str):
@@ -1279,6 +1312,13 @@ def _problems_text(problems: list) -> str:
              for p in problems[:50]]
     more = [f"- …还有 {len(problems) - 50} 个"] if len(problems) > 50 else []
     return "\n".join([f"#### 🩺 体检发现 {len(problems)} 个问题", *lines, *more])
+
+
+def _refuse(text: str) -> Callable:
+    """一个只报错的动作（交给 Explorer._act：令牌照样核对，页面照样画）。"""
+    def action(space, own):
+        raise ExplorerError(text)
+    return action
 
 
 def _folder_stamps(folder: str) -> dict:
