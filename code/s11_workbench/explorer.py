@@ -598,12 +598,17 @@ class Explorer:
         if not session_id or len(text) > MAP_PICK_CHARS:
             return self._act(token, view, teacher, _refuse("分支图传来的会话 ID 是空的或太长，没有选中任何会话"),
                              area="map")
+        if not _ID.fullmatch(session_id):   # 先查：store 的报错会把原样的 ID 写进提示，这里转义后再说
+            return self._act(token, view, teacher, _refuse(
+                f"分支图传来的会话 ID {literal_inline(session_id, 64)} 不合法（只允许字母、数字、- 和 _），"
+                "没有选中任何会话"), area="map")
         return self.select(token, view, session_id, teacher, area="map")
 
     def jump(self, token, view: View, session_id: str, message=None, teacher: str | None = None) -> Page:
         """搜索命中 -> 打开它所在的节点，对话窗口停在那条消息上并突出它。"""
         def action(space, own):
-            validate_session_id(session_id)
+            if not isinstance(session_id, str) or not _ID.fullmatch(session_id):   # 事件数据可以是伪造的：转义后再说
+                raise ExplorerError(f"搜索命中里的会话 ID {literal_inline(str(session_id), 64)} 不合法")
             node = space.store.load(session_id)
             if node is None:
                 raise SessionNotFound(f"未找到会话：{session_id}（不在当前空间里）")
@@ -1312,6 +1317,9 @@ def _problems_text(problems: list) -> str:
              for p in problems[:50]]
     more = [f"- …还有 {len(problems) - 50} 个"] if len(problems) > 50 else []
     return "\n".join([f"#### 🩺 体检发现 {len(problems)} 个问题", *lines, *more])
+
+
+_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def _refuse(text: str) -> Callable:
