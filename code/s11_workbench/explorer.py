@@ -18,7 +18,8 @@ Safety: 会话文字（标题、消息、工具名、文件名）只以纯文本
 代码围栏，mermaid 标签用实体转义，树标签与表格单元格本身就是纯文本；从不进 gr.HTML。
 
 Scope: 不调用大模型（续写的一轮由读者输入）；搜索扫当前来源里每个节点新增的每条消息（继承来的前缀只算在
-它最早出现的那个节点里），正文按文件的 (inode, 大小, 修改时间) 缓存，改过的文件才重读；
+它最早出现的那个节点里），正文按会话摘要（store 按文件的 inode、大小、修改时间重读它）缓存，改过的文件才重读，
+页面一打开就在后台预读；体检（check）与会话列表也按文件缓存，删除、取回只补算变了的那部分；
 5,000 条消息的会话按窗口显示（每页 PAGE_SIZE 条），超长文本折叠，全文请导出。
 """
 
@@ -98,6 +99,8 @@ TEXT_CACHE_CHARS = 64 * 1024 * 1024   # 搜索用的正文缓存最多存多少�
                                       # Python 的 str 每字 1–4 字节，再加上小写副本，最坏约 0.5 GB，通常（中文为主）约 256 MB
 CHECK_CACHE_SPACES = 256   # 体检结果最多记住多少个空间（每个空间只是一张 {路径: (inode, 大小, 修改时间)} 和问题列表）
 WARM_THREADS = 2           # 后台预读搜索正文的线程最多几个（每个空间同时最多一个）
+LISTING_CACHE_SPACES = 32  # 会话列表（摘要、树、列表的前 LIST_LIMIT 行）最多记住多少个空间：2,000 个会话的空间约 1 MB
+WARM_AGAIN_S = 60          # 同一个空间隔多久才再预读一次（其间改过的文件，搜索时再读）
 PARENT_KINDS = ("missing_parent", "missing_converged")   # 只由“哪些会话在仓库里”决定的问题：可以从摘要重算
 FIRST_ADDED_SHOWN = 24
 FOCUS_OPEN_CHARS = 200     # 被指向的那条消息里，这么短的折叠块才默认展开（手机上也不会把📍那行顶出窗口）
@@ -399,9 +402,10 @@ def mermaid_map(tree: list[tuple[dict, str, int]], selected: str | None, end: st
     if len(nodes) - 1 > MAP_MAX_EDGES or len(source) > MAP_MAX_CHARS:
         return "\n\n".join([f"共 {len(tree):,} 个节点，超出图能画的范围，下面是文字版（前 "
                             f"{TEXT_MAP_MAX_LINES} 行）。", fenced(_text_map(tree, names or {}), "text")])
-    # 图后面跟着同一棵树的文字版：窄屏上图里的字太小，CSS 改显示文字版（宽屏上藏起来）；放不下就只给图
+    # 图后面跟着同一棵树的文字版：窄屏上图里的字太小，CSS 改显示文字版（宽屏上藏起来）；放不下就只给图。
+    # 文字版每行也是一个 ?session= 链接（自己的空间里）：在手机上点一行，和点图里的节点一样（页面的脚本拦下跳转）
     shown = "\n\n".join(filter(None, [note, fenced(source, "mermaid")]))
-    text = fenced(_text_map(tree, names), "text")
+    text = _text_map_lines(tree, names, links)
     return shown + "\n\n" + text if len(shown) + len(text) <= MAP_MAX_CHARS else shown
 
 
@@ -441,6 +445,22 @@ def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: b
     if links:   # ID 只含 [A-Za-z0-9_-]（store 校验过），放进链接是安全的；antiscript 下 href 可用、call 不可用
         lines += [f'    click {alias[sid]} href "?session={sid}"' for sid in alias]
     return "\n".join(lines)
+
+
+def _text_map_lines(tree: list[tuple[dict, str, int]], names: dict[str, str], links: bool) -> str:
+    """窄屏上的文字版分支图（Markdown）：每行“树的前缀（行内代码）+ 节点说明”，links 时说明是 ?session= 链接。
+    说明是会话文字：逐字符转义（literal_inline），ID 只含 [A-Za-z0-9_-]（store 校验过）。"""
+    into = converged_into(node for node, _, _ in tree)
+    lines = []
+    for node, prefix, _ in tree[:TEXT_MAP_MAX_LINES]:
+        sid = node["session_id"]
+        caption = literal_inline(f"{node_caption(node, names.get(sid, ''), 30)} [{sid}]")
+        marks = literal_inline(marks_text(node, into))
+        lead = f"`{prefix}`" if prefix else ""
+        lines.append(f"{lead}[{caption}](?session={sid}){marks}" if links else f"{lead}{caption}{marks}")
+    if len(tree) > TEXT_MAP_MAX_LINES:
+        lines.append(f"…（还有 {len(tree) - TEXT_MAP_MAX_LINES:,} 个节点）")
+    return "  \n".join(lines)
 
 
 def _text_map(tree: list[tuple[dict, str, int]], names: dict[str, str]) -> str:
@@ -487,9 +507,13 @@ class Explorer:
         self._text_chars = 0
         self._texts_lock = threading.Lock()   # 处理函数在 gradio 的线程池里并发运行（还有后台预读）
         self._warming: set = set()            # 正在后台预读正文的空间（仓库目录）
+        self._warmed: OrderedDict = OrderedDict()   # {仓库目录: 上次预读的时刻}，最多 CHECK_CACHE_SPACES 个
         # 体检结果：{仓库目录: (每个文件的 (inode, 大小, 修改时间), 问题列表)}，最多 CHECK_CACHE_SPACES 个空间
         self._checks: OrderedDict = OrderedDict()
         self._checks_lock = threading.Lock()
+        # 会话列表：{(仓库目录, 是否只读): (摘要的指纹, 摘要, Forest, 列表行, 说明)}，最多 LISTING_CACHE_SPACES 个
+        self._listings: OrderedDict = OrderedDict()
+        self._local = threading.local()   # 同一个请求里动作已经读过的列表，画页面时接着用（不再读一遍）
         # 与 8.11 标签页共用本进程的私有（0700）下载目录（downloads.py）：同一套检查、同一种清理，进程退出时删掉
         self.export_root = export_root or downloads.private_export_root()
         self.upload_root = os.path.realpath(upload_root) if upload_root else None
@@ -522,6 +546,7 @@ class Explorer:
         asks=True 的动作（清空回收站、永久删除、发布）只把要确认的事放进 view.pending；别的动作都清掉它。"""
         extra: dict = {}
         touched = None
+        self._local.__dict__.pop("listing", None)   # 只给同一个请求用（见 sibling）
         view = dataclasses.replace(view, pending=()) if view.pending and not asks else view
         try:
             space, own = self._space(token, view, teacher)
@@ -621,7 +646,9 @@ class Explorer:
         """分岔处的“◀ ▶”：换到同一个父节点的上一个 / 下一个分支（兄弟按创建先后）。"""
         def action(space, own):
             session_id = self._selected(view)
-            forest = Forest(space.store.list_sessions())
+            listing = self._listing(space.store, space.read_only)
+            self._local.listing = (space.store.storage_dir, listing)   # 画页面时接着用，不再读一遍
+            forest = listing[1]
             node = forest.by_id.get(session_id)
             parent = node.get("parent_id") if node else None
             brothers = forest.children(parent) if parent in forest.by_id else []
@@ -1001,13 +1028,15 @@ class Explorer:
         return hits, note
 
     def _texts_of(self, store, summary: dict) -> list:
-        """一个节点自己新增的每条消息 -> [(第几条, 小写正文, 正文)]；按文件的 (inode, 大小, 修改时间) 缓存。"""
+        """一个节点自己新增的每条消息 -> [(第几条, 小写正文, 正文)]。
+        按摘要缓存：摘要来自 store.list_sessions()，store 按文件的 (inode, 大小, 修改时间) 重读它，
+        所以文件一改，摘要里的修订号、消息数、标题、新增的第一句就跟着变，这里不必再 stat 每个文件一次。"""
         try:
             path = store.path_of(summary["session_id"])
-            info = os.stat(path)
-        except (OSError, SessionError):
+        except SessionError:
             return []
-        key = (info.st_ino, info.st_size, info.st_mtime_ns)
+        key = (summary.get("revision"), summary.get("message_count"), summary.get("created_ns"), summary.get("title"),
+               summary.get("first_added"), summary.get("fork_point"))
         cached = self._texts.get(path)
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -1045,10 +1074,16 @@ class Explorer:
         """后台把这个空间里还没缓存的正文读进来（一个空间同时只一个线程，全进程最多 WARM_THREADS 个）。
         页面载入、选会话时就开始，读者第一次按回车搜索时正文已经在缓存里。"""
         folder = store.storage_dir
+        now = time.monotonic()
         with self._texts_lock:
-            if folder in self._warming or len(self._warming) >= WARM_THREADS:
+            if folder in self._warming or len(self._warming) >= WARM_THREADS or \
+                    now - self._warmed.get(folder, -WARM_AGAIN_S) < WARM_AGAIN_S:
                 return
             self._warming.add(folder)
+            self._warmed[folder] = now
+            self._warmed.move_to_end(folder)
+            while len(self._warmed) > CHECK_CACHE_SPACES:
+                self._warmed.popitem(last=False)
         items = list(summaries)
 
         def run():
@@ -1061,6 +1096,29 @@ class Explorer:
                 with self._texts_lock:
                     self._warming.discard(folder)
         threading.Thread(target=run, name="s11x-warm", daemon=True).start()
+
+    def _listing(self, store, read_only: bool) -> tuple:
+        """(摘要, Forest, (列表行, 说明))。摘要每次都向 store 要（它按文件缓存）；树和列表行按摘要的指纹
+        （每个会话的 ID、修订号、父节点、消息数、创建时刻）缓存：什么都没变时不再重新分组、排序、画前缀。"""
+        summaries = store.list_sessions()
+        fingerprint = tuple((s["session_id"], s["revision"], s["parent_id"], s["message_count"], s.get("created_ns"),
+                             s.get("active_end")) for s in summaries)
+        key = (store.storage_dir, bool(read_only))
+        with self._checks_lock:
+            cached = self._listings.get(key)
+            if cached is not None and cached[0] == fingerprint:
+                self._listings.move_to_end(key)
+                return cached[1:]
+        if read_only:   # 书架和老师查看：标题也脱敏（书架上的文件发布时已脱敏，这里再挡一次旧文件）
+            summaries = _redacted_summaries(summaries)
+        forest = Forest(summaries)
+        rows = _list_rows(summaries, "", forest)
+        with self._checks_lock:
+            self._listings[key] = (fingerprint, summaries, forest, rows)
+            self._listings.move_to_end(key)
+            while len(self._listings) > LISTING_CACHE_SPACES:
+                self._listings.popitem(last=False)
+        return summaries, forest, rows
 
     def _check(self, store, summaries: list[dict], touched: tuple | None = None, full: bool = True) -> list | None:
         """store.check() 的结果，按仓库里每个文件的 (inode, 大小, 修改时间) 缓存：文件都没变就不再读遍它们。
@@ -1121,10 +1179,11 @@ class Explorer:
     def _render(self, space, own, view: View, teacher, notice: str, extra: dict, check: bool,
                 touched: tuple | None = None) -> Page:
         store = space.store
-        summaries = store.list_sessions()
-        if space.read_only:   # 书架和老师查看：标题也脱敏（书架上的文件发布时已脱敏，这里再挡一次旧文件）
-            summaries = _redacted_summaries(summaries)
-        forest = Forest(summaries)
+        memo = self._local.__dict__.pop("listing", None)
+        if memo is not None and memo[0] == store.storage_dir:
+            summaries, forest, rows = memo[1]
+        else:
+            summaries, forest, rows = self._listing(store, space.read_only)
         node = store.load(view.session_id) if view.session_id in forest.by_id else None
         if node is None:
             view = dataclasses.replace(view, session_id=None, revision=0, start=None, chat_numbers=())
@@ -1133,7 +1192,8 @@ class Explorer:
         page = Page(notice=notice, view=view, read_only=bool(space.read_only), teacher=self._is_teacher(teacher),
                     space_label=_space_label(space, own, view), examples=_examples())
         page.source_choices = _source_choices(view, page.teacher)
-        page.rows, page.list_note = _list_rows(summaries, view.query, forest)
+        page.rows, page.list_note = rows if not str(view.query or "").split() else _list_rows(summaries, view.query,
+                                                                                                forest)
         if str(view.query or "").split():
             page.hits, page.hits_note = self._search(store, summaries, view.query)
         else:   # 还没搜过：后台先把正文读进缓存，第一次搜索就不必读遍每个文件
