@@ -396,14 +396,19 @@ def build(ctx) -> None:
                    outputs=outputs + ([tabs] if tabs is not None else []), api_visibility="private",
                    concurrency_limit=8)
     if isinstance(tab, gr.Tab):   # 从 8.11 标签页切过来时，刚跑的演示会话立刻出现在列表里
-        def on_tab(token, current, secret):
+        def on_tab(token, current, secret, kept):
             if not token:   # 页面还在领令牌：交给随后的页面加载事件来画，免得晚到的“缺少令牌”盖住它
                 return [gr.skip()] * len(outputs)
-            page = explorer.render(token, current, secret)
+            if current == View() and kept:
+                # 重新载入后马上切过来：页面加载事件（on_load）可能还没回来，这里拿到的还是空视图。
+                # 照它的做法回到上次选中的会话，谁先回来结果都一样（否则空视图会盖掉刚恢复的选择）
+                page = explorer.open_page(token, secret, None, None, kept)
+            else:
+                page = explorer.render(token, current, secret)
             page.area = None   # 提示与结果行保持原样：链接打开时的警告不会一闪就没
             return page_outputs(page)
 
-        tab.select(on_tab, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
+        tab.select(on_tab, inputs=[visitor, view, teacher, remembered], outputs=outputs, api_visibility="private",
                    concurrency_limit=8)
 
 
