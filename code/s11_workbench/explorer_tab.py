@@ -58,7 +58,7 @@ CSS = """
   #s11x-map .mermaid ~ * { display: block; }
   #s11x-map pre, #s11x-map pre code, #s11x-map p { font-size: 13px !important; }
   #s11x-map p { line-height: 1.9; overflow-wrap: anywhere; }
-  #s11x-map p code { white-space: pre; background: none; padding: 0; }
+  #s11x-map p code { white-space: pre; background: none !important; border: none !important; padding: 0 !important; }
 }
 """ + share_tab.CSS + compare_tab.CSS   # 「📦 分享」与「⚖️ 对比 / 🔀 收敛」面板的样式（share_tab.py、compare_tab.py）
 # 页面自己的脚本（app.py 把各页的 JS 合在一起交给 launch(js=...)；只有这段代码，从不执行会话里的文字）：
