@@ -114,7 +114,7 @@ def enter_space(spaces, token, request) -> tuple:
 
 
 def launch_options(demo=None) -> dict:
-    """传给 launch() 的主题与样式（Gradio 6 起 theme/css 属于 launch，不属于 Blocks），以及课堂防护：
+    """传给 launch() 的主题、样式与各页的脚本（Gradio 6 起 theme/css/js 属于 launch，不属于 Blocks），以及课堂防护：
     单个上传的上限、会话目录不经 /gradio_api/file= 外泄、上传限速中间件（传入 build_app 的结果时）。"""
     import gradio as gr
 
@@ -123,7 +123,10 @@ def launch_options(demo=None) -> dict:
                            font=SANS_FONTS, font_mono=MONO_FONTS)
     spaces = getattr(demo, "s11_spaces", None)
     css = CSS + "".join(tab.CSS for tab in tabs() + panels())
-    options = {"theme": theme, "css": css, "footer_links": ["api", "settings"], "ssr_mode": False,
+    # 各页自己的脚本（只是页面的代码，从不执行会话文字）：每页一个 JS = "() => {...}"，页面载入时依次运行
+    scripts = [tab.JS for tab in tabs() + panels() if getattr(tab, "JS", "")]
+    js = "() => {\n" + "\n".join(f"({script})();" for script in scripts) + "\n}" if scripts else None
+    options = {"theme": theme, "css": css, "js": js, "footer_links": ["api", "settings"], "ssr_mode": False,
                "max_file_size": (spaces.limits if spaces is not None else Limits()).max_upload_bytes,
                "state_session_capacity": PAGE_SESSIONS}
     if spaces is not None:

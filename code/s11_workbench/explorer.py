@@ -18,7 +18,8 @@ Safety: 会话文字（标题、消息、工具名、文件名）只以纯文本
 代码围栏，mermaid 标签用实体转义，树标签与表格单元格本身就是纯文本；从不进 gr.HTML。
 
 Scope: 不调用大模型（续写的一轮由读者输入）；搜索扫当前来源里每个节点新增的每条消息（继承来的前缀只算在
-它最早出现的那个节点里），正文按文件的 (inode, 大小, 修改时间) 缓存，改过的文件才重读；
+它最早出现的那个节点里），正文按会话摘要（store 按文件的 inode、大小、修改时间重读它）缓存，改过的文件才重读，
+页面一打开就在后台预读；体检（check）与会话列表也按文件缓存，删除、取回只补算变了的那部分；
 5,000 条消息的会话按窗口显示（每页 PAGE_SIZE 条），超长文本折叠，全文请导出。
 """
 
@@ -32,7 +33,9 @@ import math
 import os
 import re
 import sys
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -41,7 +44,14 @@ import s11_redact
 import s11_trash
 import s11_tree
 from s11_export import fenced
-from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, validate_session_id
+from s11_session import (
+    ConflictError,
+    Problem,
+    SessionError,
+    SessionNode,
+    SessionNotFound,
+    validate_session_id,
+)
 from s11_text import hide_paths, human_size, os_error_reason, shorten
 from s11_tree import (
     PAGE_STYLE,
@@ -85,12 +95,20 @@ ROLES = {"user": "👤 用户（user）", "assistant": "🤖 助手（assistant�
 ROLE_NAMES = {"user": "用户", "assistant": "助手", "system": "系统", "tool": "工具", "toolResult": "工具"}
 SEARCH_HITS = 50           # 搜索最多列出多少处命中
 HIT_CONTEXT = 36           # 命中前后各留多少个字
-TEXT_CACHE_CHARS = 64 * 1024 * 1024   # 搜索用的正文缓存最多存多少字（超过就丢掉最早读入的）
+TEXT_CACHE_CHARS = 64 * 1024 * 1024   # 搜索用的正文缓存最多存多少字（超过就丢掉最早读入的）：约 64 M 字，
+                                      # Python 的 str 每字 1–4 字节，再加上小写副本，最坏约 0.5 GB，通常（中文为主）约 256 MB
+CHECK_CACHE_SPACES = 256   # 体检结果最多记住多少个空间（每个空间只是一张 {路径: (inode, 大小, 修改时间)} 和问题列表）
+WARM_THREADS = 2           # 后台预读搜索正文的线程最多几个（每个空间同时最多一个）
+LISTING_CACHE_SPACES = 32  # 会话列表（摘要、树、列表的前 LIST_LIMIT 行）最多记住多少个空间：2,000 个会话的空间约 1 MB
+WARM_AGAIN_S = 60          # 同一个空间隔多久才再预读一次（其间改过的文件，搜索时再读）
+PARENT_KINDS = ("missing_parent", "missing_converged")   # 只由“哪些会话在仓库里”决定的问题：可以从摘要重算
 FIRST_ADDED_SHOWN = 24
 FOCUS_OPEN_CHARS = 200     # 被指向的那条消息里，这么短的折叠块才默认展开（手机上也不会把📍那行顶出窗口）
 NAME_LEVELS = 4            # 分支名最多写几层（'B.A.C.A'），更深的前面写 '…'
 # 每个动作的结果写在引起它的控件旁边：Page.area 是这几块之一（""：只写在页面顶上）
-AREAS = ("list", "path", "fork", "resume", "export", "trash", "confirm", "import", "teacher")
+AREAS = ("list", "path", "fork", "resume", "export", "trash", "confirm", "import", "teacher", "map")
+REFUSAL_CHARS = 2000       # 上传被拒时浏览器报来的那段 JSON 最多多长（文件名在 gradio 里最多 255 字节）
+MAP_PICK_CHARS = 100       # 分支图点选框里最多收多少字（ID 最多 64 个字符，再加页面脚本附上的“#序号”）
 
 
 # ── 服务器端视图与整页结果 ────────────────────────────────────────────────────────────────
@@ -384,9 +402,10 @@ def mermaid_map(tree: list[tuple[dict, str, int]], selected: str | None, end: st
     if len(nodes) - 1 > MAP_MAX_EDGES or len(source) > MAP_MAX_CHARS:
         return "\n\n".join([f"共 {len(tree):,} 个节点，超出图能画的范围，下面是文字版（前 "
                             f"{TEXT_MAP_MAX_LINES} 行）。", fenced(_text_map(tree, names or {}), "text")])
-    # 图后面跟着同一棵树的文字版：窄屏上图里的字太小，CSS 改显示文字版（宽屏上藏起来）；放不下就只给图
+    # 图后面跟着同一棵树的文字版：窄屏上图里的字太小，CSS 改显示文字版（宽屏上藏起来）；放不下就只给图。
+    # 文字版每行也是一个 ?session= 链接（自己的空间里）：在手机上点一行，和点图里的节点一样（页面的脚本拦下跳转）
     shown = "\n\n".join(filter(None, [note, fenced(source, "mermaid")]))
-    text = fenced(_text_map(tree, names), "text")
+    text = _text_map_lines(tree, names, links)
     return shown + "\n\n" + text if len(shown) + len(text) <= MAP_MAX_CHARS else shown
 
 
@@ -426,6 +445,22 @@ def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: b
     if links:   # ID 只含 [A-Za-z0-9_-]（store 校验过），放进链接是安全的；antiscript 下 href 可用、call 不可用
         lines += [f'    click {alias[sid]} href "?session={sid}"' for sid in alias]
     return "\n".join(lines)
+
+
+def _text_map_lines(tree: list[tuple[dict, str, int]], names: dict[str, str], links: bool) -> str:
+    """窄屏上的文字版分支图（Markdown）：每行“树的前缀（行内代码）+ 节点说明”，links 时说明是 ?session= 链接。
+    说明是会话文字：逐字符转义（literal_inline），ID 只含 [A-Za-z0-9_-]（store 校验过）。"""
+    into = converged_into(node for node, _, _ in tree)
+    lines = []
+    for node, prefix, _ in tree[:TEXT_MAP_MAX_LINES]:
+        sid = node["session_id"]
+        caption = literal_inline(f"{node_caption(node, names.get(sid, ''), 30)} [{sid}]")
+        marks = literal_inline(marks_text(node, into))
+        lead = f"`{prefix}`" if prefix else ""
+        lines.append(f"{lead}[{caption}](?session={sid}){marks}" if links else f"{lead}{caption}{marks}")
+    if len(tree) > TEXT_MAP_MAX_LINES:
+        lines.append(f"…（还有 {len(tree) - TEXT_MAP_MAX_LINES:,} 个节点）")
+    return "  \n".join(lines)
 
 
 def _text_map(tree: list[tuple[dict, str, int]], names: dict[str, str]) -> str:
@@ -470,6 +505,15 @@ class Explorer:
         # 键是文件在磁盘上的位置，只有验过令牌、能读那个空间的请求才会问到它；文件一改，键就对不上、重读
         self._texts: dict = {}
         self._text_chars = 0
+        self._texts_lock = threading.Lock()   # 处理函数在 gradio 的线程池里并发运行（还有后台预读）
+        self._warming: set = set()            # 正在后台预读正文的空间（仓库目录）
+        self._warmed: OrderedDict = OrderedDict()   # {仓库目录: 上次预读的时刻}，最多 CHECK_CACHE_SPACES 个
+        # 体检结果：{仓库目录: (每个文件的 (inode, 大小, 修改时间), 问题列表)}，最多 CHECK_CACHE_SPACES 个空间
+        self._checks: OrderedDict = OrderedDict()
+        self._checks_lock = threading.Lock()
+        # 会话列表：{(仓库目录, 是否只读): (摘要的指纹, 摘要, Forest, 列表行, 说明)}，最多 LISTING_CACHE_SPACES 个
+        self._listings: OrderedDict = OrderedDict()
+        self._local = threading.local()   # 同一个请求里动作已经读过的列表，画页面时接着用（不再读一遍）
         # 与 8.11 标签页共用本进程的私有（0700）下载目录（downloads.py）：同一套检查、同一种清理，进程退出时删掉
         self.export_root = export_root or downloads.private_export_root()
         self.upload_root = os.path.realpath(upload_root) if upload_root else None
@@ -501,10 +545,15 @@ class Explorer:
         check=True 时顺便体检整个空间（要读遍每个文件，所以只在列表可能变了的动作上做）。
         asks=True 的动作（清空回收站、永久删除、发布）只把要确认的事放进 view.pending；别的动作都清掉它。"""
         extra: dict = {}
+        touched = None
+        self._local.__dict__.pop("listing", None)   # 只给同一个请求用（见 sibling）
         view = dataclasses.replace(view, pending=()) if view.pending and not asks else view
         try:
             space, own = self._space(token, view, teacher)
             view, notice, extra = action(space, own)
+            if "touched" in extra:   # 动作自己知道改了哪几个会话文件：体检只补算这部分（见 _check）
+                extra = dict(extra)
+                touched = extra.pop("touched")
             if view.pending and not asks:   # 动作从闭包里拿到的还是旧视图
                 view = dataclasses.replace(view, pending=())
         except Exception as error:   # 页面只给一句话；意外的错误连同堆栈写进服务器日志
@@ -515,9 +564,10 @@ class Explorer:
             if isinstance(error, ConflictError):
                 view = dataclasses.replace(view, revision=-1)   # 重新读入最新修订
             extra = {"draft": draft} if draft is not None else {}
+            touched = None
             if area == "import":   # 导入失败也写进导入报告：报告框不会空着
                 extra["report"] = notice
-        return self.render(token, view, teacher, notice, check=check, area=area, **extra)
+        return self.render(token, view, teacher, notice, check=check, area=area, touched=touched, **extra)
 
     def open_page(self, token, teacher: str | None = None, session_id: str | None = None,
                   message=None, remembered: str | None = None) -> Page:
@@ -556,19 +606,34 @@ class Explorer:
         return self._act(token, View(source=source), teacher, lambda space, own: (View(source=source), "", {}),
                          check=True)
 
-    def select(self, token, view: View, session_id: str, teacher: str | None = None) -> Page:
+    def select(self, token, view: View, session_id: str, teacher: str | None = None, *, area: str = "list") -> Page:
         def action(space, own):
             if not os.path.isfile(space.store.path_of(session_id)):   # path_of 先校验 ID，不读文件内容
                 raise SessionNotFound(f"未找到会话：{session_id}（不在当前空间里）")
             changed = session_id != view.session_id
             return dataclasses.replace(view, session_id=session_id, revision=-1, start=None, focus=None,
                                        end=None), "", {"fork_reset": changed}
-        return self._act(token, view, teacher, action, area="list")
+        return self._act(token, view, teacher, action, area=area)
+
+    def map_pick(self, token, view: View, value, teacher: str | None = None) -> Page:
+        """点分支图里的一个节点：页面的脚本把 '<ID>#<序号>' 写进隐藏的点选框（序号让同一个节点点两次也算两次），
+        这里和在会话树里点选一样——令牌重新核对，ID 只认当前空间里的；不对就写一句中文，页面什么都不变。"""
+        text = value if isinstance(value, str) else ""
+        session_id = text[:MAP_PICK_CHARS].split("#", 1)[0].strip()
+        if not session_id or len(text) > MAP_PICK_CHARS:
+            return self._act(token, view, teacher, _refuse("分支图传来的会话 ID 是空的或太长，没有选中任何会话"),
+                             area="map")
+        if not _ID.fullmatch(session_id):   # 先查：store 的报错会把原样的 ID 写进提示，这里转义后再说
+            return self._act(token, view, teacher, _refuse(
+                f"分支图传来的会话 ID {literal_inline(session_id, 64)} 不合法（只允许字母、数字、- 和 _），"
+                "没有选中任何会话"), area="map")
+        return self.select(token, view, session_id, teacher, area="map")
 
     def jump(self, token, view: View, session_id: str, message=None, teacher: str | None = None) -> Page:
         """搜索命中 -> 打开它所在的节点，对话窗口停在那条消息上并突出它。"""
         def action(space, own):
-            validate_session_id(session_id)
+            if not isinstance(session_id, str) or not _ID.fullmatch(session_id):   # 事件数据可以是伪造的：转义后再说
+                raise ExplorerError(f"搜索命中里的会话 ID {literal_inline(str(session_id), 64)} 不合法")
             node = space.store.load(session_id)
             if node is None:
                 raise SessionNotFound(f"未找到会话：{session_id}（不在当前空间里）")
@@ -581,7 +646,9 @@ class Explorer:
         """分岔处的“◀ ▶”：换到同一个父节点的上一个 / 下一个分支（兄弟按创建先后）。"""
         def action(space, own):
             session_id = self._selected(view)
-            forest = Forest(space.store.list_sessions())
+            listing = self._listing(space.store, space.read_only)
+            self._local.listing = (space.store.storage_dir, listing)   # 画页面时接着用，不再读一遍
+            forest = listing[1]
             node = forest.by_id.get(session_id)
             parent = node.get("parent_id") if node else None
             brothers = forest.children(parent) if parent in forest.by_id else []
@@ -665,7 +732,7 @@ class Explorer:
         done = (f"✅ 已在第 {keep} 条之后分叉出新会话 {child.session_id}：{inherited}，新增 {len(new)} 条，"
                 f"共 {len(child.messages)} 条；下面显示的就是它")
         return (View(source=MINE, session_id=child.session_id, revision=child.revision, last_fork=child.session_id),
-                done, {"fork_reset": True})
+                done, {"fork_reset": True, "touched": (child.session_id,) if space is own else None})
 
     def resume(self, token, view: View, text: str, role: str = "user", teacher: str | None = None) -> Page:
         """续写：给选中节点追加读者输入的一轮并保存。页面上的修订号过期时 save() 抛 ConflictError。"""
@@ -732,7 +799,7 @@ class Explorer:
             parent = node.parent_id if node.parent_id and store.load(node.parent_id) is not None else None
             done = f"🗑️ 已把会话 {session_id} 移进回收站，可以在下方「回收站」里取回"
             return View(source=view.source, session_id=parent, revision=-1, query=view.query,
-                        deleted=deleted[:TRASH_SHOWN]), done, {}
+                        deleted=deleted[:TRASH_SHOWN]), done, {"touched": (session_id,)}
         return self._act(token, view, teacher, action, check=True, area="trash")
 
     def restore(self, token, view: View, session_id: str, teacher: str | None = None) -> Page:
@@ -744,8 +811,10 @@ class Explorer:
                 raise SessionNotFound(f"回收站里没有会话 {session_id}")
             deleted = tuple(d for d in view.deleted if d[0] != session_id)
             done = f"♻️ 已从回收站取回会话 {session_id}"
+            # 取回的文件读得出来（load 会核对每一块），它自己就没有文件层面的问题：体检只补算父子关系
+            touched = (session_id,) if store.load(session_id) is not None else None
             return dataclasses.replace(view, session_id=session_id, revision=-1, start=None, focus=None, end=None,
-                                       deleted=deleted), done, {"fork_reset": True}
+                                       deleted=deleted), done, {"fork_reset": True, "touched": touched}
         return self._act(token, view, teacher, action, check=True, area="trash")
 
     # ── 清空回收站 / 永久删除：先说清楚会删什么、释放多少，确认后才做 ──────────────────────────────
@@ -843,6 +912,27 @@ class Explorer:
             return explain(error)
         return ""
 
+    def refuse_upload(self, token, view: View, value, teacher: str | None = None) -> Page:
+        """浏览器里选了 / 拖进来的文件太大或后缀不对：页面的脚本在 gradio 上传（和它的英文弹窗）之前拦下它，
+        把 {"kind": "size"|"type", "name": 文件名, "size": 字节数}#序号 写进隐藏框；这里照样先验令牌，
+        在导入按钮下面写一句中文，说清限额或接受的后缀。文件名只当文字显示。"""
+        def action(space, own):
+            text = value if isinstance(value, str) else ""
+            try:
+                facts = json.loads(text[:REFUSAL_CHARS].rsplit("#", 1)[0]) if len(text) <= REFUSAL_CHARS else None
+            except ValueError:
+                facts = None
+            if not isinstance(facts, dict) or facts.get("kind") not in ("size", "type"):
+                raise ExplorerError("没有看懂浏览器报来的上传问题：请重新选择文件")
+            name = literal_inline(str(facts.get("name") or "（没有名字）"), 80)
+            if facts["kind"] == "type":
+                raise ExplorerError(f"只能导入 {' 或 '.join(UPLOAD_SUFFIXES)} 文件，收到 {name}：没有上传")
+            size = facts.get("size")
+            has = f"有 {human_size(size)}，" if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else ""
+            raise ExplorerError(f"文件 {name} {has}超过每个文件 {human_size(own.limits.max_upload_bytes)} 的上传上限："
+                                "没有上传，请换一个小一点的文件")
+        return self._act(token, view, teacher, action, area="import")
+
     def _checked_upload(self, own, path) -> str:
         if not path or not isinstance(path, str):
             raise ExplorerError("请先选择一个会话记录文件（.jsonl，Gemini CLI 的旧版记录是 .json）")
@@ -938,16 +1028,21 @@ class Explorer:
         return hits, note
 
     def _texts_of(self, store, summary: dict) -> list:
-        """一个节点自己新增的每条消息 -> [(第几条, 小写正文, 正文)]；按文件的 (inode, 大小, 修改时间) 缓存。"""
+        """一个节点自己新增的每条消息 -> [(第几条, 小写正文, 正文)]。
+        按摘要缓存：摘要来自 store.list_sessions()，store 按文件的 (inode, 大小, 修改时间) 重读它，
+        所以文件一改，摘要里的修订号、消息数、标题、新增的第一句就跟着变，这里不必再 stat 每个文件一次。"""
         try:
             path = store.path_of(summary["session_id"])
-            info = os.stat(path)
-        except (OSError, SessionError):
+        except SessionError:
             return []
-        key = (info.st_ino, info.st_size, info.st_mtime_ns)
+        key = (summary.get("revision"), summary.get("message_count"), summary.get("created_ns"), summary.get("title"),
+               summary.get("first_added"), summary.get("fork_point"))
         cached = self._texts.get(path)
         if cached is not None and cached[0] == key:
             return cached[1]
+        return self._read_texts(store, summary, path, key)
+
+    def _read_texts(self, store, summary: dict, path: str, key: tuple) -> list:
         try:
             node = store.load(summary["session_id"])
         except (OSError, SessionError):
@@ -964,15 +1059,98 @@ class Explorer:
             if text:
                 texts.append((index + 1, text.casefold(), text))
         size = sum(len(text) for _, _, text in texts)
-        if cached is not None:
-            self._texts.pop(path)
-            self._text_chars -= sum(len(text) for _, _, text in cached[1])
-        while self._texts and self._text_chars + size > TEXT_CACHE_CHARS:   # 丢掉最早读入的
-            _, old = self._texts.pop(next(iter(self._texts)))
-            self._text_chars -= sum(len(text) for _, _, text in old)
-        self._texts[path] = (key, texts)
-        self._text_chars += size
+        with self._texts_lock:
+            cached = self._texts.pop(path, None)
+            if cached is not None:
+                self._text_chars -= sum(len(text) for _, _, text in cached[1])
+            while self._texts and self._text_chars + size > TEXT_CACHE_CHARS:   # 丢掉最早读入的
+                _, old = self._texts.pop(next(iter(self._texts)))
+                self._text_chars -= sum(len(text) for _, _, text in old)
+            self._texts[path] = (key, texts)
+            self._text_chars += size
         return texts
+
+    def _warm(self, store, summaries: list[dict]) -> None:
+        """后台把这个空间里还没缓存的正文读进来（一个空间同时只一个线程，全进程最多 WARM_THREADS 个）。
+        页面载入、选会话时就开始，读者第一次按回车搜索时正文已经在缓存里。"""
+        folder = store.storage_dir
+        now = time.monotonic()
+        with self._texts_lock:
+            if folder in self._warming or len(self._warming) >= WARM_THREADS or \
+                    now - self._warmed.get(folder, -WARM_AGAIN_S) < WARM_AGAIN_S:
+                return
+            self._warming.add(folder)
+            self._warmed[folder] = now
+            self._warmed.move_to_end(folder)
+            while len(self._warmed) > CHECK_CACHE_SPACES:
+                self._warmed.popitem(last=False)
+        items = list(summaries)
+
+        def run():
+            try:
+                for summary in items:
+                    self._texts_of(store, summary)
+            except Exception:   # 预读只是提速：出了错，搜索时照常再读
+                log.exception("explorer warm-up failed")
+            finally:
+                with self._texts_lock:
+                    self._warming.discard(folder)
+        threading.Thread(target=run, name="s11x-warm", daemon=True).start()
+
+    def _listing(self, store, read_only: bool) -> tuple:
+        """(摘要, Forest, (列表行, 说明))。摘要每次都向 store 要（它按文件缓存）；树和列表行按摘要的指纹
+        （每个会话的 ID、修订号、父节点、消息数、创建时刻）缓存：什么都没变时不再重新分组、排序、画前缀。"""
+        summaries = store.list_sessions()
+        fingerprint = tuple((s["session_id"], s["revision"], s["parent_id"], s["message_count"], s.get("created_ns"),
+                             s.get("active_end")) for s in summaries)
+        key = (store.storage_dir, bool(read_only))
+        with self._checks_lock:
+            cached = self._listings.get(key)
+            if cached is not None and cached[0] == fingerprint:
+                self._listings.move_to_end(key)
+                return cached[1:]
+        if read_only:   # 书架和老师查看：标题也脱敏（书架上的文件发布时已脱敏，这里再挡一次旧文件）
+            summaries = _redacted_summaries(summaries)
+        forest = Forest(summaries)
+        rows = _list_rows(summaries, "", forest)
+        with self._checks_lock:
+            self._listings[key] = (fingerprint, summaries, forest, rows)
+            self._listings.move_to_end(key)
+            while len(self._listings) > LISTING_CACHE_SPACES:
+                self._listings.popitem(last=False)
+        return summaries, forest, rows
+
+    def _check(self, store, summaries: list[dict], touched: tuple | None = None, full: bool = True) -> list | None:
+        """store.check() 的结果，按仓库里每个文件的 (inode, 大小, 修改时间) 缓存：文件都没变就不再读遍它们。
+        touched：动作自己刚移进 / 移出回收站的会话。变化只在这几个会话文件和回收站里时，文件层面的问题沿用上次的
+        （去掉已不在的文件），父子关系的问题（PARENT_KINDS）从摘要重算；别的变化一律整个重新体检。
+        full=False（分叉刚写了一个新文件）：只在能这样补算时更新缓存，否则不体检、返回 None。"""
+        folder = store.storage_dir
+        stamps = _folder_stamps(folder)
+        with self._checks_lock:
+            cached = self._checks.get(folder)
+            if cached is not None:
+                self._checks.move_to_end(folder)
+        if cached is not None and cached[0] == stamps:
+            return cached[1]
+        problems = None
+        if cached is not None and touched:
+            allowed = {os.path.join(folder, f"{sid}.json") for sid in touched}
+            trash = s11_trash.trash_dir(folder)
+            changed = {path for path in cached[0].keys() | stamps.keys() if cached[0].get(path) != stamps.get(path)}
+            if all(path in allowed or path == trash or path.startswith(trash + os.sep) for path in changed):
+                problems = [p for p in cached[1] if p.kind not in PARENT_KINDS and os.path.lexists(p.path)]
+                problems += _parent_problems(store, summaries)
+        if problems is None:
+            if not full:
+                return None
+            problems = store.check()
+        with self._checks_lock:
+            self._checks[folder] = (stamps, problems)
+            self._checks.move_to_end(folder)
+            while len(self._checks) > CHECK_CACHE_SPACES:
+                self._checks.popitem(last=False)
+        return problems
 
     # ── 整页 ───────────────────────────────────────────────────────────────────
     def redraw(self, token, view: View, teacher: str | None = None) -> Page:
@@ -980,7 +1158,7 @@ class Explorer:
         return self.render(token, view, teacher, check=False)
 
     def render(self, token, view: View, teacher: str | None, notice: str = "", *, check: bool = True,
-               **extra) -> Page:
+               touched: tuple | None = None, **extra) -> Page:
         """按视图画出整页；令牌无效时只给提示。"""
         try:
             space, own = self._space(token, view, teacher)
@@ -989,7 +1167,7 @@ class Explorer:
                 log.exception("explorer render failed")
             return Page(notice=notice or explain(error), view=View(), **extra)
         try:
-            return self._render(space, own, view, teacher, notice, extra, check)
+            return self._render(space, own, view, teacher, notice, extra, check, touched)
         except Exception as error:
             if not isinstance(error, (SessionError, OSError)):
                 log.exception("explorer render failed")
@@ -998,12 +1176,14 @@ class Explorer:
                 return Page(notice=explain(error), view=fallback, **extra)
             return self._render(space, own, fallback, teacher, explain(error), extra, check)
 
-    def _render(self, space, own, view: View, teacher, notice: str, extra: dict, check: bool) -> Page:
+    def _render(self, space, own, view: View, teacher, notice: str, extra: dict, check: bool,
+                touched: tuple | None = None) -> Page:
         store = space.store
-        summaries = store.list_sessions()
-        if space.read_only:   # 书架和老师查看：标题也脱敏（书架上的文件发布时已脱敏，这里再挡一次旧文件）
-            summaries = _redacted_summaries(summaries)
-        forest = Forest(summaries)
+        memo = self._local.__dict__.pop("listing", None)
+        if memo is not None and memo[0] == store.storage_dir:
+            summaries, forest, rows = memo[1]
+        else:
+            summaries, forest, rows = self._listing(store, space.read_only)
         node = store.load(view.session_id) if view.session_id in forest.by_id else None
         if node is None:
             view = dataclasses.replace(view, session_id=None, revision=0, start=None, chat_numbers=())
@@ -1012,11 +1192,16 @@ class Explorer:
         page = Page(notice=notice, view=view, read_only=bool(space.read_only), teacher=self._is_teacher(teacher),
                     space_label=_space_label(space, own, view), examples=_examples())
         page.source_choices = _source_choices(view, page.teacher)
-        page.rows, page.list_note = _list_rows(summaries, view.query, forest)
+        page.rows, page.list_note = rows if not str(view.query or "").split() else _list_rows(summaries, view.query,
+                                                                                                forest)
         if str(view.query or "").split():
             page.hits, page.hits_note = self._search(store, summaries, view.query)
+        else:   # 还没搜过：后台先把正文读进缓存，第一次搜索就不必读遍每个文件
+            self._warm(store, summaries)
         if check:
-            page.problems = _problems(store) if not space.read_only else ""
+            page.problems = _problems_text(self._check(store, summaries, touched)) if not space.read_only else ""
+        elif touched and not space.read_only:   # 分叉刚写下的新文件：记进体检缓存，下次体检不必读遍整个空间
+            self._check(store, summaries, touched, full=False)
         if not space.read_only:
             page.trash_choices, page.trash_note = _trash_choices(store, view.deleted)
         if page.teacher:
@@ -1070,23 +1255,44 @@ def _list_rows(summaries: list[dict], query: str, forest: Forest | None = None) 
         shown = f"，显示前 {LIST_LIMIT} 个" if len(hits) > LIST_LIMIT else ""
         return rows, f"标题或 ID 里找到 {len(hits):,} 个{shown}；消息正文里的命中在下方「🔎 全文搜索」"
     forest = forest or Forest(summaries)
-    trees: list[list] = []
-    for step, prefix in branch_prefixes(walk(forest), PAGE_STYLE, PAGE_MAX_INDENT):
-        if step.depth == 0:
-            trees.append([])
-        trees[-1].append((step.node, prefix, step.depth))
-    # 最新创建的节点所在的树排最前：看 created_ns（写入这个仓库的时刻），导入的会话 created_at 是对话当年的时间
-    trees.sort(key=lambda tree: max((item[0].get("created_ns", 0), s11_tree.creation_order(item[0])) for item in tree),
-               reverse=True)
+    # 只画要显示的那几棵树（前 LIST_LIMIT 行）：2,000 个会话时不必给每个节点都算一遍前缀。
+    # 每棵树的排序键：树里最新创建的节点（created_ns：写入这个仓库的时刻；导入的会话 created_at 是对话当年的时间）
+    newest: dict[str, tuple] = {}
+    root_cache: dict[str, str] = {}
+    for summary in summaries:
+        root = _root_id(summary["session_id"], forest.by_id, root_cache)
+        key = (summary.get("created_ns", 0), s11_tree.creation_order(summary))
+        if root not in newest or key > newest[root]:
+            newest[root] = key
     rows: list = []
-    for tree in trees:
+    for root in sorted(newest, key=newest.__getitem__, reverse=True):
         if len(rows) >= LIST_LIMIT:
             break
+        tree = [(step.node, prefix, step.depth) for step, prefix in
+                branch_prefixes(walk(forest, root), PAGE_STYLE, PAGE_MAX_INDENT)]
         names = branch_names(tree)
         rows += [[prefix + node_caption(node, names.get(node["session_id"], ""), 60), node["session_id"]]
                  for node, prefix, _ in tree[:LIST_LIMIT - len(rows)]]
+    trees = newest
     shown = f"，显示前 {LIST_LIMIT} 行；用搜索缩小范围" if len(summaries) > len(rows) else ""
     return rows, f"共 {len(summaries):,} 个会话、{len(trees):,} 棵树（最新的在前）{shown}"
+
+
+def _root_id(session_id: str, by_id: dict, memo: dict) -> str:
+    """沿 parent_id 往上找到树根（父节点不在的分支自成一棵树，与 s11_tree.root_of 相同）；memo 记住走过的路。"""
+    chain, current, seen = [], session_id, set()
+    while current not in memo:
+        parent = by_id[current].get("parent_id") if current in by_id else None
+        if parent not in by_id or parent in seen:
+            memo[current] = current
+            break
+        seen.add(current)
+        chain.append(current)
+        current = parent
+    root = memo[current]
+    for sid in chain:
+        memo[sid] = root
+    return root
 
 
 def _siblings(forest: Forest, node: SessionNode, names: dict[str, str]) -> tuple:
@@ -1164,14 +1370,63 @@ def _path_chat(node: SessionNode, start: int | None, clean, *, end: int | None =
     return rows, numbers, note, (begin + 1 if total else None)
 
 
-def _problems(store) -> str:
-    problems = store.check()
+def _problems_text(problems: list) -> str:
     if not problems:
         return ""
     lines = [f"- **{literal_inline(p.kind)}** {literal_inline(os.path.basename(p.path))}：{literal_inline(hide_paths(p.detail), 200)}"
              for p in problems[:50]]
     more = [f"- …还有 {len(problems) - 50} 个"] if len(problems) > 50 else []
     return "\n".join([f"#### 🩺 体检发现 {len(problems)} 个问题", *lines, *more])
+
+
+_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _refuse(text: str) -> Callable:
+    """一个只报错的动作（交给 Explorer._act：令牌照样核对，页面照样画）。"""
+    def action(space, own):
+        raise ExplorerError(text)
+    return action
+
+
+def _folder_stamps(folder: str) -> dict:
+    """仓库目录和它下面一层子目录（.trash、块目录）里每个条目的 (inode, 大小, 修改时间)：只 stat，不打开文件。"""
+    stamps: dict = {}
+    pending = [folder]
+    while pending:
+        current = pending.pop()
+        try:
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    stamps[entry.path] = (info.st_ino, info.st_size, info.st_mtime_ns)
+                    if current == folder and entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+        except OSError:
+            continue
+    return stamps
+
+
+def _parent_problems(store, summaries: list[dict]) -> list:
+    """check() 里只由“哪些会话在仓库里”决定的两种问题（文字与 s11_session.check 相同），从摘要算出。"""
+    present = {summary["session_id"] for summary in summaries}
+    problems = []
+    for summary in sorted(summaries, key=lambda item: item["session_id"]):
+        sid, parent = summary["session_id"], summary.get("parent_id")
+        if parent and parent not in present:
+            problems.append(Problem("missing_parent", store.path_of(sid),
+                                    f"会话 {sid} 的父会话 {parent} 不在仓库中（可能已删除，历史仍完整保留在本文件）"))
+    for summary in sorted(summaries, key=lambda item: item["session_id"]):
+        for other in summary.get("converged_from") or []:
+            if other not in present:
+                sid = summary["session_id"]
+                problems.append(Problem("missing_converged", store.path_of(sid),
+                                        f"收敛节点 {sid} 记着收敛了分支 {other}，它不在仓库中（可能已删除；"
+                                        f"带过来的消息仍完整保留在本文件）"))
+    return problems
 
 
 def _trash_choices(store, deleted: tuple) -> tuple[list, str]:

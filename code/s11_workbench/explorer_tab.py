@@ -17,6 +17,8 @@ Key insight: 每个事件都经 PageEvent 把浏览器里的空间令牌（ctx.v
 
 from __future__ import annotations
 
+import json
+
 import gradio as gr
 from gradio.context import Context
 
@@ -29,6 +31,7 @@ from s11_workbench.explorer import (
     PAGE_SIZE,
     ROLES,
     SHELF,
+    UPLOAD_SUFFIXES,
     Explorer,
     Page,
     View,
@@ -42,6 +45,8 @@ CSS = """
 #s11x-map .mermaid, #s11x-map svg { max-width: 100%; height: auto; }
 #s11x-map pre, #s11x-map pre code, #s11x-path pre, #s11x-path pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; }
 #s11x-notice:empty, .s11x-result:empty { display: none; }
+#s11x-map a { cursor: pointer; }
+#s11x-map a:focus-visible { outline: 3px solid var(--color-accent); outline-offset: 2px; }
 #s11x-confirm { border: 2px solid var(--color-accent); border-radius: var(--radius-lg); padding: var(--spacing-lg); }
 .s11x-result { font-weight: 600; }
 #s11x-siblings { align-items: center; }
@@ -51,9 +56,79 @@ CSS = """
 @media (max-width: 720px) {
   #s11x-map .mermaid { display: none; }
   #s11x-map .mermaid ~ * { display: block; }
-  #s11x-map pre, #s11x-map pre code { font-size: 13px !important; }
+  #s11x-map pre, #s11x-map pre code, #s11x-map p { font-size: 13px !important; }
+  #s11x-map p { line-height: 1.9; overflow-wrap: anywhere; }
+  #s11x-map p code { white-space: pre; background: none !important; border: none !important; padding: 0 !important; }
 }
 """ + share_tab.CSS + compare_tab.CSS   # 「📦 分享」与「⚖️ 对比 / 🔀 收敛」面板的样式（share_tab.py、compare_tab.py）
+# 页面自己的脚本（app.py 把各页的 JS 合在一起交给 launch(js=...)；只有这段代码，从不执行会话里的文字）：
+#  1. 点分支图里的节点（mermaid 画成 <a href="?session=<id>">）：不跳转，把 '<id>#<序号>' 写进隐藏的点选框、
+#     触发它的 change 事件（gradio 的 input 事件只认键盘输入），服务器照样核对令牌和 ID。Enter 键激活链接时浏览器也发 click，同样拦下；
+#     按着 Ctrl / ⌘ / Shift / 中键点的（新标签页打开）和复制出去的链接照旧是 ?session= 链接。
+#  2. 选了 / 拖进来的文件太大或后缀不对：在 gradio 上传之前拦下（它的弹窗是英文的），交给服务器写一句中文。
+#     限额和后缀从隐藏的规则框里读（服务器填的），服务器上的检查（check_upload、UploadGuard）照旧都在。
+JS = """() => {
+  if (window.s11xScript) return;
+  window.s11xScript = true;
+  let serial = 0;
+  const send = (id, text) => {
+    const box = document.querySelector(`#${id} textarea, #${id} input`);
+    if (!box) return false;
+    serial += 1;
+    box.value = `${text}#${serial}`;
+    box.dispatchEvent(new Event("input", { bubbles: true }));
+    return true;
+  };
+  const mapLink = (target) => {
+    const link = target && target.closest ? target.closest("#s11x-map a") : null;
+    if (!link) return null;
+    const href = link.getAttribute("href") || link.getAttribute("xlink:href") || "";
+    const found = /^\\?session=([A-Za-z0-9_-]{1,64})$/.exec(href);
+    return found ? found[1] : null;
+  };
+  document.addEventListener("click", (event) => {
+    if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
+    const id = mapLink(event.target);
+    if (id && send("s11x-map-pick", id)) event.preventDefault();
+  }, true);
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
+    const id = mapLink(event.target);
+    if (id && send("s11x-map-pick", id)) event.preventDefault();
+  }, true);
+  const rules = () => {
+    const box = document.querySelector("#s11x-upload-rules textarea, #s11x-upload-rules input");
+    try { return JSON.parse(box ? box.value : ""); } catch (error) { return null; }
+  };
+  const refusal = (files) => {
+    const limits = rules();
+    if (!limits || !files) return null;
+    for (const file of Array.from(files)) {
+      const name = String(file.name || "");
+      if (!limits.suffixes.some((suffix) => name.toLowerCase().endsWith(suffix))) {
+        return { kind: "type", name: name.slice(0, 255), size: file.size };
+      }
+      if (file.size > limits.max) return { kind: "size", name: name.slice(0, 255), size: file.size };
+    }
+    return null;
+  };
+  const guard = (event, files) => {
+    const problem = refusal(files);
+    if (!problem || !send("s11x-upload-refused", JSON.stringify(problem))) return false;
+    event.stopImmediatePropagation();
+    event.preventDefault();
+    return true;
+  };
+  document.addEventListener("change", (event) => {
+    const input = event.target;
+    if (!(input instanceof HTMLInputElement) || input.type !== "file" || !input.closest("#s11x-upload")) return;
+    if (guard(event, input.files)) input.value = "";
+  }, true);
+  document.addEventListener("drop", (event) => {
+    if (!event.target || !event.target.closest || !event.target.closest("#s11x-upload")) return;
+    guard(event, event.dataTransfer ? event.dataTransfer.files : null);
+  }, true);
+}"""
 INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、恢复、导出\n\n"
          "这里列出 **你自己空间** 里的全部会话（8.11 标签页的演示也写在这里），还有老师放上 **共享书架** 的会话。"
          "选中一个节点看它从根开始的完整路径；**点对话里的一条消息** 就在它之后 **分叉**，"
@@ -187,9 +262,12 @@ def build(ctx) -> None:
                         cancel_button = gr.Button("取消", min_width=120, elem_id="s11x-confirm-no")
                 result_line("confirm")
                 imports = _import_area(result_line, ctx)
-    with gr.Accordion("🗺️ 分支图（每个节点写着分支名和它新增的第一句；点上面会话树里的节点选中它）", open=True,
+    with gr.Accordion("🗺️ 分支图（每个节点写着分支名和它新增的第一句；点一个节点选中它）", open=True,
                       elem_id="s11x-map-accordion"):
         branch_map = gr.Markdown("", elem_id="s11x-map")
+        result_line("map")
+        # 点分支图里的节点时，页面的脚本（JS）把 ID 写进这里；visible="hidden"：在页面里、但看不见
+        map_pick = gr.Textbox("", visible="hidden", show_label=False, max_length=100, elem_id="s11x-map-pick")
     problems = gr.Markdown("", visible=False, elem_id="s11x-problems")
     with gr.Column(visible=False, elem_id="s11x-teacher") as teacher_box:
         gr.Markdown("### 👩‍🏫 老师：全部学生空间（点一行只读打开）")
@@ -215,6 +293,8 @@ def build(ctx) -> None:
                        api_name=api_name, concurrency_limit=8, trigger_mode="once", **options)
 
     wire(refresh.click, explorer.refresh, [search], "explorer_refresh")
+    wire(map_pick.change, explorer.map_pick, [map_pick], "explorer_map_pick")
+    wire(imports.refused.change, explorer.refuse_upload, [imports.refused], "explorer_upload_refused")
     wire(search.submit, explorer.refresh, [search], "explorer_search")
     wire(source.input, explorer.switch_source, [source], "explorer_source")
     wire(tree.input, explorer.select, [tree], "explorer_select")
@@ -316,14 +396,19 @@ def build(ctx) -> None:
                    outputs=outputs + ([tabs] if tabs is not None else []), api_visibility="private",
                    concurrency_limit=8)
     if isinstance(tab, gr.Tab):   # 从 8.11 标签页切过来时，刚跑的演示会话立刻出现在列表里
-        def on_tab(token, current, secret):
+        def on_tab(token, current, secret, kept):
             if not token:   # 页面还在领令牌：交给随后的页面加载事件来画，免得晚到的“缺少令牌”盖住它
                 return [gr.skip()] * len(outputs)
-            page = explorer.render(token, current, secret)
+            if current == View() and kept:
+                # 重新载入后马上切过来：页面加载事件（on_load）可能还没回来，这里拿到的还是空视图。
+                # 照它的做法回到上次选中的会话，谁先回来结果都一样（否则空视图会盖掉刚恢复的选择）
+                page = explorer.open_page(token, secret, None, None, kept)
+            else:
+                page = explorer.render(token, current, secret)
             page.area = None   # 提示与结果行保持原样：链接打开时的警告不会一闪就没
             return page_outputs(page)
 
-        tab.select(on_tab, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
+        tab.select(on_tab, inputs=[visitor, view, teacher, remembered], outputs=outputs, api_visibility="private",
                    concurrency_limit=8)
 
 
@@ -390,6 +475,10 @@ def _import_area(result_line, ctx) -> _Controls:
         # 不设 file_types：gradio 会先在浏览器里用英文弹窗拒绝别的后缀；改由 check_upload 在服务器上查，写一句中文
         upload = gr.File(label="上传 Claude Code / Pi / Codex / Gemini CLI 的会话记录（.jsonl / .json）",
                          type="filepath", elem_id="s11x-upload")
+        # 页面的脚本（JS）在上传之前按这里的规则查大小和后缀；不行就把问题写进 refused（都在页面里、看不见）
+        rules = json.dumps({"max": ctx.spaces.limits.max_upload_bytes, "suffixes": list(UPLOAD_SUFFIXES)})
+        gr.Textbox(rules, visible="hidden", show_label=False, interactive=False, elem_id="s11x-upload-rules")
+        refused = gr.Textbox("", visible="hidden", show_label=False, max_length=2000, elem_id="s11x-upload-refused")
         button = gr.Button("📥 导入上传的文件", elem_id="s11x-import")
         examples = gr.Dropdown([], label="或者导入一个示例（examples/）", elem_id="s11x-examples")
         example_button = gr.Button("📥 导入示例", elem_id="s11x-import-example")
@@ -398,7 +487,7 @@ def _import_area(result_line, ctx) -> _Controls:
                             elem_id="s11x-report")
         agents = agent_folders_tab.panel(ctx.agent_folders)   # 只有 --agent-folders 时才有
     return _Controls(upload=upload, button=button, examples=examples, example_button=example_button,
-                     report=report, agents=agents)
+                     report=report, agents=agents, refused=refused)
 
 
 def _event_field(evt, name: str):

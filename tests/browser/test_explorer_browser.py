@@ -494,13 +494,13 @@ def test_a_reader_forks_from_message_3_switches_branches_and_finds_a_tool_result
 
 
 def map_text_px(page) -> float:
-    """The rendered size of the smallest visible map text (the diagram's labels, or the phone's text tree)."""
+    """The rendered size of the smallest visible map text (the diagram's labels, or the phone's text map)."""
     return page.evaluate("""() => {
         const sizes = [];
-        for (const el of document.querySelectorAll('#s11x-map .nodeLabel, #s11x-map pre')) {
+        for (const el of document.querySelectorAll('#s11x-map .nodeLabel, #s11x-map pre, #s11x-map p')) {
             const r = el.getBoundingClientRect();
             if (!r.width || getComputedStyle(el).display === 'none' || el.closest('[style*="display: none"]')) continue;
-            if (el.tagName === 'PRE') { sizes.push(parseFloat(getComputedStyle(el).fontSize)); continue; }
+            if (el.tagName !== 'SPAN' && !el.closest('svg')) { sizes.push(parseFloat(getComputedStyle(el).fontSize)); continue; }
             const svg = el.closest('svg'), box = svg.viewBox.baseVal, scale = svg.getBoundingClientRect().width / box.width;
             sizes.push(parseFloat(getComputedStyle(el).fontSize) * scale);
         }

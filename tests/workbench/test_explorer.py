@@ -591,8 +591,13 @@ def test_hostile_titles_and_messages_stay_text_in_every_part_of_the_page(explore
     lines = page.map_markdown.split("\n")
     source = lines[lines.index("```mermaid") + 1: lines.index("```", lines.index("```mermaid") + 1)]
     assert all(MAP_LINE.match(line) for line in source), source
-    text_tree = page.map_markdown.split("```text\n", 1)[1]   # the phone's text version of the same map
-    assert "分支 A" in text_tree and "<script>alert(1)</script>" in text_tree
+    text_tree = page.map_markdown.rsplit("\n```\n", 1)[1].strip()   # the phone's text version, after the diagram
+    assert "分支 A" in unescape(text_tree) and "<script>alert(1)</script>" in unescape(text_tree)
+    # every line: an optional tree prefix in code, then one link to a session id; the text is escaped
+    line = re.compile(r"^(`[│├└─ ]+`)?\[.*\]\(\?session=[A-Za-z0-9_-]+\)$")
+    rows = text_tree.split("  \n")
+    assert all(line.match(row) and row.replace("\\]", "").count("](") == 1 for row in rows), text_tree
+    assert "<" not in text_tree.replace("\\<", "")
     # tree labels and table cells are plain text in the page: the title appears verbatim (whitespace folded)
     assert any("<script>alert(1)</script>" in label for label, _ in page.tree_choices)
     assert "├─ 🌿 分支 A：<script>alert(1)</script> · ➕ <script>alert(1)</scrip… · 3 条" in {row[0] for row in page.rows}

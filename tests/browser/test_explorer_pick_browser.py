@@ -1,0 +1,227 @@
+"""Issue 20, the last parts, in Debian's chromium: a click (or Enter) on a branch-map node selects it in place with
+no navigation, at 1400 px (the diagram) and 390 px (the phone's text map), light and dark; the hidden box behind it
+re-checks the space; hostile titles stay inert along the click path; too-large and wrong-type uploads are refused
+in Chinese before gradio's English toast; a reload keeps the selected session.
+
+Set S11_PICK_SCREENSHOTS=<folder> to also write the explorer after a map click at 1400 px and 390 px, light and dark.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from test_explorer_browser import (
+    HOSTILE_TITLE,
+    MARKUP,
+    Visitor,
+    assert_all_requests_local,
+    no_horizontal_overflow,
+    space_store,
+)
+
+from conftest import REPO, free_port
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+UPLOAD_LIMIT = 1024 * 1024   # a small per-file limit, so a too-large file is cheap to hand to the browser
+LINK = re.compile(r"^\?session=[A-Za-z0-9_-]{1,64}$")
+VIEWS = [("light", 1400), ("dark", 1400), ("light", 390), ("dark", 390)]
+PICK_KEY = "s11-explorer-pick"   # the explorer's gr.BrowserState storage key (explorer_tab.py)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    import sys
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    import app
+    from s11_workbench.spaces import Limits
+    sessions = tmp_path_factory.mktemp("pick_sessions")
+    demo = app.build_app(sessions, limits=Limits(max_upload_bytes=UPLOAD_LIMIT))
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                **app.launch_options(demo))
+    try:
+        yield demo.local_url.rstrip("/"), sessions
+    finally:
+        demo.close()
+
+
+def with_demo(browser, url: str, sessions: Path, **options) -> tuple[Visitor, dict]:
+    """A visitor who ran the 8.11 demo and opened the explorer: (visitor, {message count: session id})."""
+    visitor = Visitor(browser, url, **options)
+    page = visitor.page
+    page.get_by_role("button", name="运行主会话").click()
+    page.locator("#s11-file-3 pre").first.wait_for(timeout=30_000)
+    visitor.open_explorer()
+    page.locator("#s11x-list-note").get_by_text("共 3 个会话").wait_for(timeout=15_000)
+    store = space_store(sessions, visitor.space_id())
+    return visitor, {s["message_count"]: s["session_id"] for s in store.list_sessions()}
+
+
+def map_links(page, width: int):
+    """The map's node links a reader can see: the diagram's on a wide screen, the text map's on a phone."""
+    if width >= 720:
+        page.locator("#s11x-map svg[id^='mermaid']").first.wait_for(state="attached", timeout=15_000)
+        return page.locator("#s11x-map svg a")
+    return page.locator("#s11x-map p a")
+
+
+def selected(page, session_id: str, timeout: float = 15_000) -> None:
+    page.locator("#s11x-details").get_by_text(session_id).wait_for(timeout=timeout)
+
+
+def type_into_hidden_box(page, elem_id: str, value: str) -> None:
+    """What a hostile page script (or a forged request) can do: write anything into the hidden box and fire it."""
+    page.evaluate("""([id, value]) => {
+        const box = document.querySelector(`#${id} textarea, #${id} input`);
+        box.value = value;
+        box.dispatchEvent(new Event("input", {bubbles: true}));
+    }""", [elem_id, value])
+
+
+def shoot(page, name: str) -> None:
+    folder = os.environ.get("S11_PICK_SCREENSHOTS")
+    if not folder:
+        return
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    page.mouse.move(0, 0)
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(Path(folder) / name), type="png", full_page=True)
+
+
+@pytest.mark.parametrize(("scheme", "width"), VIEWS)
+def test_a_map_click_selects_the_node_in_place_and_the_box_behind_it_rechecks_the_space(browser, server, scheme,
+                                                                                         width):
+    url, sessions = server
+    visitor, demo = with_demo(browser, url, sessions, width=width, scheme=scheme)
+    try:
+        page = visitor.page
+        visitor.pick_row(demo[5])                            # the root: its map shows both branches
+        links = map_links(page, width)
+        links.filter(has_text="分支 B").first.wait_for(state="attached", timeout=15_000)
+        hrefs = [links.nth(i).evaluate("a => a.getAttribute('href') || a.getAttribute('xlink:href')")
+                 for i in range(links.count())]
+        assert len(hrefs) == 3 and all(LINK.match(href) for href in hrefs), hrefs   # a copied link still works
+        before, navigations = page.url, []
+        page.on("framenavigated", lambda frame: navigations.append(frame.url) if frame == page.main_frame else None)
+        page.on("load", lambda _: navigations.append("load"))
+
+        links.filter(has_text="分支 B").first.click()           # a click on branch B
+        selected(page, demo[9])
+        page.locator("#s11x-path").get_by_text("#9").wait_for(timeout=15_000)   # the path view shows it
+        assert "分支 B" in page.locator("#s11x-details").inner_text()
+        assert page.url == before and navigations == []
+
+        link = map_links(page, width).filter(has_text="分支 A").first     # the keyboard: Enter on a focused link
+        link.focus()
+        page.keyboard.press("Enter")
+        selected(page, demo[7])
+        page.locator("#s11x-path").get_by_text("#7").wait_for(timeout=15_000)
+        assert page.url == before and navigations == []
+        shoot(page, f"explorer-map-pick-{width}-{scheme}.png")
+
+        type_into_hidden_box(page, "s11x-map-pick", "0123456789ab#1")   # not in this visitor's space
+        page.locator("#s11x-map-result").get_by_text("不在当前空间里").wait_for(timeout=15_000)
+        type_into_hidden_box(page, "s11x-map-pick", "<img src=x onerror=alert(1)>#2")
+        page.locator("#s11x-map-result").get_by_text("不合法").wait_for(timeout=15_000)
+        assert page.locator("#s11x-map-result").locator(MARKUP).count() == 0
+        assert demo[7] in page.locator("#s11x-details").inner_text()       # nothing changed
+        assert page.url == before and navigations == []
+        no_horizontal_overflow(page)
+        assert visitor.dialogs == [] and "Traceback" not in page.locator("body").inner_text()
+        assert_all_requests_local(visitor.requests)
+    finally:
+        visitor.close()
+
+
+@pytest.mark.parametrize(("scheme", "width"), [("light", 1400), ("dark", 390)])
+def test_hostile_titles_stay_inert_in_the_map_and_along_the_click(browser, server, scheme, width):
+    url, sessions = server
+    visitor = Visitor(browser, url, width=width, scheme=scheme)
+    try:
+        page = visitor.page
+        visitor.open_explorer()
+        from s11_session import SessionNode
+        store = space_store(sessions, visitor.space_id())
+        root = SessionNode(title=HOSTILE_TITLE, messages=[{"role": "user", "content": "<b>x</b>"}])
+        store.save(root)
+        child = store.fork(root.session_id, [{"role": "user", "content": "javascript:alert(2)"}], at=1,
+                           title='javascript:alert(3) <a href="javascript:alert(4)">点我</a> ?session=x')
+        page.locator("#s11x-refresh").click()
+        page.locator("#s11x-list-note").get_by_text("共 2 个会话").wait_for(timeout=15_000)
+        visitor.pick_row(child.session_id)
+        links = map_links(page, width)
+        links.first.wait_for(state="attached", timeout=15_000)
+        hrefs = [links.nth(i).evaluate("a => a.getAttribute('href') || a.getAttribute('xlink:href')")
+                 for i in range(links.count())]
+        assert sorted(hrefs) == sorted(f"?session={sid}" for sid in (root.session_id, child.session_id)), hrefs
+        assert page.locator("#s11x-map").locator(MARKUP + ", iframe").count() == 0
+        assert page.locator("#s11x-map a[href^='javascript'], #s11x-map [onclick], #s11x-map [onerror]").count() == 0
+        hostile_root = links.filter(has_text="根").first if width >= 720 else links.first
+        hostile_root.click()
+        selected(page, root.session_id)
+        assert HOSTILE_TITLE in page.locator("#s11x-details").inner_text()
+        assert page.locator("#s11x-map").locator(MARKUP).count() == 0
+        assert page.locator("#s11x-map a[href^='javascript']").count() == 0
+        assert visitor.dialogs == [] and "Syntax error" not in page.locator("body").inner_text()
+    finally:
+        visitor.close()
+
+
+@pytest.mark.parametrize(("scheme", "width"), [("light", 1400), ("dark", 390)])
+def test_too_large_and_wrong_type_uploads_are_refused_in_chinese(browser, server, scheme, width):
+    url, _ = server
+    visitor = Visitor(browser, url, width=width, scheme=scheme)
+    try:
+        page = visitor.page
+        visitor.open_explorer()
+        visitor.action_tab("import")
+        upload = page.locator("#s11x-upload input[type=file]")
+        uploads_before = [u for u in visitor.requests if "/upload" in u]
+        upload.set_input_files({"name": "太大了.jsonl", "mimeType": "application/jsonl",
+                                "buffer": b"{}\n" * (UPLOAD_LIMIT // 3 + 1000)})
+        result = page.locator("#s11x-import-result")
+        result.get_by_text("上传上限").wait_for(timeout=15_000)
+        text = result.inner_text()
+        assert "1.0 MB" in text and "太大了.jsonl" in text and "超过" in text, text   # names the limit
+        upload.set_input_files({"name": "笔记.txt", "mimeType": "text/plain", "buffer": b"hello"})
+        result.get_by_text("只能导入").wait_for(timeout=15_000)
+        text = result.inner_text()
+        assert ".jsonl" in text and ".json" in text and "笔记.txt" in text, text      # names the suffixes
+        page.wait_for_timeout(500)
+        toasts = " ".join(page.locator(".toast-wrap, .toast-body").all_inner_texts())
+        assert not re.search(r"[A-Za-z]{4,}", toasts.replace("gradio", "")), toasts   # no English toast
+        body = page.locator("body").inner_text()
+        assert "exceed" not in body and "Invalid file" not in body
+        assert [u for u in visitor.requests if "/upload" in u] == uploads_before      # nothing was sent
+        assert page.locator("#s11x-report textarea").input_value().startswith("⚠️")
+        no_horizontal_overflow(page)
+    finally:
+        visitor.close()
+
+
+def test_a_reload_keeps_the_selected_session(browser, server):
+    url, sessions = server
+    visitor, demo = with_demo(browser, url, sessions, width=1400)
+    try:
+        page = visitor.page
+        changed = "([key, old]) => window.localStorage.getItem(key) !== old"
+        visitor.pick_row(demo[5])
+        page.wait_for_function(changed, arg=[PICK_KEY, None], timeout=15_000)
+        first = page.evaluate("key => window.localStorage.getItem(key)", PICK_KEY)
+        visitor.pick_row(demo[7])                    # branch A: not what a fresh page would show
+        page.locator("#s11x-path").get_by_text("#7").wait_for(timeout=15_000)
+        # the browser has written the new pick (encrypted, so only "it changed" can be seen)
+        page.wait_for_function(changed, arg=[PICK_KEY, first], timeout=15_000)
+        page.reload()
+        page.get_by_role("tab").first.wait_for()
+        visitor.open_explorer()
+        selected(page, demo[7], timeout=20_000)
+        page.locator("#s11x-path").get_by_text("#7").wait_for(timeout=15_000)
+        assert "分支 A" in page.locator("#s11x-details").inner_text()
+        assert visitor.dialogs == []
+    finally:
+        visitor.close()

@@ -1,0 +1,242 @@
+"""Issue 20, the last parts, driven without gradio: picking a node from the branch map (the hidden box the page's
+script fills), the browser-side upload refusal's Chinese text, the cached check() and the search texts staying
+right after fork / delete / restore / import, and the bounds of those caches."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+import s11_import
+from s11_session import SessionNode, demo_tree_branching
+from s11_workbench import explorer as explorer_module
+from s11_workbench.explorer import Explorer, View
+from s11_workbench.spaces import Limits, Spaces
+
+ROOMY = Limits(creates_per_minute=10_000, create_burst=10_000, min_free_bytes=0, max_upload_bytes=2 * 1024 * 1024)
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.fixture
+def spaces(tmp_path) -> Spaces:
+    return Spaces(tmp_path / "sessions", limits=ROOMY)
+
+
+@pytest.fixture
+def explorer(spaces, tmp_path) -> Explorer:
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    return Explorer(spaces, export_root=str(tmp_path / "exports"), upload_root=str(uploads))
+
+
+@pytest.fixture
+def student(spaces):
+    token = spaces.new_token()
+    return token, demo_tree_branching(spaces.open(token).store)
+
+
+def hit_ids(page) -> set[str]:
+    return {row[3] for row in page.hits}
+
+
+# ── picking a node from the map ─────────────────────────────────────────────────────────────
+def test_a_map_pick_selects_the_node_like_the_tree_does(explorer, student):
+    token, ids = student
+    view = explorer.select(token, View(), ids["main_id"]).view
+    picked = explorer.map_pick(token, view, f"{ids['branch_b_id']}#7")
+    by_tree = explorer.select(token, view, ids["branch_b_id"])
+    assert picked.view.session_id == ids["branch_b_id"] and not picked.notice
+    assert picked.details == by_tree.details and picked.chat == by_tree.chat
+    assert picked.map_markdown == by_tree.map_markdown and "click n" in picked.map_markdown
+    assert picked.area == "map"   # any result is written under the map, where the click was
+
+
+@pytest.mark.parametrize("value", ["zzzzzzzzzzzz#1", "../../etc/passwd#2", "#3", "", None, 42, "a" * 500,
+                                   "<img src=x onerror=alert(1)>#4", "javascript:alert(1)#5"])
+def test_a_hostile_or_foreign_map_pick_says_so_in_chinese_and_changes_nothing(explorer, student, value):
+    token, ids = student
+    view = explorer.select(token, View(), ids["branch_a_id"]).view
+    page = explorer.map_pick(token, view, value)
+    assert page.notice.startswith("⚠️") and CJK.search(page.notice), page.notice
+    assert page.view.session_id == ids["branch_a_id"] and page.area == "map"
+    assert "<img" not in page.notice.replace("\\<img", "")   # shown as text, escaped
+
+
+def test_a_map_pick_of_another_students_node_is_refused(explorer, spaces, student):
+    token, ids = student
+    other = spaces.new_token()
+    page = explorer.map_pick(other, View(), f"{ids['branch_b_id']}#1")
+    assert page.notice.startswith("⚠️") and "不在当前空间里" in page.notice
+    assert page.view.session_id is None and ids["branch_b_id"] not in json.dumps(page.rows)
+
+
+def test_a_map_pick_with_a_forged_token_is_refused(explorer, student):
+    token, ids = student
+    page = explorer.map_pick(token[:-2] + "xx", View(), f"{ids['branch_b_id']}#1")
+    assert page.notice.startswith("⚠️") and page.view.session_id is None and page.rows == []
+
+
+def test_hostile_titles_stay_inside_their_map_labels_and_every_link_is_a_plain_session_link(explorer, spaces):
+    token = spaces.new_token()
+    store = spaces.open(token).store
+    root = SessionNode(title='"]; click n0 href "javascript:alert(1)"', messages=[{"role": "user", "content": "x"}])
+    store.save(root)
+    child = store.fork(root.session_id, [{"role": "user", "content": 'javascript:alert(2)"] --> n9'}], at=1,
+                       title="<a href='javascript:alert(3)'>x</a>")
+    page = explorer.map_pick(token, View(), f"{child.session_id}#1")
+    source = re.search(r"```mermaid\n(.*?)\n```", page.map_markdown, re.DOTALL).group(1)
+    links = [line for line in source.splitlines() if line.strip().startswith("click ")]
+    assert links == [f'    click n{i} href "?session={sid}"' for i, sid in enumerate([root.session_id, child.session_id])]
+    assert "javascript:" not in "\n".join(line for line in source.splitlines()
+                                          if not re.match(r'    n\d+\["', line))
+
+
+# ── the browser-side upload refusal ─────────────────────────────────────────────────────────
+def test_a_too_large_upload_is_refused_in_chinese_naming_the_limit(explorer, student):
+    token, ids = student
+    view = explorer.select(token, View(), ids["main_id"]).view
+    facts = json.dumps({"kind": "size", "name": "大文件 <b>x</b>.jsonl", "size": 5 * 1024 * 1024})
+    page = explorer.refuse_upload(token, view, facts + "#1")
+    assert page.area == "import" and page.notice.startswith("⚠️")
+    assert "2.0 MB" in page.notice and "5.0 MB" in page.notice and "上限" in page.notice, page.notice
+    assert "<b>" not in page.notice and "大文件" in page.notice   # the name is inert text
+    assert page.report == page.notice   # the import report says it too
+    assert page.view.session_id == ids["main_id"]
+
+
+def test_a_wrong_type_upload_is_refused_in_chinese_naming_the_suffixes(explorer, student):
+    token, _ = student
+    page = explorer.refuse_upload(token, View(), json.dumps({"kind": "type", "name": "notes.txt", "size": 3}) + "#2")
+    text = re.sub(r"\\(.)", r"\1", page.notice)
+    assert ".jsonl" in text and ".json" in text and "notes.txt" in text
+    assert "只能导入" in page.notice
+
+
+@pytest.mark.parametrize("value", ["", None, "not json#1", json.dumps({"kind": "other"}) + "#1", "x" * 5000])
+def test_a_garbled_refusal_report_gets_a_chinese_message(explorer, student, value):
+    token, _ = student
+    page = explorer.refuse_upload(token, View(), value)
+    assert page.notice.startswith("⚠️") and CJK.search(page.notice)
+
+
+def test_a_refusal_report_with_a_forged_token_is_refused(explorer):
+    page = explorer.refuse_upload("forged.token", View(), json.dumps({"kind": "type", "name": "a.txt"}) + "#1")
+    assert page.notice.startswith("⚠️") and "a.txt" not in page.notice
+
+
+# ── the cached check() ──────────────────────────────────────────────────────────────────────
+class CountingChecks:
+    """Counts full store.check() runs (the explorer is expected to avoid them when the files did not change)."""
+
+    def __init__(self, monkeypatch):
+        import s11_session
+        self.count = 0
+        original = s11_session.SessionStore.check
+
+        def check(store):
+            self.count += 1
+            return original(store)
+        monkeypatch.setattr(s11_session.SessionStore, "check", check)
+
+
+def test_refresh_reuses_the_check_until_a_file_changes(explorer, spaces, student, monkeypatch):
+    token, _ = student
+    checks = CountingChecks(monkeypatch)
+    first = explorer.refresh(token, View())
+    again = explorer.refresh(token, View())
+    assert checks.count == 1 and first.problems == again.problems == ""
+    Path(spaces.open(token).folder, "broken.json").write_text("{not json", encoding="utf-8")
+    broken = explorer.refresh(token, View())
+    assert checks.count == 2 and "broken.json" in broken.problems.replace("\\", "")
+
+
+def test_delete_and_restore_patch_the_check_and_match_a_full_one(explorer, spaces, student, monkeypatch):
+    token, ids = student
+    store = spaces.open(token).store
+    explorer.refresh(token, View())
+    checks = CountingChecks(monkeypatch)
+    deleted = explorer.delete(token, explorer.select(token, View(), ids["main_id"]).view)
+    assert checks.count == 0   # patched from the cached one, not a re-read of the whole space
+    monkeypatch.undo()
+    full = explorer_module._problems_text(store.check())
+    assert deleted.problems == full and "missing\\_parent" in deleted.problems
+    checks = CountingChecks(monkeypatch)
+    restored = explorer.restore(token, deleted.view, ids["main_id"])
+    assert checks.count == 0 and restored.problems == ""
+    monkeypatch.undo()
+    assert explorer_module._problems_text(store.check()) == ""
+
+
+def test_a_change_beside_the_deleted_file_forces_a_full_check(explorer, spaces, student, monkeypatch):
+    token, ids = student
+    explorer.refresh(token, View())
+    Path(spaces.open(token).folder, "broken.json").write_text("{not json", encoding="utf-8")
+    checks = CountingChecks(monkeypatch)
+    page = explorer.delete(token, explorer.select(token, View(), ids["branch_a_id"]).view)
+    assert checks.count == 1 and "broken.json" in page.problems.replace("\\", "")
+
+
+def test_the_check_cache_is_bounded(explorer, spaces, monkeypatch):
+    monkeypatch.setattr(explorer_module, "CHECK_CACHE_SPACES", 3)
+    for _ in range(5):
+        explorer.refresh(spaces.new_token(), View())
+    assert len(explorer._checks) == 3
+
+
+# ── search stays right after every write ────────────────────────────────────────────────────
+def test_search_finds_what_fork_delete_restore_and_import_changed(explorer, spaces, student):
+    token, ids = student
+    view = explorer.select(token, View(), ids["branch_b_id"]).view
+    assert explorer.refresh(token, view, "先加监控").hits == []   # the texts are cached now
+    forked = explorer.fork(token, view, 3, "换个思路：先加监控")
+    child = forked.view.session_id
+    assert hit_ids(explorer.refresh(token, forked.view, "先加监控")) == {child}
+    resumed = explorer.resume(token, forked.view, "监控上线后再看告警阈值")
+    assert hit_ids(explorer.refresh(token, resumed.view, "告警阈值")) == {child}
+    deleted = explorer.delete(token, resumed.view)
+    assert explorer.refresh(token, deleted.view, "先加监控").hits == []
+    restored = explorer.restore(token, deleted.view, child)
+    assert hit_ids(explorer.refresh(token, restored.view, "先加监控")) == {child}
+    example = next(path for path in s11_import.list_examples() if "claude" in os.path.basename(path))
+    imported = explorer.import_example(token, restored.view, os.path.basename(example))
+    assert imported.notice.startswith("📥")
+    found = explorer.refresh(token, imported.view, "verify_password")
+    new_ids = {s["session_id"] for s in spaces.open(token).store.list_sessions()} - set(ids.values()) - {child}
+    assert found.hits and hit_ids(found) <= new_ids
+
+
+def test_search_ignores_a_file_changed_behind_its_back_only_until_the_file_changes(explorer, spaces, student):
+    token, ids = student
+    store = spaces.open(token).store
+    assert explorer.refresh(token, View(), "独一无二的词").hits == []
+    node = store.load(ids["branch_a_id"])
+    node.messages.append({"role": "user", "content": "独一无二的词"})
+    store.save(node)   # another tab (or the 8.11 tab) wrote the file
+    assert hit_ids(explorer.refresh(token, View(), "独一无二的词")) == {ids["branch_a_id"]}
+
+
+def test_the_background_warm_up_fills_the_search_cache(explorer, spaces, student):
+    token, ids = student
+    explorer.select(token, View(), ids["main_id"])   # a render without a query starts the warm-up
+    for thread in [t for t in threading.enumerate() if t.name == "s11x-warm"]:
+        thread.join(timeout=10)
+    folder = spaces.open(token).store.storage_dir
+    cached = {os.path.basename(path) for path in explorer._texts if path.startswith(folder)}
+    assert cached == {f"{ids[key]}.json" for key in ("main_id", "branch_a_id", "branch_b_id")}
+    assert explorer._warming == set()
+
+
+def test_the_search_cache_stays_within_its_bound(explorer, spaces, monkeypatch):
+    monkeypatch.setattr(explorer_module, "TEXT_CACHE_CHARS", 2_000)
+    token = spaces.new_token()
+    store = spaces.open(token).store
+    for i in range(20):
+        store.create_session(f"s{i}", [{"role": "user", "content": f"词{i} " + "字" * 300}])
+    page = explorer.refresh(token, View(), "词1")
+    assert page.hits and explorer._text_chars <= 2_000
+    assert explorer._text_chars == sum(len(text) for _, texts in explorer._texts.values() for _, _, text in texts)
