@@ -760,27 +760,67 @@ def _size(path: str) -> int:
 
 
 def count_sessions(folder: str) -> int:
-    with os.scandir(folder) as entries:
-        return sum(1 for e in entries if e.name.endswith(".json") and not e.name.startswith("."))
+    return _scan(folder).sessions
 
 
 def folder_bytes(folder: str) -> int:
-    """folder 及其子目录（回收站）里普通文件的总字节数；不跟随符号链接。"""
+    """folder 及其子目录（回收站、块）里普通文件的总字节数；不跟随符号链接。"""
     total, stack = 0, [folder]
     while stack:
-        try:
-            with os.scandir(stack.pop()) as entries:
-                for entry in entries:
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            stack.append(entry.path)
-                        elif entry.is_file(follow_symlinks=False):
-                            total += entry.stat(follow_symlinks=False).st_size
-                    except FileNotFoundError:
-                        continue
-        except FileNotFoundError:
-            continue
+        scan = _scan(stack.pop())
+        total += scan.file_bytes
+        stack += scan.subdirs
     return total
+
+
+class _DirScan(NamedTuple):
+    mtime_ns: int
+    trusted: bool        # 扫描时目录的修改时间已经过去 _RACY_NS：之后再有改动，修改时间一定不同
+    file_bytes: int      # 这一层普通文件的字节数
+    sessions: int        # 这一层的会话文件个数
+    subdirs: List[str]
+
+
+# 每层目录扫一次，按目录的修改时间缓存：本程序写会话、块、回收站都是新建或改名（目录的修改时间随之变），
+# 所以修改时间没变，这一层就没变。修改时间的精度是一个时钟节拍：扫描时目录刚在同一个节拍里被改过的，
+# 之后再改一次修改时间可能还是这个值，这样的结果不算数（git 的 "racily clean" 也是这样处理的）。
+# 每次下单前的限额检查因此不必 stat 空间里的每个文件（2,000 个会话约 5 ms → 几十微秒）。
+_RACY_NS = 50_000_000
+_MAX_SCANS = 8192
+_scans: Dict[str, _DirScan] = {}
+_scans_lock = threading.Lock()
+
+
+def _scan(folder: str) -> _DirScan:
+    try:
+        mtime = os.stat(folder, follow_symlinks=False).st_mtime_ns
+    except FileNotFoundError:
+        return _DirScan(0, False, 0, 0, [])
+    cached = _scans.get(folder)
+    if cached is not None and cached.trusted and cached.mtime_ns == mtime:
+        return cached
+    file_bytes = sessions = 0
+    subdirs: List[str] = []
+    scanned_at = time.time_ns()
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        subdirs.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        file_bytes += entry.stat(follow_symlinks=False).st_size
+                        sessions += entry.name.endswith(".json") and not entry.name.startswith(".")
+                except FileNotFoundError:
+                    continue
+    except FileNotFoundError:
+        return _DirScan(0, False, 0, 0, [])
+    scan = _DirScan(mtime, scanned_at - mtime > _RACY_NS, file_bytes, sessions, subdirs)
+    with _scans_lock:
+        if len(_scans) >= _MAX_SCANS:
+            _scans.clear()
+        _scans[folder] = scan
+    return scan
 
 
 def last_activity(folder: str) -> float:

@@ -504,3 +504,46 @@ class TestOneAddress:
     def test_own_address(self, host, expected):
         assert spaces_module.own_address(host, 7860) == expected
         assert spaces_module.classroom_links(host, 7860, "x")[-1].endswith(expected + "?teacher=x")
+
+
+def _walked_usage(folder: str) -> tuple[int, int]:
+    """The quota figures the slow way: every file stat-ed, nothing cached."""
+    sessions = sum(1 for name in os.listdir(folder) if name.endswith(".json") and not name.startswith(".")
+                   and os.path.isfile(os.path.join(folder, name)))
+    total = sum(os.lstat(os.path.join(root, name)).st_size
+                for root, _, names in os.walk(folder) for name in names
+                if stat.S_ISREG(os.lstat(os.path.join(root, name)).st_mode))
+    return sessions, total
+
+
+def test_the_quota_figures_follow_every_write_delete_restore_and_purge_even_within_one_clock_tick(spaces):
+    space = spaces.open(spaces.new_token())
+    store = space.store
+    ids = []
+    for i in range(30):   # back to back: many of these land in the same clock tick of the folder's mtime
+        ids.append(store.create_session(f"s{i}", [{"role": "user", "content": "x" * (i * 37)}]))
+        assert space.usage() == _walked_usage(space.folder)
+    big = store.create_session("big", [{"role": "user", "content": f"m{i} " * 40} for i in range(400)])
+    assert space.usage() == _walked_usage(space.folder)          # chunks live in a subfolder
+    store.delete(ids[0])
+    assert space.usage() == _walked_usage(space.folder)          # the trash is counted
+    store.restore(ids[0])
+    assert space.usage() == _walked_usage(space.folder)
+    store.delete(big, purge=True)
+    assert space.usage() == _walked_usage(space.folder)
+    time.sleep(0.12)   # past the racy window: the cached scans are now trusted ...
+    assert space.usage() == _walked_usage(space.folder)
+    store.create_session("after", [{"role": "user", "content": "y"}])
+    assert space.usage() == _walked_usage(space.folder)          # ... and a new file still shows at once
+
+
+def test_a_change_in_the_same_clock_tick_as_the_last_scan_is_still_counted(spaces):
+    # A coarse clock gives two changes in one tick the same folder mtime; simulate it by putting the
+    # folder's mtime back after the second change.
+    space = spaces.open(spaces.new_token())
+    space.store.create_session("first", [{"role": "user", "content": "a"}])
+    before = space.usage()
+    mtime = os.stat(space.folder).st_mtime_ns
+    space.store.create_session("second", [{"role": "user", "content": "b" * 500}])
+    os.utime(space.folder, ns=(mtime, mtime))
+    assert space.usage() == _walked_usage(space.folder) != before
