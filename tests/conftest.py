@@ -14,6 +14,10 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+# Gradio recomputes a pandas summary of the last 10,000 events (a groupby and percentiles per function) after every
+# event it completes, for its monitoring page; a sweep of a thousand events spends a fifth of its CPU there. The
+# summary is never read by the app or the tests, so the test servers refresh it at most once a million events.
+os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000000")
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
