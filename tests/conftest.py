@@ -1,7 +1,13 @@
-"""Shared fixtures: a free port and the workbench app launched in-process.
+"""Shared fixtures: a free port and the workbench app launched in-process; how the suite is split over workers.
 
 Importing gradio costs ~5 s, so it happens only inside the fixture (tests that never ask for
 `app_server` stay fast and gradio-free).
+
+pyproject.toml runs the suite on two pytest-xdist workers with `--dist loadgroup`. Every test file is one group
+(so a module's server and browser context are built once, on one worker), except the files that run the benchmark
+scripts and the layout test that walks benchmarks/: they share one group, because the scripts create and delete
+scratch folders there while the walk would list them. The slowest groups are queued first so that neither worker
+is left with a long file at the end.
 """
 
 from __future__ import annotations
@@ -14,6 +20,10 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+# Gradio recomputes a pandas summary of the last 10,000 events (a groupby and percentiles per function) after every
+# event it completes, for its monitoring page; a sweep of a thousand events spends a fifth of its CPU there. The
+# summary is never read by the app or the tests, so the test servers refresh it at most once a million events.
+os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000000")
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -60,3 +70,29 @@ def browser():
         launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield launched
         launched.close()
+
+
+# Groups that must run on the same worker: these run scripts that make and remove scratch folders in benchmarks/,
+# and test_layout walks benchmarks/ (a folder vanishing mid-walk is a FileNotFoundError in Python 3.11).
+SHARED_GROUPS = {"tests/test_layout.py": "benchmarks-folder", "tests/test_benchmarks_smoke.py": "benchmarks-folder",
+                 "tests/store/test_export.py": "benchmarks-folder", "tests/import/test_import.py": "benchmarks-folder"}
+# Rough seconds per group on a busy 2-core machine; groups not named here count as short and keep their order.
+SLOW_GROUPS = {"tests/browser/test_explorer_browser.py": 400, "tests/workbench/test_security_client.py": 200,
+               "tests/browser/test_lesson_browser.py": 130, "tests/browser/test_explorer_confirm_browser.py": 110,
+               "benchmarks-folder": 100, "tests/browser/test_share_browser.py": 90, "tests/browser/test_browser.py": 70,
+               "tests/browser/test_agent_folders_browser.py": 60, "tests/browser/test_converge_browser.py": 55,
+               "tests/browser/test_export_browser.py": 50, "tests/workbench/test_server_hardening.py": 30,
+               "tests/workbench/test_app_client.py": 25, "tests/browser/test_lab_browser.py": 25}
+
+
+@pytest.hookimpl(tryfirst=True)   # before xdist reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    def group_of(item) -> str:
+        path = Path(str(item.fspath)).resolve().relative_to(REPO).as_posix()
+        return SHARED_GROUPS.get(path, path)
+
+    for item in items:
+        if not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(group_of(item)))
+    # a stable sort: the slow groups first, every other test in the order it was collected
+    items.sort(key=lambda item: -SLOW_GROUPS.get(group_of(item), 0))

@@ -17,6 +17,7 @@ import os
 import re
 import secrets
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import zip_longest
@@ -58,6 +59,8 @@ class World:
     other_server_token: str
     config: dict = field(default_factory=dict)
     uploaded: str | None = None   # a real transcript B uploaded (examples/), to send under a hostile name
+    http: Any = None              # one pooled client for the whole module: a new httpx.Client per call costs
+                                  # more CPU (its TLS context) than the server spends answering
 
     @property
     def b_folder(self) -> Path:
@@ -91,18 +94,25 @@ def world(tmp_path_factory):
     b_space.store.create_session("乙自己的会话", [{"role": "user", "content": "乙"}])
     other = Spaces(tmp_path_factory.mktemp("other_server")).new_token()
     url = demo.local_url.rstrip("/")
-    config = httpx.get(f"{url}/config", timeout=30).json()
+    http = pooled_client()
+    config = http.get(f"{url}/config", timeout=30).json()
     example = REPO / "examples" / "pi-v3-report-cache.jsonl"
     uploaded = None
     if example.is_file():
-        reply = httpx.post(f"{url}/gradio_api/upload", files={"files": (example.name, example.read_bytes())},
-                           timeout=30)
+        reply = http.post(f"{url}/gradio_api/upload", files={"files": (example.name, example.read_bytes())},
+                          timeout=30)
         uploaded = reply.json()[0]
     try:
         yield World(url, root, spaces, a_token, b_token, a_space, b_space, [root_id, branch.session_id], trashed,
-                    public_id, other, config, uploaded)
+                    public_id, other, config, uploaded, http)
     finally:
+        http.close()
         demo.close()
+
+
+def pooled_client():
+    """Thread-safe and keeps its connections: the sweeps share it across their worker threads."""
+    return httpx.Client(timeout=CALL_TIMEOUT, limits=httpx.Limits(max_connections=16, max_keepalive_connections=16))
 
 
 # ── calling an event the way the page does (any fn_index, public or private) ───────────────
@@ -120,16 +130,16 @@ def call(world: World, dep: dict, data: list, *, event_data=None, session_hash=N
     body = {"data": data, "fn_index": dep["id"], "session_hash": session_hash, "event_data": event_data,
             "trigger_id": trigger}
     if dep.get("queue") is False:
-        reply = httpx.post(f"{world.url}/gradio_api/run/predict{query}", json=body, timeout=CALL_TIMEOUT)
+        reply = world.http.post(f"{world.url}/gradio_api/run/predict{query}", json=body)
         payload = reply.json() if reply.headers.get("content-type", "").startswith("application/json") else {}
         return Outcome(reply.status_code == 200, payload.get("data"), payload.get("error") or
                        (None if reply.status_code == 200 else reply.text), reply.text)
-    joined = httpx.post(f"{world.url}/gradio_api/queue/join{query}", json=body, timeout=CALL_TIMEOUT)
+    joined = world.http.post(f"{world.url}/gradio_api/queue/join{query}", json=body)
     if joined.status_code != 200:
         return Outcome(False, None, joined.text, joined.text)
     event_id = joined.json()["event_id"]
-    with httpx.stream("GET", f"{world.url}/gradio_api/queue/data", params={"session_hash": session_hash},
-                      timeout=CALL_TIMEOUT) as stream:
+    with world.http.stream("GET", f"{world.url}/gradio_api/queue/data", params={"session_hash": session_hash}) \
+            as stream:
         texts = []
         for line in stream.iter_lines():
             if not line.startswith("data:"):
@@ -300,8 +310,17 @@ def sweep(world: World, attacks: list[Attack], *, skip: Path | None = None, allo
     """Run the attacks four at a time (interleaved across events), then check the whole tree once: nothing outside
     `skip` may change. Only when it did are the attacks replayed one by one to name the one that wrote."""
     before = tree_digest(world.root, skip=skip)
+    tabs = threading.local()   # each of the four workers is one open page (its own session_hash), as a script
+                               # driving a few tabs would be; a fresh session per call costs gradio a copy of
+                               # every component's config, more than most handlers take to answer
+
+    def attack(a: Attack) -> Outcome:
+        if not hasattr(tabs, "session_hash"):
+            tabs.session_hash = secrets.token_hex(8)
+        return call(world, a.dep, a.data, event_data=a.event_data, session_hash=tabs.session_hash)
+
     with ThreadPoolExecutor(max_workers=4) as pool:
-        outcomes = list(pool.map(lambda a: call(world, a.dep, a.data, event_data=a.event_data), attacks))
+        outcomes = list(pool.map(attack, attacks))
     problems = []
     for attack, outcome in zip(attacks, outcomes):
         if not clean(outcome, file_attack=attack.file_attack):
@@ -472,7 +491,7 @@ def test_the_file_route_cannot_read_anything_under_the_sessions_folder(world):
     problems = []
     for path in file_urls(world):
         for method in ("GET", "HEAD"):
-            reply = httpx.request(method, f"{world.url}/gradio_api/file={path}", timeout=30)
+            reply = world.http.request(method, f"{world.url}/gradio_api/file={path}", timeout=30)
             if reply.status_code < 400 or secret_text in reply.text or MARKER in reply.text:
                 problems.append(f"{method} file={path} → {reply.status_code}")
     assert not problems, "\n".join(problems)
@@ -481,8 +500,8 @@ def test_the_file_route_cannot_read_anything_under_the_sessions_folder(world):
 def test_an_oversized_upload_is_refused_before_it_is_stored(world):
     limit = world.spaces.limits.max_upload_bytes
     before = tree_digest(world.root)
-    reply = httpx.post(f"{world.url}/gradio_api/upload",
-                       files={"files": ("big.jsonl", b"{}\n" * (limit // 3 + 30_000))}, timeout=60)
+    reply = world.http.post(f"{world.url}/gradio_api/upload",
+                            files={"files": ("big.jsonl", b"{}\n" * (limit // 3 + 30_000))}, timeout=60)
     assert reply.status_code == 413
     assert "上限" in reply.text
     assert tree_digest(world.root) == before
@@ -491,15 +510,15 @@ def test_an_oversized_upload_is_refused_before_it_is_stored(world):
 def test_an_upload_that_does_not_declare_its_size_is_refused(world):
     def body():
         yield b"--b\r\nContent-Disposition: form-data; name=\"files\"; filename=\"a.jsonl\"\r\n\r\n{}\r\n--b--\r\n"
-    reply = httpx.post(f"{world.url}/gradio_api/upload", content=body(),
-                       headers={"content-type": "multipart/form-data; boundary=b"}, timeout=30)
+    reply = world.http.post(f"{world.url}/gradio_api/upload", content=body(),
+                            headers={"content-type": "multipart/form-data; boundary=b"}, timeout=30)
     assert reply.status_code == 411 and "Content-Length" in reply.text
 
 
 def test_a_path_in_an_upload_name_stays_inside_the_upload_folder(world):
     before = tree_digest(world.root)
-    reply = httpx.post(f"{world.url}/gradio_api/upload",
-                       files={"files": ("../../../sessions/evil.json", b"{}")}, timeout=30)
+    reply = world.http.post(f"{world.url}/gradio_api/upload",
+                            files={"files": ("../../../sessions/evil.json", b"{}")}, timeout=30)
     assert reply.status_code == 200
     [stored] = reply.json()
     assert Path(stored).name == "evil.json" and ".." not in Path(stored).parts
@@ -511,8 +530,8 @@ def test_an_oversized_event_body_is_refused(world):
     dep = next(d for d in callable_deps(world) if token_slot(world, d) is not None)
     data = [None] * len(dep["inputs"])
     data[0] = "x" * (9 * 1024 * 1024)
-    reply = httpx.post(f"{world.url}/gradio_api/queue/join", timeout=60,
-                       json={"data": data, "fn_index": dep["id"], "session_hash": "h" * 10})
+    reply = world.http.post(f"{world.url}/gradio_api/queue/join", timeout=60,
+                            json={"data": data, "fn_index": dep["id"], "session_hash": "h" * 10})
     assert reply.status_code == 413 and "请求太大" in reply.text
 
 
@@ -526,24 +545,26 @@ def tight_app(tmp_path_factory):
     demo = app.build_app(tmp_path_factory.mktemp("tight_sessions"), limits=limits)
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                 **app.launch_options(demo))
+    http = pooled_client()
     try:
-        yield demo.local_url.rstrip("/"), httpx.get(f"{demo.local_url}config", timeout=30).json()
+        yield demo.local_url.rstrip("/"), http.get(f"{demo.local_url}config", timeout=30).json(), http
     finally:
+        http.close()
         demo.close()
 
 
 def test_one_address_uploading_in_a_loop_is_slowed_down(tight_app):
-    url, _config = tight_app
-    codes = [httpx.post(f"{url}/gradio_api/upload", files={"files": ("a.jsonl", b"{}\n")}, timeout=30)
+    url, _config, http = tight_app
+    codes = [http.post(f"{url}/gradio_api/upload", files={"files": ("a.jsonl", b"{}\n")}, timeout=30)
              for _ in range(5)]
     assert [r.status_code for r in codes[:3]] == [200, 200, 200]
     assert codes[3].status_code == 429 and "上传太频繁" in codes[3].text
 
 
 def test_one_address_minting_spaces_in_a_loop_is_stopped(tight_app):
-    url, config = tight_app
+    url, config, http = tight_app
     load = next(d for d in config["dependencies"] if any(t[1] == "load" for t in d.get("targets", [])))
-    world = World(url, Path("."), None, "", "", None, None, [], "", "", "", config)
+    world = World(url, Path("."), None, "", "", None, None, [], "", "", "", config, http=http)
     outcomes = [call(world, load, [None] * len(load["inputs"])) for _ in range(4)]
     assert all(o.success for o in outcomes[:3])
     assert not outcomes[3].success and "领取新空间太频繁" in (outcomes[3].error or "")
