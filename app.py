@@ -34,6 +34,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+# gradio 每处理完一个事件，就把最近 10,000 个事件的记录建成一张 pandas 表、重算一遍监控页的统计
+# （一堂课下来每个事件要多花几毫秒 CPU，还越来越多）；本工作台不用 gradio 的监控页：不再逐个事件重算，只记最近 1,000 个
+os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000000")
+os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "1000")
 
 HERE = Path(__file__).resolve().parent
 # code/ 是一组课程文件而不是包：叫 code 的包会遮住标准库的 code 模块（pdb 要用）

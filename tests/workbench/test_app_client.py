@@ -164,3 +164,15 @@ def test_python_app_keeps_gradios_cache_private_and_removes_it_on_ctrl_c(tmp_pat
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+def test_the_app_does_not_rebuild_gradios_monitoring_summary_after_every_event(tmp_path):
+    # gradio turns its last 10,000 event records into a pandas table after every event unless told otherwise;
+    # the app turns that off (it has no monitoring page) in a fresh interpreter, where the user set nothing.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADIO_ANALYTICS_")}
+    code = ("import app; demo = app.build_app(%r); demo.queue(); q = demo._queue; "
+            "print(q.ANAYLTICS_CACHE_FREQUENCY, q.ANALYTICS_MAX_EVENTS)" % str(tmp_path / "s"))
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=env,
+                         capture_output=True, text=True, timeout=120)
+    frequency, kept = map(int, out.stdout.split()[-2:])
+    assert frequency >= 10**6 and kept <= 1000, out.stderr
