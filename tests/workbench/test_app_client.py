@@ -170,8 +170,8 @@ def test_the_app_does_not_rebuild_gradios_monitoring_summary_after_every_event(t
     # gradio turns its last 10,000 event records into a pandas table after every event unless told otherwise;
     # the app turns that off (it has no monitoring page) in a fresh interpreter, where the user set nothing.
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRADIO_ANALYTICS_")}
-    code = ("import app; demo = app.build_app(%r); demo.queue(); q = demo._queue; "
-            "print(q.ANAYLTICS_CACHE_FREQUENCY, q.ANALYTICS_MAX_EVENTS)" % str(tmp_path / "s"))
+    code = (f"import app; demo = app.build_app({str(tmp_path / 's')!r}); demo.queue(); q = demo._queue; "
+            "print(q.ANAYLTICS_CACHE_FREQUENCY, q.ANALYTICS_MAX_EVENTS)")
     out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=env,
                          capture_output=True, text=True, timeout=120)
     frequency, kept = map(int, out.stdout.split()[-2:])
