@@ -95,8 +95,10 @@ ROLES = {"user": "👤 用户（user）", "assistant": "🤖 助手（assistant�
 ROLE_NAMES = {"user": "用户", "assistant": "助手", "system": "系统", "tool": "工具", "toolResult": "工具"}
 SEARCH_HITS = 50           # 搜索最多列出多少处命中
 HIT_CONTEXT = 36           # 命中前后各留多少个字
-TEXT_CACHE_CHARS = 64 * 1024 * 1024   # 搜索用的正文缓存最多存多少字（超过就丢掉最早读入的）：约 64 M 字，
-                                      # Python 的 str 每字 1–4 字节，再加上小写副本，最坏约 0.5 GB，通常（中文为主）约 256 MB
+TEXT_CACHE_CHARS = 8 * 1024 * 1024    # 搜索用的正文缓存最多存多少字（超过就丢掉最早读入的）：约 8 M 字，
+                                      # Python 的 str 每字 1–4 字节，再加上小写副本，最坏约 64 MB，通常（中文为主）约 32 MB。
+                                      # 够一个班几十个空间常用的正文；更多时没缓存住的会话搜索时现读（每个约 60 µs）。
+                                      # 缓存随全班的数据变大，上限小一些，一堂课里服务器的内存才平稳
 CHECK_CACHE_SPACES = 256   # 体检结果最多记住多少个空间（每个空间只是一张 {路径: (inode, 大小, 修改时间)} 和问题列表）
 WARM_THREADS = 2           # 后台预读搜索正文的线程最多几个（每个空间同时最多一个）
 LISTING_CACHE_SPACES = 32  # 会话列表（摘要、树、列表的前 LIST_LIMIT 行）最多记住多少个空间：2,000 个会话的空间约 1 MB
