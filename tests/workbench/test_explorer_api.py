@@ -45,9 +45,7 @@ def app(tmp_path_factory):
     try:
         config = httpx.get(f"{url}/config", timeout=TIMEOUT).json()
         ids = {c["id"]: c.get("props", {}).get("elem_id") or "" for c in config["components"]}
-        outputs = named(config, "explorer_refresh")["outputs"]
-        NOTICE_SLOTS[:] = [i for i, cid in enumerate(outputs) if ids.get(cid) == "s11x-notice"] + [
-            i for i, cid in enumerate(outputs) if ids.get(cid, "").startswith("s11x-") and ids[cid].endswith("-result")]
+        ELEM_IDS.update(ids)
         yield demo, url, config
     finally:
         demo.close()
@@ -76,18 +74,28 @@ def call(url: str, dep: dict, data: list, session: str, *, event_data=None) -> d
             if line.startswith("data:"):
                 message = json.loads(line[5:])
                 if message.get("event_id") == event_id and message.get("msg") == "process_completed":
-                    return message
+                    return {**message, "outputs": dep["outputs"]}
     raise AssertionError("no process_completed")
 
 
-NOTICE_SLOTS: list[int] = []   # where an explorer event's answer may be: the top notice, then each result line
+ELEM_IDS: dict = {}   # component id -> elem_id, from /config
+
+
+def notice_slots(outputs: list) -> list[int]:
+    """Where an explorer event's answer may be: the top notice, then each result line (each event lists only the
+    outputs it can change, so the positions are looked up per event)."""
+    ids = [ELEM_IDS.get(cid) or "" for cid in outputs]
+    return [i for i, elem in enumerate(ids) if elem == "s11x-notice"] + [
+        i for i, elem in enumerate(ids) if elem.startswith("s11x-") and elem.endswith("-result")]
 
 
 def notice_of(message: dict) -> str:
     """The one sentence the event answered: the top notice, or the result line beside the control (issue 20)."""
     assert message.get("success"), message
     data = message["output"]["data"]
-    return next((data[i] for i in NOTICE_SLOTS if isinstance(data[i], str) and data[i]), data[0])
+    slots = notice_slots(message["outputs"])
+    assert slots, message["outputs"]
+    return next((data[i] for i in slots if isinstance(data[i], str) and data[i]), data[slots[0]])
 
 
 def student(app) -> tuple[str, str, object]:
@@ -103,7 +111,7 @@ def selected(app, token: str, session_id: str) -> str:
     """A page session (session_hash) whose server-side view has session_id selected, as a click on the list does."""
     _, url, config = app
     session = secrets.token_hex(8)
-    reply = call(url, select_dependency(config), [token, None, None], session,
+    reply = call(url, select_dependency(config), [token, None, None, None], session,
                  event_data={"index": [0, 0], "value": "x", "row_value": ["接口测试", session_id]})
     assert reply.get("success") and notice_of(reply) == "", reply
     return session
@@ -118,7 +126,7 @@ def test_junk_in_the_window_start_is_a_chinese_message_and_no_traceback(app, cap
     token, session_id, _ = student(app)
     session = selected(app, token, session_id)
     capfd.readouterr()
-    notice = notice_of(call(url, named(config, "explorer_window"), [token, None, None, value], session))
+    notice = notice_of(call(url, named(config, "explorer_window"), [token, None, None, value, None], session))
     out, err = capfd.readouterr()
     if value == "":
         assert notice == ""                                   # empty means "back to the end"
@@ -133,7 +141,7 @@ def test_junk_in_the_fork_position_is_a_chinese_message_writes_nothing_and_no_tr
     token, session_id, space = student(app)
     session = selected(app, token, session_id)
     capfd.readouterr()
-    notice = notice_of(call(url, named(config, "explorer_fork"), [token, None, None, value, "", ""], session))
+    notice = notice_of(call(url, named(config, "explorer_fork"), [token, None, None, value, "", "", None], session))
     out, err = capfd.readouterr()
     assert notice.startswith("⚠️ 分叉位置"), notice
     assert "Traceback" not in out + err and "Error" not in err
@@ -151,13 +159,13 @@ def test_export_clicks_reuse_an_unchanged_export_and_keep_a_bounded_number(app):
     ids = [space.store.create_session("接口测试", [{"role": "user", "content": f"第 {i} 个"}]) for i in range(6)]
     owner = Path(downloads.private_export_root()) / f"owner-{space.space_id}"
     session = selected(app, token, ids[0])
-    first = call(url, export, [token, None, None], session)
+    first = call(url, export, [token, None, None, None], session)
     for _ in range(4):
-        again = call(url, export, [token, None, None], session)
+        again = call(url, export, [token, None, None, None], session)
         assert "用的是上次导出的文件" in notice_of(again)
     assert len(list(owner.glob("run-*"))) == 1 and len(list(owner.rglob("*.md"))) == 1
     assert notice_of(first).startswith("✅ 已导出")
     for session_id in ids[1:]:
-        assert notice_of(call(url, export, [token, None, None], selected(app, token, session_id))).startswith("✅")
+        assert notice_of(call(url, export, [token, None, None, None], selected(app, token, session_id))).startswith("✅")
     assert len(list(owner.glob("run-*"))) == downloads.EXPORTS_PER_OWNER
     assert len(list(owner.rglob("*.html"))) == downloads.EXPORTS_PER_OWNER
