@@ -169,3 +169,44 @@ def test_export_clicks_reuse_an_unchanged_export_and_keep_a_bounded_number(app):
         assert notice_of(call(url, export, [token, None, None, None], selected(app, token, session_id))).startswith("✅")
     assert len(list(owner.glob("run-*"))) == downloads.EXPORTS_PER_OWNER
     assert len(list(owner.rglob("*.html"))) == downloads.EXPORTS_PER_OWNER
+
+
+def output_of(message: dict, elem_id: str):
+    """What the event sent to one control: a plain value, or a property update (a dict with __type__)."""
+    position = [ELEM_IDS.get(cid) for cid in message["outputs"]].index(elem_id)
+    return message["output"]["data"][position]
+
+
+def is_update(value) -> bool:
+    return isinstance(value, dict) and value.get("__type__") == "update"
+
+
+def test_a_control_comes_back_as_a_property_update_only_when_its_properties_change(app):
+    """Issue: gradio builds a new component for every property update on its event loop. An event sends the tree
+    radio's choices only when they changed, the download buttons' interactivity only when it flipped, and each
+    event lists only what it can change (the import report only on an import)."""
+    _, url, config = app
+    token, session_id, space = student(app)
+    child = space.store.fork(session_id, [{"role": "user", "content": "分支"}], at=1).session_id
+    session = selected(app, token, session_id)
+    select = named(config, "explorer_select")
+    again = call(url, select, [token, None, None, child, None], session)      # same tree: the radio's value only
+    assert output_of(again, "s11x-tree") == child
+    assert not any(is_update(output_of(again, name)) for name in ("s11x-tree", "s11x-source", "s11x-trash"))
+    assert "s11x-report" not in [ELEM_IDS.get(cid) for cid in again["outputs"]]
+    space.store.fork(child, [{"role": "user", "content": "又一个"}], at=1)   # a new node: new choices
+    grown = call(url, select, [token, None, None, session_id, None], session)
+    tree = output_of(grown, "s11x-tree")
+    assert is_update(tree) and len(tree["choices"]) == 3 and tree["value"] == session_id
+    export = named(config, "explorer_export")
+    first = output_of(call(url, export, [token, None, None, None], session), "s11x-download-md")
+    assert is_update(first) and first["interactive"] is True and first["value"]["url"]
+    second = output_of(call(url, export, [token, None, None, None], session), "s11x-download-md")
+    assert not is_update(second) and second["url"]                       # already clickable: the file only
+    closed = output_of(call(url, select, [token, None, None, child, None], session), "s11x-download-md")
+    assert is_update(closed) and closed["interactive"] is False           # another action: disabled again
+    imported = call(url, named(config, "explorer_import_example"),
+                    [token, None, None, "claude-code-rate-limit.jsonl", None], session)
+    report = output_of(imported, "s11x-report")
+    assert isinstance(report, str) and report.strip() and not is_update(report), report
+    assert notice_of(imported).startswith("📥")
