@@ -205,15 +205,6 @@ def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> l
         """按钮的值就是它的字：属性没变时只回字。"""
         return lambda: _prop(shown, sent, key, next(iter(props.values())), lambda: gr.Button(**props), label)
 
-    def remembered():
-        if view.source == MINE and view.session_id:
-            sent["remembered"] = view.session_id
-            return view.session_id
-        if isinstance(shown, dict) and "remembered" in shown:   # 浏览器里存着的还是它：照原样回值
-            sent["remembered"] = shown["remembered"]
-            return shown["remembered"]
-        return gr.skip()
-
     def fork_form(index):
         if not page.fork_reset:
             return gr.skip()
@@ -267,7 +258,8 @@ def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> l
         "hits": lambda: _prop(shown, sent, "hits", bool(page.hits),
                               lambda: gr.Dataframe(value=page.hits, visible=bool(page.hits)), page.hits),
         **{name: (lambda index=index: fork_form(index)) for index, name in enumerate(FORK_FORM)},
-        "remembered": remembered,
+        # 不回 None、也不回上次写的 ID：页面刚载入时浏览器可能还没从 localStorage 读出它存的那个，回一个值会盖掉它
+        "remembered": lambda: view.session_id if view.source == MINE and view.session_id else gr.skip(),
     }
     # “已显示的属性”最后才定下来：先算其余各格（它们往 sent 里记），再把 sent 交出去
     result = {name: values[name]() for name in names if name != "shown"}
@@ -493,7 +485,6 @@ def build(ctx) -> None:
         session_id = query.get("session")
         jump = gr.Tabs(selected=tab.id) if session_id else gr.skip()
         page = explorer.open_page(token, secret, session_id, query.get("m"), kept)
-        known = {**known, "remembered": kept} if isinstance(known, dict) else None   # 浏览器里存着的那个 ID
         return page_outputs(page, SOURCE, known) + ([jump] if tabs is not None else [])
 
     ctx.ready.then(on_load, inputs=[visitor, teacher, remembered, shown],
