@@ -76,10 +76,15 @@ EXPECTED = {"run_demo": "✅", "explorer_fork": "✅", "explorer_resume": "✅",
 RESULT_MARKS = ("✅", "⚠️", "📥", "🚀", "🔀", "📂", "♻️", "🗑️")
 
 
-def result_line(outputs: list) -> str:
-    """The action's result: the explorer writes it under the control that caused it (one of several result
-    lines), other tabs in their first output; so take the first output that reads like a result."""
-    for value in outputs or []:
+def result_line(outputs: list, elem_ids: Optional[List[Optional[str]]] = None) -> str:
+    """The action's result: the explorer writes it in its notice or under the control that caused it (one of
+    several result lines), other tabs in their first output; so take the first output that reads like a result,
+    looking only at the explorer's notice and result lines when the event has them (a button's value is its
+    label, and "📂 恢复并保存这一轮" reads like a result too)."""
+    ids = list(elem_ids or [])
+    slots = [i for i, elem in enumerate(ids) if elem and (elem == "s11x-notice" or
+                                                          (elem.startswith("s11x-") and elem.endswith("-result")))]
+    for value in [outputs[i] for i in slots if i < len(outputs)] if slots else outputs or []:
         if isinstance(value, str) and value.startswith(RESULT_MARKS):
             return value
     return str(outputs[0]) if outputs else ""
@@ -170,7 +175,7 @@ class Page:
             if "error" in output or "data" not in output:
                 raise ActionError(f"gradio error: {str(output.get('error'))[:200]}")
             data_out = output["data"]
-            first = result_line(data_out)
+            first = result_line(data_out, self.app.outputs.get(name))
             expected = EXPECTED.get(name)
             refused = first.startswith("⚠️") or bool(expected and not first.startswith(expected))
             if refused != expect_refusal:

@@ -10,7 +10,8 @@
     ⚠️ 确认条（页面顶部）：清空回收站、永久删除、发布之前先说清楚删什么、释放多少、遮住几处，点「确认」才做
 
 Key insight: 每个事件都经 PageEvent 把浏览器里的空间令牌（ctx.visitor）和服务器端的 gr.State（视图、老师密钥）
-交给 Explorer 的一个方法，拿回一整页 Page，再由 page_outputs() 摊到各个控件上——这里没有任何判断逻辑。
+交给 Explorer 的一个方法，拿回一整页 Page，再由 page_outputs() 摊到这个事件改得动的控件上（属性没变的只回值，
+见 PAGE / PICKED / SOURCE……和记着“页面上已有的属性”的 shown）——这里没有任何判断逻辑。
 会话文字只进 Chatbot / Markdown（已转义）/ Dataframe / Radio / Code，从不进 gr.HTML。
 每块动作各有一个函数（_fork_area、_resume_area……）搭它的控件：别的面板（书架、比较、分享）照样接在旁边。
 """
@@ -223,10 +224,8 @@ def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> l
         "details": lambda: page.details, "chat": lambda: page.chat, "path_note": lambda: page.path_note,
         "start": lambda: page.window_start,
         "resume_button": button("writable", RESUME_LABEL, interactive=writable),
-        "delete": lambda: (_prop(shown, sent, "writable", writable, lambda: gr.Button(interactive=writable),
-                                 DELETE_LABEL)),
-        "restore": lambda: (_prop(shown, sent, "writable", writable, lambda: gr.Button(interactive=writable),
-                                  RESTORE_LABEL)),
+        "delete": button("writable", DELETE_LABEL, interactive=writable),
+        "restore": button("writable", RESTORE_LABEL, interactive=writable),
         "download_md": lambda: _prop(shown, sent, "download_md", md is not None,
                                      lambda: gr.DownloadButton(value=md, interactive=md is not None), md),
         "download_html": lambda: _prop(shown, sent, "download_html", html is not None,
