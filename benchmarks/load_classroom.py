@@ -77,10 +77,15 @@ EXPECTED = {"run_demo": "✅", "explorer_fork": "✅", "explorer_resume": "✅",
 RESULT_MARKS = ("✅", "⚠️", "📥", "🚀", "🔀", "📂", "♻️", "🗑️")
 
 
-def result_line(outputs: list) -> str:
-    """The action's result: the explorer writes it under the control that caused it (one of several result
-    lines), other tabs in their first output; so take the first output that reads like a result."""
-    for value in outputs or []:
+def result_line(outputs: list, elem_ids: Optional[List[Optional[str]]] = None) -> str:
+    """The action's result: the explorer writes it in its notice or under the control that caused it (one of
+    several result lines), other tabs in their first output; so take the first output that reads like a result,
+    looking only at the explorer's notice and result lines when the event has them (a button's value is its
+    label, and "📂 恢复并保存这一轮" reads like a result too)."""
+    ids = list(elem_ids or [])
+    slots = [i for i, elem in enumerate(ids) if elem and (elem == "s11x-notice" or
+                                                          (elem.startswith("s11x-") and elem.endswith("-result")))]
+    for value in [outputs[i] for i in slots if i < len(outputs)] if slots else outputs or []:
         if isinstance(value, str) and value.startswith(RESULT_MARKS):
             return value
     return str(outputs[0]) if outputs else ""
@@ -99,7 +104,7 @@ class App:
         for dep in config["dependencies"]:
             name = dep.get("api_name")
             targets = [elem.get(t[0]) for t in dep.get("targets", []) if t]
-            if [kinds.get(i) for i in dep["inputs"]] == ["browserstate", "state", "state"] and "s11x-list" in targets:
+            if [kinds.get(i) for i in dep["inputs"]] == ["browserstate"] + ["state"] * 3 and "s11x-list" in targets:
                 name = ROW_CLICK
             elif name == ROW_CLICK:   # another table's select handler of the same name (the teacher's class view)
                 continue
@@ -171,7 +176,7 @@ class Page:
             if "error" in output or "data" not in output:
                 raise ActionError(f"gradio error: {str(output.get('error'))[:200]}")
             data_out = output["data"]
-            first = result_line(data_out)
+            first = result_line(data_out, self.app.outputs.get(name))
             expected = EXPECTED.get(name)
             refused = first.startswith("⚠️") or bool(expected and not first.startswith(expected))
             if refused != expect_refusal:
@@ -243,7 +248,7 @@ class Page:
         self.rounds += 1
         await self.call("run_demo", "run_demo", [token])
         await pause()
-        data = await self.call("explorer_refresh", "explorer_refresh", [token, None, None, ""])
+        data = await self.call("explorer_refresh", "explorer_refresh", [token, None, None, "", None])
         rows, ids = self.rows(data, "explorer_refresh"), self.ids(data, "explorer_refresh")
         fresh = [(i, row) for i, (row, sid) in enumerate(zip(rows, ids)) if sid not in self.known]
         self.known.update(ids)
@@ -251,27 +256,27 @@ class Page:
             raise ActionError(f"student {self.number}: the list shows {len(fresh)} new sessions after the demo, not 3")
         index, row = fresh[0]   # one of the demo's three (each has ≥ 5 messages): fork it after message 3
         await pause()
-        await self.call("select (row click)", ROW_CLICK, [token, None, None],
+        await self.call("select (row click)", ROW_CLICK, [token, None, None, None],
                         {"index": [index, 0], "value": row[0], "row_value": row, "col_value": None})
         await pause()
         data = await self.call("explorer_fork", "explorer_fork",
                                [token, None, None, 3, f"第 {self.rounds} 轮：在第 3 条之后试试方案 C",
-                                f"同学 {self.number} 的分支"])
+                                f"同学 {self.number} 的分支", None])
         tree = self.app.pick("explorer_fork", data, "s11x-tree") or {}
-        fork_id = tree.get("value") if isinstance(tree, dict) else None
+        fork_id = tree.get("value") if isinstance(tree, dict) else tree if isinstance(tree, str) else None
         if fork_id:
             self.fork_ids.append(fork_id)
             self.known.add(fork_id)
         for turn in ("先复现：把监听器数量打印出来", "复现了：关闭后监听器仍在，改用 WeakSet"):
             await pause()
-            await self.call("explorer_resume", "explorer_resume", [token, None, None, turn, "user"])
+            await self.call("explorer_resume", "explorer_resume", [token, None, None, turn, "user", None])
         await pause()
-        data = await self.call("explorer_export", "explorer_export", [token, None, None])
+        data = await self.call("explorer_export", "explorer_export", [token, None, None, None])
         await self.download("download .md", self.app.pick("explorer_export", data, "s11x-download-md"))
         await self.download("download .html", self.app.pick("explorer_export", data, "s11x-download-html"))
         await pause()
         example = EXAMPLES[(self.rounds - 1) % len(EXAMPLES)]
-        data = await self.call("explorer_import_example", "explorer_import_example", [token, None, None, example])
+        data = await self.call("explorer_import_example", "explorer_import_example", [token, None, None, example, None])
         self.known.update(self.ids(data, "explorer_import_example"))
         # the exercise tab: level 2 (rewind) started and solved with one fork after message 3
         await pause()
@@ -387,7 +392,7 @@ async def isolation(pages: List[Page], sessions_dir: Path) -> List[str]:
         own = {s["session_id"] for s in SessionStore(str(folder)).list_sessions()}
         page.phase = "audit"
         try:
-            data = await page.call("explorer_refresh", "explorer_refresh", [page.token, None, None, ""])
+            data = await page.call("explorer_refresh", "explorer_refresh", [page.token, None, None, "", None])
         except ActionError as error:
             breaches.append(f"student {page.number}: refresh failed: {error}")
             continue

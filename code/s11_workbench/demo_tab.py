@@ -71,6 +71,15 @@ def file_placeholder(name: str) -> str:
     return f"#### {name}\n\n运行后，这里显示它的 JSON 文件原文。"
 
 
+# 下载按钮可不可点只看状态行（✅ 开头 = 两个文件都在）：这一步只在浏览器里算，不回服务器——
+# 服务器每处理一个带属性的按钮更新，要在事件循环里新建一个组件（每个约 6 ms），全班同时点时别的页面都在等。
+# 看状态行而不是把两个下载按钮当输入：按钮作输入时 gradio 每次都要把文件再复制进缓存（还留下空的临时文件）
+ENABLE_DOWNLOADS = """(status) => {
+  const ready = String(status || "").startsWith("✅");
+  return [{ __type__: "update", interactive: ready }, { __type__: "update", interactive: ready }];
+}"""
+
+
 def enable_run_button():
     return gr.Button(interactive=True)
 
@@ -129,16 +138,11 @@ def build(ctx) -> None:
         return (done, run.tree_markdown, run.preview_markdown, *files_markdown(run.files),
                 run.markdown_download, run.html_download)
 
-    def enable_downloads(status_text):
-        # 看状态行而不是把两个下载按钮当输入：按钮作输入时 gradio 每次都要把文件再复制进缓存（还留下空的临时文件）
-        ready = str(status_text or "").startswith("✅")
-        return gr.DownloadButton(interactive=ready), gr.DownloadButton(interactive=ready)
-
     # 每次点击互不依赖、可以并行（store 的写入是原子的），所以放开默认的“同一时刻只跑一个”。
     # API 只返回普通值（脚本拿到的是文件路径）；按钮是否可点由随后的私有事件决定。
     run_button.click(
         on_run, inputs=[ctx.visitor],
         outputs=[status, tree, export, *file_views, markdown_download, html_download],
         api_name="run_demo", concurrency_limit=16,
-    ).then(enable_downloads, inputs=[status],
-           outputs=[markdown_download, html_download], api_visibility="private", queue=False)
+    ).then(None, inputs=[status], outputs=[markdown_download, html_download], js=ENABLE_DOWNLOADS,
+           api_visibility="private", queue=False)

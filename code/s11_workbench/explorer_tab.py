@@ -10,7 +10,8 @@
     ⚠️ 确认条（页面顶部）：清空回收站、永久删除、发布之前先说清楚删什么、释放多少、遮住几处，点「确认」才做
 
 Key insight: 每个事件都经 PageEvent 把浏览器里的空间令牌（ctx.visitor）和服务器端的 gr.State（视图、老师密钥）
-交给 Explorer 的一个方法，拿回一整页 Page，再由 page_outputs() 摊到各个控件上——这里没有任何判断逻辑。
+交给 Explorer 的一个方法，拿回一整页 Page，再由 page_outputs() 摊到这个事件改得动的控件上（属性没变的只回值，
+见 PAGE / PICKED / SOURCE……和记着“页面上已有的属性”的 shown）——这里没有任何判断逻辑。
 会话文字只进 Chatbot / Markdown（已转义）/ Dataframe / Radio / Code，从不进 gr.HTML。
 每块动作各有一个函数（_fork_area、_resume_area……）搭它的控件：别的面板（书架、比较、分享）照样接在旁边。
 """
@@ -141,53 +142,130 @@ PICK_HINT = "👆 点对话里的一条消息，在它之后分叉；点用户�
 FORK_LABEL = "🌿 在选中的消息之后分叉"
 
 
-class PageEvent:
-    """把 Explorer 的一个动作接成事件处理函数：输入按 API 的顺序 (令牌, 视图, 老师密钥, *控件的值) 进来，
-    交给 action(令牌, 视图, *控件的值, teacher=老师密钥)，拿回的整页 Page 由 page_outputs() 摊到各控件上。"""
+# 每个事件只回它改得动的控件；控件的属性（选项、可见、可点）和页面上已有的一样时只回值。gradio 处理一个
+# 带属性的更新（gr.Radio(choices=…)、gr.DownloadButton(…)，连 gr.skip() 也算）要在事件循环里新建一个组件、
+# 重算它的配置，每个 1–6 ms，全班同时点时所有页面都在那里排队；只回值的那一格约 0.2 ms，还不占事件循环
+# （load_classroom.py --postprocess 量过）。页面上已显示的属性记在一个 gr.State 里（shown），做法同 lesson_tab.py。
+RESULTS = tuple(f"{area}_result" for area in AREAS)
+FORK_FORM = ("fork_at", "fork_text", "fork_title", "picked", "fork_button")
+# 所有输出，按这个顺序（compare_tab.py、agent_folders_tab.py 用 outputs + page_outputs(page) 接整页）
+ALL = ("notice", "confirm_box", "confirm_text", "view", "space_label", "source", "list_note", "table", "tree",
+       "details", "chat", "path_note", "start", "resume_button", "delete", "restore", "download_md", "download_html",
+       "preview", "map", "problems", "trash", "trash_note", "examples", "teacher_box", "teacher_table", "publish",
+       "unpublish", "report", "resume_text", *RESULTS, "sibling_row", "sibling_text", "previous", "next",
+       "hits_note", "hits", *FORK_FORM, "remembered", "shown")
+# 每个动作都重画的部分（列表、树、路径……每次都从磁盘重读）；下面几组只在会变的动作上加进来
+PAGE = tuple(name for name in ALL if name not in ("problems", "teacher_box", "report", "resume_text", *FORK_FORM))
+CHECKED = PAGE + ("problems",)                   # 顺便体检的动作（check=True）：体检结果那一格
+PICKED = PAGE + FORK_FORM                        # 可能换了选中的会话：分叉表单清空
+SOURCE = CHECKED + ("teacher_box",)              # 换来源、页面载入、切回本页：老师区要不要显示
+IMPORTED = PAGE + FORK_FORM + ("report",)        # 导入：报告框
+# 新页面上各控件的属性就是 build() 搭出来的样子：第一次事件也不必为它们发整个组件
+BUILT = {"source": ((("📁 我的空间", MINE), ("📚 共享书架", SHELF))), "tree": (), "writable": True,
+         "download_md": False, "download_html": False, "problems": False, "trash": (), "examples": (),
+         "teacher": False, "publish": False, "unpublish": False, "confirm": False, "siblings": False,
+         "previous": False, "next": False, "hits": False}
+RESUME_LABEL, DELETE_LABEL, RESTORE_LABEL = "📂 恢复并保存这一轮", "🗑️ 把选中的会话移进回收站", "♻️ 从回收站取回"
+PREVIOUS_LABEL, NEXT_LABEL = "◀ 上一个分支", "下一个分支 ▶"
+PUBLISH_LABEL, UNPUBLISH_LABEL = "📚 把选中的会话发布到共享书架（先看脱敏计数）", "🚫 从共享书架撤下"
 
-    def __init__(self, action):
-        self.action = action
+
+class PageEvent:
+    """把 Explorer 的一个动作接成事件处理函数：输入按 API 的顺序 (令牌, 视图, 老师密钥, *控件的值, 已显示的属性)
+    进来，交给 action(令牌, 视图, *控件的值, teacher=老师密钥)，拿回的整页 Page 由 page_outputs() 摊到 names 各控件上。"""
+
+    def __init__(self, action, names: tuple = PAGE):
+        self.action, self.names = action, names
 
     def __call__(self, token, current, secret, *values):
-        return page_outputs(self.action(token, current, *values, teacher=secret))
+        *values, shown = values
+        return page_outputs(self.action(token, current, *values, teacher=secret), self.names, shown)
 
 
-def page_outputs(page: Page) -> list:
-    """Page -> 各输出控件的新值（顺序与 build() 里的 outputs 列表一致）。
-    page.area 为 None：提示与各块的结果行都保持原样（切换标签页时的重画不该抹掉刚显示的警告）。"""
-    view = page.view
+def _prop(shown, sent: dict, key: str, props, update, plain):
+    """属性和页面上已有的一样：只回值（plain；布局块没有值，回 gr.skip()）；否则回整个组件（update()），
+    并记下现在的属性。"""
+    sent[key] = props
+    if isinstance(shown, dict) and key in shown and shown[key] == props:
+        return plain() if callable(plain) else plain
+    return update()
+
+
+def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> list:
+    """Page -> names 里各控件的新值（顺序同 names）。shown：这个页面上次收到的属性（gr.State；None = 不知道，
+    全部按组件发）。page.area 为 None：提示与各块的结果行都保持原样（切换标签页时的重画不该抹掉刚显示的警告）。"""
+    view, sent = page.view, {}
     writable = not page.read_only
-    problems = gr.skip() if page.problems is None else gr.Markdown(page.problems, visible=bool(page.problems))
     keep = page.area is None
-    notice = gr.skip() if keep else (page.notice if not page.area else "")
-    results = [gr.skip() if keep else (page.notice if page.area == area else "") for area in AREAS]
     sibling_text, previous, following = page.siblings
-    fork_form = [None, "", "", PICK_HINT, gr.Button(FORK_LABEL)] if page.fork_reset else [gr.skip()] * 5
-    remembered = view.session_id if view.source == MINE and view.session_id else gr.skip()
-    return [
-        notice, gr.Column(visible=bool(page.confirm)), page.confirm, view, page.space_label,
-        gr.Radio(choices=page.source_choices, value=view.source),
-        page.list_note, page.rows,
-        gr.Radio(choices=page.tree_choices, value=view.session_id if page.tree_choices else None),
-        page.details, page.chat, page.path_note, page.window_start,
-        gr.Button(interactive=writable), gr.Button(interactive=writable),
-        gr.Button(interactive=writable),
-        gr.DownloadButton(value=page.downloads[0], interactive=page.downloads[0] is not None),
-        gr.DownloadButton(value=page.downloads[1], interactive=page.downloads[1] is not None),
-        page.preview, page.map_markdown, problems,
-        gr.Dropdown(choices=page.trash_choices, value=None), page.trash_note,
-        gr.Dropdown(choices=page.examples, value=page.examples[0] if page.examples else None),
-        gr.Column(visible=page.teacher), page.teacher_rows,
-        gr.Button(visible=page.teacher and view.source != SHELF),
-        gr.Button(visible=page.teacher and view.source == SHELF),
-        gr.skip() if page.report is None else page.report,
-        gr.skip() if page.draft is None else page.draft,
-        *results,
-        gr.Row(visible=bool(sibling_text)), sibling_text,
-        gr.Button(interactive=previous is not None), gr.Button(interactive=following is not None),
-        page.hits_note, gr.Dataframe(value=page.hits, visible=bool(page.hits)),
-        *fork_form, remembered,
-    ]
+    tree_value = view.session_id if page.tree_choices else None
+    example = page.examples[0] if page.examples else None
+    md, html = page.downloads
+
+    def button(key, label, **props):
+        """按钮的值就是它的字：属性没变时只回字。"""
+        return lambda: _prop(shown, sent, key, next(iter(props.values())), lambda: gr.Button(**props), label)
+
+    def fork_form(index):
+        if not page.fork_reset:
+            return gr.skip()
+        return (None, "", "", PICK_HINT, FORK_LABEL)[index]
+
+    values = {
+        "notice": lambda: gr.skip() if keep else (page.notice if not page.area else ""),
+        "confirm_box": lambda: _prop(shown, sent, "confirm", bool(page.confirm),
+                                     lambda: gr.Column(visible=bool(page.confirm)), gr.skip),
+        "confirm_text": lambda: page.confirm, "view": lambda: view, "space_label": lambda: page.space_label,
+        "source": lambda: _prop(shown, sent, "source", tuple(page.source_choices),
+                                lambda: gr.Radio(choices=page.source_choices, value=view.source), view.source),
+        "list_note": lambda: page.list_note, "table": lambda: page.rows,
+        "tree": lambda: _prop(shown, sent, "tree", tuple(page.tree_choices),
+                              lambda: gr.Radio(choices=page.tree_choices, value=tree_value), tree_value),
+        "details": lambda: page.details, "chat": lambda: page.chat, "path_note": lambda: page.path_note,
+        "start": lambda: page.window_start,
+        "resume_button": button("writable", RESUME_LABEL, interactive=writable),
+        "delete": button("writable", DELETE_LABEL, interactive=writable),
+        "restore": button("writable", RESTORE_LABEL, interactive=writable),
+        "download_md": lambda: _prop(shown, sent, "download_md", md is not None,
+                                     lambda: gr.DownloadButton(value=md, interactive=md is not None), md),
+        "download_html": lambda: _prop(shown, sent, "download_html", html is not None,
+                                       lambda: gr.DownloadButton(value=html, interactive=html is not None), html),
+        "preview": lambda: page.preview, "map": lambda: page.map_markdown,
+        "problems": lambda: gr.skip() if page.problems is None else _prop(
+            shown, sent, "problems", bool(page.problems),
+            lambda: gr.Markdown(page.problems, visible=bool(page.problems)), page.problems),
+        "trash": lambda: _prop(shown, sent, "trash", tuple(page.trash_choices),
+                               lambda: gr.Dropdown(choices=page.trash_choices, value=None), None),
+        "trash_note": lambda: page.trash_note,
+        "examples": lambda: _prop(shown, sent, "examples", tuple(page.examples),
+                                  lambda: gr.Dropdown(choices=page.examples, value=example), example),
+        "teacher_box": lambda: _prop(shown, sent, "teacher", page.teacher,
+                                     lambda: gr.Column(visible=page.teacher), gr.skip),
+        "teacher_table": lambda: page.teacher_rows,
+        "publish": button("publish", PUBLISH_LABEL, visible=page.teacher and view.source != SHELF),
+        "unpublish": button("unpublish", UNPUBLISH_LABEL, visible=page.teacher and view.source == SHELF),
+        "report": lambda: gr.skip() if page.report is None else page.report,
+        "resume_text": lambda: gr.skip() if page.draft is None else page.draft,
+        **{name: (lambda area=area: gr.skip() if keep else (page.notice if page.area == area else ""))
+           for name, area in zip(RESULTS, AREAS)},
+        "sibling_row": lambda: _prop(shown, sent, "siblings", bool(sibling_text),
+                                     lambda: gr.Row(visible=bool(sibling_text)), gr.skip),
+        "sibling_text": lambda: sibling_text,
+        "previous": button("previous", PREVIOUS_LABEL, interactive=previous is not None),
+        "next": button("next", NEXT_LABEL, interactive=following is not None),
+        "hits_note": lambda: page.hits_note,
+        "hits": lambda: _prop(shown, sent, "hits", bool(page.hits),
+                              lambda: gr.Dataframe(value=page.hits, visible=bool(page.hits)), page.hits),
+        **{name: (lambda index=index: fork_form(index)) for index, name in enumerate(FORK_FORM)},
+        # 不回 None、也不回上次写的 ID：页面刚载入时浏览器可能还没从 localStorage 读出它存的那个，回一个值会盖掉它
+        "remembered": lambda: view.session_id if view.source == MINE and view.session_id else gr.skip(),
+    }
+    # “已显示的属性”最后才定下来：先算其余各格（它们往 sent 里记），再把 sent 交出去
+    result = {name: values[name]() for name in names if name != "shown"}
+    if "shown" in names:
+        kept = {key: value for key, value in shown.items() if key not in sent} if isinstance(shown, dict) else {}
+        result["shown"] = {**kept, **sent}
+    return [result[name] for name in names]
 
 
 def build(ctx) -> None:
@@ -229,10 +307,10 @@ def build(ctx) -> None:
         with gr.Column(scale=3, min_width=300):
             details = gr.Markdown("👈 在左侧列表或会话树里选一个会话。", elem_id="s11x-details")
             with gr.Row(equal_height=True, visible=False, elem_id="s11x-siblings") as sibling_row:
-                previous_sibling = gr.Button("◀ 上一个分支", size="sm", min_width=90, scale=0,
+                previous_sibling = gr.Button(PREVIOUS_LABEL, size="sm", min_width=90, scale=0, interactive=False,
                                              elem_id="s11x-sibling-prev")
                 sibling_text = gr.Markdown("", elem_id="s11x-sibling-text")
-                next_sibling = gr.Button("下一个分支 ▶", size="sm", min_width=90, scale=0,
+                next_sibling = gr.Button(NEXT_LABEL, size="sm", min_width=90, scale=0, interactive=False,
                                          elem_id="s11x-sibling-next")
             chat = gr.Chatbot([], allow_tags=False, sanitize_html=True, render_markdown=True, latex_delimiters=[],
                               height=520, show_label=False, feedback_options=None, group_consecutive_messages=False,
@@ -274,48 +352,62 @@ def build(ctx) -> None:
         teacher_table = gr.Dataframe(headers=TEACHER_HEADERS, datatype="str", interactive=False, max_height=300,
                                      elem_id="s11x-spaces")
         with gr.Row():
-            publish_button = gr.Button("📚 把选中的会话发布到共享书架（先看脱敏计数）", elem_id="s11x-publish")
-            unpublish_button = gr.Button("🚫 从共享书架撤下", elem_id="s11x-unpublish")
+            publish_button = gr.Button(PUBLISH_LABEL, visible=False, elem_id="s11x-publish")
+            unpublish_button = gr.Button(UNPUBLISH_LABEL, visible=False, elem_id="s11x-unpublish")
         result_line("teacher")
 
-    outputs = [notice, confirm_box, confirm_text, view, space_label, source, list_note, table, tree, details, chat,
-               path_note, start, resume.button, trash.delete, trash.restore, export.markdown, export.html,
-               export.preview, branch_map, problems, trash.choices, trash.note, imports.examples, teacher_box,
-               teacher_table, publish_button, unpublish_button, imports.report, resume.text,
-               *(results[area] for area in AREAS),
-               sibling_row, sibling_text, previous_sibling, next_sibling, hits_note, hits,
-               fork.at, fork.text, fork.title, fork.picked, fork.button, remembered]
+    shown = gr.State(dict(BUILT))
+    components = {"notice": notice, "confirm_box": confirm_box, "confirm_text": confirm_text, "view": view,
+                  "space_label": space_label, "source": source, "list_note": list_note, "table": table, "tree": tree,
+                  "details": details, "chat": chat, "path_note": path_note, "start": start,
+                  "resume_button": resume.button, "delete": trash.delete, "restore": trash.restore,
+                  "download_md": export.markdown, "download_html": export.html, "preview": export.preview,
+                  "map": branch_map, "problems": problems, "trash": trash.choices, "trash_note": trash.note,
+                  "examples": imports.examples, "teacher_box": teacher_box, "teacher_table": teacher_table,
+                  "publish": publish_button, "unpublish": unpublish_button, "report": imports.report,
+                  "resume_text": resume.text, **{f"{area}_result": results[area] for area in AREAS},
+                  "sibling_row": sibling_row, "sibling_text": sibling_text, "previous": previous_sibling,
+                  "next": next_sibling, "hits_note": hits_note, "hits": hits, "fork_at": fork.at,
+                  "fork_text": fork.text, "fork_title": fork.title, "picked": fork.picked, "fork_button": fork.button,
+                  "remembered": remembered, "shown": shown}
+    outputs = [components[name] for name in ALL]
 
-    def wire(trigger, action, inputs, api_name, **options):
-        """每个事件的输入都以 (令牌, 视图, 老师密钥) 开头；API 名字固定，脚本与测试按名字调用。
+    def targets(names: tuple) -> list:
+        return [components[name] for name in names]
+
+    def wire(trigger, action, inputs, api_name, names=PAGE, **options):
+        """每个事件的输入都以 (令牌, 视图, 老师密钥) 开头、以已显示的属性结尾；API 名字固定，脚本与测试按名字调用。
         trigger_mode="once"：同一个页面上，前一次还没回来时再点不会再发一次（双击只分叉一次）。"""
-        return trigger(PageEvent(action), inputs=[visitor, view, teacher, *inputs], outputs=outputs,
-                       api_name=api_name, concurrency_limit=8, trigger_mode="once", **options)
+        return trigger(PageEvent(action, names), inputs=[visitor, view, teacher, *inputs, shown],
+                       outputs=targets(names), api_name=api_name, concurrency_limit=8, trigger_mode="once",
+                       **options)
 
-    wire(refresh.click, explorer.refresh, [search], "explorer_refresh")
-    wire(map_pick.change, explorer.map_pick, [map_pick], "explorer_map_pick")
-    wire(imports.refused.change, explorer.refuse_upload, [imports.refused], "explorer_upload_refused")
-    wire(search.submit, explorer.refresh, [search], "explorer_search")
-    wire(source.input, explorer.switch_source, [source], "explorer_source")
-    wire(tree.input, explorer.select, [tree], "explorer_select")
+    wire(refresh.click, explorer.refresh, [search], "explorer_refresh", CHECKED)
+    wire(map_pick.change, explorer.map_pick, [map_pick], "explorer_map_pick", PICKED)
+    wire(imports.refused.change, explorer.refuse_upload, [imports.refused], "explorer_upload_refused", IMPORTED)
+    wire(search.submit, explorer.refresh, [search], "explorer_search", CHECKED)
+    wire(source.input, explorer.switch_source, [source], "explorer_source", SOURCE)
+    wire(tree.input, explorer.select, [tree], "explorer_select", PICKED)
     wire(earlier.click, explorer.earlier, [], "explorer_earlier")
     wire(start.submit, explorer.window, [start], "explorer_window")
     wire(later.click, explorer.latest, [], "explorer_latest")
-    wire(previous_sibling.click, explorer.previous_sibling, [], "explorer_sibling_previous")
-    wire(next_sibling.click, explorer.next_sibling, [], "explorer_sibling_next")
-    wire(fork.button.click, explorer.fork, [fork.at, fork.text, fork.title], "explorer_fork")
-    wire(resume.button.click, explorer.resume, [resume.text, resume.role], "explorer_resume")
+    wire(previous_sibling.click, explorer.previous_sibling, [], "explorer_sibling_previous", PICKED)
+    wire(next_sibling.click, explorer.next_sibling, [], "explorer_sibling_next", PICKED)
+    wire(fork.button.click, explorer.fork, [fork.at, fork.text, fork.title], "explorer_fork", PICKED)
+    wire(resume.button.click, explorer.resume, [resume.text, resume.role], "explorer_resume",
+         PAGE + ("resume_text",))
     wire(export.button.click, explorer.export, [], "explorer_export")
-    wire(trash.delete.click, explorer.delete, [], "explorer_delete")
-    wire(trash.restore.click, explorer.restore, [trash.choices], "explorer_restore")
+    wire(trash.delete.click, explorer.delete, [], "explorer_delete", CHECKED)
+    wire(trash.restore.click, explorer.restore, [trash.choices], "explorer_restore", CHECKED + FORK_FORM)
     wire(trash.purge.click, explorer.ask_purge, [trash.choices], "explorer_purge")
     wire(trash.empty.click, explorer.ask_empty_trash, [], "explorer_empty_trash")
-    wire(confirm_button.click, explorer.confirm, [], "explorer_confirm")
+    wire(confirm_button.click, explorer.confirm, [], "explorer_confirm", CHECKED)
     wire(cancel_button.click, explorer.cancel, [], "explorer_cancel")
-    wire(imports.button.click, explorer.import_upload, [imports.upload], "explorer_import")
-    wire(imports.example_button.click, explorer.import_example, [imports.examples], "explorer_import_example")
+    wire(imports.button.click, explorer.import_upload, [imports.upload], "explorer_import", IMPORTED)
+    wire(imports.example_button.click, explorer.import_example, [imports.examples], "explorer_import_example",
+         IMPORTED)
     wire(publish_button.click, explorer.publish, [], "explorer_publish")
-    wire(unpublish_button.click, explorer.unpublish, [], "explorer_unpublish")
+    wire(unpublish_button.click, explorer.unpublish, [], "explorer_unpublish", CHECKED)
 
     def on_upload(token, path):
         """文件一传上来就检查后缀和大小：不行就清掉它，原因写在导入按钮下面（中文）。"""
@@ -328,28 +420,29 @@ def build(ctx) -> None:
     if imports.agents is not None:
         imports.agents.wire(explorer, ctx, view, outputs, page_outputs)
 
-    def on_row(token, current, secret, evt: gr.EventData):
+    def on_row(token, current, secret, known, evt: gr.EventData):
         row = _event_field(evt, "row_value")   # 排序、搜索之后 evt.index 会指错行，row_value 才是点中的那一行
-        return page_outputs(explorer.select(token, current, row[ID_COLUMN] if len(row) > ID_COLUMN else None, secret))
+        page = explorer.select(token, current, row[ID_COLUMN] if len(row) > ID_COLUMN else None, secret)
+        return page_outputs(page, PICKED, known)
 
-    table.select(on_row, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
+    table.select(on_row, inputs=[visitor, view, teacher, shown], outputs=targets(PICKED), api_visibility="private",
                  concurrency_limit=8)
 
-    def on_hit(token, current, secret, evt: gr.EventData):
+    def on_hit(token, current, secret, known, evt: gr.EventData):
         row = _event_field(evt, "row_value")
         if len(row) < len(HIT_HEADERS):
-            return [gr.skip()] * len(outputs)
-        return page_outputs(explorer.jump(token, current, row[3], row[1], secret))
+            return [gr.skip()] * len(PICKED)
+        return page_outputs(explorer.jump(token, current, row[3], row[1], secret), PICKED, known)
 
-    hits.select(on_hit, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
+    hits.select(on_hit, inputs=[visitor, view, teacher, shown], outputs=targets(PICKED), api_visibility="private",
                 concurrency_limit=8)
 
-    def on_space_row(token, current, secret, evt: gr.EventData):
+    def on_space_row(token, current, secret, known, evt: gr.EventData):
         row = _event_field(evt, "row_value")
-        return page_outputs(explorer.open_space(token, current, row[0] if row else None, secret))
+        return page_outputs(explorer.open_space(token, current, row[0] if row else None, secret), SOURCE, known)
 
-    teacher_table.select(on_space_row, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
-                         concurrency_limit=8)
+    teacher_table.select(on_space_row, inputs=[visitor, view, teacher, shown], outputs=targets(SOURCE),
+                         api_visibility="private", concurrency_limit=8)
 
     def on_message(current: View, evt: gr.EventData):
         """点对话里的一条消息 -> 分叉位置填成它的编号（在它之后分叉），按钮上写明第几条。"""
@@ -362,43 +455,44 @@ def build(ctx) -> None:
         link = f"`?session={current.session_id}&m={number}`" if current.session_id and number else ""
         picked = (f"📌 已选中第 {number} 条：下面的按钮在它之后分叉（新分支继承前 {number} 条）。"
                   + (f" 这条消息的链接：{link}" if link else ""))
-        return number, picked, gr.Button(f"🌿 在第 {number} 条之后分叉")
+        return number, picked, f"🌿 在第 {number} 条之后分叉"   # 按钮的值就是它的字：只回字
 
     chat.select(on_message, inputs=[view], outputs=[fork.at, fork.picked, fork.button], api_visibility="private",
                 queue=False)
 
-    def on_edit(token, current, secret, evt: gr.EventData):
+    def on_edit(token, current, secret, known, evt: gr.EventData):
         """✏️ 改写了一条用户消息 -> 在它之前分叉，改写后的话是新分支的第一条。"""
         index = _event_field(evt, "index")
         index = index[0] if isinstance(index, list) and index else index
-        return page_outputs(explorer.edit_fork(token, current, index, _event_field(evt, "value"), secret))
+        return page_outputs(explorer.edit_fork(token, current, index, _event_field(evt, "value"), secret), PICKED,
+                            known)
 
-    chat.edit(on_edit, inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
+    chat.edit(on_edit, inputs=[visitor, view, teacher, shown], outputs=targets(PICKED), api_visibility="private",
               concurrency_limit=8, trigger_mode="once")
     # Chatbot 自带的“清空”只清掉页面上的显示：立刻重画，免得读者以为会话被删了（删除在「🗑️ 回收站」里）
-    chat.clear(PageEvent(explorer.redraw), inputs=[visitor, view, teacher], outputs=outputs, api_visibility="private",
-               concurrency_limit=8)
+    chat.clear(PageEvent(explorer.redraw), inputs=[visitor, view, teacher, shown], outputs=targets(PAGE),
+               api_visibility="private", concurrency_limit=8)
 
     compare_tab.build(ctx, explorer, view, tree, outputs, page_outputs)   # ⚖️ 对比 / 🔀 收敛（compare_tab.py）
     tab = Context.block
     tabs = tab.parent if isinstance(tab, gr.Tab) and tab.id is not None else None   # app.py 的 gr.Tabs
 
-    def on_load(token, secret, kept, request: gr.Request):
+    def on_load(token, secret, kept, known, request: gr.Request):
         """页面加载（接在 app.py 领取令牌之后）：?session=<id>[&m=<k>] 在自己的空间里选中它（并突出第 k 条），
         切到本页；没有链接时回到这个浏览器上次选中的会话（kept）。"""
         query = request.query_params if request is not None else {}
         session_id = query.get("session")
         jump = gr.Tabs(selected=tab.id) if session_id else gr.skip()
         page = explorer.open_page(token, secret, session_id, query.get("m"), kept)
-        return page_outputs(page) + ([jump] if tabs is not None else [])
+        return page_outputs(page, SOURCE, known) + ([jump] if tabs is not None else [])
 
-    ctx.ready.then(on_load, inputs=[visitor, teacher, remembered],
-                   outputs=outputs + ([tabs] if tabs is not None else []), api_visibility="private",
+    ctx.ready.then(on_load, inputs=[visitor, teacher, remembered, shown],
+                   outputs=targets(SOURCE) + ([tabs] if tabs is not None else []), api_visibility="private",
                    concurrency_limit=8)
     if isinstance(tab, gr.Tab):   # 从 8.11 标签页切过来时，刚跑的演示会话立刻出现在列表里
-        def on_tab(token, current, secret, kept):
+        def on_tab(token, current, secret, kept, known):
             if not token:   # 页面还在领令牌：交给随后的页面加载事件来画，免得晚到的“缺少令牌”盖住它
-                return [gr.skip()] * len(outputs)
+                return [gr.skip()] * len(SOURCE)
             if current == View() and kept:
                 # 重新载入后马上切过来：页面加载事件（on_load）可能还没回来，这里拿到的还是空视图。
                 # 照它的做法回到上次选中的会话，谁先回来结果都一样（否则空视图会盖掉刚恢复的选择）
@@ -406,10 +500,10 @@ def build(ctx) -> None:
             else:
                 page = explorer.render(token, current, secret)
             page.area = None   # 提示与结果行保持原样：链接打开时的警告不会一闪就没
-            return page_outputs(page)
+            return page_outputs(page, SOURCE, known)
 
-        tab.select(on_tab, inputs=[visitor, view, teacher, remembered], outputs=outputs, api_visibility="private",
-                   concurrency_limit=8)
+        tab.select(on_tab, inputs=[visitor, view, teacher, remembered, shown], outputs=targets(SOURCE),
+                   api_visibility="private", concurrency_limit=8)
 
 
 class _Controls:
@@ -438,7 +532,7 @@ def _resume_area(result_line) -> _Controls:
                         label="这一轮的角色", elem_id="s11x-role")
         text = gr.Textbox(label="追加一轮（你来输入，不调用大模型）", lines=3,
                           max_length=20_000, elem_id="s11x-resume-text")
-        button = gr.Button("📂 恢复并保存这一轮", variant="primary", elem_id="s11x-resume")
+        button = gr.Button(RESUME_LABEL, variant="primary", elem_id="s11x-resume")
         result_line("resume")
     return _Controls(role=role, text=text, button=button)
 
@@ -459,11 +553,11 @@ def _export_area(result_line) -> _Controls:
 
 def _trash_area(result_line) -> _Controls:
     with gr.Accordion("🗑️ 删除 / 回收站", open=False, elem_id="s11x-trash-tab"):
-        delete = gr.Button("🗑️ 把选中的会话移进回收站", variant="stop", elem_id="s11x-delete")
+        delete = gr.Button(DELETE_LABEL, variant="stop", elem_id="s11x-delete")
         choices = gr.Dropdown([], label="回收站（标题 · 大小 · 删除时间）", elem_id="s11x-trash")
         note = gr.Markdown("", elem_id="s11x-trash-note")
         with gr.Row():
-            restore = gr.Button("♻️ 从回收站取回", min_width=120, elem_id="s11x-restore")
+            restore = gr.Button(RESTORE_LABEL, min_width=120, elem_id="s11x-restore")
             purge = gr.Button("🔥 永久删除", min_width=120, elem_id="s11x-purge")
             empty = gr.Button("🧹 清空回收站", min_width=120, elem_id="s11x-empty-trash")
         result_line("trash")

@@ -70,7 +70,8 @@ def map_links(page, width: int):
 
 
 def selected(page, session_id: str, timeout: float = 15_000) -> None:
-    page.locator("#s11x-details").get_by_text(session_id).wait_for(timeout=timeout)
+    # the node's own id line: a child's details also name its parent ("inherited from <parent id>")
+    page.locator("#s11x-details").get_by_text(f"🆔 {session_id}").wait_for(timeout=timeout)
 
 
 def type_into_hidden_box(page, elem_id: str, value: str) -> None:

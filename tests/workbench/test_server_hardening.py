@@ -336,11 +336,17 @@ def test_a_page_state_stays_flat_round_after_round(server):
     state_holder = server["demo"].server_app.state_holder
     page = Page(server, "127.0.0.61")
     token = page.run("enter_space", [None])[0]
+    store = server["demo"].s11_spaces.open(token).store
+    trashed = store.create_session("in the trash", [{"role": "user", "content": "x"}])
+    store.delete(trashed)
     sizes = []
     for _round in range(5):
-        # the source radio and the examples dropdown come back as property updates and are inputs next round
-        page.run("explorer_source", [token, None, None, "mine"])
-        page.run("explorer_refresh", [token, None, None, ""])
+        # the trash dropdown's choices change with the source (the shelf has no trash), so it comes back as a
+        # property update every round, and the purge button takes it as an input
+        page.run("explorer_source", [token, None, None, "shelf", None])
+        page.run("explorer_source", [token, None, None, "mine", None])
+        page.run("explorer_purge", [token, None, None, trashed, None])
+        page.run("explorer_refresh", [token, None, None, "", None])
         state = state_holder.session_data[page.session_hash]
         sizes.append((len(state.blocks_config.blocks), len(state.config_values)))
     assert sizes[1:] == [sizes[1]] * 4, sizes
