@@ -408,7 +408,7 @@ async def isolation(pages: List[Page], sessions_dir: Path) -> List[str]:
         stolen = other.fork_ids[0]
         row = [f"同学 {other.number} 的分支", stolen]
         try:
-            await page.call("select another student's id", ROW_CLICK, [page.token, None, None],
+            await page.call("select another student's id", ROW_CLICK, [page.token, None, None, None],
                             {"index": [0, 0], "value": row[0], "row_value": row, "col_value": None},
                             expect_refusal=True)
         except ActionError as error:
@@ -788,9 +788,10 @@ def postprocess_costs(pages: int, scratch: Path) -> None:
         handled = time.perf_counter()
         result = list(result) if isinstance(result, (list, tuple)) else [result]
         updates = sum(isinstance(v, Block) or gradio_utils.is_prop_update(v) for v in result)
+        loop_started = time.thread_time()   # this thread's CPU only: the event loop's share, not the worker threads'
         await demo.postprocess_data(fn, result, state)
         figures.setdefault(name, []).append((handled - started, time.perf_counter() - handled, len(fn.outputs),
-                                             updates))
+                                             updates, time.thread_time() - loop_started))
 
     async def rounds() -> None:
         for _ in range(pages):
@@ -807,12 +808,15 @@ def postprocess_costs(pages: int, scratch: Path) -> None:
 
     asyncio.run(rounds())
     rows = [[name, values[-1][2], values[-1][3], c.ms(c.median([v[0] for v in values]), 1),
-             c.ms(c.median([v[1] for v in values]), 1), c.ms(max(v[1] for v in values), 1)]
+             c.ms(c.median([v[1] for v in values]), 1), c.ms(max(v[1] for v in values), 1),
+             c.ms(c.median([v[4] for v in values]), 1)]
             for name, values in figures.items()]
     c.print_table(f"handler vs gradio's postprocess, one page at a time ({pages} pages, ms)",
-                  ["event", "outputs", "component updates", "handler p50", "postprocess p50", "postprocess max"],
+                  ["event", "outputs", "component updates", "handler p50", "postprocess p50", "postprocess max",
+                   "event-loop CPU p50"],
                   rows, note="component updates = returned gr.X(...) / gr.update / gr.skip() values; each costs "
-                             "gradio a new component on its event loop")
+                             "gradio a new component on its event loop; event-loop CPU = the CPU time of the thread "
+                             "running postprocess (values are postprocessed in worker threads)")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
