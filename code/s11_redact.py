@@ -517,6 +517,7 @@ def redact(text: str) -> str:
 def redact_short(text: str) -> str:
     """redact()，短文本（标题、ID：导出的分支路径里每次都是同样几个）记住结果。结果与 redact() 逐字相同
     （脱敏只取决于文本本身）；记住的条数有上限。"""
+    _gates()   # RULES 变了就先清掉按旧规则记住的结果
     return _redact_short(text) if len(text) <= _SHORT_TEXT else redact(text)
 
 

@@ -338,22 +338,10 @@ class SessionStore:
         chain: List[Dict[str, Any]] = []
         seen: set = set()
         current: Optional[str] = validate_session_id(session_id)
-        cache = self._summary_cache
         while current and current not in seen:   # seen 挡住人为改坏的环
             seen.add(current)
-            path = self._file_of(current)   # 第一个 ID 上面已经检查过；之后的 parent_id 都来自检查过的文件
-            cached = cache.get(path)
-            if cached is not None:   # 常见情形就地核对缓存（与 _summary 相同），路径上每个祖先省几次函数调用
-                try:
-                    info = os.lstat(path)
-                except OSError:
-                    info = None
-                if info is not None and cached[0] == (info.st_ino, info.st_size, info.st_mtime_ns):
-                    chain.append(dict(cached[1]))
-                    current = cached[1]["parent_id"]
-                    continue
-            try:
-                chain.append(self._summary(path))
+            try:   # 第一个 ID 上面已经检查过；之后的 parent_id 都来自检查过的文件
+                chain.append(self._summary(self._file_of(current)))
             except FileNotFoundError:
                 break
             except SessionError as exc:
