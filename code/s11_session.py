@@ -291,8 +291,9 @@ class SessionStore:
         return sum(self.write_costs(nodes))
 
     def write_costs(self, nodes: List[SessionNode]) -> List[int]:
-        """bytes_to_write 按节点拆开：第 i 项是依次保存到第 i 个节点时它新增的字节（一块新块算在第一个用它的节点上）。"""
-        batch, counted, costs = s11_chunks.Batch(), set(), []
+        """bytes_to_write 按节点拆开：第 i 项是依次保存到第 i 个节点时它新增的字节（一块新块算在第一个用它的节点上）。
+        在 batch() 之内调用时共用那一批的编码：随后在同一个 batch() 里 save 这些节点不必再编码一遍。"""
+        batch, counted, costs = getattr(self._batch, "current", None) or s11_chunks.Batch(), set(), []
         for node in nodes:
             plan = self._plan(node, batch)[1]
             fresh = [chunk for chunk in plan.chunks if chunk[0] not in counted]

@@ -234,16 +234,16 @@ def _write(store: SessionStore, ordered: List[SessionNode], report: ImportReport
            budget: WriteBudget) -> None:
     """先决定每个节点写不写（读仓库里的同 ID 节点比较），再一次算出确切的字节交给 budget，最后才写。"""
     plan, blocked = _decide(store, ordered, report)
-    costs = store.write_costs([node for node, _ in plan])
-    report.bytes_planned = sum(costs)
-    if dry_run:
-        report.node_ids += [node.session_id for node in ordered if node.session_id not in blocked]
-        report.written += len(plan)
-        report.updated += sum(existing for _, existing in plan)
-        return
-    budget.before(report.bytes_planned, sum(not existing for _, existing in plan))
-    writing = {node.session_id: (cost, existing) for (node, existing), cost in zip(plan, costs)}
-    with store.batch():
+    with store.batch():   # write_costs 编好的每条消息，随后的 save 直接用（不再编码第二遍）
+        costs = store.write_costs([node for node, _ in plan])
+        report.bytes_planned = sum(costs)
+        if dry_run:
+            report.node_ids += [node.session_id for node in ordered if node.session_id not in blocked]
+            report.written += len(plan)
+            report.updated += sum(existing for _, existing in plan)
+            return
+        budget.before(report.bytes_planned, sum(not existing for _, existing in plan))
+        writing = {node.session_id: (cost, existing) for (node, existing), cost in zip(plan, costs)}
         for node in ordered:
             if node.parent_id in blocked or node.session_id in blocked:
                 blocked.add(node.session_id)

@@ -243,24 +243,24 @@ def import_tree(path: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_
         shown = "、".join(clashes[:10]) + (f" 等 {len(clashes)} 个" if len(clashes) > 10 else "")
         raise BadTreeFile(f"{printable(name)}：仓库里已有同 ID、内容不同的节点 {shown}；为了不覆盖它们，"
                           "什么都没有导入（要并排保留，请导入到另一个会话目录）")
-    try:
-        costs = store.write_costs(to_write)   # 同时检查每个节点能不能保存（ID、消息、字段），出错时什么都没写
-    except SessionError as exc:
-        raise BadTreeFile(f"{printable(name)}：有节点不能保存，什么都没有导入：{exc}") from None
-    report.bytes_planned = sum(costs)
-    written = {node.session_id for node in to_write}
-    report.node_ids = [node.session_id for node in nodes]
-    present = set(report.node_ids)
-    report.root_ids = [node.session_id for node in nodes if node.parent_id not in present]
-    focus = head.get("focus")
-    report.active_id = focus if focus in present else (report.node_ids[0] if nodes else None)
-    report.active_ids = [report.active_id] if report.active_id else []
-    if dry_run:
-        report.written = len(to_write)
-        return report
-    if budget is not None:
-        budget.before(report.bytes_planned, len(to_write))
-    with store.batch():
+    with store.batch():   # write_costs 编好的每条消息，随后的 save 直接用
+        try:
+            costs = store.write_costs(to_write)   # 同时检查每个节点能不能保存（ID、消息、字段），出错时什么都没写
+        except SessionError as exc:
+            raise BadTreeFile(f"{printable(name)}：有节点不能保存，什么都没有导入：{exc}") from None
+        report.bytes_planned = sum(costs)
+        written = {node.session_id for node in to_write}
+        report.node_ids = [node.session_id for node in nodes]
+        present = set(report.node_ids)
+        report.root_ids = [node.session_id for node in nodes if node.parent_id not in present]
+        focus = head.get("focus")
+        report.active_id = focus if focus in present else (report.node_ids[0] if nodes else None)
+        report.active_ids = [report.active_id] if report.active_id else []
+        if dry_run:
+            report.written = len(to_write)
+            return report
+        if budget is not None:
+            budget.before(report.bytes_planned, len(to_write))
         for node, cost in zip(to_write, costs):
             store.save(node)
             report.written += 1
