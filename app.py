@@ -13,7 +13,8 @@
     服务器的外壳还管四件事（逻辑在 code/s11_workbench/ 的 upload_guard.py、queue_guard.py、spaces.py）：
       请求体  UploadGuard：表头有歧义就拒绝，读进来的字节边读边数（分块发送也有上限）
       排队    QueueGuard：每位访客（空间、地址）同时排队或运行中的事件有上限
-      内存    keep_replacement_ids()：绕过 gradio 6.31 让页面状态每轮变大的 bug；页面会话最多 PAGE_SESSIONS 个，
+      内存    keep_replacement_ids()：绕过 gradio 6.31 让页面状态每轮变大的 bug；forget_shown_values()：不给
+              每个页面另存一份输出的值（那份只供没用到的深链接）；页面会话最多 PAGE_SESSIONS 个，
               先丢已关闭的页面；glibc 的 malloc arena 限成 MALLOC_ARENA_MAX 个
       临时目录 本次启动的所有临时文件（上传、导出、下载缓存、实验室）都在一个 s11_run_* 目录里，
               Ctrl+C、SIGTERM、SIGHUP、正常退出都会删掉它；启动时删掉同一会话目录以前的启动留下、主人已不在的
@@ -153,6 +154,7 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
     from s11_workbench.queue_guard import QueueGuard
     from s11_workbench.spaces import Limits, Spaces
     keep_replacement_ids()
+    forget_shown_values()
     bound_page_sessions()
     spaces = Spaces(sessions_dir, limits=limits or Limits(), teacher_secret=teacher_secret,
                     client_address=current_client_address)
@@ -211,6 +213,22 @@ def keep_replacement_ids() -> None:
 
     setitem.s11_keeps_ids = True
     SessionState.__setitem__ = setitem
+
+
+def forget_shown_values() -> None:
+    """gradio 把每个页面会话里每个输出组件最近一次的值另存一份（SessionState.config_values，只供 gr.DeepLinkButton
+    的“深链接”用）。本工作台不用深链接，这一份只让服务器内存随每位同学看过的页面而长（树图、对话、列表、
+    全文搜索结果……上课时每个页面几百 KB，会话越多越大）。这里让它不存；组件本身（比如换了选项的单选框）照旧更新。
+    只改 SessionState._update_value_in_config，装一次。"""
+    from gradio.state_holder import SessionState
+    if getattr(SessionState._update_value_in_config, "s11_forgets", False):
+        return
+
+    def update_value_in_config(self, key, value):
+        return None
+
+    update_value_in_config.s11_forgets = True
+    SessionState._update_value_in_config = update_value_in_config
 
 
 def bound_page_sessions() -> None:

@@ -352,6 +352,22 @@ def test_a_page_state_stays_flat_round_after_round(server):
     assert sizes[1:] == [sizes[1]] * 4, sizes
 
 
+def test_a_page_keeps_no_second_copy_of_what_it_was_shown(server):
+    # gradio stores every output's latest value in the page session's config (for deep links, unused here);
+    # with that copy, server memory grows with every student's biggest page
+    state_holder = server["demo"].server_app.state_holder
+    page = Page(server, "127.0.0.63")
+    token = page.run("enter_space", [None])[0]
+    store = server["demo"].s11_spaces.open(token).store
+    marker = "shown-once-" + secrets.token_hex(6)
+    store.create_session(marker, [{"role": "user", "content": marker + " body"}])
+    shown = page.run("explorer_refresh", [token, None, None, "", None])
+    assert marker in json.dumps(shown, ensure_ascii=False, default=str)   # the page did get it
+    state = state_holder.session_data[page.session_hash]
+    kept = json.dumps(list(state.components), ensure_ascii=False, default=str)
+    assert marker not in kept
+
+
 def test_the_page_session_table_drops_closed_pages_first(server):
     holder = server["demo"].server_app.state_holder
     assert holder.capacity <= 500                  # not gradio's 10,000
