@@ -95,10 +95,10 @@ ROLES = {"user": "👤 用户（user）", "assistant": "🤖 助手（assistant�
 ROLE_NAMES = {"user": "用户", "assistant": "助手", "system": "系统", "tool": "工具", "toolResult": "工具"}
 SEARCH_HITS = 50           # 搜索最多列出多少处命中
 HIT_CONTEXT = 36           # 命中前后各留多少个字
-TEXT_CACHE_CHARS = 8 * 1024 * 1024    # 搜索用的正文缓存最多存多少字（超过就丢掉最早读入的）：约 8 M 字，
-                                      # Python 的 str 每字 1–4 字节，再加上小写副本，最坏约 64 MB，通常（中文为主）约 32 MB。
-                                      # 够一个班几十个空间常用的正文；更多时没缓存住的会话搜索时现读（每个约 60 µs）。
-                                      # 缓存随全班的数据变大，上限小一些，一堂课里服务器的内存才平稳
+TEXT_CACHE_CHARS = 2 * 1024 * 1024    # 搜索用的正文缓存最多存多少字（超过就丢掉最早读入的）：约 2 M 字。小写和原文相同
+                                      # （中文、本来就是小写）时只存一份，中文为主约 4 MB，最坏（大写的 emoji 文字）约 16 MB。
+                                      # 够一个 2,000 个会话的空间或一个班几十个空间常用的正文；更多时没缓存住的会话搜索时现读
+                                      # （每个约 60 µs）。缓存随全班的数据变大，上限小，一堂课里服务器的内存才平稳
 CHECK_CACHE_SPACES = 256   # 体检结果最多记住多少个空间（每个空间只是一张 {路径: (inode, 大小, 修改时间)} 和问题列表）
 WARM_THREADS = 2           # 后台预读搜索正文的线程最多几个（每个空间同时最多一个）
 LISTING_CACHE_SPACES = 32  # 会话列表（摘要、树、列表的前 LIST_LIMIT 行）最多记住多少个空间：2,000 个会话的空间约 1 MB
@@ -1059,7 +1059,8 @@ class Explorer:
                 continue
             text = " ".join(" ".join(part.text.split()) for part in s11_export.message_parts(message, names))
             if text:
-                texts.append((index + 1, text.casefold(), text))
+                folded = text.casefold()
+                texts.append((index + 1, text if folded == text else folded, text))   # 相同就共用一个对象
         size = sum(len(text) for _, _, text in texts)
         with self._texts_lock:
             cached = self._texts.pop(path, None)

@@ -240,3 +240,18 @@ def test_the_search_cache_stays_within_its_bound(explorer, spaces, monkeypatch):
     page = explorer.refresh(token, View(), "词1")
     assert page.hits and explorer._text_chars <= 2_000
     assert explorer._text_chars == sum(len(text) for _, texts in explorer._texts.values() for _, _, text in texts)
+
+
+def test_full_text_search_ignores_case_and_keeps_one_copy_of_lowercase_text(explorer, spaces):
+    token = spaces.new_token()
+    store = spaces.open(token).store
+    sid = store.create_session("case", [{"role": "user", "content": "Call WeakValueDictionary Here"},
+                                        {"role": "assistant", "content": "只有中文的回答"}])
+    page = explorer.refresh(token, View(), "weakvaluedictionary")
+    assert [hit[3] for hit in page.hits] == [sid]
+    assert "WeakValueDictionary" in page.hits[0][2]          # the context keeps the original case
+    assert [hit[3] for hit in explorer.refresh(token, View(), "中文").hits] == [sid]
+    [(_, texts)] = [entry for path, entry in explorer._texts.items() if path.endswith(f"{sid}.json")]
+    (_, mixed_folded, mixed), (_, plain_folded, plain) = texts
+    assert mixed_folded == mixed.casefold() and mixed_folded is not mixed
+    assert plain_folded is plain                               # nothing to fold: one object, not two
