@@ -101,8 +101,12 @@ TEXT_CACHE_CHARS = 2 * 1024 * 1024    # 搜索用的正文缓存最多存多少�
                                       # （每个约 60 µs）。缓存随全班的数据变大，上限小，一堂课里服务器的内存才平稳
 CHECK_CACHE_SPACES = 256   # 体检结果最多记住多少个空间（每个空间只是一张 {路径: (inode, 大小, 修改时间)} 和问题列表）
 WARM_THREADS = 2           # 后台预读搜索正文的线程最多几个（每个空间同时最多一个）
-LISTING_CACHE_SPACES = 32  # 会话列表（摘要、树、列表的前 LIST_LIMIT 行）最多记住多少个空间：2,000 个会话的空间约 1 MB
+LISTING_CACHE_SPACES = 8   # 会话列表（摘要、树、列表的前 LIST_LIMIT 行）最多记住多少个空间：每个会话约 1 KB，2,000 个会话
+                           # 的空间约 2 MB。没记住的空间每次重新分组（200 个会话约 1 ms）；一个班几十个空间都记住，内存就随全班
+                           # 的会话数一直长
 WARM_AGAIN_S = 60          # 同一个空间隔多久才再预读一次（其间改过的文件，搜索时再读）
+WARM_MIN_SESSIONS = 300    # 会话少于这么多的空间不预读：第一次搜索现读也只要十几毫秒（每个约 60 µs），
+                           # 一个班几十个小空间也就不必把每位同学的正文都先读进内存
 PARENT_KINDS = ("missing_parent", "missing_converged")   # 只由“哪些会话在仓库里”决定的问题：可以从摘要重算
 FIRST_ADDED_SHOWN = 24
 FOCUS_OPEN_CHARS = 200     # 被指向的那条消息里，这么短的折叠块才默认展开（手机上也不会把📍那行顶出窗口）
@@ -1074,8 +1078,11 @@ class Explorer:
         return texts
 
     def _warm(self, store, summaries: list[dict]) -> None:
-        """后台把这个空间里还没缓存的正文读进来（一个空间同时只一个线程，全进程最多 WARM_THREADS 个）。
+        """后台把这个空间里还没缓存的正文读进来（一个空间同时只一个线程，全进程最多 WARM_THREADS 个；
+        只读有 WARM_MIN_SESSIONS 个以上会话的空间）。
         页面载入、选会话时就开始，读者第一次按回车搜索时正文已经在缓存里。"""
+        if len(summaries) < WARM_MIN_SESSIONS:
+            return
         folder = store.storage_dir
         now = time.monotonic()
         with self._texts_lock:
@@ -1392,8 +1399,12 @@ def _refuse(text: str) -> Callable:
     return action
 
 
+_LOW64 = (1 << 64) - 1   # 1970 年以前的修改时间是负数：取它的低 64 位（补码），仍然一一对应
+
+
 def _folder_stamps(folder: str) -> dict:
-    """仓库目录和它下面一层子目录（.trash、块目录）里每个条目的 (inode, 大小, 修改时间)：只 stat，不打开文件。"""
+    """仓库目录和它下面一层子目录（.trash、块目录）里每个条目的 (inode, 大小, 修改时间)：只 stat，不打开文件。
+    三个数拼成一个整数（各占 64 位，一一对应；只用来比较相等）：一个班上万个文件时，比元组少占一半多内存。"""
     stamps: dict = {}
     pending = [folder]
     while pending:
@@ -1405,7 +1416,7 @@ def _folder_stamps(folder: str) -> dict:
                         info = entry.stat(follow_symlinks=False)
                     except OSError:
                         continue
-                    stamps[entry.path] = (info.st_ino, info.st_size, info.st_mtime_ns)
+                    stamps[entry.path] = (info.st_mtime_ns & _LOW64) | info.st_size << 64 | info.st_ino << 128
                     if current == folder and entry.is_dir(follow_symlinks=False):
                         pending.append(entry.path)
         except OSError:

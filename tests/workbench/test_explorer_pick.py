@@ -220,7 +220,8 @@ def test_search_ignores_a_file_changed_behind_its_back_only_until_the_file_chang
     assert hit_ids(explorer.refresh(token, View(), "独一无二的词")) == {ids["branch_a_id"]}
 
 
-def test_the_background_warm_up_fills_the_search_cache(explorer, spaces, student):
+def test_the_background_warm_up_fills_the_search_cache(explorer, spaces, student, monkeypatch):
+    monkeypatch.setattr(explorer_module, "WARM_MIN_SESSIONS", 3)
     token, ids = student
     explorer.select(token, View(), ids["main_id"])   # a render without a query starts the warm-up
     for thread in [t for t in threading.enumerate() if t.name == "s11x-warm"]:
@@ -229,6 +230,18 @@ def test_the_background_warm_up_fills_the_search_cache(explorer, spaces, student
     cached = {os.path.basename(path) for path in explorer._texts if path.startswith(folder)}
     assert cached == {f"{ids[key]}.json" for key in ("main_id", "branch_a_id", "branch_b_id")}
     assert explorer._warming == set()
+
+
+def test_small_spaces_are_not_read_ahead_and_their_search_still_finds_everything(explorer, spaces, student):
+    token, ids = student                                # three sessions: far below WARM_MIN_SESSIONS
+    assert explorer_module.WARM_MIN_SESSIONS > 3
+    explorer.select(token, View(), ids["main_id"])
+    folder = spaces.open(token).store.storage_dir
+    assert folder not in explorer._warmed and folder not in explorer._warming
+    assert not [path for path in explorer._texts if path.startswith(folder)]
+    branch_b = spaces.open(token).store.load(ids["branch_b_id"])
+    word = branch_b.messages[-1]["content"].split()[0]
+    assert ids["branch_b_id"] in {hit[3] for hit in explorer.refresh(token, View(), word).hits}
 
 
 def test_the_search_cache_stays_within_its_bound(explorer, spaces, monkeypatch):
