@@ -687,3 +687,23 @@ class TestCommandLine:
         assert s11_cli.main(["--dir", str(tmp_path), "import", str(tmp_path / "x.jsonl")]) == 2
         err = capsys.readouterr().err
         assert "不存在" in err and "x.jsonl" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_cached_listing_equals_a_fresh_one_field_for_field(tmp_path, layout):
+    # the summary cache keeps values only (a tuple per file); the dicts it hands back must be what a fresh
+    # store reads from the same files, with the same keys, including converge and label fields
+    store = make_store(tmp_path, layout)
+    ids = s11_session.demo_tree_branching(store)
+    merged = store.converge(ids["branch_b_id"], [ids["branch_a_id"]], "keep B, it is shorter")
+    node = store.load(ids["main_id"])
+    node.messages[0]["label"] = "start here"
+    store.save(node)
+    first, again = store.list_sessions(), store.list_sessions()
+    fresh = SessionStore(store.storage_dir, chunk_threshold=store.chunk_threshold).list_sessions()
+    assert first == again == fresh
+    assert {tuple(summary) for summary in again} == {tuple(s11_session._SUMMARY_KEYS)}
+    by_id = {summary["session_id"]: summary for summary in again}
+    assert by_id[merged.session_id]["converged_from"] and by_id[ids["main_id"]]["labels"]
+    again[0]["title"] = "changed by the caller"
+    assert store.list_sessions()[0]["title"] != "changed by the caller"
