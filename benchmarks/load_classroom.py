@@ -303,6 +303,7 @@ class Run:
     calls: List[Call] = field(default_factory=list)
     traces: Dict[str, dict] = field(default_factory=dict)
     rss: List[tuple] = field(default_factory=list)      # (seconds since start, label, VmRSS bytes)
+    sessions: List[tuple] = field(default_factory=list)  # (seconds since start, session files in all spaces)
     marks: Dict[str, float] = field(default_factory=dict)
     crashed: List[str] = field(default_factory=list)
 
@@ -320,11 +321,21 @@ async def collect_traces(http, run: Run) -> None:
         print(f"  ! could not fetch profiling traces: {error}", flush=True)
 
 
-async def watch(run: Run, pid: int, http, started: float, stop: asyncio.Event) -> None:
+def count_session_files(folder: Path) -> int:
+    """Session files (*.json, not hidden) in every space under folder; trash and chunk folders are hidden."""
+    total = 0
+    for _current, dirs, files in os.walk(folder):
+        dirs[:] = [name for name in dirs if not name.startswith(".")]
+        total += sum(name.endswith(".json") and not name.startswith(".") for name in files)
+    return total
+
+
+async def watch(run: Run, pid: int, http, started: float, stop: asyncio.Event, sessions_dir: Path) -> None:
     while not stop.is_set():
         status = c.proc_status(pid)
         if status:
             run.rss.append((time.perf_counter() - started, "sample", status.get("VmRSS", 0)))
+            run.sessions.append((time.perf_counter() - started, count_session_files(sessions_dir)))
         await collect_traces(http, run)
         failed = sum(call.error is not None for call in run.calls)
         print(f"  {time.perf_counter() - started:5.0f} s: {len(run.calls)} actions, {failed} failed, "
@@ -428,7 +439,7 @@ async def drive(run: Run, url: str, pid: int, sessions_dir: Path, browser: Optio
         await collect_traces(http, run)   # drop the traces of start-up, if any
         run.rss.append((0.0, "start (after HTTP 200)", c.proc_status(pid).get("VmRSS", 0)))
         stop = asyncio.Event()
-        watcher = asyncio.create_task(watch(run, pid, http, started, stop))
+        watcher = asyncio.create_task(watch(run, pid, http, started, stop, sessions_dir))
         pages = [Page(i, url, app, run.calls, run.timeout) for i in range(run.students)]
         gate = asyncio.Event()
         steady_until: List[float] = []
@@ -591,8 +602,13 @@ def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[d
                        ["RSS at the end of the run", c.human_bytes(drift["end"])],
                        ["drift, end − after warm-up", f"{drift['drift'] / 2**20:+.1f} MiB"],
                        ["slope of the samples after warm-up (least squares)",
-                        f"{drift['slope'] * 60 / 2**20:+.2f} MiB/min over {drift['samples']} samples"]],
-                      note="the samples are taken every 15 s; the drift is what a longer lesson adds")
+                        f"{drift['slope'] * 60 / 2**20:+.2f} MiB/min over {drift['samples']} samples"],
+                       ["session files in all spaces, after warm-up → last sample",
+                        f"{drift['sessions'][0]:,} → {drift['sessions'][1]:,}"],
+                       ["drift per 1,000 sessions created after warm-up",
+                        f"{drift['per_thousand'] / 2**20:+.2f} MiB" if drift["per_thousand"] is not None else "n/a"]],
+                      note="the samples are taken every 15 s; the drift is what a longer lesson adds; the caches "
+                           "grow with the sessions the class creates, so the per-1,000 figure carries to other paces")
 
     c.print_table("3. temp files (the server's TMPDIR in the scratch folder, gradio's cache included)",
                   ["when", "files", "bytes"],
@@ -677,7 +693,11 @@ def rss_drift(run: Run) -> Optional[dict]:
     mean_v = sum(v for _, v in points) / len(points)
     spread = sum((t - mean_t) ** 2 for t, _ in points)
     slope = sum((t - mean_t) * (v - mean_v) for t, v in points) / spread if spread else 0.0
-    return {"warm": after[0][1], "end": end, "drift": end - after[0][1], "slope": slope, "samples": len(points)}
+    counts = [count for at, count in run.sessions if after[0][0] <= at]
+    sessions = (counts[0], counts[-1]) if counts else (0, 0)
+    created = sessions[1] - sessions[0]
+    return {"warm": after[0][1], "end": end, "drift": end - after[0][1], "slope": slope, "samples": len(points),
+            "sessions": sessions, "per_thousand": (end - after[0][1]) * 1000 / created if created > 0 else None}
 
 
 # ---------------------------------------------------------------- in-process: the handlers' own cost
