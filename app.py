@@ -14,7 +14,8 @@
       请求体  UploadGuard：表头有歧义就拒绝，读进来的字节边读边数（分块发送也有上限）
       排队    QueueGuard：每位访客（空间、地址）同时排队或运行中的事件有上限
       内存    keep_replacement_ids()：绕过 gradio 6.31 让页面状态每轮变大的 bug；forget_shown_values()：不给
-              每个页面另存一份输出的值（那份只供没用到的深链接）；页面会话最多 PAGE_SESSIONS 个，
+              每个页面另存一份输出的值（那份只供没用到的深链接）；safe_cache_cleanup()：下载缓存的定时清理
+              不因处理函数同时加文件而停掉；页面会话最多 PAGE_SESSIONS 个，
               先丢已关闭的页面；glibc 的 malloc arena 限成 MALLOC_ARENA_MAX 个
       临时目录 本次启动的所有临时文件（上传、导出、下载缓存、实验室）都在一个 s11_run_* 目录里，
               Ctrl+C、SIGTERM、SIGHUP、正常退出都会删掉它；启动时删掉同一会话目录以前的启动留下、主人已不在的
@@ -155,6 +156,7 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
     from s11_workbench.spaces import Limits, Spaces
     keep_replacement_ids()
     forget_shown_values()
+    safe_cache_cleanup()
     bound_page_sessions()
     spaces = Spaces(sessions_dir, limits=limits or Limits(), teacher_secret=teacher_secret,
                     client_address=current_client_address)
@@ -229,6 +231,38 @@ def forget_shown_values() -> None:
 
     update_value_in_config.s11_forgets = True
     SessionState._update_value_in_config = update_value_in_config
+
+
+def safe_cache_cleanup() -> None:
+    """绕过 gradio 6.31 清理下载缓存时的一个线程竞争：每 DELETE_CACHE[0] 秒在线程池里遍历每个组件的临时文件集合，
+    这时处理函数的线程正往同一个集合里加文件，遍历就抛 "Set changed size during iteration"，清理任务随之停掉，
+    缓存从此只增不减（50 人 30 分钟的课上遇到过一次）。这里换成先拷一份再遍历，删掉的再从集合里去掉；
+    其余与 gradio 的 delete_files_created_by_app 相同。只改 gradio.route_utils 里的这一个函数，装一次。"""
+    from gradio import route_utils
+    if getattr(route_utils.delete_files_created_by_app, "s11_safe", False):
+        return
+    import datetime
+
+    def delete_files_created_by_app(blocks, age):
+        keep = set()
+        for component in list(blocks.blocks.values()):
+            keep.update(getattr(component, "keep_in_cache", ()) or ())
+        for files in list(blocks.temp_file_sets):
+            removed = set()
+            for name in list(files):
+                if name in keep:
+                    continue
+                try:
+                    changed = datetime.datetime.fromtimestamp(os.lstat(name).st_ctime)
+                    if age is None or (datetime.datetime.now() - changed).total_seconds() > age:
+                        os.remove(name)
+                        removed.add(name)
+                except FileNotFoundError:
+                    removed.add(name)   # 已经不在了：也不必再记着
+            files.difference_update(removed)
+
+    delete_files_created_by_app.s11_safe = True
+    route_utils.delete_files_created_by_app = delete_files_created_by_app
 
 
 def bound_page_sessions() -> None:

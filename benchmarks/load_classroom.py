@@ -142,8 +142,11 @@ class Page:
         import httpx
         self.number, self.app, self.calls, self.timeout = number, app, calls, timeout
         address = f"127.0.0.{10 + number}"   # each student its own address, as in a real room
+        # keep idle connections 2 s at most: uvicorn closes them after 5 s, and a request sent on a connection the
+        # server is closing at that moment fails with ReadError (a browser retries it; httpx does not)
         self.http = httpx.AsyncClient(base_url=url, timeout=timeout,
-                                      transport=httpx.AsyncHTTPTransport(local_address=address))
+                                      transport=httpx.AsyncHTTPTransport(
+                                          local_address=address, limits=httpx.Limits(keepalive_expiry=2.0)))
         self.session_hash = secrets.token_hex(6)
         self.token: Optional[str] = None
         self.known: set = set()

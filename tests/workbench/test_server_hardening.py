@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -439,3 +440,47 @@ def test_temp_folders_go_when_the_server_stops(tmp_path, stop):
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+# ── gradio's cache cleanup while handlers add files ──────────────────────────────────────
+def cleanup_while_adding(tmp_path, cleanup) -> tuple:
+    """Run cleanup(blocks, None) on 2,000 cached files while another thread keeps adding new ones to the same set,
+    as a handler does when it hands out a download during gradio's scheduled cleanup."""
+    from types import SimpleNamespace
+    files: set = set()
+    for index in range(2000):
+        path = tmp_path / f"old-{index}"
+        path.write_bytes(b"x")
+        files.add(str(path))
+    old = set(files)
+    blocks = SimpleNamespace(blocks={}, temp_file_sets=[files])
+    stop, added = threading.Event(), []
+
+    def add():
+        while not stop.is_set():
+            path = tmp_path / f"new-{len(added)}"
+            path.write_bytes(b"y")
+            added.append(str(path))
+            files.add(str(path))
+    adder = threading.Thread(target=add)
+    adder.start()
+    try:
+        cleanup(blocks, None)
+    finally:
+        stop.set()
+        adder.join()
+    return files, old, added
+
+
+def test_the_cache_cleanup_survives_handlers_adding_files(tmp_path):
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from gradio import route_utils
+
+    import app
+    app.safe_cache_cleanup()
+    files, old, added = cleanup_while_adding(tmp_path, route_utils.delete_files_created_by_app)
+    assert added                                          # the other thread did add files meanwhile
+    assert not any(os.path.exists(path) for path in old)  # every file that was cached before is gone
+    assert all(os.path.exists(path) for path in files)    # what the set still lists is still on disk
+    assert not old & files
