@@ -926,12 +926,19 @@ def measure(args: argparse.Namespace, minutes: float, scratch: Path, sessions_di
         app.stop()
         if browser is not None and browser.get("process") is not None and browser["process"].poll() is None:
             browser["process"].kill()
-    problems = [line for line in app.log_tail(200_000).splitlines()
-                if "Traceback" in line or "Error" in line or "Exception" in line]
+    log = app.log_tail(200_000).splitlines()
+    problems = [line for line in log if "Traceback" in line or "Error" in line or "Exception" in line]
     if problems:
         print(f"server log: {len(problems)} line(s) naming an error or traceback; the last ones:")
         for line in problems[-8:]:
             print("  |", line[:200])
+        starts = [index for index, line in enumerate(log) if line.startswith("Traceback")]
+        for start in starts[-2:]:   # the whole of the last two tracebacks: where it happened, not just what
+            print("server log, a traceback in full:")
+            for line in log[start:start + 40]:
+                print("  |", line[:200])
+                if line and not line[0].isspace() and not line.startswith("Traceback"):
+                    break
     temp["stopped"] = tuple(map(sum, zip(c.files_under(server_tmp), c.files_under(gradio_tmp))))
     temp["left"] = leftovers(server_tmp, gradio_tmp)
     return report(run, result, audit(sessions_dir), temp, browser)
