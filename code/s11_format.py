@@ -60,6 +60,7 @@ from s11_text import describe_os_error, printable
 __all__ = ["FORMAT_VERSION", "PLAIN_VERSION", "CHUNKED_VERSION", "CONVERGE_VERSION", "CHUNKED_VERSIONS",
            "MAX_CONVERGED", "MIGRATIONS", "migrate", "validate_session_id",
            "validate_messages", "check_nesting", "encode_session", "decode_session", "read_session_file", "SessionFile",
+           "fingerprint", "FINGERPRINT_BYTES",
            "is_session_name", "encode_line", "encode_message_lines", "newer_head", "check_fields",
            "MAX_ID_LENGTH", "MAX_NESTING", "ID_CHARS",
            "parse_json", "SessionError", "InvalidSessionId", "InvalidMessage", "CorruptSession", "UnreadableSession",
@@ -522,11 +523,20 @@ def encode_message_lines(messages: List[Any], where: str = "", memo: Any = None,
     return lines
 
 
+FINGERPRINT_BYTES = 8 * 1024   # 不超过这么大的文件，指纹就是字节本身
+
+
+def fingerprint(raw: bytes) -> Any:
+    """认出“还是那几个字节”用的指纹：小文件就是字节本身（比两段字节比算 sha256 快得多，也不会撞），
+    大文件是 ("sha256", 摘要)——元组与字节永远不相等，所以两种指纹不会被误认成同一份。"""
+    return raw if len(raw) <= FINGERPRINT_BYTES else ("sha256", hashlib.sha256(raw).digest())
+
+
 class SessionFile(NamedTuple):
-    """读一次会话文件得到的全部：升级后的内容、当时的 fstat、字节的 sha256。"""
+    """读一次会话文件得到的全部：升级后的内容、当时的 fstat、字节的指纹（fingerprint）。"""
     data: Dict[str, Any]
     info: os.stat_result
-    digest: bytes
+    fingerprint: Any
 
 
 def read_session_file(path: str) -> SessionFile:
@@ -537,7 +547,7 @@ def read_session_file(path: str) -> SessionFile:
         raise
     except OSError as exc:
         raise unreadable(path, exc) from None
-    return SessionFile(decode_session(raw, path), info, hashlib.sha256(raw).digest())
+    return SessionFile(decode_session(raw, path), info, fingerprint(raw))
 
 
 def unreadable(path: str, exc: OSError) -> UnreadableSession:

@@ -35,7 +35,6 @@ export_markdown / delete，然后是章节之外的方法，最后是 demo_tree_
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import stat
@@ -53,7 +52,7 @@ import s11_workspace  # 会话 ≠ 代码：保存时记下工作区，恢复前
 from s11_format import (  # noqa: F401  这些名字也从本模块导出：章节读者只需 import s11_session
     FORMAT_VERSION, MAX_NESTING, MIGRATIONS, ChunkError, ConflictError, CorruptSession, InvalidMessage,
     InvalidSessionId, SessionError, SessionNotFound, UnreadableSession, UnsupportedVersion, encode_session,
-    is_session_name, migrate, unreadable, validate_messages, validate_session_id)
+    fingerprint, is_session_name, migrate, unreadable, validate_messages, validate_session_id)
 from s11_redact import redact  # noqa: F401  导出前脱敏：redact(text) -> str
 from s11_storage import DirectoryLock, PendingWrite, entry_kind, fsync_dir, read_regular_file, temp_file_problem
 from s11_text import printable
@@ -129,7 +128,7 @@ class SessionStore:
         self._batch = threading.local()           # save_many() 期间本线程的 s11_chunks.Batch
         # 两个缓存都按路径，每个会话文件一条；list_sessions() 顺手丢掉目录里已经没有的文件的条目
         self._summary_cache: Dict[str, Tuple[Tuple[int, int, int], Dict[str, Any]]] = {}
-        self._known: Dict[str, Tuple[bytes, int]] = {}   # 路径 → (读到或写下的字节的 sha256, 修订号)
+        self._known: Dict[str, Tuple[Any, int]] = {}   # 路径 → (读到或写下的字节的指纹（s11_format.fingerprint）, 修订号)
 
     def _path(self, session_id: str) -> str:
         return self._file_of(validate_session_id(session_id))   # 📛 拼路径之前先检查 ID
@@ -145,7 +144,7 @@ class SessionStore:
                 self._chunks.ensure(plan.chunks)
                 pending.commit()
                 info = os.lstat(path)
-        self._remember(path, payload, info, hashlib.sha256(plan.raw).digest())
+        self._remember(path, payload, info, fingerprint(plan.raw))
         if self.durable:
             fsync_dir(self.storage_dir)   # 让改名本身也落盘
         session.revision = payload["revision"]
@@ -163,7 +162,7 @@ class SessionStore:
             found = self._chunks.read(path, getattr(self._batch, "current", None))
         except FileNotFoundError:
             return None
-        self._remember(path, found.data, found.info, found.digest)   # 随后的 save() 不必再解析一遍
+        self._remember(path, found.data, found.info, found.fingerprint)   # 随后的 save() 不必再解析一遍
         if found.data["session_id"] != session_id:   # 被复制或改名的文件：存回去会写到另一个文件上
             raise CorruptSession(f"{path}：文件里的 session_id 是 {found.data['session_id']}，与文件名不一致")
         return SessionNode.from_dict(found.data)
@@ -442,7 +441,8 @@ class SessionStore:
         """锁内：磁盘上这份文件现在的修订号必须等于节点读入时的修订号，否则 ConflictError。
 
         读的是文件本身，不是 (inode, 大小, 修改时间) 缓存——ext4 会复用 inode，粗粒度时钟下两次同样大小的
-        保存看起来一模一样。字节与本实例上次读到或写下的完全相同（sha256）时，修订号就是当时那个；
+        保存看起来一模一样。字节与本实例上次读到或写下的完全相同（s11_format.fingerprint：小文件逐字节比，
+        大文件比 sha256）时，修订号就是当时那个；
         否则完整解析（坏文件、新版本文件在这里抛错，所以绝不会被覆盖）。"""
         try:
             raw, _ = read_regular_file(path)
@@ -451,13 +451,13 @@ class SessionStore:
         except OSError as exc:
             raise unreadable(path, exc) from None
         else:
-            digest = hashlib.sha256(raw).digest()
+            seen = fingerprint(raw)
             known = self._known.get(path)
-            if known is not None and known[0] == digest:
+            if known is not None and known[0] == seen:
                 on_disk = known[1]
             else:
                 data = s11_chunks.decode_node(raw, path)   # 不读块：只要修订号，以及确认文件没坏
-                self._known[path] = (digest, data["revision"])
+                self._known[path] = (seen, data["revision"])
                 on_disk = data["revision"]
         if on_disk != session.revision:
             raise ConflictError(
@@ -478,11 +478,11 @@ class SessionStore:
                 raise unreadable(path, exc) from None
             if cached and cached[0] == _stat_key(info):
                 return dict(cached[1])
-        data, info = self._chunks.read_summary(path, info)   # 大会话只读第一行；不算 sha256（只有 save 需要）
+        data, info = self._chunks.read_summary(path, info)   # 大会话只读第一行；不算指纹（只有 save 需要）
         return dict(self._remember(path, data, info, None))
 
     def _remember(self, path: str, data: Dict[str, Any], info: os.stat_result,
-                  digest: Optional[bytes]) -> Dict[str, Any]:
+                  seen: Any) -> Dict[str, Any]:
         messages = data.get("messages")
         source = data.get("source")
         summary = {"session_id": data["session_id"], "title": data.get("title", "未命名会话"),
@@ -498,8 +498,8 @@ class SessionStore:
                    "labels": (s11_tree.message_labels(messages) if messages is not None
                               else list(data.get("labels") or []))}   # 🏷️ [[第几条, 标签], …]
         self._summary_cache[path] = (_stat_key(info), summary)
-        if digest is not None:
-            self._known[path] = (digest, summary["revision"])
+        if seen is not None:
+            self._known[path] = (seen, summary["revision"])
         return summary
 
     def _forget(self, path: str) -> None:

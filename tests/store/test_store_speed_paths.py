@@ -1,6 +1,7 @@
 """The store's shortcuts for the chapter's demo (issue 19, item 4): each one must do exactly what the longer
 path it replaces did, so every test here compares the two or pins the behaviour the shortcut must keep."""
 
+import hashlib
 import os
 import random
 import re
@@ -8,7 +9,9 @@ import stat
 
 import pytest
 
+import s11_format
 import s11_storage
+from s11_session import ConflictError, CorruptSession, SessionStore
 
 # -- PendingWrite names its temp file itself instead of calling tempfile.mkstemp --------------------------
 
@@ -87,3 +90,51 @@ def test_a_forked_child_does_not_repeat_the_parents_names(tmp_path):
     os.close(read_end)
     os.waitpid(pid, 0)
     assert child != f"{s11_storage._temp_names.getrandbits(48):012x}"
+
+
+# -- the revision check recognises its own bytes by the bytes themselves (small files) or their sha256 -----
+
+@pytest.mark.parametrize("size", [0, 1, s11_format.FINGERPRINT_BYTES, s11_format.FINGERPRINT_BYTES + 1, 100_000])
+def test_a_fingerprint_is_equal_exactly_when_the_bytes_are(size):
+    raw = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    assert len(raw) == size
+    assert s11_format.fingerprint(raw) == s11_format.fingerprint(bytes(raw))
+    if size:
+        changed = raw[:-1] + bytes([raw[-1] ^ 1])
+        assert s11_format.fingerprint(changed) != s11_format.fingerprint(raw)
+    # a small file never matches a big file's fingerprint, not even when it holds that file's sha256
+    assert s11_format.fingerprint(hashlib.sha256(raw).digest()) != s11_format.fingerprint(raw) or size <= 32
+
+
+def big_text():
+    return "长" * (s11_format.FINGERPRINT_BYTES // 2)   # 3 bytes a character: the file is over the limit
+
+
+@pytest.mark.parametrize("text", ["短", big_text()], ids=["bytes", "sha256"])
+def test_a_save_after_someone_elses_save_conflicts_for_either_fingerprint(tmp_path, text):
+    ours, theirs = SessionStore(tmp_path, durable=False), SessionStore(tmp_path, durable=False)
+    sid = ours.create_session("t", [{"role": "user", "content": text}])
+    mine, other = ours.load(sid), theirs.load(sid)
+    other.messages.append({"role": "user", "content": "别人的"})
+    theirs.save(other)
+    mine.messages.append({"role": "user", "content": "我的"})
+    with pytest.raises(ConflictError):
+        ours.save(mine)
+
+
+@pytest.mark.parametrize("text", ["短", big_text()], ids=["bytes", "sha256"])
+def test_bytes_changed_in_place_are_parsed_again_not_trusted(tmp_path, text):
+    store = SessionStore(tmp_path, durable=False)
+    sid = store.create_session("t", [{"role": "user", "content": text}])
+    node = store.load(sid)
+    path = store.path_of(sid)
+    raw = open(path, "rb").read()
+    with open(path, "wb") as f:   # same length, one byte broken: the file no longer parses
+        f.write(raw[:-1] + b"!")
+    with pytest.raises(CorruptSession):
+        store.save(node)
+    assert open(path, "rb").read() == raw[:-1] + b"!"   # left as it was
+    with open(path, "wb") as f:   # the sha256 of what we wrote, written over it: still not ours
+        f.write(hashlib.sha256(raw).digest())
+    with pytest.raises(CorruptSession):
+        store.save(node)
