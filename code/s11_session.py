@@ -142,8 +142,8 @@ class SessionStore:
             with self._lock:                                     # 锁内只做：核对修订号 + 确认块都在 + 原子改名
                 self._check_revision(path, session)
                 self._chunks.ensure(plan.chunks)
+                info = pending.stat()   # 改名之后 path 就是这个文件：缓存键与随后 lstat(path) 得到的相同
                 pending.commit()
-                info = os.lstat(path)
         self._remember(path, payload, info, fingerprint(plan.raw))
         if self.durable:
             fsync_dir(self.storage_dir)   # 让改名本身也落盘

@@ -28,7 +28,7 @@ import random
 import stat
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from s11_text import describe_os_error
 
@@ -131,9 +131,11 @@ class PendingWrite:
         try:
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX)   # 新建的文件没人锁着，不会等待
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            written = os.write(fd, data) if data else 0   # 普通文件一次就写完；写不满才逐段续写
+            if written < len(data):
+                view = memoryview(data)[written:]
+                while view:
+                    view = view[os.write(fd, view):]
             if durable:
                 os.fsync(fd)   # 先让数据落盘，再让名字指向它：否则断电后可能得到空文件
         except BaseException:
@@ -144,6 +146,10 @@ class PendingWrite:
         """durable=False 建的临时文件稍后再 fsync（一批文件可以一起 fsync，见 s11_chunks）。"""
         if self._fd is not None:
             os.fsync(self._fd)
+
+    def stat(self) -> os.stat_result:
+        """临时文件的 fstat：commit() 之后名字指向的就是它（同一 inode、大小、修改时间），不必再按路径 lstat。"""
+        return os.fstat(self._fd)
 
     def commit(self) -> None:
         """第二步：os.replace 是原子的——读者要么看到旧文件，要么看到新文件，不会看到半个。"""
@@ -185,11 +191,11 @@ def _create_temp(path: str) -> Tuple[int, str]:
     folder, name = os.path.split(path)
     if not os.path.isabs(folder):   # mkstemp 也返回绝对路径：之后 chdir，commit() 照样找得到它
         folder = os.path.abspath(folder or ".")
-    prefix = os.path.join(folder, f".{name}.")
+    prefix, draw, flags = os.path.join(folder, f".{name}."), _temp_names.getrandbits, _TEMP_FLAGS
     for _ in range(_TEMP_ATTEMPTS):
-        temp_path = f"{prefix}{_temp_names.getrandbits(48):012x}{TMP_SUFFIX}"
+        temp_path = f"{prefix}{draw(48):012x}{TMP_SUFFIX}"
         try:
-            return os.open(temp_path, _TEMP_FLAGS, 0o600), temp_path
+            return os.open(temp_path, flags, 0o600), temp_path
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "找不到没被占用的临时文件名", prefix + "*" + TMP_SUFFIX)
@@ -250,8 +256,19 @@ def temp_file_problem(path: str) -> List[Tuple[str, str]]:
 
 
 # ── 目录锁 ─────────────────────────────────────────────────────────────────────────────────────
-_thread_locks: Dict[str, threading.Lock] = {}
+_thread_locks: Dict[Any, threading.Lock] = {}
 _thread_locks_guard = threading.Lock()
+
+
+def _folder_key(folder: str) -> Any:
+    """同一个目录（不管经过哪条路径、哪个符号链接）得到同一个键：(设备号, inode)，一次 stat。
+    os.path.realpath 要对路径上的每一段各 lstat 一次，新建的仓库第一次保存时它占了好几十微秒。
+    目录不在了（stat 失败）就退回 realpath：接下来打开 .lock 会照常报错。"""
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return os.path.realpath(folder)
+    return info.st_dev, info.st_ino
 
 
 class DirectoryLock:
@@ -267,7 +284,7 @@ class DirectoryLock:
 
     def __enter__(self) -> "DirectoryLock":
         if self._thread_lock is None:
-            key = os.path.realpath(self.folder)
+            key = _folder_key(self.folder)
             with _thread_locks_guard:   # 同一目录的所有实例共用一把线程锁
                 self._thread_lock = _thread_locks.setdefault(key, threading.Lock())
         self._thread_lock.acquire()

@@ -2,12 +2,15 @@
 path it replaces did, so every test here compares the two or pins the behaviour the shortcut must keep."""
 
 import hashlib
+import json
 import os
 import random
 import re
 import stat
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import s11_format
 import s11_storage
@@ -138,3 +141,163 @@ def test_bytes_changed_in_place_are_parsed_again_not_trusted(tmp_path, text):
         f.write(hashlib.sha256(raw).digest())
     with pytest.raises(CorruptSession):
         store.save(node)
+
+
+# -- reference versions of the checks the shortcuts replaced, kept verbatim to compare against -------------
+
+def reference_plain_tree(payload):
+    """The type walk _orjson_indented used before (one Python loop step per value)."""
+    stack = [payload]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is dict:
+            if not all(type(key) is str for key in value):
+                return False
+            values = value.values()
+        elif kind is list:
+            values = value
+        else:
+            return False
+        for item in values:
+            if type(item) not in s11_format._ORJSON_SCALARS:
+                stack.append(item)
+    return True
+
+
+def reference_check_fields(data, path, message_count=None):
+    """check_fields before its all-good shortcut: every field listed, the bad ones named."""
+    if not isinstance(data, dict):
+        raise CorruptSession(f"{path}：顶层不是 JSON 对象")
+    try:
+        s11_format.validate_session_id(data.get("session_id"))
+        if data.get("parent_id") is not None:
+            s11_format.validate_session_id(data["parent_id"])
+        s11_format.validate_messages(data.get("messages", []))
+    except s11_format.SessionError as exc:
+        raise CorruptSession(f"{path}：{exc}") from None
+    fork_point = data.get("fork_point")
+    count = len(data.get("messages", [])) if message_count is None else message_count
+    checks = {"title": isinstance(data.get("title", ""), str),
+              "created_at": isinstance(data.get("created_at") or "", str),
+              "revision": type(data.get("revision", 0)) is int,
+              "created_ns": type(data.get("created_ns", 0)) is int,
+              "workspace": data.get("workspace") is None or isinstance(data["workspace"], dict),
+              "source": data.get("source") is None or isinstance(data["source"], dict),
+              "fork_point": fork_point is None or (type(fork_point) is int and 0 <= fork_point <= count),
+              "converged_from": s11_format._is_id_list(data.get("converged_from")),
+              "labels": s11_format._is_label_list(data.get("labels"))}
+    bad = [name for name, ok in checks.items() if not ok]
+    if bad:
+        raise CorruptSession(f"{path}：字段类型或取值不对：{', '.join(bad)}")
+
+
+def outcome(call, *args):
+    try:
+        return ("ok", call(*args))
+    except Exception as exc:   # the same exception type and message, or the same value
+        return (type(exc).__name__, str(exc))
+
+
+class Text(str):
+    pass
+
+
+class Mapping(dict):
+    pass
+
+
+odd_scalars = (st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70) | st.floats()
+               | st.text(max_size=5) | st.builds(Text, st.text(max_size=3)) | st.just(b"bytes") | st.just((1, 2)))
+odd_keys = st.text(max_size=3) | st.integers() | st.builds(Text, st.text(max_size=3))
+trees = st.recursive(odd_scalars, lambda inner: st.lists(inner, max_size=4)
+                     | st.lists(st.dictionaries(st.sampled_from(["role", "content", "x"]), inner, max_size=3),
+                                min_size=2, max_size=4)   # lists of dicts: the shape the shortcut takes at once
+                     | st.dictionaries(odd_keys, inner, max_size=3)
+                     | st.builds(Mapping, st.dictionaries(st.text(max_size=2), inner, max_size=2)), max_leaves=20)
+
+
+@settings(max_examples=400, deadline=None)
+@given(trees)
+def test_the_type_walk_agrees_with_the_one_value_at_a_time_walk(tree):
+    assert s11_format._plain_tree(tree) == reference_plain_tree(tree)
+    assert s11_format._plain_tree({"messages": [tree, tree]}) == reference_plain_tree({"messages": [tree, tree]})
+
+
+def test_the_type_walk_gives_up_on_a_cycle_and_json_reports_it(monkeypatch):
+    monkeypatch.setattr(s11_format, "_ORJSON_VISITS", 1000)
+    loop = [{"role": "user", "content": "hi"}]
+    loop.append(loop)
+    assert s11_format._plain_tree({"messages": loop}) is False
+    with pytest.raises(s11_format.InvalidMessage):
+        s11_format.encode_session({"session_id": "s1", "messages": loop}, "s1")
+
+
+field_values = (st.none() | st.booleans() | st.integers(min_value=-3, max_value=12) | st.text(max_size=3)
+                | st.just({}) | st.just([]) | st.just(["abc", "abc"]) | st.just(["a1", "b2"]) | st.just([[1, "x"]])
+                | st.just([[0, "x"]]) | st.just(1.5))
+fields = st.dictionaries(st.sampled_from(["title", "created_at", "revision", "created_ns", "workspace", "source",
+                                          "fork_point", "converged_from", "labels", "parent_id"]), field_values)
+
+
+@settings(max_examples=600, deadline=None)
+@given(fields, st.integers(min_value=0, max_value=3), st.none() | st.integers(min_value=0, max_value=12))
+def test_check_fields_rejects_and_names_exactly_what_the_full_list_did(extra, count, message_count):
+    data = {"session_id": "s1", "messages": [{"role": "user", "content": "x"}] * count, **extra}
+    assert outcome(s11_format.check_fields, data, "f.json", message_count) == \
+        outcome(reference_check_fields, data, "f.json", message_count)
+
+
+roles = st.text(alphabet=st.sampled_from(["a", " ", "\t", "\u3000", "\x1c", "\x85", "\xa0", "\u200b", "用"]),
+                max_size=3) | st.builds(Text, st.text(max_size=2)) | st.none() | st.integers()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(roles, max_size=4))
+def test_the_role_check_accepts_exactly_the_non_blank_strings(found):
+    messages = [{"role": role, "content": "x"} for role in found]
+    expected = all(type(role) is str and role and not role.isspace() for role in found)
+    assert s11_format._all_plainly_valid(messages) == expected
+
+
+@pytest.mark.parametrize("brackets", [s11_format._FAST_BRACKETS - 1, s11_format._FAST_BRACKETS])
+@pytest.mark.parametrize("opener", ["[", "{\"k\":"])
+def test_documents_near_the_bracket_limit_read_as_json_reads_them(brackets, opener):
+    closer = "]" if opener == "[" else "}"
+    raw = (opener * brackets + "1" + closer * brackets).encode()
+    assert s11_format.parse_json(raw, "f.json") == json.loads(raw)
+    with_number = b'{"n": ' + b"1" * 20 + b', "m": -' + b"9" * 19 + b"}"
+    assert repr(s11_format.parse_json(with_number, "f.json")) == repr(json.loads(with_number))
+
+
+# -- PendingWrite writes everything even when the system writes only part of it ---------------------------
+
+def test_a_short_write_is_continued_until_every_byte_is_in_the_temp_file(tmp_path, monkeypatch):
+    real_write, calls = os.write, []
+
+    def at_most_seven(fd, data):
+        calls.append(len(data))
+        return real_write(fd, bytes(data[:7]))
+    monkeypatch.setattr(os, "write", at_most_seven)
+    data = bytes(range(256)) * 3
+    pending = s11_storage.PendingWrite(str(tmp_path / "abc.json"), data, durable=False)
+    monkeypatch.undo()
+    try:
+        pending.commit()
+    finally:
+        pending.discard()
+    assert (tmp_path / "abc.json").read_bytes() == data and len(calls) == -(-len(data) // 7)
+
+
+def test_an_empty_file_is_written_without_calling_write(tmp_path):
+    with s11_storage.PendingWrite(str(tmp_path / "abc.json"), b"", durable=False) as pending:
+        pending.commit()
+    assert (tmp_path / "abc.json").read_bytes() == b""
+
+
+def test_the_cache_key_taken_before_the_rename_is_the_files_key_after_it(tmp_path):
+    store = SessionStore(tmp_path, durable=False)
+    sid = store.create_session("t", [{"role": "user", "content": "x"}])
+    path = store.path_of(sid)
+    info = os.lstat(path)
+    assert store._summary_cache[path][0] == (info.st_ino, info.st_size, info.st_mtime_ns)
