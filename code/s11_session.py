@@ -162,7 +162,11 @@ class SessionStore:
             found = self._chunks.read(path, getattr(self._batch, "current", None))
         except FileNotFoundError:
             return None
-        self._remember(path, found.data, found.info, found.fingerprint)   # 随后的 save() 不必再解析一遍
+        revision, cached = found.data.get("revision", 0), self._summary_cache.get(path)
+        if cached is not None and cached[0] == _stat_key(found.info) and cached[1]["revision"] == revision:
+            self._known[path] = (found.fingerprint, revision)   # 摘要就是刚存下（或刚读过）的那份：不必重算
+        else:
+            self._remember(path, found.data, found.info, found.fingerprint)   # 随后的 save() 不必再解析一遍
         if found.data["session_id"] != session_id:   # 被复制或改名的文件：存回去会写到另一个文件上
             raise CorruptSession(f"{path}：文件里的 session_id 是 {found.data['session_id']}，与文件名不一致")
         return SessionNode.from_dict(found.data)

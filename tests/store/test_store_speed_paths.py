@@ -6,7 +6,9 @@ import json
 import os
 import random
 import re
+import shutil
 import stat
+import tempfile
 
 import pytest
 from hypothesis import given, settings
@@ -301,3 +303,47 @@ def test_the_cache_key_taken_before_the_rename_is_the_files_key_after_it(tmp_pat
     path = store.path_of(sid)
     info = os.lstat(path)
     assert store._summary_cache[path][0] == (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+# -- load() keeps the summary the store already holds for exactly these bytes ------------------------------
+
+labelled = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]), "content": st.text(max_size=8)},
+                                          optional={"label": st.text(max_size=4)}), max_size=4)
+
+
+def summaries_as_a_fresh_store_reads_them(folder):
+    fresh = SessionStore(folder, durable=False)
+    return {s["session_id"]: s for s in fresh.list_sessions()}
+
+
+@settings(max_examples=60, deadline=None)
+@given(labelled, labelled, labelled, st.integers(min_value=0, max_value=4))
+def test_summaries_after_loads_are_what_a_fresh_store_reads(first, more, branch, at):
+    folder = tempfile.mkdtemp(prefix="s11-speed-")
+    try:
+        store = SessionStore(folder, durable=False)
+        root = store.create_session("根", first)
+        node = store.load(root)
+        node.messages.extend(more)
+        store.save(node)
+        child = store.fork(root, branch, at=min(at, len(node.messages)))
+        store.load(child.session_id).messages.append({"role": "user", "content": "不保存"})
+        store.load(root)
+        assert {s["session_id"]: s for s in store.list_sessions()} == summaries_as_a_fresh_store_reads_them(folder)
+        assert store.lineage(child.session_id) == SessionStore(folder, durable=False).lineage(child.session_id)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_load_after_someone_elses_save_refreshes_the_summary(tmp_path):
+    ours, theirs = SessionStore(tmp_path, durable=False), SessionStore(tmp_path, durable=False)
+    sid = ours.create_session("t", [{"role": "user", "content": "x"}])
+    other = theirs.load(sid)
+    other.messages.append({"role": "user", "content": "y", "label": "他们的"})
+    theirs.save(other)
+    node = ours.load(sid)
+    assert ours._summary_cache[ours.path_of(sid)][1]["message_count"] == 2
+    assert ours._summary_cache[ours.path_of(sid)][1]["labels"] == [[2, "他们的"]]
+    node.messages.append({"role": "user", "content": "z"})
+    ours.save(node)   # the revision check knows the bytes it just read: no conflict
+    assert theirs.load(sid).revision == 3
