@@ -138,10 +138,12 @@ class SessionStore:
         path = self._path(session.session_id)
         payload, plan = self._plan(session, getattr(self._batch, "current", None))   # 先校验、编码：出错时什么都没写
         with PendingWrite(path, plan.raw, self.durable) as pending:   # 写临时文件 + fsync：慢，放在锁外
-            self._write_new_chunks(path, session, plan.chunks)         # 大会话缺的块（临时文件里已写明要用哪些）
+            if plan.chunks:   # 大会话缺的块（临时文件里已写明要用哪些）；小会话（version 3）没有块
+                self._write_new_chunks(path, session, plan.chunks)
             with self._lock:                                     # 锁内只做：核对修订号 + 确认块都在 + 原子改名
                 self._check_revision(path, session)
-                self._chunks.ensure(plan.chunks)
+                if plan.chunks:
+                    self._chunks.ensure(plan.chunks)
                 info = pending.stat()   # 改名之后 path 就是这个文件：缓存键与随后 lstat(path) 得到的相同
                 pending.commit()
         self._remember(path, payload, info, fingerprint(plan.raw))
@@ -319,17 +321,9 @@ class SessionStore:
             for node in nodes:
                 self.save(node)
 
-    @contextlib.contextmanager
-    def _batch_scope(self) -> Iterator[None]:
+    def _batch_scope(self) -> "_BatchScope":
         """在这之内，本线程的 load / save 共用一个 s11_chunks.Batch（同一消息对象只编码一次）。"""
-        if getattr(self._batch, "current", None) is not None:
-            yield
-            return
-        self._batch.current = s11_chunks.Batch()
-        try:
-            yield
-        finally:
-            self._batch.current = None
+        return _BatchScope(self._batch)
 
     def children(self, session_id: str) -> List[Dict[str, Any]]:
         """直接子分支的摘要，按创建先后排序。"""
@@ -545,6 +539,26 @@ class SessionStore:
         else:
             s11_trash.move_to_trash(self.storage_dir, path, session_id)
         return True
+
+
+class _BatchScope:
+    """SessionStore._batch_scope() 的 with：最外层的那个新建 Batch、退出时丢掉，里层的什么都不做。
+    （与 contextlib.contextmanager 写的同一件事，只是每次分叉少一个生成器。）"""
+
+    __slots__ = ("_local", "_outermost")
+
+    def __init__(self, local: threading.local):
+        self._local = local
+        self._outermost = False
+
+    def __enter__(self) -> None:
+        if getattr(self._local, "current", None) is None:
+            self._local.current = s11_chunks.Batch()
+            self._outermost = True
+
+    def __exit__(self, *exc_info) -> None:
+        if self._outermost:
+            self._local.current = None
 
 
 class Problem(NamedTuple):

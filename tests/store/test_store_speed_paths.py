@@ -351,3 +351,21 @@ def test_a_load_after_someone_elses_save_refreshes_the_summary(tmp_path):
     node.messages.append({"role": "user", "content": "z"})
     ours.save(node)   # the revision check knows the bytes it just read: no conflict
     assert theirs.load(sid).revision == 3
+
+
+# -- the batch scope (now a small class instead of a generator) -------------------------------------------
+
+def test_the_outermost_batch_scope_owns_the_batch_and_clears_it_even_on_errors(tmp_path):
+    store = SessionStore(tmp_path, durable=False)
+    assert getattr(store._batch, "current", None) is None
+    with store._batch_scope():
+        outer = store._batch.current
+        assert outer is not None
+        with store.batch():
+            assert store._batch.current is outer   # an inner scope shares it
+        assert store._batch.current is outer
+    assert store._batch.current is None
+    with pytest.raises(KeyError):
+        with store._batch_scope():
+            raise KeyError("x")
+    assert store._batch.current is None
