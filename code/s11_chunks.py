@@ -74,6 +74,7 @@ from s11_format import (
     encode_line,
     encode_message_lines,
     encode_session,
+    fingerprint,
     newer_head,
     parse_json,
     unreadable,
@@ -353,7 +354,7 @@ class ChunkStore:
                 if not exc.missing or attempt == 2 or _unchanged(path, info):
                     raise
                 continue
-            return SessionFile(data, info, hashlib.sha256(raw).digest())
+            return SessionFile(data, info, fingerprint(raw))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def read_summary(self, path: str, info: Optional[os.stat_result]) -> Tuple[Dict[str, Any], os.stat_result]:

@@ -60,6 +60,7 @@ from s11_text import describe_os_error, printable
 __all__ = ["FORMAT_VERSION", "PLAIN_VERSION", "CHUNKED_VERSION", "CONVERGE_VERSION", "CHUNKED_VERSIONS",
            "MAX_CONVERGED", "MIGRATIONS", "migrate", "validate_session_id",
            "validate_messages", "check_nesting", "encode_session", "decode_session", "read_session_file", "SessionFile",
+           "fingerprint", "FINGERPRINT_BYTES",
            "is_session_name", "encode_line", "encode_message_lines", "newer_head", "check_fields",
            "MAX_ID_LENGTH", "MAX_NESTING", "ID_CHARS",
            "parse_json", "SessionError", "InvalidSessionId", "InvalidMessage", "CorruptSession", "UnreadableSession",
@@ -151,7 +152,7 @@ def _all_plainly_valid(messages: List[Any]) -> bool:
     except (KeyError, TypeError):   # 缺 role / content，或 role 不能放进集合
         return False
     kinds = set(map(type, contents))
-    return (all(type(role) is str and role and not role.isspace() for role in roles)
+    return (set(map(type, roles)) <= {str} and all(map(str.strip, roles))   # strip() 为空 = 空串或全是空白
             and kinds <= {str, type(None), list}
             and (list not in kinds or all(all(map(isinstance, content, itertools.repeat(dict)))
                                           for content in contents if type(content) is list)))
@@ -266,8 +267,15 @@ def check_fields(data: Any, path: str, message_count: Any = None) -> None:
         validate_messages(data.get("messages", []))
     except SessionError as exc:
         raise CorruptSession(f"{path}：{exc}") from None
-    fork_point = data.get("fork_point")
-    count = len(data.get("messages", [])) if message_count is None else message_count
+    get = data.get
+    fork_point, workspace, source = get("fork_point"), get("workspace"), get("source")
+    count = len(get("messages", [])) if message_count is None else message_count
+    if (isinstance(get("title", ""), str) and isinstance(get("created_at") or "", str)   # 全对（几乎总是）：
+            and type(get("revision", 0)) is int and type(get("created_ns", 0)) is int   # 不必拼出下面的清单
+            and (workspace is None or isinstance(workspace, dict)) and (source is None or isinstance(source, dict))
+            and (fork_point is None or (type(fork_point) is int and 0 <= fork_point <= count))
+            and _is_id_list(get("converged_from")) and _is_label_list(get("labels"))):
+        return
     checks = {"title": isinstance(data.get("title", ""), str),
               "created_at": isinstance(data.get("created_at") or "", str),
               "revision": type(data.get("revision", 0)) is int,
@@ -335,6 +343,8 @@ def encode_session(payload: Dict[str, Any], session_id: str) -> bytes:
 
 
 _ORJSON_SCALARS = frozenset({str, int, bool, type(None)})
+_STR_ONLY, _DICT_ONLY = frozenset({str}), {dict}
+_ORJSON_VISITS = 1_000_000   # 看了这么多个容器还没看完（比如有环）就交给 json：它写出同样的字节，或报告循环引用
 
 
 def _orjson_indented(payload: Dict[str, Any]) -> bytes | None:
@@ -342,29 +352,45 @@ def _orjson_indented(payload: Dict[str, Any]) -> bytes | None:
 
     两者只在这些地方不同，都退回标准库：浮点数的写法（1e-07 / 1e-7），orjson 自己会写而 json 拒绝的类型
     （datetime、UUID、枚举、数据类……）和子类——所以先确认里面只有 dict（键是 str）、list、str、int、bool、None
-    这几种类型本身；超过 64 位的整数、孤立代理项、太深的嵌套由 orjson 报错。"""
-    if _orjson is None:
+    这几种类型本身（_plain_tree）；超过 64 位的整数、孤立代理项、太深的嵌套由 orjson 报错。"""
+    if _orjson is None or not _plain_tree(payload):
         return None
-    stack: List[Any] = [payload]
-    scalars, push, pop = _ORJSON_SCALARS, stack.extend, stack.pop
     try:
-        while stack:
-            value = pop()
-            kind = type(value)
-            if kind is dict:
-                if not all(type(key) is str for key in value):
-                    return None
-                values = value.values()
-            elif kind is list:
-                values = value
-            else:
-                return None
-            for item in values:
-                if type(item) not in scalars:
-                    push((item,))
         return _orjson.dumps(payload, option=_orjson.OPT_INDENT_2)
     except (TypeError, ValueError, RecursionError):   # orjson.JSONEncodeError 是 TypeError
         return None
+
+
+def _plain_tree(root: Any) -> bool:
+    """root 里是否只有 dict（键都是 str）、list、str、int、bool、None 这几种类型本身（不含子类）。
+
+    {"a": [1, {"b": None}]} -> True；{"a": 1.5}、{1: "x"}、{"a": (1,)} -> False。
+    每个容器的键和值的类型在 C 里一次收齐（map + issuperset）；一串字典（消息列表）的键和值合在一起查，
+    不必逐条消息各走一遍 Python 循环。"""
+    stack = [root]
+    scalars, pop, push, chain = _ORJSON_SCALARS, stack.pop, stack.append, itertools.chain.from_iterable
+    for _ in range(_ORJSON_VISITS):
+        if not stack:
+            return True
+        value = pop()
+        kind = type(value)
+        if kind is dict:
+            if not _STR_ONLY.issuperset(map(type, value)):
+                return False
+            values = value.values()
+        elif kind is list:
+            values = value
+            if len(value) > 1 and set(map(type, value)) == _DICT_ONLY:   # 消息列表：所有键、所有值一起查
+                if not _STR_ONLY.issuperset(map(type, chain(value))):
+                    return False
+                values = list(chain(map(dict.values, value)))
+        else:
+            return False
+        if not scalars.issuperset(map(type, values)):
+            for item in values:
+                if type(item) not in scalars:
+                    push(item)
+    return False
 
 
 def _first_unencodable(messages: List[Any]) -> int:
@@ -380,15 +406,16 @@ _FAST_BRACKETS = 2 * MAX_NESTING   # 括号不到这么多的文档不可能比 
 
 
 # orjson 读得对的整数：正的到 2**64 - 1（20 位），负的到 -2**63（19 位）。created_ns 是 19 位的正数，处处都有。
-_DIGIT_RUNS = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte == ord("-") else ord(" ")
-                    for byte in range(256))
+# 一次 translate 得到文档的“骨架”：数字 → 0，负号留着，[ 和 { → [，其余 → 空格；括号和长数字都在骨架里数
+_SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte == ord("-")
+                  else ord("[") if byte in b"[{" else ord(" ") for byte in range(256))
 _LONG_RUN, _LONG_NEGATIVE = b"0" * 20, b"-" + b"0" * 19
 
 
 def parse_json(raw: bytes, path: str, what: str = "会话文件") -> Any:
     """UTF-8 字节 → JSON 值；读不懂一律 CorruptSession，写明文件和位置（文件不动）。"""
-    if _orjson is not None and raw.count(b"[") + raw.count(b"{") < _FAST_BRACKETS \
-            and _LONG_RUN not in (skeleton := raw.translate(_DIGIT_RUNS)) and _LONG_NEGATIVE not in skeleton:
+    if _orjson is not None and (skeleton := raw.translate(_SKELETON)).count(b"[") < _FAST_BRACKETS \
+            and _LONG_RUN not in skeleton and _LONG_NEGATIVE not in skeleton:
         # 只用在括号少的文档上（列表要读的小会话文件、大会话的头和索引）：orjson 读得下 json 读不下的深嵌套
         # （json 会 RecursionError，这里按损坏报告），括号少就不可能那么深。orjson 把超过 64 位的整数读成浮点数：
         # 有 20 位以上连着的数字、或负号后面 19 位数字（哪怕在字符串里）也交给 json；它拒绝的（NaN、1e400、孤立代理项、坏字节……）
@@ -522,11 +549,21 @@ def encode_message_lines(messages: List[Any], where: str = "", memo: Any = None,
     return lines
 
 
+FINGERPRINT_BYTES = 8 * 1024   # 不超过这么大的文件，指纹是 (长度, Python 的字节哈希)
+
+
+def fingerprint(raw: bytes) -> Any:
+    """认出“还是那几个字节”用的指纹。小文件是 (长度, hash(字节))：bytes 的哈希是 SipHash，密钥每个进程随机，
+    两份不同的字节偶然同指纹的机会约 2⁻⁶⁴；比 sha256 快几倍，每个文件只占几十字节的内存（存字节本身，一个班
+    上万个会话就是几十 MB）。大文件是 ("sha256", 摘要)。两种指纹第一项一个是整数、一个是字符串，不会相等。"""
+    return (len(raw), hash(raw)) if len(raw) <= FINGERPRINT_BYTES else ("sha256", hashlib.sha256(raw).digest())
+
+
 class SessionFile(NamedTuple):
-    """读一次会话文件得到的全部：升级后的内容、当时的 fstat、字节的 sha256。"""
+    """读一次会话文件得到的全部：升级后的内容、当时的 fstat、字节的指纹（fingerprint）。"""
     data: Dict[str, Any]
     info: os.stat_result
-    digest: bytes
+    fingerprint: Any
 
 
 def read_session_file(path: str) -> SessionFile:
@@ -537,7 +574,7 @@ def read_session_file(path: str) -> SessionFile:
         raise
     except OSError as exc:
         raise unreadable(path, exc) from None
-    return SessionFile(decode_session(raw, path), info, hashlib.sha256(raw).digest())
+    return SessionFile(decode_session(raw, path), info, fingerprint(raw))
 
 
 def unreadable(path: str, exc: OSError) -> UnreadableSession:

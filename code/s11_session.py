@@ -35,7 +35,6 @@ export_markdown / delete，然后是章节之外的方法，最后是 demo_tree_
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import stat
@@ -53,7 +52,7 @@ import s11_workspace  # 会话 ≠ 代码：保存时记下工作区，恢复前
 from s11_format import (  # noqa: F401  这些名字也从本模块导出：章节读者只需 import s11_session
     FORMAT_VERSION, MAX_NESTING, MIGRATIONS, ChunkError, ConflictError, CorruptSession, InvalidMessage,
     InvalidSessionId, SessionError, SessionNotFound, UnreadableSession, UnsupportedVersion, encode_session,
-    is_session_name, migrate, unreadable, validate_messages, validate_session_id)
+    fingerprint, is_session_name, migrate, unreadable, validate_messages, validate_session_id)
 from s11_redact import redact  # noqa: F401  导出前脱敏：redact(text) -> str
 from s11_storage import DirectoryLock, PendingWrite, entry_kind, fsync_dir, read_regular_file, temp_file_problem
 from s11_text import printable
@@ -129,7 +128,7 @@ class SessionStore:
         self._batch = threading.local()           # save_many() 期间本线程的 s11_chunks.Batch
         # 两个缓存都按路径，每个会话文件一条；list_sessions() 顺手丢掉目录里已经没有的文件的条目
         self._summary_cache: Dict[str, Tuple[int, tuple]] = {}   # 路径 → (_stat_key, 摘要的值)
-        self._known: Dict[str, Tuple[bytes, int]] = {}   # 路径 → (读到或写下的字节的 sha256, 修订号)
+        self._known: Dict[str, Tuple[Any, int]] = {}   # 路径 → (读到或写下的字节的指纹（s11_format.fingerprint）, 修订号)
 
     def _path(self, session_id: str) -> str:
         return self._file_of(validate_session_id(session_id))   # 📛 拼路径之前先检查 ID
@@ -139,13 +138,15 @@ class SessionStore:
         path = self._path(session.session_id)
         payload, plan = self._plan(session, getattr(self._batch, "current", None))   # 先校验、编码：出错时什么都没写
         with PendingWrite(path, plan.raw, self.durable) as pending:   # 写临时文件 + fsync：慢，放在锁外
-            self._write_new_chunks(path, session, plan.chunks)         # 大会话缺的块（临时文件里已写明要用哪些）
+            if plan.chunks:   # 大会话缺的块（临时文件里已写明要用哪些）；小会话（version 3）没有块
+                self._write_new_chunks(path, session, plan.chunks)
             with self._lock:                                     # 锁内只做：核对修订号 + 确认块都在 + 原子改名
                 self._check_revision(path, session)
-                self._chunks.ensure(plan.chunks)
+                if plan.chunks:
+                    self._chunks.ensure(plan.chunks)
+                info = pending.stat()   # 改名之后 path 就是这个文件：缓存键与随后 lstat(path) 得到的相同
                 pending.commit()
-                info = os.lstat(path)
-        self._remember(path, payload, info, hashlib.sha256(plan.raw).digest())
+        self._remember(path, payload, info, fingerprint(plan.raw))
         if self.durable:
             fsync_dir(self.storage_dir)   # 让改名本身也落盘
         session.revision = payload["revision"]
@@ -163,7 +164,11 @@ class SessionStore:
             found = self._chunks.read(path, getattr(self._batch, "current", None))
         except FileNotFoundError:
             return None
-        self._remember(path, found.data, found.info, found.digest)   # 随后的 save() 不必再解析一遍
+        revision, cached = found.data.get("revision", 0), self._summary_cache.get(path)
+        if cached is not None and cached[0] == _stat_key(found.info) and cached[1][_REVISION] == revision:
+            self._known[path] = (found.fingerprint, revision)   # 摘要就是刚存下（或刚读过）的那份：不必重算
+        else:
+            self._remember(path, found.data, found.info, found.fingerprint)   # 随后的 save() 不必再解析一遍
         if found.data["session_id"] != session_id:   # 被复制或改名的文件：存回去会写到另一个文件上
             raise CorruptSession(f"{path}：文件里的 session_id 是 {found.data['session_id']}，与文件名不一致")
         return SessionNode.from_dict(found.data)
@@ -316,17 +321,9 @@ class SessionStore:
             for node in nodes:
                 self.save(node)
 
-    @contextlib.contextmanager
-    def _batch_scope(self) -> Iterator[None]:
+    def _batch_scope(self) -> "_BatchScope":
         """在这之内，本线程的 load / save 共用一个 s11_chunks.Batch（同一消息对象只编码一次）。"""
-        if getattr(self._batch, "current", None) is not None:
-            yield
-            return
-        self._batch.current = s11_chunks.Batch()
-        try:
-            yield
-        finally:
-            self._batch.current = None
+        return _BatchScope(self._batch)
 
     def children(self, session_id: str) -> List[Dict[str, Any]]:
         """直接子分支的摘要，按创建先后排序。"""
@@ -442,7 +439,8 @@ class SessionStore:
         """锁内：磁盘上这份文件现在的修订号必须等于节点读入时的修订号，否则 ConflictError。
 
         读的是文件本身，不是 (inode, 大小, 修改时间) 缓存——ext4 会复用 inode，粗粒度时钟下两次同样大小的
-        保存看起来一模一样。字节与本实例上次读到或写下的完全相同（sha256）时，修订号就是当时那个；
+        保存看起来一模一样。字节与本实例上次读到或写下的完全相同（s11_format.fingerprint：小文件逐字节比，
+        大文件比 sha256）时，修订号就是当时那个；
         否则完整解析（坏文件、新版本文件在这里抛错，所以绝不会被覆盖）。"""
         try:
             raw, _ = read_regular_file(path)
@@ -451,13 +449,13 @@ class SessionStore:
         except OSError as exc:
             raise unreadable(path, exc) from None
         else:
-            digest = hashlib.sha256(raw).digest()
+            seen = fingerprint(raw)
             known = self._known.get(path)
-            if known is not None and known[0] == digest:
+            if known is not None and known[0] == seen:
                 on_disk = known[1]
             else:
                 data = s11_chunks.decode_node(raw, path)   # 不读块：只要修订号，以及确认文件没坏
-                self._known[path] = (digest, data["revision"])
+                self._known[path] = (seen, data["revision"])
                 on_disk = data["revision"]
         if on_disk != session.revision:
             raise ConflictError(
@@ -478,11 +476,11 @@ class SessionStore:
                 raise unreadable(path, exc) from None
             if cached and cached[0] == _stat_key(info):
                 return dict(zip(_SUMMARY_KEYS, cached[1]))
-        data, info = self._chunks.read_summary(path, info)   # 大会话只读第一行；不算 sha256（只有 save 需要）
+        data, info = self._chunks.read_summary(path, info)   # 大会话只读第一行；不算指纹（只有 save 需要）
         return dict(self._remember(path, data, info, None))
 
     def _remember(self, path: str, data: Dict[str, Any], info: os.stat_result,
-                  digest: Optional[bytes]) -> Dict[str, Any]:
+                  seen: Any) -> Dict[str, Any]:
         messages = data.get("messages")
         source = data.get("source")
         summary = {"session_id": data["session_id"], "title": data.get("title", "未命名会话"),
@@ -499,8 +497,8 @@ class SessionStore:
                               else list(data.get("labels") or []))}   # 🏷️ [[第几条, 标签], …]
         # 缓存里只存值的元组（字段顺序 _SUMMARY_KEYS）：比一个字典少占 ~330 字节，一个班上万个会话时省下几 MB
         self._summary_cache[path] = (_stat_key(info), tuple(summary[key] for key in _SUMMARY_KEYS))
-        if digest is not None:
-            self._known[path] = (digest, summary["revision"])
+        if seen is not None:
+            self._known[path] = (seen, summary["revision"])
         return summary
 
     def _forget(self, path: str) -> None:
@@ -544,6 +542,26 @@ class SessionStore:
         return True
 
 
+class _BatchScope:
+    """SessionStore._batch_scope() 的 with：最外层的那个新建 Batch、退出时丢掉，里层的什么都不做。
+    （与 contextlib.contextmanager 写的同一件事，只是每次分叉少一个生成器。）"""
+
+    __slots__ = ("_local", "_outermost")
+
+    def __init__(self, local: threading.local):
+        self._local = local
+        self._outermost = False
+
+    def __enter__(self) -> None:
+        if getattr(self._local, "current", None) is None:
+            self._local.current = s11_chunks.Batch()
+            self._outermost = True
+
+    def __exit__(self, *exc_info) -> None:
+        if self._outermost:
+            self._local.current = None
+
+
 class Problem(NamedTuple):
     """check() 报告的一个问题。kind ∈ corrupt / unreadable / newer_version / missing_parent / temp_file / stray_file
     / missing_chunk / damaged_chunk / orphan_chunk / missing_converged"""
@@ -581,6 +599,7 @@ def _size(path: str) -> int:
 
 _SUMMARY_KEYS = ("session_id", "title", "parent_id", "message_count", "created_at", "fork_point", "revision",
                  "created_ns", "first_added", "active_end", "converged_from", "labels")   # 摘要的字段，按这个顺序
+_REVISION = _SUMMARY_KEYS.index("revision")
 _LOW64 = (1 << 64) - 1
 
 
