@@ -350,7 +350,7 @@ def test_a_load_after_someone_elses_save_refreshes_the_summary(tmp_path):
     node = ours.load(sid)
     cached = dict(zip(s11_session._SUMMARY_KEYS, ours._summary_cache[ours.path_of(sid)][1]))
     assert cached["message_count"] == 2
-    assert ours._summary_cache[ours.path_of(sid)][1]["labels"] == [[2, "他们的"]]
+    assert cached["labels"] == [[2, "他们的"]]
     node.messages.append({"role": "user", "content": "z"})
     ours.save(node)   # the revision check knows the bytes it just read: no conflict
     assert theirs.load(sid).revision == 3
