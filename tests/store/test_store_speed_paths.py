@@ -8,6 +8,7 @@ import random
 import re
 import shutil
 import stat
+import sys
 import tempfile
 
 import pytest
@@ -372,3 +373,14 @@ def test_the_outermost_batch_scope_owns_the_batch_and_clears_it_even_on_errors(t
         with store._batch_scope():
             raise KeyError("x")
     assert store._batch.current is None
+
+
+def test_the_store_remembers_a_file_in_a_few_dozen_bytes_not_its_contents(tmp_path):
+    # the revision check's fingerprint of a small file must not be the file itself: a class holds ~10,000 files
+    store = SessionStore(tmp_path, durable=False)
+    sid = store.create_session("t", [{"role": "user", "content": "长" * 2000}])
+    store.load(sid)
+    path = store.path_of(sid)
+    assert os.path.getsize(path) > 5000
+    seen, _revision = store._known[path]
+    assert sum(map(sys.getsizeof, seen)) + sys.getsizeof(seen) < 200
