@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -176,3 +178,18 @@ def test_the_app_does_not_rebuild_gradios_monitoring_summary_after_every_event(t
                          capture_output=True, text=True, timeout=120)
     frequency, kept = map(int, out.stdout.split()[-2:])
     assert frequency >= 10**6 and kept <= 1000, out.stderr
+
+
+def test_the_server_hands_free_heap_pages_back_to_the_system_every_minute(monkeypatch):
+    # glibc keeps freed pages in its heap; the app calls malloc_trim(0) from a daemon thread (a class's RSS drift)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    import app
+    monkeypatch.setenv("S11_MALLOC_TRIM_SECONDS", "0")
+    assert app.trim_memory_periodically() is False          # turned off by the environment: no thread
+    monkeypatch.delenv("S11_MALLOC_TRIM_SECONDS")
+    assert app.TRIM_SECONDS == 60
+    before = {t.ident for t in threading.enumerate() if t.name == "s11-malloc-trim"}
+    assert app.trim_memory_periodically(0.01) is True
+    time.sleep(0.1)
+    [thread] = [t for t in threading.enumerate() if t.name == "s11-malloc-trim" and t.ident not in before]
+    assert thread.daemon and thread.is_alive()
