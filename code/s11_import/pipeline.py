@@ -118,9 +118,9 @@ def _import_paths(paths: List[str], store: SessionStore, max_bytes: int, dry_run
         made = nodes(t, plan)
         report = ImportReport(file=t.file, format=t.format.name, bytes_read=size, skipped=t.skipped,
                               skipped_total=t.skipped_total, skipped_by_reason=dict(t.skipped_by_reason),
-                              dropped=dict(t.dropped), warnings=t.warnings, copy_bytes=copy_bytes(plan),
+                              dropped=dict(t.dropped), warnings=t.warnings,
                               messages=sum(len(p.own) for p in plan), files=list(t.files), unit=t.unit)
-        _write(store, save_order(made), report, dry_run, budget)
+        _write(store, save_order(made), report, dry_run, budget, plan)
     written = set(report.node_ids)
     report.root_ids = [n.session_id for n in made if n.parent_id is None and n.session_id in written]
     actives = [n.session_id for n, p in zip(made, plan) if p.active and n.session_id in written]
@@ -232,12 +232,13 @@ def _edited_in_store(existing: SessionNode) -> bool:
 
 
 def _write(store: SessionStore, ordered: List[SessionNode], report: ImportReport, dry_run: bool,
-           budget: WriteBudget) -> None:
+           budget: WriteBudget, planned: List[Planned]) -> None:
     """先决定每个节点写不写（读仓库里的同 ID 节点比较），再一次算出确切的字节交给 budget，最后才写。"""
     plan, blocked = _decide(store, ordered, report)
-    with store.batch():   # write_costs 编好的每条消息，随后的 save 直接用（不再编码第二遍）
+    with store.batch() as batch:   # write_costs 编好的每条消息，随后的 save 和分叉复制的字节数直接用（不再编码）
         costs = store.write_costs([node for node, _ in plan])
         report.bytes_planned = sum(costs)
+        report.copy_bytes = copy_bytes(planned, batch.lines)
         if dry_run:
             report.node_ids += [node.session_id for node in ordered if node.session_id not in blocked]
             report.written += len(plan)

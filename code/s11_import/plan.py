@@ -26,12 +26,12 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
+from s11_format import encode_message_lines
 from s11_session import SessionNode
 from s11_text import printable
 
-from .convert import COMPACT
 from .graph import Tree, level_order, spawn_links, spawner
 from .report import TooManyBranches
 from .transcript import Transcript, is_prompt, plain_text, prompt_title, text_or_none
@@ -314,8 +314,14 @@ def save_order(made: List[SessionNode]) -> List[SessionNode]:
     return level_order(by_parent.get(None, []), lambda node: by_parent.get(node.session_id, []))
 
 
-def copy_bytes(plan: List[Planned]) -> int:
-    """分叉节点重复保存的父节点前缀有多少字节（紧凑 JSON）。每个父节点只算一次前缀和，每条消息只编码一次。"""
+def copy_bytes(plan: List[Planned], known: Optional[Dict[int, Tuple[Any, bytes]]] = None) -> int:
+    """分叉节点重复保存的父节点前缀有多少字节（每条消息一行紧凑 JSON，和仓库写下的一样）。每个父节点只算一次前缀和。
+
+    known 是仓库这一批已经编码好的消息（s11_chunks.Batch.lines：id(消息) → (消息, 一行字节)）：要写的节点的消息
+    都在里面，不必再编码一遍（20 MB 的带分支记录省下约一次完整的编码）；不在里面的（没变、不写的节点）才在这里编码，
+    每条只编码一次。"""
+    known = known if known is not None else {}
+    extra: Dict[int, Tuple[Any, bytes]] = {}
     prefix_sums: Dict[int, List[int]] = {}
     total = 0
     for planned in plan:
@@ -324,6 +330,10 @@ def copy_bytes(plan: List[Planned]) -> int:
         sums = prefix_sums.setdefault(planned.parent, [0])
         messages = plan[planned.parent].messages
         while len(sums) <= planned.fork_point:
-            sums.append(sums[-1] + len(COMPACT(messages[len(sums) - 1]).encode("utf-8")))
+            message = messages[len(sums) - 1]
+            line = known.get(id(message)) or extra.get(id(message))
+            if line is None or line[0] is not message:
+                line = (message, encode_message_lines([message], memo=extra)[0])
+            sums.append(sums[-1] + len(line[1]))
         total += sums[planned.fork_point]
     return total
