@@ -83,9 +83,11 @@ class Planner:
     def _newest(self) -> Dict[str, int]:
         """每条消息的子树里最新一行的位置：分支沿着“最近还在动”的方向延伸。"""
         newest = {}
+        entries, children = self.t.entries, self.tree.children
         for uid in reversed(self.tree.top_down()):   # 子代理的链开头也是根，一并算进去
-            kids = self.tree.children.get(uid, [])
-            newest[uid] = max([self.t.entries[uid].last_seq] + [newest[k] for k in kids])
+            kids = children.get(uid)
+            own = entries[uid].last_seq
+            newest[uid] = max(own, max(newest[k] for k in kids)) if kids else own
         return newest
 
     def run(self) -> List[Planned]:
@@ -140,7 +142,7 @@ class Planner:
         own, current, session, starts = [start], start, entries[start].session, []
         while current not in self.actives and children.get(current):
             kids = children[current]
-            follow = self._continuation(kids, session)
+            follow = kids[0] if len(kids) == 1 else self._continuation(kids, session)   # 只有一个孩子：就是它
             position = fork_point + len(own)
             starts += [(k, position) for k in kids if k != follow]
             if entries[follow].session not in (session, None) and not entries[follow].sidechain:
