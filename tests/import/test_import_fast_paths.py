@@ -4,6 +4,8 @@ lines.parse_line is json.loads of one line without the per-call overhead: for ev
 the same value, or raises the same exception (type, message, position), as json.loads does.
 s11_tree.message_labels looks closely only at the messages that have a "label" key (Pi's bookmarks arrive
 as one): the same list as looking at every message.
+Converter.bounded copies a one-level dict of short scalars directly: the same copy (key order included),
+the same longest original length and the same counters as walking it with the explicit stack.
 plan.copy_bytes takes the lines the store already encoded for the nodes it writes: the same figure as encoding
 every prefix message again (a re-import writes nothing, so there every message is encoded here).
 """
@@ -20,7 +22,7 @@ from hypothesis import strategies as st
 import s11_tree
 from s11_format import encode_message_lines
 from s11_import import import_file
-from s11_import.convert import COMPACT
+from s11_import.convert import COMPACT, Converter
 from s11_import.lines import parse_line
 from s11_session import SessionStore
 
@@ -176,3 +178,29 @@ def test_copy_bytes_are_the_compact_json_of_the_prefix_when_every_text_is_utf8(t
     branch = next(store.load(i) for i in report.node_ids if store.load(i).parent_id)
     expected = sum(len(COMPACT(message).encode("utf-8")) for message in branch.messages[:branch.fork_point])
     assert report.copy_bytes == expected > 0 and os.path.exists(store.path_of(branch.session_id))
+
+
+def shape(value):
+    """The value with every dict turned into its item list, so key order takes part in ==."""
+    if isinstance(value, dict):
+        return ("dict", [(key, shape(child)) for key, child in value.items()])
+    if isinstance(value, list):
+        return ("list", [shape(child) for child in value])
+    return (type(value).__name__, value)
+
+
+flat_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
+arguments = st.dictionaries(st.text(max_size=4), flat_scalars | st.lists(flat_scalars, max_size=4)
+                            | st.dictionaries(st.text(max_size=3), flat_scalars, max_size=3)
+                            | st.lists(st.lists(flat_scalars, max_size=2), max_size=2), max_size=6)
+
+
+@settings(max_examples=500, deadline=None)
+@given(arguments, st.integers(min_value=0, max_value=10))
+def test_bounded_copies_flat_arguments_exactly_as_the_stack_walk_does(value, limit):
+    fast, slow = Converter(), Converter()
+    got, longest = fast.bounded(value, limit)
+    expected, expected_longest = slow._walk(value, limit)
+    assert shape(got) == shape(expected) and longest == expected_longest
+    assert (fast.truncated, fast.flattened) == (slow.truncated, slow.flattened)
+    assert got is not value and all(got[key] is not value[key] for key in value if isinstance(value[key], list))
