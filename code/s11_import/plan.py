@@ -87,7 +87,12 @@ class Planner:
         for uid in reversed(self.tree.top_down()):   # 子代理的链开头也是根，一并算进去
             kids = children.get(uid)
             own = entries[uid].last_seq
-            newest[uid] = max(own, max(newest[k] for k in kids)) if kids else own
+            if not kids:
+                newest[uid] = own
+            elif len(kids) == 1:
+                newest[uid] = max(own, newest[kids[0]])
+            else:
+                newest[uid] = max(own, max(newest[k] for k in kids))
         return newest
 
     def run(self) -> List[Planned]:
