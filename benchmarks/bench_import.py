@@ -24,7 +24,8 @@ mirrors and token counts; Gemini records re-written by id when a tool result arr
 Each format once linear and once with user branches (a rewind / a /tree jump / a rollback / a $rewindTo every
 150 turns), so the cost of fork copies shows separately. `--code DIR` imports s11_import from another checkout
 (e.g. `git archive 2671a15 code | tar -x -C /tmp/before`) to measure before / after on the same machine.
-Folders live under benchmarks/ (the repository's filesystem) and are removed at the end.
+Folders live under benchmarks/ (the repository's filesystem) or under --scratch DIR, and are removed at the end;
+`--formats pi,codex` keeps the transcripts whose name contains one of the words.
 """
 
 from __future__ import annotations
@@ -291,13 +292,16 @@ def measure(name: str, path: Path, work: Path, runs: int) -> list:
     folders = iter(range(10 ** 6))
     reports: list = []
     state: dict = {}
+    stores = work / f"stores-{path.stem}"   # per transcript: a store left by an earlier row would already hold
+                                           # the chunks of a shared prefix (same generator seed), so less is written
 
     def fresh_store() -> None:
-        state["store"] = SessionStore(work / f"store-{next(folders)}")
+        state["store"] = SessionStore(stores / f"store-{next(folders)}")
 
     full = best_of(lambda: reports.append(s11_import.import_file(path, state["store"])), runs, setup=fresh_store)
     again = best_of(lambda: s11_import.import_file(path, state["store"]), runs)
     report = reports[-1]
+    shutil.rmtree(stores, ignore_errors=True)
     megabytes = size / 1024 / 1024
     return [name, f"{megabytes:.1f}", c.ms(floor, 0), f"{c.ms(plan, 0)} ({plan / floor:.1f}×)",
             f"{megabytes / plan:.1f}", f"{c.ms(full, 0)} ({full / floor:.1f}×)", f"{megabytes / full:.1f}",
@@ -312,9 +316,12 @@ TRANSCRIPTS = (("Claude Code, linear", ClaudeWriter, 0, {}), ("Claude Code, rewi
                ("Gemini CLI json document", GeminiWriter, 0, {"document": True}))
 
 
-def formats_section(work: Path, megabytes: int, runs: int) -> None:
+def formats_section(work: Path, megabytes: int, runs: int, only: str | None = None) -> None:
     rows = []
+    words = [word.strip().lower() for word in only.split(",")] if only else []
     for name, writer, branch_every, options in TRANSCRIPTS:
+        if words and not any(word in name.lower() for word in words):
+            continue
         path = work / f"{len(rows)}.{'json' if options else 'jsonl'}"
         started = time.perf_counter()
         path.write_text(writer(random.Random(11), branch_every).build(megabytes * 1024 * 1024, **options),
@@ -438,6 +445,8 @@ def main() -> None:
     parser.add_argument("--code", help="import s11_import from this code/ folder instead (before / after)")
     parser.add_argument("--memory-mb", default="6,32", help="sizes of the memory rows (default 6,32)")
     parser.add_argument("--hostile-mb", default="2,4", help="sizes of the hostile timing rows (default 2,4)")
+    parser.add_argument("--scratch", help="folder for the transcripts and stores (default: benchmarks/)")
+    parser.add_argument("--formats", help="only the transcripts whose name contains one of these words (comma list)")
     args = parser.parse_args()
     megabytes = 2 if args.quick else 20
     runs = 1 if args.quick else 3
@@ -446,10 +455,10 @@ def main() -> None:
     c.print_header("bench_import — Claude Code / Pi / Codex CLI / Gemini CLI transcripts → session tree",
                    {"sizes": f"{megabytes} MB each, median of {runs} run(s), fsync on",
                     "code": os.path.dirname(os.path.dirname(s11_import.__file__))})
-    work = Path(tempfile.mkdtemp(prefix="bench-import-", dir=Path(__file__).resolve().parent))
+    work = Path(tempfile.mkdtemp(prefix="bench-import-", dir=args.scratch or Path(__file__).resolve().parent))
     try:
         if args.only in (None, "formats"):
-            formats_section(work, megabytes, runs)
+            formats_section(work, megabytes, runs, args.formats)
         if args.only in (None, "hostile"):
             hostile_section(work, sizes, memory_sizes)
     finally:

@@ -307,11 +307,12 @@ class SessionStore:
         return costs
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self) -> Iterator[s11_chunks.Batch]:
         """在这之内依次 save() 的节点像 save_many 一样共用编码（同一消息对象只检查、编码一次）；
-        调用方可以逐个处理每个节点的错误（导入器就是这样：一个节点冲突，只跳过它和它的分支）。"""
+        调用方可以逐个处理每个节点的错误（导入器就是这样：一个节点冲突，只跳过它和它的分支）。
+        给出这一批的 s11_chunks.Batch：只读，导入器从 lines 里拿已经编码好的消息算分叉复制了多少字节。"""
         with self._batch_scope():
-            yield
+            yield self._batch.current
 
     def save_many(self, nodes: List[SessionNode]) -> None:
         """依次 save() 一批节点，写下的字节与逐个保存相同；同一个消息对象在这一批里只检查、编码一次，

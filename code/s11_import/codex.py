@@ -122,7 +122,7 @@ def _response_item(t: Transcript, obj: dict, line: int, sub: int) -> None:
 
 
 def _add(t: Transcript, line: int, sub: int, message: dict, assistant_side: bool) -> None:
-    uid, parent = ids(t, {}, line, sub)
+    uid, parent = (f"L{line}" if not sub else f"L{line}.{sub}"), t.state.get("tip")   # = ids()，少一次调用
     message["id"] = uid
     entry = Entry(uid, parent, line, "message", message, text_or_none(t.header.get("id")))
     if assistant_side:

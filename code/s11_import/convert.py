@@ -79,7 +79,17 @@ class Converter:
 
     def bounded(self, value: Any, limit: int) -> Tuple[Any, Optional[int]]:
         """工具参数的副本：过长的字符串截断，嵌套超过 MAX_DEPTH 层的部分换成它的 JSON 文本
-        （仓库拒绝存太深的消息）。显式栈，不用递归。返回 (副本, 被截断的最长原长)。"""
+        （仓库拒绝存太深的消息）。显式栈，不用递归。返回 (副本, 被截断的最长原长)。
+
+        最常见的参数是一层字典（值是短字符串、数字，或这些组成的列表）：没有要截断、压平的，直接复制
+        （_flat_copy，结果和下面逐项走一遍完全相同，连键的先后也一样）。"""
+        if type(value) is dict:
+            copy = _flat_copy(value, limit)
+            if copy is not None:
+                return copy, None
+        return self._walk(value, limit)
+
+    def _walk(self, value: Any, limit: int) -> Tuple[Any, Optional[int]]:
         longest: Optional[int] = None
         root: List[Any] = [None]
         stack: List[Tuple[Any, Any, Any, int]] = [(value, root, 0, 0)]
@@ -100,6 +110,29 @@ class Converter:
             else:
                 holder[key] = item
         return root[0], longest
+
+
+_SCALARS = frozenset((int, float, bool, type(None)))
+
+
+def _flat_copy(value: dict, limit: int) -> Optional[dict]:
+    """一层字典的副本，值只能是不超过 limit 的字符串、数字、布尔、None，或由它们组成的列表；别的形状返回 None
+    （交给 _walk）。_walk 用栈，字典的键是倒着放进副本的，这里也倒着放：两条路写出的字节相同。"""
+    for child in value.values():
+        kind = type(child)
+        if kind is str:
+            if len(child) > limit:
+                return None
+        elif kind is list:
+            for item in child:
+                if type(item) is str:
+                    if len(item) > limit:
+                        return None
+                elif type(item) not in _SCALARS:
+                    return None
+        elif kind not in _SCALARS:
+            return None
+    return {name: child[:] if type(child) is list else child for name, child in reversed(value.items())}
 
 
 def _deep_text(value: Any) -> str:

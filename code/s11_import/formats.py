@@ -126,15 +126,20 @@ def detect_document(doc: Any) -> Optional[Format]:
 def dispatch(t: Transcript, obj: dict, line: int, sub: int) -> None:
     """把一个对象交给它的格式的读取函数；格式还没认出来时先认格式。"""
     t.objects += 1
-    if t.format is None:
-        t.format = detect(obj)
-        if t.format is None:   # 还认不出格式：先记着，认出来之后再按那种格式读
+    row = t.format
+    if row is None:
+        row = t.format = detect(obj)
+        if row is None:   # 还认不出格式：先记着，认出来之后再按那种格式读
             t.pending.append((line, sub, obj))
             return
         for early in t.pending:
             _read(t, early[2], early[0], early[1])
         t.pending = []
-    _read(t, obj, line, sub)
+    kind = row.kind(obj)   # 以下就是 _read：每个对象都走这里，少一层调用
+    if kind is None:
+        _read(t, obj, line, sub)
+        return
+    (row.readers.get(kind) or row.unknown)(t, obj, line, sub)
 
 
 def dispatch_document(t: Transcript, doc: Any) -> None:

@@ -57,7 +57,8 @@ def repair(t: Transcript, format_repairs: Iterable[Callable[[Transcript, set], N
     _break_cycles(t)
     for step in format_repairs:
         step(t, orphan_ids)
-    _break_cycles(t)
+    if format_repairs:   # 修复步骤改过父指针才需要再查（没有修复步骤时第二遍什么也找不到）
+        _break_cycles(t)
 
 
 def _lines(entries: List[Entry]) -> str:

@@ -26,7 +26,7 @@ from .formats import known_formats
 from .report import TranscriptTooLarge, UnsupportedFormat
 from .transcript import Transcript
 
-__all__ = ["read_lines", "read_head", "DEFAULT_MAX_BYTES", "complete_tail"]
+__all__ = ["read_lines", "read_head", "parse_line", "DEFAULT_MAX_BYTES", "complete_tail"]
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024   # 真实记录通常 < 20 MB；Claude Code 自己遇到 60 MB 的单行就打不开了
 _SNIFF_BYTES = 8192            # 开头这么多字节里有 NUL 就是二进制文件
@@ -34,6 +34,8 @@ _SNIFF_LINES = 2000            # 这么多行里还认不出格式，就不是�
 _PENDING_LIMIT = 10_000        # 认出格式之前最多攒这么多个对象（粘在一行的小对象也算）
 _DECODER = json.JSONDecoder()  # 一个就够：raw_decode 不保留状态，每行新建一个要好几微秒
 _LOADS = json.loads
+_SCAN = _DECODER.scan_once     # json.loads 用的同一个 C 扫描器（同样的设置）
+_SPACE = json.decoder.WHITESPACE.match
 _STRUCTURE = re.compile(r'["{}\[\]]')
 _BACKSLASHES = re.compile(r"\\*")
 _BLANK = frozenset((b"\n", b"\r\n", b"", b" \n", b"\t\n"))
@@ -55,11 +57,11 @@ def read_lines(path: str, t: Transcript, max_bytes: int, take: Callable[[Transcr
         for line, raw in enumerate(handle, 1):
             if t.format is None and (line > _SNIFF_LINES or len(t.pending) >= _PENDING_LIMIT):
                 break   # 读了这么多还认不出格式：不是会话记录
-            if raw in _BLANK:   # 空行不必让 json.loads 抛一次异常（600 万个空行就是 600 万次）
+            if len(raw) < 3 and raw in _BLANK:   # 空行不必让 json.loads 抛一次异常（600 万个空行就是 600 万次）
                 t.skip(line, "空行")
                 continue
             try:
-                value = _LOADS(raw)
+                value = parse_line(raw)
             except RecursionError:
                 t.skip(line, "JSON 嵌套太深")
                 continue
@@ -72,6 +74,27 @@ def read_lines(path: str, t: Transcript, max_bytes: int, take: Callable[[Transcr
                 else:
                     t.skip(line, f"不是 JSON 对象（是 {_json_kind(value)}）", "不是 JSON 对象")
     return size
+
+
+def parse_line(raw: bytes) -> Any:
+    """json.loads(raw) 的捷径，结果和抛出的异常都与它相同。
+
+    以 '{' 开头、第二个字节不是 NUL 的行，json.loads 一定按 UTF-8（surrogatepass）解码、从第 0 个字符扫描：
+    这里直接做这两步，省掉它每行的编码探测、两层 Python 调用和一次正则（2.5 万行、24 MB 的 Codex 记录：
+    逐行 json.loads 137 ms，这里 76 ms）。后面多出内容时抛的 "Extra data" 与 json.loads 逐字相同；
+    别的行照旧交给 json.loads。"""
+    if raw[:1] != b"{" or raw[1:2] == b"\x00":
+        return _LOADS(raw)
+    text = raw.decode("utf-8", "surrogatepass")
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration:   # pragma: no cover - 以 '{' 开头时扫描器自己抛 JSONDecodeError
+        return _LOADS(raw)
+    if end != len(text):
+        end = _SPACE(text, end).end()
+        if end != len(text):
+            raise json.JSONDecodeError("Extra data", text, end)
+    return value
 
 
 def read_head(path: str, limit: int = 65536, objects: int = 40) -> List[dict]:

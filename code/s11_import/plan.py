@@ -26,12 +26,12 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
+from s11_format import encode_message_lines
 from s11_session import SessionNode
 from s11_text import printable
 
-from .convert import COMPACT
 from .graph import Tree, level_order, spawn_links, spawner
 from .report import TooManyBranches
 from .transcript import Transcript, is_prompt, plain_text, prompt_title, text_or_none
@@ -83,9 +83,16 @@ class Planner:
     def _newest(self) -> Dict[str, int]:
         """每条消息的子树里最新一行的位置：分支沿着“最近还在动”的方向延伸。"""
         newest = {}
+        entries, children = self.t.entries, self.tree.children
         for uid in reversed(self.tree.top_down()):   # 子代理的链开头也是根，一并算进去
-            kids = self.tree.children.get(uid, [])
-            newest[uid] = max([self.t.entries[uid].last_seq] + [newest[k] for k in kids])
+            kids = children.get(uid)
+            own = entries[uid].last_seq
+            if not kids:
+                newest[uid] = own
+            elif len(kids) == 1:
+                newest[uid] = max(own, newest[kids[0]])
+            else:
+                newest[uid] = max(own, max(newest[k] for k in kids))
         return newest
 
     def run(self) -> List[Planned]:
@@ -140,7 +147,7 @@ class Planner:
         own, current, session, starts = [start], start, entries[start].session, []
         while current not in self.actives and children.get(current):
             kids = children[current]
-            follow = self._continuation(kids, session)
+            follow = kids[0] if len(kids) == 1 else self._continuation(kids, session)   # 只有一个孩子：就是它
             position = fork_point + len(own)
             starts += [(k, position) for k in kids if k != follow]
             if entries[follow].session not in (session, None) and not entries[follow].sidechain:
@@ -314,8 +321,14 @@ def save_order(made: List[SessionNode]) -> List[SessionNode]:
     return level_order(by_parent.get(None, []), lambda node: by_parent.get(node.session_id, []))
 
 
-def copy_bytes(plan: List[Planned]) -> int:
-    """分叉节点重复保存的父节点前缀有多少字节（紧凑 JSON）。每个父节点只算一次前缀和，每条消息只编码一次。"""
+def copy_bytes(plan: List[Planned], known: Optional[Dict[int, Tuple[Any, bytes]]] = None) -> int:
+    """分叉节点重复保存的父节点前缀有多少字节（每条消息一行紧凑 JSON，和仓库写下的一样）。每个父节点只算一次前缀和。
+
+    known 是仓库这一批已经编码好的消息（s11_chunks.Batch.lines：id(消息) → (消息, 一行字节)）：要写的节点的消息
+    都在里面，不必再编码一遍（20 MB 的带分支记录省下约一次完整的编码）；不在里面的（没变、不写的节点）才在这里编码，
+    每条只编码一次。"""
+    known = known if known is not None else {}
+    extra: Dict[int, Tuple[Any, bytes]] = {}
     prefix_sums: Dict[int, List[int]] = {}
     total = 0
     for planned in plan:
@@ -324,6 +337,10 @@ def copy_bytes(plan: List[Planned]) -> int:
         sums = prefix_sums.setdefault(planned.parent, [0])
         messages = plan[planned.parent].messages
         while len(sums) <= planned.fork_point:
-            sums.append(sums[-1] + len(COMPACT(messages[len(sums) - 1]).encode("utf-8")))
+            message = messages[len(sums) - 1]
+            line = known.get(id(message)) or extra.get(id(message))
+            if line is None or line[0] is not message:
+                line = (message, encode_message_lines([message], memo=extra)[0])
+            sums.append(sums[-1] + len(line[1]))
         total += sums[planned.fork_point]
     return total

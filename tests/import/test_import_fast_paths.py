@@ -1,0 +1,206 @@
+"""The importer's speed tricks give exactly what the plain code gives.
+
+lines.parse_line is json.loads of one line without the per-call overhead: for every byte string it returns
+the same value, or raises the same exception (type, message, position), as json.loads does.
+s11_tree.message_labels looks closely only at the messages that have a "label" key (Pi's bookmarks arrive
+as one): the same list as looking at every message.
+Converter.bounded copies a one-level dict of short scalars directly: the same copy (key order included),
+the same longest original length and the same counters as walking it with the explicit stack.
+plan.copy_bytes takes the lines the store already encoded for the nodes it writes: the same figure as encoding
+every prefix message again (a re-import writes nothing, so there every message is encoded here).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import s11_tree
+from s11_format import encode_message_lines
+from s11_import import import_file
+from s11_import.convert import COMPACT, Converter
+from s11_import.lines import parse_line
+from s11_session import SessionStore
+
+scalars = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True)
+           | st.text() | st.sampled_from(["\ud83d", "a\udc00b", "\u2028", "\x00"]))
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+                      max_leaves=20)
+objects = st.dictionaries(st.text(), values, max_size=5)
+
+
+def outcome(parse, raw: bytes):
+    """(kind, detail): the value's repr, or the exception's type, text and position."""
+    try:
+        value = parse(raw)
+    except RecursionError:
+        return ("RecursionError",)
+    except ValueError as exc:
+        return (type(exc).__name__, str(exc), getattr(exc, "pos", None), getattr(exc, "lineno", None),
+                getattr(exc, "colno", None), getattr(exc, "start", None), getattr(exc, "reason", None))
+    return ("value", repr(value), type(value).__name__)
+
+
+def same_as_loads(raw: bytes) -> None:
+    assert outcome(parse_line, raw) == outcome(json.loads, raw), raw
+
+
+@settings(max_examples=400, deadline=None)
+@given(objects, st.sampled_from([b"", b"\n", b"\r\n", b" \n", b" \t\r\n"]), st.booleans())
+def test_an_object_line_parses_as_json_loads_parses_it(obj, end, ascii_only):
+    text = json.dumps(obj, ensure_ascii=ascii_only)
+    same_as_loads(text.encode("utf-8", "surrogatepass") + end)
+
+
+@settings(max_examples=400, deadline=None)
+@given(objects, st.integers(min_value=0, max_value=400), st.binary(max_size=6))
+def test_a_cut_or_damaged_line_fails_as_json_loads_fails(obj, cut, noise):
+    raw = json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    same_as_loads(raw[:cut] + b"\n")
+    same_as_loads(raw[:cut] + noise + raw[cut:] + b"\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40))
+def test_arbitrary_bytes_after_a_brace_behave_like_json_loads(tail):
+    same_as_loads(b"{" + tail)
+    same_as_loads(b'{"a":1}' + tail)
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"a":1}{"b":2}\n',                   # glued objects: Extra data at the second one
+    b'{"a":1}  {"b":2}\n',                 # ... after whitespace
+    b'{"a":1} x\n',
+    b'{"type":"mess{"type":"message"}\n',  # torn line
+    b'{"a":"\xff"}\n',                      # not UTF-8
+    b'{"a":"\xed\xa0\xbd"}\n',              # an encoded lone surrogate: surrogatepass, like json.loads
+    b'{\x00"\x00a\x00"\x00:\x001\x00}\x00',  # a UTF-16-LE looking line goes to json.loads untouched
+    b'{', b'{}', b'{}\n', b'{ }', b'{"a"', b'{"a":}', b'{"a":1,}', b'{"a":NaN}', b'{"a":-Infinity}\n',
+    b'{"a":1e400}', b'{"a":"\\ud83d"}', b'{"a":"\\u00"}', b'{"a":"\t"}', b'{"a":1}\n\n',
+    b"[1,2]\n", b'"text"\n', b"garbage\n", b"\xef\xbb\xbf{}\n", b"  {}\n",
+    b'{"v":' + b"[" * 5000 + b"]" * 5000 + b"}\n",   # too deep for the parser: RecursionError both ways
+    b'{"v":' + b"[" * 900 + b"1" + b"]" * 900 + b"}\n",
+])
+def test_edge_lines_behave_like_json_loads(raw):
+    same_as_loads(raw)
+
+
+def labels_one_by_one(messages):
+    return [[number, message["label"]] for number, message in enumerate(messages, 1)
+            if type(message) is dict and isinstance(message.get("label"), str) and message["label"].strip()]
+
+
+label_values = st.none() | st.text(max_size=3) | st.sampled_from(["", " ", "\t", "最终方案"]) | st.integers()
+messages = st.lists(st.one_of(
+    st.fixed_dictionaries({"role": st.just("user"), "content": st.just("a")}),
+    st.fixed_dictionaries({"role": st.just("user"), "content": st.just("b"), "label": label_values}),
+    st.sampled_from(["label", "text", ["label"], 7, None, ("label",)]),
+    st.builds(lambda value: type("D", (dict,), {})(label=value), label_values)), max_size=30)
+
+
+@settings(max_examples=400, deadline=None)
+@given(messages)
+def test_message_labels_match_looking_at_every_message(items):
+    assert s11_tree.message_labels(items) == labels_one_by_one(items)
+
+
+def copied_bytes_one_by_one(store: SessionStore, report) -> int:
+    """The prefix every branch node repeats, each message encoded again as the store encodes one line."""
+    total = 0
+    for node_id in report.node_ids:
+        node = store.load(node_id)
+        if node.parent_id and node.fork_point:
+            total += sum(len(line) for line in encode_message_lines(node.messages[:node.fork_point]))
+    return total
+
+
+pi_texts = st.text(max_size=12) | st.sampled_from(["\ud83d", "a\udc00b", "缓存 😀", ""])
+
+
+@st.composite
+def pi_trees(draw):
+    """A Pi v3 session whose entries hang under random earlier entries (so branches appear anywhere)."""
+    entries = []
+    for number in range(draw(st.integers(min_value=1, max_value=14))):
+        parent = draw(st.sampled_from([None] + [entry["id"] for entry in entries])) if entries else None
+        role = draw(st.sampled_from(["user", "assistant", "toolResult"]))
+        content = draw(pi_texts) if role == "user" else [{"type": "text", "text": draw(pi_texts)}]
+        entries.append({"type": "message", "id": f"e{number}", "parentId": parent,
+                        "timestamp": f"2026-01-01T00:00:{number:02d}.000Z",
+                        "message": {"role": role, "content": content}})
+    return entries
+
+
+@settings(max_examples=120, deadline=None)
+@given(pi_trees())
+def test_copy_bytes_from_the_stores_lines_match_encoding_every_prefix_again(tmp_path_factory, entries):
+    folder = tmp_path_factory.mktemp("copies")
+    path = folder / "s.jsonl"
+    header = {"type": "session", "version": 3, "id": "pi-sess", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}
+    path.write_bytes(b"".join(json.dumps(line).encode() + b"\n" for line in [header] + entries))
+    store = SessionStore(folder / "store")
+    planned = import_file(path, store, dry_run=True)
+    first = import_file(path, store)
+    again = import_file(path, store)   # nothing to write: every prefix message is encoded by copy_bytes itself
+    assert again.written == 0
+    assert planned.copy_bytes == first.copy_bytes == again.copy_bytes == copied_bytes_one_by_one(store, first)
+
+
+def test_a_branch_under_a_lone_surrogate_imports_and_counts_the_escaped_bytes(tmp_path):
+    # A lone surrogate escape in the shared prefix used to raise UnicodeEncodeError while counting the copies.
+    path = tmp_path / "s.jsonl"
+    lines = [{"type": "session", "version": 3, "id": "pi", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"},
+             {"type": "message", "id": "a", "parentId": None, "message": {"role": "user", "content": "hi \ud83d"}},
+             {"type": "message", "id": "b", "parentId": "a",
+              "message": {"role": "assistant", "content": [{"type": "text", "text": "yo"}]}},
+             {"type": "message", "id": "c", "parentId": "b", "message": {"role": "user", "content": "q1"}},
+             {"type": "message", "id": "d", "parentId": "b", "message": {"role": "user", "content": "q2"}}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    store = SessionStore(tmp_path / "store")
+    report = import_file(path, store)
+    assert len(report.node_ids) == 2 and report.copy_bytes == copied_bytes_one_by_one(store, report) > 0
+    assert store.load(report.node_ids[1]).messages[0]["content"] == "hi \ud83d"
+
+
+def test_copy_bytes_are_the_compact_json_of_the_prefix_when_every_text_is_utf8(tmp_path):
+    path = tmp_path / "s.jsonl"
+    entries = [{"type": "message", "id": f"e{i}", "parentId": f"e{i - 1}" if i else None,
+                "message": {"role": "user" if i % 2 == 0 else "assistant", "content": f"缓存 {i} 😀"}}
+               for i in range(6)]
+    entries.append({"type": "message", "id": "x", "parentId": "e3", "message": {"role": "user", "content": "分叉"}})
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in entries), encoding="utf-8")
+    store = SessionStore(tmp_path / "store")
+    report = import_file(path, store)
+    branch = next(store.load(i) for i in report.node_ids if store.load(i).parent_id)
+    expected = sum(len(COMPACT(message).encode("utf-8")) for message in branch.messages[:branch.fork_point])
+    assert report.copy_bytes == expected > 0 and os.path.exists(store.path_of(branch.session_id))
+
+
+def shape(value):
+    """The value with every dict turned into its item list, so key order takes part in ==."""
+    if isinstance(value, dict):
+        return ("dict", [(key, shape(child)) for key, child in value.items()])
+    if isinstance(value, list):
+        return ("list", [shape(child) for child in value])
+    return (type(value).__name__, value)
+
+
+flat_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
+arguments = st.dictionaries(st.text(max_size=4), flat_scalars | st.lists(flat_scalars, max_size=4)
+                            | st.dictionaries(st.text(max_size=3), flat_scalars, max_size=3)
+                            | st.lists(st.lists(flat_scalars, max_size=2), max_size=2), max_size=6)
+
+
+@settings(max_examples=500, deadline=None)
+@given(arguments, st.integers(min_value=0, max_value=10))
+def test_bounded_copies_flat_arguments_exactly_as_the_stack_walk_does(value, limit):
+    fast, slow = Converter(), Converter()
+    got, longest = fast.bounded(value, limit)
+    expected, expected_longest = slow._walk(value, limit)
+    assert shape(got) == shape(expected) and longest == expected_longest
+    assert (fast.truncated, fast.flattened) == (slow.truncated, slow.flattened)
+    assert got is not value and all(got[key] is not value[key] for key in value if isinstance(value[key], list))
