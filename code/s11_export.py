@@ -96,7 +96,9 @@ def tool_call_names(messages: list[dict]) -> dict[str, str]:
     names = {}
     for message in messages:
         content = message.get("content")
-        for block in content if isinstance(content, list) else []:
+        if type(content) is str or not isinstance(content, list):
+            continue   # 字符串内容先用 type 排除：isinstance 对不是列表的对象还要去查一次它的 __class__ 属性
+        for block in content:
             if isinstance(block, dict) and block.get("type") in ("tool_use", "toolCall") and block.get("id"):
                 names[str(block["id"])] = _as_text(block.get("name"))
     return names
@@ -145,6 +147,8 @@ def converge_card(messages: list[dict]) -> ConvergeCard | None:
     """消息里最后一条带 "converge" 记录的就是决定；带 "origin" 的是带过来的消息。不是收敛节点返回 None。
 
     传进来的是已脱敏的消息，所以卡片上的标题和决定也已脱敏。"""
+    if not [message for message in messages if message.get("converge") is not None]:
+        return None   # 不是收敛节点（几乎总是）：一次列表推导就知道，不必为每条消息跑一遍生成器
     found = next((number for number in range(len(messages), 0, -1)
                   if isinstance(messages[number - 1].get("converge"), dict)), 0)
     if not found:
