@@ -377,7 +377,8 @@ def _path_sentence(path: list[dict]) -> str:
 # ── Markdown ────────────────────────────────────────────────────────────────────────────────
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")   # CommonMark 认的换行符（str.splitlines 认得更多）
-# 下面每条规则都要用到其中某个字符；一个都不含的文本必然无害（快速通道）。
+# 下面每条规则都要用到其中某个字符；一个都不含的文本必然无害（快速通道）。_is_inert_markdown 用 8 次 str 的 `in`
+# 查这几个字符（比这个字符类的正则扫描快得多），测试拿这条正则核对两者一致。
 _MAYBE_STRUCTURE = re.compile(r"[<:!#=`~-]")
 _RAW_HTML = re.compile(r"<[A-Za-z/!?]")   # 标签、注释、声明，或 <scheme:…> 自动链接
 _IMAGE = "!["                              # ![alt](url)、![alt][ref]、![ref]：阅读器会去取那个 URL
