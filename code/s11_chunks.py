@@ -77,6 +77,7 @@ from s11_format import (
     fingerprint,
     newer_head,
     parse_json,
+    parse_json_lines,
     unreadable,
     validate_messages,
 )
@@ -321,7 +322,7 @@ def _is_ref(ref: Any) -> bool:
 
 def _messages(lines: bytes, count: int, path: str) -> List[Any]:
     """每行一条消息的字节 → 列表，一次 json.loads：b'{"a":1}\\n{"b":2}\\n' -> [{"a": 1}, {"b": 2}]"""
-    messages = parse_json(b"[" + lines[:-1].replace(b"\n", b",") + b"]", path) if lines else []
+    messages = parse_json_lines(lines, count, path) if lines else []
     if len(messages) != count:
         raise CorruptSession(f"会话文件已损坏：{path}：应有 {count} 条消息，读出 {len(messages)} 条")
     return messages

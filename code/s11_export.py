@@ -96,7 +96,9 @@ def tool_call_names(messages: list[dict]) -> dict[str, str]:
     names = {}
     for message in messages:
         content = message.get("content")
-        for block in content if isinstance(content, list) else []:
+        if type(content) is str or not isinstance(content, list):
+            continue   # 字符串内容先用 type 排除：isinstance 对不是列表的对象还要去查一次它的 __class__ 属性
+        for block in content:
             if isinstance(block, dict) and block.get("type") in ("tool_use", "toolCall") and block.get("id"):
                 names[str(block["id"])] = _as_text(block.get("name"))
     return names
@@ -145,6 +147,8 @@ def converge_card(messages: list[dict]) -> ConvergeCard | None:
     """消息里最后一条带 "converge" 记录的就是决定；带 "origin" 的是带过来的消息。不是收敛节点返回 None。
 
     传进来的是已脱敏的消息，所以卡片上的标题和决定也已脱敏。"""
+    if not [message for message in messages if message.get("converge") is not None]:
+        return None   # 不是收敛节点（几乎总是）：一次列表推导就知道，不必为每条消息跑一遍生成器
     found = next((number for number in range(len(messages), 0, -1)
                   if isinstance(messages[number - 1].get("converge"), dict)), 0)
     if not found:
@@ -367,13 +371,14 @@ def _counts_sentence(counts: dict[str, int]) -> str:
 
 
 def _path_sentence(path: list[dict]) -> str:
-    return " → ".join(f"{entry.get('title') or '未命名会话'}（{entry.get('session_id')}）" for entry in path)
+    return " → ".join([f"{entry.get('title') or '未命名会话'}（{entry.get('session_id')}）" for entry in path])
 
 
 # ── Markdown ────────────────────────────────────────────────────────────────────────────────
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")   # CommonMark 认的换行符（str.splitlines 认得更多）
-# 下面每条规则都要用到其中某个字符；一个都不含的文本必然无害（快速通道）。
+# 下面每条规则都要用到其中某个字符；一个都不含的文本必然无害（快速通道）。_is_inert_markdown 用 8 次 str 的 `in`
+# 查这几个字符（比这个字符类的正则扫描快得多），测试拿这条正则核对两者一致。
 _MAYBE_STRUCTURE = re.compile(r"[<:!#=`~-]")
 _RAW_HTML = re.compile(r"<[A-Za-z/!?]")   # 标签、注释、声明，或 <scheme:…> 自动链接
 _IMAGE = "!["                              # ![alt](url)、![alt][ref]、![ref]：阅读器会去取那个 URL
@@ -390,6 +395,7 @@ _BLANKS = re.compile(r"[ \t]*")
 _DIGITS = re.compile(r"[0-9]*")
 _HEADING_MARK = re.compile(r"#{1,6}(?:[ \t]|$)")
 _INLINE_SPECIALS = re.compile(r"([\\`*_\[\]<>&~|#])")
+_INLINE_CHARS = "\\`*_[]<>&~|#"   # 与上面的字符类相同（测试核对）
 
 
 def markdown_chunks(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> Iterator[str]:
@@ -410,6 +416,7 @@ def markdown_chunks(session: dict, lineage: list[dict] | None = None, *, redact:
     if card is not None:
         yield _markdown_converge_card(card) + "\n"
     headings: dict[str, str] = {}   # 角色 -> "👤 `user`"：一次导出里只有几种角色，每种只拼一次
+    tool_names, fork_point, bare_tool = view.tool_names, view.fork_point, None
     for number, message in enumerate(view.messages, 1):
         role = message.get("role", "unknown")
         heading = headings.get(role) if type(role) is str else None
@@ -417,20 +424,43 @@ def markdown_chunks(session: dict, lineage: list[dict] | None = None, *, redact:
             role = str(role)
             heading = headings.setdefault(role, f"{ROLE_ICONS.get(role, DEFAULT_ICON)} {_code_span(role)}")
         content = message.get("content")
-        plain = type(content) is str and not _MARKS.keys() & message.keys()
-        if plain and role not in TOOL_ROLES and _is_inert_markdown(content):
-            # 最常见的两种（章节自己的消息）走捷径：一段原样输出就安全的文字，或一段工具输出；
-            # 输出与下面的通用路径逐字相同（测试逐字核对），只是不必先摊成 Part
-            yield f"\n### {number}. {heading}\n\n{content}\n"
-        elif plain and role in TOOL_ROLES:
-            name = _as_text(message.get("toolName") or message.get("name"))
-            part = Part("tool_output", content, view.tool_names.get(name, name),
-                        bool(message.get("isError") or message.get("is_error")))
-            yield f"\n### {number}. {heading}\n\n{''.join(_markdown_captioned('📤 工具结果', part))}\n"
-        else:
-            yield f"\n### {number}. {heading}\n\n"
-            yield from _markdown_body(view, message)
-        if number == view.fork_point:
+        # 最常见的几种（章节自己的消息）走捷径：一段原样输出就安全的文字、一段要装进围栏的文字，或一段工具输出；
+        # 输出与下面的通用路径逐字相同（测试逐字核对），只是不必先摊成 Part。
+        # 只有 role 和 content 两个键的 dict 一定不带标记：两次 O(1) 的判断，省下一次集合运算
+        if type(content) is not str:
+            pass
+        elif type(message) is dict and len(message) == 2 and "role" in message:
+            if role not in TOOL_ROLES:
+                if _is_inert_markdown(content):
+                    yield f"\n### {number}. {heading}\n\n{content}\n"
+                else:
+                    ticks = _fence_ticks(content)
+                    yield f"\n### {number}. {heading}\n\n{ticks}\n{content}\n{ticks}\n"
+            else:   # 没有 toolName、name、isError：标题行每次导出只拼一次
+                if bare_tool is None:
+                    bare_tool = _markdown_caption("📤 工具结果", tool_names.get("", ""), False)
+                ticks = _fence_ticks(content)
+                yield f"\n### {number}. {heading}\n\n{bare_tool}{ticks}\n{content}\n{ticks}\n"
+            if number == fork_point:
+                yield f"\n> 🌿 {_inline(_divider_sentence(view))}\n"
+            continue
+        elif not _MARKS.keys() & message.keys():
+            if role not in TOOL_ROLES and _is_inert_markdown(content):
+                yield f"\n### {number}. {heading}\n\n{content}\n"
+                if number == fork_point:
+                    yield f"\n> 🌿 {_inline(_divider_sentence(view))}\n"
+                continue
+            if role in TOOL_ROLES:
+                name = _as_text(message.get("toolName") or message.get("name"))
+                part = Part("tool_output", content, tool_names.get(name, name),
+                            bool(message.get("isError") or message.get("is_error")))
+                yield f"\n### {number}. {heading}\n\n{''.join(_markdown_captioned('📤 工具结果', part))}\n"
+                if number == fork_point:
+                    yield f"\n> 🌿 {_inline(_divider_sentence(view))}\n"
+                continue
+        yield f"\n### {number}. {heading}\n\n"
+        yield from _markdown_body(view, message)
+        if number == fork_point:
             yield f"\n> 🌿 {_inline(_divider_sentence(view))}\n"
 
 
@@ -508,9 +538,13 @@ def _quote(text: str) -> str:
 
 
 def _markdown_captioned(label: str, part: Part, info: str = "") -> list[str]:
-    caption = f"**{label}** {_code_span(part.caption)}" if part.caption else f"**{label}**"
-    error = " ❌ 出错" if part.is_error else ""
-    return [f"{caption}{error}\n\n", *_fence(part.text, info)]
+    return [_markdown_caption(label, part.caption, part.is_error), *_fence(part.text, info)]
+
+
+def _markdown_caption(label: str, caption: str, is_error: bool) -> str:
+    caption = f"**{label}** {_code_span(caption)}" if caption else f"**{label}**"
+    error = " ❌ 出错" if is_error else ""
+    return f"{caption}{error}\n\n"
 
 
 _MARKDOWN_RENDERERS = {
@@ -532,13 +566,16 @@ def _is_inert_markdown(text: str) -> bool:
     >>> _is_inert_markdown("图：![](http://tracker.example/p.png)"), _is_inert_markdown("```mermaid\\ngraph TD\\n```")
     (False, False)
     """
-    if not _MAYBE_STRUCTURE.search(text):
+    # 与 _MAYBE_STRUCTURE.search(text) 等价：对单个字符，str 的 `in` 比正则的字符类扫描快得多
+    if not ("-" in text or ":" in text or "`" in text or "#" in text or "=" in text or "<" in text
+            or "!" in text or "~" in text):
         return True
-    if _IMAGE in text or _RAW_HTML.search(text) or _SCRIPT_URL.search(text):
+    # 每条正则都要先有它打头的那个字符："<"、":"、换行；没有就不必让正则去扫一遍
+    if _IMAGE in text or ("<" in text and _RAW_HTML.search(text)) or (":" in text and _SCRIPT_URL.search(text)):
         return False
     if "\r" in text:
         text = _LINE_BREAK.sub("\n", text)   # 统一成一种换行：下面的每次查找都只找 "\n"
-    start = 0 if _FIRST_LINE.match(text) else _next_line(_NEXT_LINE, text, 0)
+    start = 0 if _FIRST_LINE.match(text) else _next_line(_NEXT_LINE, text, 0) if "\n" in text else -1
     while start >= 0:
         end = _line_end(text, start)
         line = text[start:end]
@@ -645,12 +682,19 @@ def fenced(text: str, language: str = "") -> str:
 def _fence(text: str, info: str = "") -> list[str]:
     # 反引号围栏只会被一串至少和开头一样长的反引号关上（CommonMark），所以比文本里任何一串都长的围栏，
     # 不会被文本提前关上。
-    ticks = "`" * max(3, _longest_backtick_run(text) + 1)
+    ticks = _fence_ticks(text)
     return [f"{ticks}{info}\n", text, f"\n{ticks}"]
 
 
+def _fence_ticks(text: str) -> str:
+    return "`" * max(3, _longest_backtick_run(text) + 1) if "`" in text else "```"
+
+
 def _code_span(text: str) -> str:
-    text = _one_line(str(text))   # 换行会让标题行或列表行提前结束
+    text = str(text)
+    if "`" not in text and "\n" not in text and "\r" not in text:
+        return f"`{text}`"   # 最常见的情形（ID、角色名）：下面的每一步都不会改动它
+    text = _one_line(text)   # 换行会让标题行或列表行提前结束
     ticks = "`" * (_longest_backtick_run(text) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{pad}{text}{pad}{ticks}"
@@ -676,7 +720,12 @@ def _longest_backtick_run(text: str) -> int:
 def _inline(text: str) -> str:
     # 标题和日期放在标题行或列表行里：让它们留在一行之内，不带标记、不带 HTML、不成图片
     # （"![x](u)" 的 "[" 转义之后，读起来就只是文字）。
-    return _INLINE_SPECIALS.sub(r"\\\1", _one_line(str(text)))
+    text = _one_line(str(text))
+    # 先逐个字符用 `in` 查（比正则的字符类扫描快得多）：没有可转义字符的文本（大多数标题、日期、分支路径）原样返回
+    for char in _INLINE_CHARS:
+        if char in text:
+            return _INLINE_SPECIALS.sub(r"\\\1", text)
+    return text
 
 
 # ── HTML ────────────────────────────────────────────────────────────────────────────────────

@@ -437,6 +437,25 @@ def parse_json(raw: bytes, path: str, what: str = "会话文件") -> Any:
         raise CorruptSession(f"{what}已损坏：{path}：含有无法解析的数值") from None
 
 
+def parse_json_lines(lines: bytes, count: int, path: str) -> List[Any]:
+    """每行一个 JSON 对象、每行以换行结尾的字节（version 4 的块和尾部）→ 列表；值与
+    parse_json(b"[" + 用逗号连起来的各行 + b"]") 完全相同，条数由调用方核对。
+
+    消息都只含标量（章节自己的消息就是这样）时交给 orjson：一个 "[" 都没有、"{" 恰好 count 个，而读出来的是
+    count 个字典——每个 "{" 都是一条消息自己的开头，所以只有两层，json 一定读得下；超过 64 位的整数照旧交给 json。
+    其余情形（内容块、嵌套、orjson 拒绝的）原样走 parse_json。"""
+    doc = b"[" + lines[:-1].replace(b"\n", b",") + b"]" if lines else b"[]"
+    if _orjson is not None and lines and b"[" not in lines and lines.count(b"{") == count \
+            and _LONG_RUN not in (skeleton := lines.translate(_SKELETON)) and _LONG_NEGATIVE not in skeleton:
+        try:
+            values = _orjson.loads(doc)
+        except (ValueError, RecursionError):   # orjson.JSONDecodeError 是 ValueError
+            values = None
+        if type(values) is list and len(values) == count and set(map(type, values)) <= {dict}:
+            return values
+    return parse_json(doc, path)
+
+
 def decode_session(raw: bytes, path: str) -> Dict[str, Any]:
     """一个 JSON 文档的会话文件（version 1–3）→ 升级到当前版本、字段检查过的字典；读不懂一律 CorruptSession。"""
     data = parse_json(raw, path)

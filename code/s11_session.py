@@ -159,6 +159,11 @@ class SessionStore:
 
     def load(self, session_id: str) -> Optional[SessionNode]:
         """📂 读档：从磁盘恢复指定会话（断点续跑）；不存在返回 None，损坏抛 CorruptSession"""
+        loaded = self._load(session_id)
+        return loaded and loaded[0]
+
+    def _load(self, session_id: str) -> Optional[Tuple[SessionNode, Dict[str, Any]]]:
+        """load() 本身，另外给出这次读到的摘要（缓存里的那一份，只读）：导出拿它当分支路径的最后一段。"""
         path = self._path(session_id)
         try:   # 大会话：逐块核对 sha256 后拼回完整的消息列表
             found = self._chunks.read(path, getattr(self._batch, "current", None))
@@ -167,11 +172,12 @@ class SessionStore:
         revision, cached = found.data.get("revision", 0), self._summary_cache.get(path)
         if cached is not None and cached[0] == _stat_key(found.info) and cached[1][_REVISION] == revision:
             self._known[path] = (found.fingerprint, revision)   # 摘要就是刚存下（或刚读过）的那份：不必重算
+            summary = dict(zip(_SUMMARY_KEYS, cached[1]))
         else:
-            self._remember(path, found.data, found.info, found.fingerprint)   # 随后的 save() 不必再解析一遍
+            summary = self._remember(path, found.data, found.info, found.fingerprint)   # 随后的 save() 不必再解析一遍
         if found.data["session_id"] != session_id:   # 被复制或改名的文件：存回去会写到另一个文件上
             raise CorruptSession(f"{path}：文件里的 session_id 是 {found.data['session_id']}，与文件名不一致")
-        return SessionNode.from_dict(found.data)
+        return SessionNode.from_dict(found.data), summary
 
     def list_sessions(self) -> List[Dict[str, Any]]:
         """📋 返回全部会话摘要（按创建时间倒序；读不了的条目跳过并记日志，用 check() 查看）"""
@@ -208,10 +214,11 @@ class SessionStore:
 
     def export_markdown(self, session_id: str, *, redact: bool = True) -> str:
         """📤 把该会话 messages 渲染成可读 Markdown 文本（默认先脱敏；存储的会话不变）"""
-        session = self.load(session_id)
-        if session is None:
+        loaded = self._load(session_id)
+        if loaded is None:
             return f"(未找到会话: {session_id})"
-        return s11_export.render_markdown(session.to_dict(), self.lineage(session_id), redact=redact)
+        session, summary = loaded   # 路径的最后一段就是刚读到的摘要：不必再 lstat 一次；祖先的摘要只读、不复制
+        return s11_export.render_markdown(session.to_dict(), self._lineage(session_id, summary), redact=redact)
 
     def delete(self, session_id: str, *, purge: bool = False) -> bool:
         """🗑️ 删除指定会话：默认移进 .trash/（可 restore）；purge=True 连同回收站里的旧副本一起真正删除。
@@ -253,10 +260,10 @@ class SessionStore:
 
     def export_html(self, session_id: str, *, redact: bool = True) -> str:
         """📤 导出成单个离线 HTML 页面（内联 CSS、无脚本、无外链）"""
-        session = self.load(session_id)
-        if session is None:
+        loaded = self._load(session_id)
+        if loaded is None:
             raise SessionNotFound(f"未找到会话: {session_id}")
-        return s11_export.render_html(session.to_dict(), self.lineage(session_id), redact=redact)
+        return s11_export.render_html(loaded[0].to_dict(), self._lineage(session_id, loaded[1]), redact=redact)
 
     def restore(self, session_id: str) -> bool:
         """♻️ 从回收站放回最近一次删除的版本；同名会话还在时拒绝（ConflictError），绝不覆盖。"""
@@ -334,13 +341,17 @@ class SessionStore:
     def lineage(self, session_id: str) -> List[Dict[str, Any]]:
         """从根到该节点的摘要链。沿 parent_id 逐个读文件（不扫描整个目录，深度多少就读多少个）；
         祖先已删除或读不了时，从能找到的最上层开始。"""
-        chain: List[Dict[str, Any]] = []
-        seen: set = set()
-        current: Optional[str] = validate_session_id(session_id)
+        return [dict(summary) for summary in self._lineage(session_id)]
+
+    def _lineage(self, session_id: str, leaf: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
+        """lineage() 本身，只是摘要不复制（缓存里的那几份，只读）；leaf：调用方刚读到的本节点摘要。"""
+        chain: List[Dict[str, Any]] = [leaf] if leaf is not None else []
+        current: Optional[str] = validate_session_id(session_id) if leaf is None else leaf["parent_id"]
+        seen: set = set() if leaf is None else {session_id}
         while current and current not in seen:   # seen 挡住人为改坏的环
             seen.add(current)
             try:   # 第一个 ID 上面已经检查过；之后的 parent_id 都来自检查过的文件
-                chain.append(self._summary(self._file_of(current)))
+                chain.append(self._summary(self._file_of(current), copy=False))
             except FileNotFoundError:
                 break
             except SessionError as exc:
@@ -349,7 +360,8 @@ class SessionStore:
                 log.warning("会话 %s 的祖先无法读取，路径从这里截断：%s", session_id, printable(exc))
                 break
             current = chain[-1]["parent_id"]
-        return chain[::-1]
+        chain.reverse()
+        return chain
 
     def render_tree(self, root_id: Optional[str] = None) -> str:
         """整棵会话树（或以 root_id 为根的子树）的文字图：ID、标题、消息数、每个分支新增了什么（见 s11_tree）。"""
@@ -463,9 +475,10 @@ class SessionStore:
                 f"会话 {session.session_id} 在你读入（修订 {session.revision}）之后已被保存为修订 "
                 f"{on_disk}；请重新 load() 后再追加，否则会抹掉别人的消息")
 
-    def _summary(self, path: str, entry: Optional[os.DirEntry] = None) -> Dict[str, Any]:
+    def _summary(self, path: str, entry: Optional[os.DirEntry] = None, copy: bool = True) -> Dict[str, Any]:
         """一个文件的摘要；按 (inode, 大小, 修改时间) 缓存，目录很大时 list 不必每次重新解析。
-        entry：list_sessions() 的目录项，它已说明是普通文件时第一次读就不必先 lstat。"""
+        entry：list_sessions() 的目录项，它已说明是普通文件时第一次读就不必先 lstat。
+        copy=False：调用方只读、不交给外面；刚读的那一份就不再复制（缓存里存的是值的元组，命中时总是新拼一个字典）。"""
         cached = self._summary_cache.get(path)
         info = None
         if cached or entry is None or not entry.is_file(follow_symlinks=False):
@@ -476,9 +489,10 @@ class SessionStore:
             except OSError as exc:
                 raise unreadable(path, exc) from None
             if cached and cached[0] == _stat_key(info):
-                return dict(zip(_SUMMARY_KEYS, cached[1]))
+                return dict(zip(_SUMMARY_KEYS, cached[1]))   # 缓存里是值的元组：总是新拼一个字典
         data, info = self._chunks.read_summary(path, info)   # 大会话只读第一行；不算指纹（只有 save 需要）
-        return dict(self._remember(path, data, info, None))
+        summary = self._remember(path, data, info, None)
+        return dict(summary) if copy else summary
 
     def _remember(self, path: str, data: Dict[str, Any], info: os.stat_result,
                   seen: Any) -> Dict[str, Any]:

@@ -127,3 +127,59 @@ def test_an_ordinary_session_file_is_read_by_the_fast_path(tmp_path, monkeypatch
     monkeypatch.setattr(s11_format, "_orjson", Spy)
     assert SessionStore(str(tmp_path)).load(sid).messages == [{"role": "user", "content": "hi"}]
     assert read, "the 19-digit created_ns must not push every file to the slow path"
+
+
+# Message lines (version 4 chunks and tails): one compact JSON object per line, read by orjson when every
+# message holds only scalars. The values must be exactly those parse_json reads from the joined document.
+flat_messages = st.lists(st.dictionaries(st.text(max_size=4) | st.sampled_from(["role", "content", "{", "["]),
+                                         scalars | st.sampled_from(["{", "[", "a{b", "]"]), max_size=4), max_size=6)
+any_messages = st.lists(st.dictionaries(st.text(max_size=4), values, max_size=3), max_size=4)
+
+
+def message_lines(messages):
+    return b"".join(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+                    + b"\n" for message in messages)
+
+
+def joined_document(lines):
+    return b"[" + lines[:-1].replace(b"\n", b",") + b"]" if lines else b"[]"
+
+
+@settings(max_examples=400, deadline=None)
+@given(flat_messages | any_messages)
+def test_message_lines_read_exactly_what_the_joined_document_reads(messages):
+    lines = message_lines(messages)
+    try:
+        expected = parse_json(joined_document(lines), "f.json")
+    except CorruptSession:
+        with pytest.raises(CorruptSession):
+            s11_format.parse_json_lines(lines, len(messages), "f.json")
+        return
+    got = s11_format.parse_json_lines(lines, len(messages), "f.json")
+    assert repr(got) == repr(expected)   # same values and types (an int stays an int, NaN stays NaN)
+
+
+def test_flat_message_lines_take_the_orjson_path_and_nested_or_odd_ones_do_not(monkeypatch):
+    calls = []
+    real = s11_format._orjson
+
+    class Spy:
+        @staticmethod
+        def loads(raw):
+            calls.append(raw)
+            return real.loads(raw)
+    monkeypatch.setattr(s11_format, "_orjson", Spy)
+    flat = [{"role": "user", "content": f"第 {i} 轮：x = -1.5", "n": i, "ok": True, "x": None} for i in range(300)]
+    assert s11_format.parse_json_lines(message_lines(flat), 300, "f.json") == flat and len(calls) == 1
+    calls.clear()   # a nested value, a '{' inside a string and a long integer each send the document to json
+    for messages in ([{"role": "user", "content": [{"type": "text", "text": "x"}]}] * 300,
+                     [{"role": "user", "content": "{"}] * 300, [{"role": "user", "content": "x", "n": 2**70}] * 300):
+        assert s11_format.parse_json_lines(message_lines(messages), 300, "f.json") == messages
+    assert calls == []
+
+
+@pytest.mark.parametrize("depth", [1_000, 5_000])   # orjson reads 1,000 levels; json cannot
+def test_deep_message_lines_are_refused_as_the_standard_library_refuses_them(depth):
+    deep = b'{"a":' + b"[" * depth + b"]" * depth + b"}\n"
+    with pytest.raises(CorruptSession):
+        s11_format.parse_json_lines(deep * 3, 3, "f.json")
