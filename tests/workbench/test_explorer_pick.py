@@ -268,3 +268,18 @@ def test_full_text_search_ignores_case_and_keeps_one_copy_of_lowercase_text(expl
     (_, mixed_folded, mixed), (_, plain_folded, plain) = texts
     assert mixed_folded == mixed.casefold() and mixed_folded is not mixed
     assert plain_folded is plain                               # nothing to fold: one object, not two
+
+
+def test_an_import_into_a_full_space_is_refused_in_chinese_and_writes_nothing(tmp_path):
+    full = Spaces(tmp_path / "full", limits=Limits(creates_per_minute=10_000, create_burst=10_000, min_free_bytes=0,
+                                                   max_sessions=3))
+    uploads = tmp_path / "up"
+    uploads.mkdir()
+    explorer = Explorer(full, export_root=str(tmp_path / "exports"), upload_root=str(uploads))
+    token = full.new_token()
+    demo_tree_branching(full.open(token).store)              # three sessions: the space is full
+    folder = full.open(token).folder
+    before = sorted(os.listdir(folder))
+    page = explorer.import_example(token, View(), "claude-code-rate-limit.jsonl")
+    assert page.notice.startswith("⚠️") and "上限" in page.notice and page.area == "import", page.notice
+    assert sorted(os.listdir(folder)) == before
