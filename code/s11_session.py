@@ -511,7 +511,7 @@ class SessionStore:
                    "labels": (s11_tree.message_labels(messages) if messages is not None
                               else list(data.get("labels") or []))}   # 🏷️ [[第几条, 标签], …]
         # 缓存里只存值的元组（字段顺序 _SUMMARY_KEYS）：比一个字典少占 ~330 字节，一个班上万个会话时省下几 MB
-        self._summary_cache[path] = (_stat_key(info), tuple(summary[key] for key in _SUMMARY_KEYS))
+        self._summary_cache[path] = (_stat_key(info), tuple(summary.values()))   # 上面的字面量就按这个顺序写
         if seen is not None:
             self._known[path] = (seen, summary["revision"])
         return summary
