@@ -54,7 +54,8 @@ from s11_format import (  # noqa: F401  这些名字也从本模块导出：章�
     InvalidSessionId, SessionError, SessionNotFound, UnreadableSession, UnsupportedVersion, encode_session,
     fingerprint, is_session_name, migrate, unreadable, validate_messages, validate_session_id)
 from s11_redact import redact  # noqa: F401  导出前脱敏：redact(text) -> str
-from s11_storage import DirectoryLock, PendingWrite, entry_kind, fsync_dir, read_regular_file, temp_file_problem
+from s11_storage import (DirectoryLock, PendingWrite, entry_kind, fsync_dir, read_regular_file, stat_key,
+                         temp_file_problem)
 from s11_text import printable
 
 __all__ = ["SessionNode", "SessionStore", "demo_tree_branching", "Problem", "ROLE_ICONS", "redact", "printable",
@@ -63,6 +64,7 @@ __all__ = ["SessionNode", "SessionStore", "demo_tree_branching", "Problem", "ROL
            "ChunkError", "UnsupportedVersion", "ConflictError", "SessionNotFound"]
 
 log = logging.getLogger(__name__)
+_REVISION = s11_tree.SUMMARY_KEYS.index("revision")   # 摘要缓存的元组里修订号在第几格
 ROLE_ICONS = s11_export.ROLE_ICONS   # 角色 → 图标，导出与工作台共用一份
 
 
@@ -127,7 +129,7 @@ class SessionStore:
         self._chunks = s11_chunks.ChunkStore(self.storage_dir, durable)
         self._batch = threading.local()           # save_many() 期间本线程的 s11_chunks.Batch
         # 两个缓存都按路径，每个会话文件一条；list_sessions() 顺手丢掉目录里已经没有的文件的条目
-        self._summary_cache: Dict[str, Tuple[int, tuple]] = {}   # 路径 → (_stat_key, 摘要的值)
+        self._summary_cache: Dict[str, Tuple[int, tuple]] = {}   # 路径 → (stat_key, 摘要的值)
         self._known: Dict[str, Tuple[Any, int]] = {}   # 路径 → (读到或写下的字节的指纹（s11_format.fingerprint）, 修订号)
 
     def _path(self, session_id: str) -> str:
@@ -170,9 +172,9 @@ class SessionStore:
         except FileNotFoundError:
             return None
         revision, cached = found.data.get("revision", 0), self._summary_cache.get(path)
-        if cached is not None and cached[0] == _stat_key(found.info) and cached[1][_REVISION] == revision:
+        if cached is not None and cached[0] == stat_key(found.info) and cached[1][_REVISION] == revision:
             self._known[path] = (found.fingerprint, revision)   # 摘要就是刚存下（或刚读过）的那份：不必重算
-            summary = dict(zip(_SUMMARY_KEYS, cached[1]))
+            summary = dict(zip(s11_tree.SUMMARY_KEYS, cached[1]))
         else:
             summary = self._remember(path, found.data, found.info, found.fingerprint)   # 随后的 save() 不必再解析一遍
         if found.data["session_id"] != session_id:   # 被复制或改名的文件：存回去会写到另一个文件上
@@ -329,9 +331,9 @@ class SessionStore:
             for node in nodes:
                 self.save(node)
 
-    def _batch_scope(self) -> "_BatchScope":
+    def _batch_scope(self) -> s11_chunks.BatchScope:
         """在这之内，本线程的 load / save 共用一个 s11_chunks.Batch（同一消息对象只编码一次）。"""
-        return _BatchScope(self._batch)
+        return s11_chunks.BatchScope(self._batch)
 
     def children(self, session_id: str) -> List[Dict[str, Any]]:
         """直接子分支的摘要，按创建先后排序。"""
@@ -452,7 +454,7 @@ class SessionStore:
         """锁内：磁盘上这份文件现在的修订号必须等于节点读入时的修订号，否则 ConflictError。
 
         读的是文件本身，不是 (inode, 大小, 修改时间) 缓存——ext4 会复用 inode，粗粒度时钟下两次同样大小的
-        保存看起来一模一样。字节与本实例上次读到或写下的完全相同（s11_format.fingerprint：小文件逐字节比，
+        保存看起来一模一样。字节与本实例上次读到或写下的完全相同（s11_format.fingerprint：小文件比长度和 SipHash，
         大文件比 sha256）时，修订号就是当时那个；
         否则完整解析（坏文件、新版本文件在这里抛错，所以绝不会被覆盖）。"""
         try:
@@ -488,30 +490,17 @@ class SessionStore:
                 raise
             except OSError as exc:
                 raise unreadable(path, exc) from None
-            if cached and cached[0] == _stat_key(info):
-                return dict(zip(_SUMMARY_KEYS, cached[1]))   # 缓存里是值的元组：总是新拼一个字典
+            if cached and cached[0] == stat_key(info):
+                return dict(zip(s11_tree.SUMMARY_KEYS, cached[1]))   # 缓存里是值的元组：总是新拼一个字典
         data, info = self._chunks.read_summary(path, info)   # 大会话只读第一行；不算指纹（只有 save 需要）
         summary = self._remember(path, data, info, None)
         return dict(summary) if copy else summary
 
     def _remember(self, path: str, data: Dict[str, Any], info: os.stat_result,
                   seen: Any) -> Dict[str, Any]:
-        messages = data.get("messages")
-        source = data.get("source")
-        summary = {"session_id": data["session_id"], "title": data.get("title", "未命名会话"),
-                   "parent_id": data.get("parent_id"),
-                   "message_count": len(messages) if messages is not None else data["message_count"],
-                   "created_at": data.get("created_at") or "", "fork_point": data.get("fork_point"),
-                   "revision": data.get("revision", 0), "created_ns": data.get("created_ns", 0),
-                   "first_added": (s11_tree.first_added(messages, data.get("fork_point")) if messages is not None
-                                   else data["first_added"]),   # version 4 的头里存着
-                   # 导入的节点是否是 Agent 当前停住的那一端（会话树浏览器的“◀ 活动端”，不必逐个读文件）
-                   "active_end": isinstance(source, dict) and source.get("active_end") is True,
-                   "converged_from": list(data.get("converged_from") or []),   # 🔀 收敛节点收敛了哪些分支
-                   "labels": (s11_tree.message_labels(messages) if messages is not None
-                              else list(data.get("labels") or []))}   # 🏷️ [[第几条, 标签], …]
-        # 缓存里只存值的元组（字段顺序 _SUMMARY_KEYS）：比一个字典少占 ~330 字节，一个班上万个会话时省下几 MB
-        self._summary_cache[path] = (_stat_key(info), tuple(summary.values()))   # 上面的字面量就按这个顺序写
+        summary = s11_tree.summary_of(data)
+        # 缓存里只存值的元组（字段顺序 s11_tree.SUMMARY_KEYS）：比一个字典少占 ~330 字节，一个班上万个会话时省下几 MB
+        self._summary_cache[path] = (stat_key(info), tuple(summary.values()))   # summary_of 按这个顺序写
         if seen is not None:
             self._known[path] = (seen, summary["revision"])
         return summary
@@ -557,26 +546,6 @@ class SessionStore:
         return True
 
 
-class _BatchScope:
-    """SessionStore._batch_scope() 的 with：最外层的那个新建 Batch、退出时丢掉，里层的什么都不做。
-    （与 contextlib.contextmanager 写的同一件事，只是每次分叉少一个生成器。）"""
-
-    __slots__ = ("_local", "_outermost")
-
-    def __init__(self, local: threading.local):
-        self._local = local
-        self._outermost = False
-
-    def __enter__(self) -> None:
-        if getattr(self._local, "current", None) is None:
-            self._local.current = s11_chunks.Batch()
-            self._outermost = True
-
-    def __exit__(self, *exc_info) -> None:
-        if self._outermost:
-            self._local.current = None
-
-
 class Problem(NamedTuple):
     """check() 报告的一个问题。kind ∈ corrupt / unreadable / newer_version / missing_parent / temp_file / stray_file
     / missing_chunk / damaged_chunk / orphan_chunk / missing_converged"""
@@ -612,16 +581,6 @@ def _size(path: str) -> int:
         return 0
 
 
-_SUMMARY_KEYS = ("session_id", "title", "parent_id", "message_count", "created_at", "fork_point", "revision",
-                 "created_ns", "first_added", "active_end", "converged_from", "labels")   # 摘要的字段，按这个顺序
-_REVISION = _SUMMARY_KEYS.index("revision")
-_LOW64 = (1 << 64) - 1
-
-
-def _stat_key(info: os.stat_result) -> int:
-    """(inode, 大小, 修改时间) 拼成的一个整数（各占 64 位，一一对应；1970 年以前的负修改时间取低 64 位补码）：
-    只给列表摘要做缓存键；修订号核对从不依赖它。一个整数比三个数的元组少占 ~120 字节。"""
-    return info.st_ino << 128 | info.st_size << 64 | (info.st_mtime_ns & _LOW64)
 
 
 # ── 🎬 实战演示：主会话 → 两个分支 → 恢复 → 导出 ─────────────────────────────────────────────

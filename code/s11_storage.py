@@ -306,3 +306,12 @@ class DirectoryLock:
             fd, self._fd = self._fd, None
             os.close(fd)   # 关闭即释放 flock
         self._thread_lock.release()
+
+
+_LOW64 = (1 << 64) - 1
+
+
+def stat_key(info: os.stat_result) -> int:
+    """(inode, 大小, 修改时间) 拼成的一个整数（各占 64 位，一一对应；1970 年以前的负修改时间取低 64 位补码），
+    只用来比较“这个文件变了没有”：一个班上万个文件时，比三个数的元组少占 ~120 字节。"""
+    return info.st_ino << 128 | info.st_size << 64 | (info.st_mtime_ns & _LOW64)

@@ -30,7 +30,7 @@ from s11_text import printable, shorten
 
 __all__ = ["Forest", "Step", "walk", "branch_prefixes", "root_of", "creation_order", "CLI_STYLE", "PAGE_STYLE",
            "MAX_INDENT", "render_text", "describe", "first_added", "content_text", "message_labels",
-           "converged_into", "own_labels", "marks_text"]
+           "converged_into", "own_labels", "marks_text", "SUMMARY_KEYS", "summary_of"]
 
 MAX_INDENT = 16        # 最多缩进几层；更深的节点标出层数，不再加宽
 MAX_TITLE_SHOWN = 60   # 文字树里一个标题最多显示几个字
@@ -142,6 +142,28 @@ def content_text(content: Any) -> str:
         content = " ".join(str(b.get("text") or b.get("name") or b.get("type", "")) for b in content
                            if isinstance(b, dict))
     return " ".join(str(content or "").split())
+
+
+SUMMARY_KEYS = ("session_id", "title", "parent_id", "message_count", "created_at", "fork_point", "revision",
+                "created_ns", "first_added", "active_end", "converged_from", "labels")   # 摘要的字段，按这个顺序
+
+
+def summary_of(data: Dict[str, Any]) -> Dict[str, Any]:
+    """会话文件读出的字典（小会话整个，大会话只有头）→ list_sessions() 的一条摘要，键按 SUMMARY_KEYS 的顺序。"""
+    messages = data.get("messages")
+    source = data.get("source")
+    return {"session_id": data["session_id"], "title": data.get("title", "未命名会话"),
+            "parent_id": data.get("parent_id"),
+            "message_count": len(messages) if messages is not None else data["message_count"],
+            "created_at": data.get("created_at") or "", "fork_point": data.get("fork_point"),
+            "revision": data.get("revision", 0), "created_ns": data.get("created_ns", 0),
+            "first_added": (first_added(messages, data.get("fork_point")) if messages is not None
+                            else data["first_added"]),   # version 4 的头里存着
+            # 导入的节点是否是 Agent 当前停住的那一端（会话树浏览器的“◀ 活动端”，不必逐个读文件）
+            "active_end": isinstance(source, dict) and source.get("active_end") is True,
+            "converged_from": list(data.get("converged_from") or []),   # 🔀 收敛节点收敛了哪些分支
+            "labels": (message_labels(messages) if messages is not None
+                       else list(data.get("labels") or []))}   # 🏷️ [[第几条, 标签], …]
 
 
 def first_added(messages: List[Dict[str, Any]], fork_point: Optional[int]) -> str:

@@ -52,6 +52,7 @@ from s11_session import (
     SessionNotFound,
     validate_session_id,
 )
+from s11_storage import stat_key
 from s11_text import hide_paths, human_size, os_error_reason, shorten
 from s11_tree import (
     PAGE_STYLE,
@@ -1400,12 +1401,9 @@ def _refuse(text: str) -> Callable:
     return action
 
 
-_LOW64 = (1 << 64) - 1   # 1970 年以前的修改时间是负数：取它的低 64 位（补码），仍然一一对应
-
-
 def _folder_stamps(folder: str) -> dict:
     """仓库目录和它下面一层子目录（.trash、块目录）里每个条目的 (inode, 大小, 修改时间)：只 stat，不打开文件。
-    三个数拼成一个整数（各占 64 位，一一对应；只用来比较相等）：一个班上万个文件时，比元组少占一半多内存。"""
+    三个数拼成一个整数（s11_storage.stat_key）：一个班上万个文件时，比元组少占一半多内存。"""
     stamps: dict = {}
     pending = [folder]
     while pending:
@@ -1417,7 +1415,7 @@ def _folder_stamps(folder: str) -> dict:
                         info = entry.stat(follow_symlinks=False)
                     except OSError:
                         continue
-                    stamps[entry.path] = (info.st_mtime_ns & _LOW64) | info.st_size << 64 | info.st_ino << 128
+                    stamps[entry.path] = stat_key(info)
                     if current == folder and entry.is_dir(follow_symlinks=False):
                         pending.append(entry.path)
         except OSError:

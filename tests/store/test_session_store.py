@@ -16,6 +16,7 @@ import pytest
 import s11_book as chapter_reference
 import s11_cli
 import s11_session
+import s11_tree
 from s11_format import PLAIN_VERSION
 from s11_session import (
     FORMAT_VERSION,
@@ -702,7 +703,7 @@ def test_a_cached_listing_equals_a_fresh_one_field_for_field(tmp_path, layout):
     first, again = store.list_sessions(), store.list_sessions()
     fresh = SessionStore(store.storage_dir, chunk_threshold=store.chunk_threshold).list_sessions()
     assert first == again == fresh
-    assert {tuple(summary) for summary in again} == {tuple(s11_session._SUMMARY_KEYS)}
+    assert {tuple(summary) for summary in again} == {tuple(s11_tree.SUMMARY_KEYS)}
     by_id = {summary["session_id"]: summary for summary in again}
     assert by_id[merged.session_id]["converged_from"] and by_id[ids["main_id"]]["labels"]
     again[0]["title"] = "changed by the caller"

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import s11_format
-import s11_session
 import s11_storage
+import s11_tree
 from s11_session import ConflictError, CorruptSession, SessionStore
 
 # -- PendingWrite names its temp file itself instead of calling tempfile.mkstemp --------------------------
@@ -99,7 +99,7 @@ def test_a_forked_child_does_not_repeat_the_parents_names(tmp_path):
     assert child != f"{s11_storage._temp_names.getrandbits(48):012x}"
 
 
-# -- the revision check recognises its own bytes by the bytes themselves (small files) or their sha256 -----
+# -- the revision check recognises its own bytes by length and SipHash (small files) or sha256 ---------------
 
 @pytest.mark.parametrize("size", [0, 1, s11_format.FINGERPRINT_BYTES, s11_format.FINGERPRINT_BYTES + 1, 100_000])
 def test_a_fingerprint_is_equal_exactly_when_the_bytes_are(size):
@@ -308,8 +308,8 @@ def test_the_cache_key_taken_before_the_rename_is_the_files_key_after_it(tmp_pat
     sid = store.create_session("t", [{"role": "user", "content": "x"}])
     path = store.path_of(sid)
     info = os.lstat(path)
-    assert store._summary_cache[path][0] == s11_session._stat_key(info)
-    assert s11_session._stat_key(info) == info.st_ino << 128 | info.st_size << 64 | info.st_mtime_ns
+    assert store._summary_cache[path][0] == s11_storage.stat_key(info)
+    assert s11_storage.stat_key(info) == info.st_ino << 128 | info.st_size << 64 | info.st_mtime_ns
 
 
 # -- load() keeps the summary the store already holds for exactly these bytes ------------------------------
@@ -349,7 +349,7 @@ def test_a_load_after_someone_elses_save_refreshes_the_summary(tmp_path):
     other.messages.append({"role": "user", "content": "y", "label": "他们的"})
     theirs.save(other)
     node = ours.load(sid)
-    cached = dict(zip(s11_session._SUMMARY_KEYS, ours._summary_cache[ours.path_of(sid)][1]))
+    cached = dict(zip(s11_tree.SUMMARY_KEYS, ours._summary_cache[ours.path_of(sid)][1]))
     assert cached["message_count"] == 2
     assert cached["labels"] == [[2, "他们的"]]
     node.messages.append({"role": "user", "content": "z"})
