@@ -70,6 +70,7 @@ from s11_format import (
     CorruptSession,
     SessionFile,
     check_fields,
+    decode_listing,
     decode_session,
     encode_line,
     encode_message_lines,
@@ -378,9 +379,11 @@ class ChunkStore:
             return SessionFile(data, info, fingerprint(raw))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def read_summary(self, path: str, info: Optional[os.stat_result]) -> Tuple[Dict[str, Any], os.stat_result]:
+    def read_summary(self, path: str, info: Optional[os.stat_result],
+                     every_message: bool = False) -> Tuple[Dict[str, Any], os.stat_result]:
         """摘要要用的字段：version 4 只读第一行（与会话大小无关），version 1–3 读整个文件。
-        info 为 None：调用方从目录项知道它是普通文件（打开后照样 fstat 确认）。"""
+        info 为 None：调用方从目录项知道它是普通文件（打开后照样 fstat 确认）。
+        every_message：version 1–3 也逐条检查消息（check() 用；列表不必，见 s11_format.decode_listing）。"""
         try:
             raw, info = read_regular_file(path, info=info, enough=_has_head, regular=info is None)
         except FileNotFoundError:
@@ -389,7 +392,8 @@ class ChunkStore:
             raise unreadable(path, exc) from None
         found = head_of(raw)
         if found is None and len(raw) == info.st_size:
-            return decode_session(raw, path), info   # 单个 JSON 文档，已经整个读完
+            decode = decode_session if every_message else decode_listing
+            return decode(raw, path), info   # 单个 JSON 文档，已经整个读完
         if found is None or not isinstance(found[0], dict) or found[0].get("version") not in CHUNKED_VERSIONS:
             if len(raw) < info.st_size:
                 raw, info = _read(path)

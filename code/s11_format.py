@@ -59,7 +59,8 @@ from s11_text import describe_os_error, printable
 
 __all__ = ["FORMAT_VERSION", "PLAIN_VERSION", "CHUNKED_VERSION", "CONVERGE_VERSION", "CHUNKED_VERSIONS",
            "MAX_CONVERGED", "MIGRATIONS", "migrate", "validate_session_id",
-           "validate_messages", "check_nesting", "encode_session", "decode_session", "read_session_file", "SessionFile",
+           "validate_messages", "check_nesting", "encode_session", "decode_session", "decode_listing",
+           "checked_version", "read_session_file", "SessionFile",
            "fingerprint", "FINGERPRINT_BYTES",
            "is_session_name", "encode_line", "encode_message_lines", "newer_head", "check_fields",
            "MAX_ID_LENGTH", "MAX_NESTING", "ID_CHARS",
@@ -242,29 +243,38 @@ MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}   # 从版
 
 def migrate(data: Dict[str, Any], source: str = "") -> Dict[str, Any]:
     """把任意旧版本的字典升级到 FORMAT_VERSION；更新的版本抛 UnsupportedVersion。"""
-    version = data.get("version", 1)
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise CorruptSession(f"{source}：version 字段无效 {printable(repr(version)[:40])}")
-    if version > FORMAT_VERSION:
-        raise UnsupportedVersion(f"{source} 是 version {version} 的文件，本程序只认识到 version "
-                                 f"{FORMAT_VERSION}；请升级程序，文件保持原样")
+    version = checked_version(data, source)
     while version < FORMAT_VERSION:
         data = MIGRATIONS[version](data)
         version += 1
     return data
 
 
-def check_fields(data: Any, path: str, message_count: Any = None) -> None:
+def checked_version(data: Dict[str, Any], source: str = "") -> int:
+    """字典写着的版本（没写 = 1，章节原版）；无效的抛 CorruptSession，比本程序新的抛 UnsupportedVersion。"""
+    version = data.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise CorruptSession(f"{source}：version 字段无效 {printable(repr(version)[:40])}")
+    if version > FORMAT_VERSION:
+        raise UnsupportedVersion(f"{source} 是 version {version} 的文件，本程序只认识到 version "
+                                 f"{FORMAT_VERSION}；请升级程序，文件保持原样")
+    return version
+
+
+def check_fields(data: Any, path: str, message_count: Any = None, every_message: bool = True) -> None:
     """文件能解析成 JSON 还不够：字段类型也得对，否则按损坏处理。
 
-    message_count：只读了 version 4 文件的头（没有 messages）时，fork_point 按头里的消息条数检查。"""
+    message_count：只读了 version 4 文件的头（没有 messages）时，fork_point 按头里的消息条数检查。
+    every_message=False：只要 messages 是列表，不逐条检查（列表用，见 decode_listing）。"""
     if not isinstance(data, dict):
         raise CorruptSession(f"{path}：顶层不是 JSON 对象")
     try:
         validate_session_id(data.get("session_id"))
         if data.get("parent_id") is not None:
             validate_session_id(data["parent_id"])
-        validate_messages(data.get("messages", []))
+        messages = data.get("messages", [])
+        if every_message or type(messages) is not list:
+            validate_messages(messages)
     except SessionError as exc:
         raise CorruptSession(f"{path}：{exc}") from None
     get = data.get
@@ -457,11 +467,43 @@ def parse_json_lines(lines: bytes, count: int, path: str) -> List[Any]:
 
 
 def decode_session(raw: bytes, path: str) -> Dict[str, Any]:
-    """一个 JSON 文档的会话文件（version 1–3）→ 升级到当前版本、字段检查过的字典；读不懂一律 CorruptSession。"""
+    """一个 JSON 文档的会话文件（version 1–3）→ 升级到当前版本、字段检查过的字典；读不懂一律 CorruptSession。
+    没有 "messages" 键的文件（手写的）读成空的消息列表。"""
     data = parse_json(raw, path)
     if isinstance(data, dict):
         data = migrate(data, path)
     check_fields(data, path)
+    data.setdefault("messages", [])
+    return data
+
+
+_HEADER_INTS = ("version", "revision", "created_ns", "fork_point")   # 列表用到的整数字段
+
+
+def decode_listing(raw: bytes, path: str) -> Dict[str, Any]:
+    """list_sessions() 读一个 JSON 文档的会话文件（version 1–3）：只为摘要解析。
+
+    与 decode_session 只差一处：消息不逐条检查（只要 messages 是列表）。消息坏了（缺 role、嵌套太深……）的文件
+    照样列出，load() 打开它时抛 CorruptSession、check() 报 corrupt——与 version 4 的大会话一样（列表只读它的
+    第一行）；摘要用不到的键同样不看（json 读不下的深嵌套也照样列出）。摘要用到的每个字段照旧升级、检查类型
+    与取值（更新的版本抛 UnsupportedVersion）。
+    有 orjson 就用它（任何深度都读得下，不会爆栈；摘要只取头里的字段，不递归）：超过 64 位的整数它读成浮点数——
+    这几个整数字段有浮点数时交给 parse_json 重读（消息里的数字不进摘要）；它拒绝的（坏字节、NaN、孤立代理项……）
+    同样交给 parse_json 报告。"""
+    data = None
+    if _orjson is not None:
+        try:
+            data = _orjson.loads(raw)
+        except (ValueError, RecursionError):   # orjson.JSONDecodeError 是 ValueError
+            data = None
+        if type(data) is dict and float in set(map(type, map(data.get, _HEADER_INTS))):
+            data = None
+    if data is None:
+        data = parse_json(raw, path)
+    if isinstance(data, dict):
+        data = migrate(data, path)
+    check_fields(data, path, every_message=False)
+    data.setdefault("messages", [])
     return data
 
 

@@ -182,7 +182,8 @@ class SessionStore:
         return SessionNode.from_dict(found.data), summary
 
     def list_sessions(self) -> List[Dict[str, Any]]:
-        """📋 返回全部会话摘要（按创建时间倒序；读不了的条目跳过并记日志，用 check() 查看）"""
+        """📋 返回全部会话摘要（按创建时间倒序；读不了的条目跳过并记日志，用 check() 查看）。
+        只检查摘要用到的字段：消息本身坏了的文件照样列出，load() 时抛 CorruptSession（s11_format.decode_listing）"""
         summaries = []
         with os.scandir(self.storage_dir) as entries:   # 最后按创建先后排序（ID 兜底，顺序唯一）
             found = [entry for entry in entries if is_session_name(entry.name)]
@@ -477,11 +478,13 @@ class SessionStore:
                 f"会话 {session.session_id} 在你读入（修订 {session.revision}）之后已被保存为修订 "
                 f"{on_disk}；请重新 load() 后再追加，否则会抹掉别人的消息")
 
-    def _summary(self, path: str, entry: Optional[os.DirEntry] = None, copy: bool = True) -> Dict[str, Any]:
+    def _summary(self, path: str, entry: Optional[os.DirEntry] = None, copy: bool = True,
+                 every_message: bool = False) -> Dict[str, Any]:
         """一个文件的摘要；按 (inode, 大小, 修改时间) 缓存，目录很大时 list 不必每次重新解析。
         entry：list_sessions() 的目录项，它已说明是普通文件时第一次读就不必先 lstat。
-        copy=False：调用方只读、不交给外面；刚读的那一份就不再复制（缓存里存的是值的元组，命中时总是新拼一个字典）。"""
-        cached = self._summary_cache.get(path)
+        copy=False：调用方只读、不交给外面；刚读的那一份就不再复制（缓存里存的是值的元组，命中时总是新拼一个字典）。
+        every_message：check() 用——不看缓存，重读文件并逐条检查消息（列表只检查摘要用到的字段）。"""
+        cached = None if every_message else self._summary_cache.get(path)
         info = None
         if cached or entry is None or not entry.is_file(follow_symlinks=False):
             try:
@@ -492,7 +495,7 @@ class SessionStore:
                 raise unreadable(path, exc) from None
             if cached and cached[0] == stat_key(info):
                 return dict(zip(s11_tree.SUMMARY_KEYS, cached[1]))   # 缓存里是值的元组：总是新拼一个字典
-        data, info = self._chunks.read_summary(path, info)   # 大会话只读第一行；不算指纹（只有 save 需要）
+        data, info = self._chunks.read_summary(path, info, every_message)   # 大会话只读第一行；不算指纹（只有 save 需要）
         summary = self._remember(path, data, info, None)
         return dict(summary) if copy else summary
 
@@ -516,7 +519,7 @@ class SessionStore:
     def _check_entry(self, path: str, fname: str, problems: List["Problem"]) -> Optional[Dict[str, Any]]:
         """check() 的一个 *.json 条目：读得了返回摘要，读不了往 problems 里记一条（消失了什么都不记）。"""
         try:
-            summary = self._summary(path)
+            summary = self._summary(path, every_message=True)
         except FileNotFoundError:
             return None   # 扫描途中被删掉：不是问题
         except UnsupportedVersion as exc:

@@ -168,9 +168,12 @@ def summary_of(data: Dict[str, Any]) -> Dict[str, Any]:
 
 def first_added(messages: List[Dict[str, Any]], fork_point: Optional[int]) -> str:
     """分支新增的第一条消息的前 FIRST_ADDED_CHARS 个字（根会话、没有新增时为空串）。"""
-    if not fork_point or fork_point >= len(messages):
+    if not fork_point or fork_point >= len(messages) or type(messages[fork_point]) is not dict:
+        return ""   # 不是字典的消息只会出现在坏文件里（列表不逐条检查消息，见 s11_format.decode_listing）
+    try:
+        text = content_text(messages[fork_point].get("content"))
+    except RecursionError:   # 同上：坏文件里嵌套极深的内容
         return ""
-    text = content_text(messages[fork_point].get("content"))
     return text[:FIRST_ADDED_CHARS] + ("…" if len(text) > FIRST_ADDED_CHARS else "")
 
 

@@ -184,15 +184,19 @@ class TestOddEntries:
         ODD_ENTRIES[request.param](path, monkeypatch)
         return store, good, child, path
 
-    def test_listing_the_tree_and_walking_it_skip_the_entry(self, odd):
+    def test_listing_the_tree_and_walking_it_skip_the_entry(self, odd, request):
         store, good, child, path = odd
         fresh = same_store(store)   # nothing cached
         listed = finishes(fresh.list_sessions)
-        assert {s["session_id"] for s in listed} == {good, child, "orphan"}
+        # The list reads only the fields it shows (s11_format.decode_listing): a file whose header is fine but
+        # which nests too deeply further down is listed; load() and check() refuse it (the next test).
+        readable_head = "deeply-nested" in request.node.callspec.id
+        assert {s["session_id"] for s in listed} == {good, child, "orphan"} | ({"odd"} if readable_head else set())
         assert [c["session_id"] for c in finishes(lambda: fresh.children(good))] == [child]
         tree = finishes(fresh.render_tree)
-        assert good in tree and child in tree and "[orphan]" in tree and "[odd]" not in tree
-        assert [s["session_id"] for s in finishes(lambda: fresh.lineage("orphan"))] == ["orphan"]
+        assert good in tree and child in tree and "[orphan]" in tree and ("[odd]" in tree) == readable_head
+        assert [s["session_id"] for s in finishes(lambda: fresh.lineage("orphan"))] == (
+            ["odd", "orphan"] if readable_head else ["orphan"])
 
     def test_check_reports_the_entry_by_name_and_load_refuses_it(self, odd):
         store, good, child, path = odd
