@@ -160,22 +160,27 @@ def test_message_lines_read_exactly_what_the_joined_document_reads(messages):
 
 
 def test_flat_message_lines_take_the_orjson_path_and_nested_or_odd_ones_do_not(monkeypatch):
-    calls = []
-    real = s11_format._orjson
-
-    class Spy:
-        @staticmethod
-        def loads(raw):
-            calls.append(raw)
-            return real.loads(raw)
-    monkeypatch.setattr(s11_format, "_orjson", Spy)
-    flat = [{"role": "user", "content": f"第 {i} 轮：x = -1.5", "n": i, "ok": True, "x": None} for i in range(300)]
-    assert s11_format.parse_json_lines(message_lines(flat), 300, "f.json") == flat and len(calls) == 1
-    calls.clear()   # a nested value, a '{' inside a string and a long integer each send the document to json
+    fallbacks = []
+    real = s11_format.parse_json
+    monkeypatch.setattr(s11_format, "parse_json", lambda raw, path, *a: fallbacks.append(raw) or real(raw, path, *a))
+    flat = [{"role": "user", "content": f"第 {i} 轮：x = -1.5 {{ }}", "n": i, "ok": True, "x": None,
+             "big": 2 ** 64 - 1} for i in range(300)]
+    assert s11_format.parse_json_lines(message_lines(flat), 300, "f.json") == flat and fallbacks == []
+    # A list, a nested object, a float and an integer past 64 bits (orjson reads it as a float) each go to json.
     for messages in ([{"role": "user", "content": [{"type": "text", "text": "x"}]}] * 300,
-                     [{"role": "user", "content": "{"}] * 300, [{"role": "user", "content": "x", "n": 2**70}] * 300):
-        assert s11_format.parse_json_lines(message_lines(messages), 300, "f.json") == messages
-    assert calls == []
+                     [{"role": "user", "content": "x", "meta": {"a": 1}}] * 300,
+                     [{"role": "user", "content": "x", "t": 0.1}] * 300,
+                     [{"role": "user", "content": "x", "n": 2 ** 70}] * 300,
+                     [{"role": "user", "content": "x", "n": -2 ** 63 - 1}] * 300):
+        fallbacks.clear()
+        got = s11_format.parse_json_lines(message_lines(messages), 300, "f.json")
+        assert repr(got) == repr(messages) and len(fallbacks) == 1
+
+
+def test_a_deeply_nested_object_without_brackets_is_refused_as_json_refuses_it():
+    deep = b'{"a":' * 5_000 + b"1" + b"}" * 5_000 + b"\n"
+    with pytest.raises(CorruptSession):
+        s11_format.parse_json_lines(deep * 2, 2, "f.json")
 
 
 @pytest.mark.parametrize("depth", [1_000, 5_000])   # orjson reads 1,000 levels; json cannot
