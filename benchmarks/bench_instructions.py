@@ -3,6 +3,7 @@ and system calls (strace) per operation, ours (durable=False) against the chapte
 
     python benchmarks/bench_instructions.py                 # every workload (about a minute)
     python benchmarks/bench_instructions.py --only demo,list
+    python benchmarks/bench_instructions.py --quick         # tiny sizes (a smoke test)
     workloads: demo, list, export_deep, export_5000, load_10k
 
     for each workload × store:  python bench_instructions.py --worker <workload> <store> <folder> <n>
@@ -43,6 +44,8 @@ WORKLOADS = {   # name → (what one operation is, N)
     "load_10k": ("load() of a 10,000-message session (2 MiB), warm", 3),
 }
 STORE_NAMES = ("chapter", "ours")
+SIZES = {"list": 2000, "deep": 10, "big5k": 5000, "big10k": 10000}   # --quick shrinks them (QUICK_SIZES)
+QUICK_SIZES = {"list": 20, "deep": 3, "big5k": 50, "big10k": 100}
 
 
 def make_store(name: str, folder: str):
@@ -61,18 +64,19 @@ def demo_module(name: str):
     return s11_session
 
 
-def build(root: Path, store: str) -> dict:
+def build(root: Path, store: str, sizes: dict = SIZES) -> dict:
     """The fixtures, written by the store under test: {workload: folder} plus the ids the workers need."""
     import bench_store as b
     made = {"list": str(root / f"list-{store}"), "deep": str(root / f"deep-{store}"),
             "big5k": str(root / f"5k-{store}"), "big10k": str(root / f"10k-{store}")}
     lister = make_store(store, made["list"])
-    for i in range(2000):
+    for i in range(sizes["list"]):
         lister.create_session(f"会话 {i}", b.messages(10))
-    folder, made["deep_id"] = b.deep_fixture(_Root(root), b.CHAPTER if store == "chapter" else b.OURS_FAST, 10)
+    folder, made["deep_id"] = b.deep_fixture(_Root(root), b.CHAPTER if store == "chapter" else b.OURS_FAST,
+                                             sizes["deep"])
     shutil.move(folder, made["deep"])
-    make_store(store, made["big5k"]).save(_node(store, "big5k", b.messages(5000)))
-    make_store(store, made["big10k"]).save(_node(store, "big10k", b.messages(10000)))
+    make_store(store, made["big5k"]).save(_node(store, "big5k", b.messages(sizes["big5k"])))
+    make_store(store, made["big10k"]).save(_node(store, "big10k", b.messages(sizes["big10k"])))
     return made
 
 
@@ -155,6 +159,7 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated subset of " + ",".join(WORKLOADS))
     parser.add_argument("--scratch", default=str(Path(__file__).resolve().parent),
                         help="folder to create the scratch folder in (default: benchmarks/)")
+    parser.add_argument("--quick", action="store_true", help="tiny fixtures (the workload names stay the same)")
     parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -174,7 +179,8 @@ def main() -> None:
                    "ours (durable=False) vs the chapter's")
     scratch = Path(tempfile.mkdtemp(prefix=".bench-instructions-", dir=args.scratch))
     try:
-        fixtures = {store: build(scratch, store) for store in STORE_NAMES}
+        sizes = QUICK_SIZES if args.quick else SIZES
+        fixtures = {store: build(scratch, store, sizes) for store in STORE_NAMES}
         rows, calls = [], []
         for workload in only:
             what, n = WORKLOADS[workload]

@@ -474,10 +474,13 @@ def parse_json_lines(lines: bytes, count: int, path: str) -> List[Any]:
 def decode_session(raw: bytes, path: str) -> Dict[str, Any]:
     """一个 JSON 文档的会话文件（version 1–3）→ 升级到当前版本、字段检查过的字典；读不懂一律 CorruptSession。
     没有 "messages" 键的文件（手写的）读成空的消息列表。"""
-    data = parse_json(raw, path)
+    return _upgraded_and_checked(parse_json(raw, path), path, every_message=True)
+
+
+def _upgraded_and_checked(data: Any, path: str, every_message: bool) -> Dict[str, Any]:
     if isinstance(data, dict):
         data = migrate(data, path)
-    check_fields(data, path)
+    check_fields(data, path, every_message=every_message)
     data.setdefault("messages", [])
     return data
 
@@ -503,13 +506,7 @@ def decode_listing(raw: bytes, path: str) -> Dict[str, Any]:
             data = None
         if type(data) is dict and float in set(map(type, map(data.get, _HEADER_INTS))):
             data = None
-    if data is None:
-        data = parse_json(raw, path)
-    if isinstance(data, dict):
-        data = migrate(data, path)
-    check_fields(data, path, every_message=False)
-    data.setdefault("messages", [])
-    return data
+    return _upgraded_and_checked(parse_json(raw, path) if data is None else data, path, every_message=False)
 
 
 def newer_head(head: Any, path: str) -> None:

@@ -67,3 +67,29 @@ def test_bench_tree_export_quick_prints_its_table_and_cleans_up():
     assert re.search(r"^whole HTML export .*\s\d+$", done.stdout, re.MULTILINE)
     assert re.search(r"tracemalloc peak of one whole HTML export: [\d.]+ \w+", done.stdout)
     assert not list(BENCHMARKS.glob(".bench-tree-export-*"))
+
+
+def test_bench_instructions_workers_do_each_operation_against_both_stores(tmp_path):
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import bench_instructions as b
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    for store in b.STORE_NAMES:
+        fixtures = b.build(tmp_path, store, b.QUICK_SIZES)
+        for workload in b.WORKLOADS:
+            scratch = tmp_path / f"{store}-{workload}"
+            scratch.mkdir()
+            b.worker(workload, store, fixtures, 2, str(scratch))
+        made = sorted(p.name for p in (tmp_path / f"{store}-demo").iterdir())
+        assert made == ["demo-0", "demo-1", "warm"]   # the demo ran in a fresh folder each time
+        assert len(b.make_store(store, fixtures["list"]).list_sessions()) == b.QUICK_SIZES["list"]
+
+
+@pytest.mark.skipif(not Path("/usr/bin/valgrind").exists(), reason="needs valgrind")
+def test_bench_instructions_quick_prints_counts_for_both_stores():
+    done = run_script("bench_instructions.py", "--quick", "--only", "demo,list", timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for workload in ("demo", "list"):
+        assert re.search(rf"^{workload}\s+\d+\.\d+\s+\d+\.\d+\s+\d+\.\d+x", done.stdout, re.MULTILINE), done.stdout
+    assert not list(BENCHMARKS.glob(".bench-instructions-*"))

@@ -128,17 +128,21 @@ def test_a_file_whose_only_fault_is_a_message_is_listed_refused_on_load_and_repo
     assert open(path, "rb").read() == evidence
 
 
-def test_a_deeply_nested_bad_content_at_the_fork_point_is_listed_without_text(tmp_path):
+def test_a_deeply_nested_content_at_the_fork_point_is_listed_as_text_and_refused_on_load(tmp_path):
     store = SessionStore(tmp_path)
     sid = store.create_session("深", [{"role": "user", "content": "a"}])
     path = store.path_of(sid)
-    deep = '{"role": "user", "content": ' + '{"a": ' * 150 + "1" + "}" * 150 + "}"
-    text = open(path, encoding="utf-8").read().replace('"fork_point": null', '"fork_point": 1')
-    text = text.replace('"content": "a"\n    }', '"content": "a"\n    }, ' + deep)
-    open(path, "w", encoding="utf-8").write(text)
+    deep = {"role": "user", "content": {"a": 1}}
+    for _ in range(150):
+        deep["content"] = {"a": deep["content"]}
+    data = json.loads(open(path, encoding="utf-8").read())
+    data["messages"].append(deep)
+    data["fork_point"] = 1
+    open(path, "w", encoding="utf-8").write(json.dumps(data, ensure_ascii=False, indent=2))
     [listed] = fresh_list(tmp_path)
     assert listed["message_count"] == 2
-    with pytest.raises(CorruptSession):
+    assert listed["first_added"].startswith("{'a': {'a':") and listed["first_added"].endswith("…")   # text only
+    with pytest.raises(CorruptSession, match=sid):
         SessionStore(tmp_path).load(sid)
 
 
