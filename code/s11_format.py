@@ -32,9 +32,10 @@ FORMAT_VERSION 是本模块读得懂的最新版本，不是每个文件都写�
   * ID 在拼任何路径之前检查（validate_session_id）：'../x'、'a/b'、''、'CON' 一律 InvalidSessionId。
   * 所有错误都是 ValueError 的子类，消息里写明会话 ID 或文件名。
 
-本模块只依赖标准库和 s11_storage / s11_text（都在它之下）。装了 orjson（gradio 自带）时，encode_session 和
-parse_json 先试它：只在结果与标准库逐字节（写）、逐值（读）相同的情形下采用，其余情形（浮点数、超过 64 位的
-整数、孤立代理项、非字符串的键、JSON 以外的类型……）照旧用标准库；没装 orjson 时行为完全一样，只是慢一些。
+本模块只依赖标准库和 s11_storage / s11_text（都在它之下）。装了 orjson（gradio 自带）时，encode_session、
+encode_message_lines 和 parse_json 先试它：只在结果与标准库逐字节（写）、逐值（读）相同的情形下采用，其余
+情形（浮点数、超过 64 位的整数、孤立代理项、非字符串的键、JSON 以外的类型……）照旧用标准库；没装 orjson 时
+行为完全一样，只是慢一些。
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ import json
 import operator
 import os
 import re
-from typing import Any, Callable, Dict, List, NamedTuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
 try:   # 可选的加速，见模块文档；S11_NO_ORJSON=1 可以关掉它（测试用它对照两条路径）
     import orjson as _orjson
@@ -353,7 +354,9 @@ def encode_session(payload: Dict[str, Any], session_id: str) -> bytes:
 
 
 _ORJSON_SCALARS = frozenset({str, int, bool, type(None)})
-_STR_ONLY, _DICT_ONLY = frozenset({str}), {dict}
+_STR_ONLY, _DICT_ONLY, _LIST_ONLY = frozenset({str}), {dict}, {list}
+_CONTAINERS = frozenset({dict, list})
+_PLAIN_TYPES = _ORJSON_SCALARS | _CONTAINERS
 _ORJSON_VISITS = 1_000_000   # 看了这么多个容器还没看完（比如有环）就交给 json：它写出同样的字节，或报告循环引用
 
 
@@ -375,32 +378,31 @@ def _plain_tree(root: Any) -> bool:
     """root 里是否只有 dict（键都是 str）、list、str、int、bool、None 这几种类型本身（不含子类）。
 
     {"a": [1, {"b": None}]} -> True；{"a": 1.5}、{1: "x"}、{"a": (1,)} -> False。
-    每个容器的键和值的类型在 C 里一次收齐（map + issuperset）；一串字典（消息列表）的键和值合在一起查，
-    不必逐条消息各走一遍 Python 循环。"""
-    stack = [root]
-    scalars, pop, push, chain = _ORJSON_SCALARS, stack.pop, stack.append, itertools.chain.from_iterable
-    for _ in range(_ORJSON_VISITS):
-        if not stack:
-            return True
-        value = pop()
-        kind = type(value)
-        if kind is dict:
-            if not _STR_ONLY.issuperset(map(type, value)):
-                return False
-            values = value.values()
-        elif kind is list:
-            values = value
-            if len(value) > 1 and set(map(type, value)) == _DICT_ONLY:   # 消息列表：所有键、所有值一起查
-                if not _STR_ONLY.issuperset(map(type, chain(value))):
-                    return False
-                values = list(chain(map(dict.values, value)))
-        else:
+    一层一层地看：同一层的所有容器的键、值的类型在 C 里一次收齐（map + issuperset），下一层的容器也在 C 里挑出来
+    （compress），所以一串消息不论多少条，Python 的循环只走嵌套的层数那么多次。"""
+    level, visited, depth = [root], 0, 0
+    containers, plain, chain = _CONTAINERS, _PLAIN_TYPES, itertools.chain.from_iterable
+    while level:
+        visited, depth = visited + len(level), depth + 1
+        if visited > _ORJSON_VISITS or depth > MAX_NESTING + 2:   # 有环、太深或大得出奇：交给 json，
+            return False                                          # 它写出同样的字节，或报告准确的错误
+        kinds = set(map(type, level))
+        if kinds == _DICT_ONLY:
+            dicts, lists = level, []
+        elif kinds == _LIST_ONLY:
+            dicts, lists = [], level
+        elif kinds == containers:
+            dicts, lists = list(filter(dict.__instancecheck__, level)), list(filter(list.__instancecheck__, level))
+        else:   # 这一层有子类、元组、浮点数……（根本身是标量也算）
             return False
-        if not scalars.issuperset(map(type, values)):
-            for item in values:
-                if type(item) not in scalars:
-                    push(item)
-    return False
+        if dicts and not _STR_ONLY.issuperset(map(type, chain(dicts))):
+            return False
+        values = list(itertools.chain(chain(map(dict.values, dicts)), chain(lists)))
+        types = list(map(type, values))
+        if not plain.issuperset(types):
+            return False
+        level = list(itertools.compress(values, map(containers.__contains__, types)))
+    return True
 
 
 def _first_unencodable(messages: List[Any]) -> int:
@@ -586,30 +588,57 @@ def encode_message_lines(messages: List[Any], where: str = "", memo: Any = None,
     [{"role": "user", "content": "hi"}] -> [b'{"role":"user","content":"hi"}']
     memo 是一批保存共用的字典 {id(消息): (消息, 字节)}：同一个对象在一批里只编码一次（导入一棵共享前缀的
     树时很要紧）。只在一次调用之内可信——调用之间调用方可能原地改了消息——所以单个 save() 从不传它。
-    first：messages[0] 在会话里是第几条（报错用）。"""
-    encode = _line_encoder()
+    first：messages[0] 在会话里是第几条（报错用）。
+    装了 orjson 时，只含 dict / list / str / int / bool / None 本身的那几段消息（_plain_tree，每段 _ORJSON_RUN 条）
+    交给它编码：这些类型它与 json 写出完全相同的字节（浮点数、子类、json 拒绝的类型都走 json）。"""
     lines: List[bytes] = []
-    for number, message in enumerate(messages, first):
-        if memo is not None:
+    if memo is not None:
+        for message in messages:
             known = memo.get(id(message))
-            if known is not None and known[0] is message:
-                lines.append(known[1])
-                continue
-        try:
-            text = encode(message)
-        except (RecursionError, TypeError, ValueError):
-            encode_line(message, where, f"第 {number} 条消息")   # 用新的编码器再试一次，抛出准确的说法
-            raise   # pragma: no cover - encode_line 一定会抛
-        if _too_deep(text, MAX_NESTING):   # 单独编码的消息：它自己算第 1 层
-            raise InvalidMessage(f"{where}第 {number} 条消息嵌套超过 {MAX_NESTING} 层，存下来会读不回来")
-        try:
-            line = text.encode("utf-8")
-        except UnicodeEncodeError:
-            line = _utf8(text)
-        if memo is not None:
-            memo[id(message)] = (message, line)
-        lines.append(line)
+            lines.append(known[1] if known is not None and known[0] is message else None)
+    else:
+        lines = [None] * len(messages)
+    todo = [index for index, line in enumerate(lines) if line is None]
+    encode = _line_encoder()
+    for run in range(0, len(todo), _ORJSON_RUN):
+        indexes = todo[run:run + _ORJSON_RUN]
+        batch = [messages[index] for index in indexes]
+        fast = _orjson is not None and _plain_tree(batch)
+        for index, message in zip(indexes, batch):
+            line = _orjson_line(message) if fast else None
+            if line is None:
+                line = _json_line(encode, message, where, index + first)
+            elif line.count(b"[") + line.count(b"{") > MAX_NESTING and _too_deep(line.decode(), MAX_NESTING):
+                raise InvalidMessage(f"{where}第 {index + first} 条消息嵌套超过 {MAX_NESTING} 层，存下来会读不回来")
+            if memo is not None:
+                memo[id(message)] = (message, line)
+            lines[index] = line
     return lines
+
+
+_ORJSON_RUN = 256   # 一段里有一条含浮点数（或别的 orjson 写法不同的值），只有这一段走 json
+
+
+def _orjson_line(message: Any) -> Optional[bytes]:
+    """_plain_tree 认可的消息 → orjson 的紧凑字节；超过 64 位的整数、孤立代理项、太深的嵌套它报错：None，交给 json。"""
+    try:
+        return _orjson.dumps(message)
+    except (TypeError, ValueError, RecursionError):   # orjson.JSONEncodeError 是 TypeError
+        return None
+
+
+def _json_line(encode: Callable[[Any], str], message: Any, where: str, number: int) -> bytes:
+    try:
+        text = encode(message)
+    except (RecursionError, TypeError, ValueError):
+        encode_line(message, where, f"第 {number} 条消息")   # 用新的编码器再试一次，抛出准确的说法
+        raise   # pragma: no cover - encode_line 一定会抛
+    if _too_deep(text, MAX_NESTING):   # 单独编码的消息：它自己算第 1 层
+        raise InvalidMessage(f"{where}第 {number} 条消息嵌套超过 {MAX_NESTING} 层，存下来会读不回来")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _utf8(text)
 
 
 FINGERPRINT_BYTES = 8 * 1024   # 不超过这么大的文件，指纹是 (长度, Python 的字节哈希)
