@@ -104,14 +104,18 @@ _SUMMARY_FIELDS = ("version", "revision", "session_id", "title", "parent_id", "c
 
 # ── 写：一个会话 → 会话文件的字节 + 它引用的块 ───────────────────────────────────────────────
 class Plan(NamedTuple):
-    """save() 要写的全部：会话文件的字节，和它按顺序引用的块 [(名字, 字节)]（version 3 没有块）。"""
+    """save() 要写的全部：会话文件的字节，和它按顺序引用的块 [(名字, 字节)]（version 3 没有块）。
+    head：version 4 文件的头（摘要要用的 message_count、first_added、labels 都在里面），version 3 为 None。"""
     raw: bytes
     chunks: List[Tuple[str, bytes]]
+    head: Optional[Dict[str, Any]] = None
 
 
 class Batch:
     """一批保存（save_many、bytes_to_write、fork）共用的记忆：同一个消息对象只检查、编码一次，同一串对象只切一次块；
-    父节点已在这一批里规划过时，子节点继承的前缀（同一批对象）连切点和块一起照搬，只算后面新的部分。
+    父节点已在这一批里规划过时，子节点继承的前缀（同一批对象）连切点、块和标签一起照搬，只算后面新的部分；
+    write_costs 规划过的节点随后 save 时字段没变、消息是同一批对象，就直接用那份 Plan（SessionStore._plan）；
+    这一批里确认过在盘上的块，锁外不再逐个查看（锁里的 ensure() 照样查）。
 
     只在一次调用之内可信（调用之间调用方可能原地改了消息），所以单个 save() 从不用它。"""
 
@@ -119,6 +123,8 @@ class Batch:
         self.lines: Dict[int, Tuple[Any, bytes]] = {}                # id(消息) → (消息, 一行字节)
         self.chunks: Dict[Tuple[int, ...], Tuple[str, bytes]] = {}   # 这一块里每条消息的 id → (名字, 字节)
         self.planned: Dict[str, "_Planned"] = {}                     # 会话 ID → 这一批里为它算好的东西
+        self.plans: Dict[str, Tuple[Dict[str, Any], Plan]] = {}      # 会话 ID → (要保存的字典, 它的 Plan)
+        self.present: set = set()                                    # 这一批里写下或核对过、确实在盘上的块
 
 
 class BatchScope:
@@ -147,6 +153,7 @@ class _Planned(NamedTuple):
     sizes: List[int]
     ends: List[int]
     chunks: List[Tuple[str, bytes]]
+    labels: List[list]
 
 
 def cut_points(sizes: Iterable[int], chunk_bytes: float, start: int = 0) -> List[int]:
@@ -194,8 +201,13 @@ def plan(payload: Dict[str, Any], *, threshold: float = BIG_SESSION_BYTES, chunk
             ends.append(start := end)
     else:
         ends, chunks = [], []
+    if parent is not None:   # 标签同理：前 keep 条的照搬，只看新的那些
+        labels = [item for item in parent.labels if item[0] <= keep]
+        labels += [[number + keep, label] for number, label in s11_tree.message_labels(messages[keep:])]
+    else:
+        labels = s11_tree.message_labels(messages) if batch is not None or ends else []
     if batch is not None:
-        batch.planned[sid] = _Planned(messages, lines, sizes, ends, chunks)
+        batch.planned[sid] = _Planned(messages, lines, sizes, ends, chunks, labels)
     if not ends:   # 小会话：章节的自带全部消息的文件，和以前逐字节相同
         return Plan(plain or encode_session({**payload, "version": plain_version}, sid), [])
     head = {"version": CONVERGE_VERSION if converged else CHUNKED_VERSION,
@@ -203,7 +215,6 @@ def plan(payload: Dict[str, Any], *, threshold: float = BIG_SESSION_BYTES, chunk
             "message_count": len(lines), "first_added": s11_tree.first_added(messages, payload["fork_point"])}
     if converged:
         head["converged_from"] = payload["converged_from"]
-    labels = s11_tree.message_labels(messages)
     if labels:   # 会话树只读头就能显示标签；旧程序不认识这个键也无妨
         head["labels"] = labels
     index = {"workspace": payload["workspace"], "chunks": [[name, end - begin] for (name, _), begin, end
@@ -211,7 +222,7 @@ def plan(payload: Dict[str, Any], *, threshold: float = BIG_SESSION_BYTES, chunk
              "tail": len(lines) - ends[-1]}
     body = b"".join([encode_line(index, where, "工作区快照"), b"\n", *(line + b"\n" for line in lines[ends[-1]:])])
     head["body_bytes"] = len(body)
-    return Plan(encode_line(head, where, "标题或 source") + b"\n" + body, chunks)
+    return Plan(encode_line(head, where, "标题或 source") + b"\n" + body, chunks, head)
 
 
 def _inherited(payload: Dict[str, Any], batch: Optional[Batch]) -> Tuple[Optional[_Planned], int]:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import operator
 import os
 import stat
 import threading
@@ -138,17 +139,20 @@ class SessionStore:
     def save(self, session: SessionNode) -> None:
         """💾 存档：把会话节点写回磁盘（原子写入；过期节点抛 ConflictError；大会话只写新的块）"""
         path = self._path(session.session_id)
-        payload, plan = self._plan(session, getattr(self._batch, "current", None))   # 先校验、编码：出错时什么都没写
+        batch = getattr(self._batch, "current", None)
+        payload, plan = self._plan(session, batch)   # 先校验、编码：出错时什么都没写
         with PendingWrite(path, plan.raw, self.durable) as pending:   # 写临时文件 + fsync：慢，放在锁外
             if plan.chunks:   # 大会话缺的块（临时文件里已写明要用哪些）；小会话（version 3）没有块
-                self._write_new_chunks(path, session, plan.chunks)
+                self._write_new_chunks(path, session, plan.chunks, batch)
             with self._lock:                                     # 锁内只做：核对修订号 + 确认块都在 + 原子改名
                 self._check_revision(path, session)
                 if plan.chunks:
                     self._chunks.ensure(plan.chunks)
                 info = pending.stat()   # 改名之后 path 就是这个文件：缓存键与随后 lstat(path) 得到的相同
                 pending.commit()
-        self._remember(path, payload, info, fingerprint(plan.raw))
+        # version 4：摘要要的消息条数、first_added、标签在头里都已算好，不必再过一遍全部消息
+        self._remember(path, payload if plan.head is None else {**payload, "messages": None, **plan.head},
+                       info, fingerprint(plan.raw))
         if self.durable:
             fsync_dir(self.storage_dir)   # 让改名本身也落盘
         session.revision = payload["revision"]
@@ -440,16 +444,29 @@ class SessionStore:
             session.workspace = s11_workspace.snapshot(self.workspace, exclude=[self.storage_dir])
         payload = {"version": FORMAT_VERSION, "revision": session.revision + 1, **session.to_dict(),
                    "created_ns": session.created_ns}
-        return payload, s11_chunks.plan(payload, threshold=self.chunk_threshold, chunk_bytes=self.chunk_bytes,
-                                        batch=batch)
+        fields = _frozen_fields(payload) if batch is not None else None
+        if fields is not None:   # 同一批里 write_costs 已为这个节点算过同样的东西（导入器先算字节、再保存）：照用
+            known = batch.plans.get(session.session_id)
+            if known is not None and known[0] == fields \
+                    and len(known[1]) == len(session.messages) and all(map(operator.is_, session.messages, known[1])):
+                return payload, known[2]
+        plan = s11_chunks.plan(payload, threshold=self.chunk_threshold, chunk_bytes=self.chunk_bytes, batch=batch)
+        if fields is not None:
+            batch.plans[session.session_id] = (fields, list(session.messages), plan)
+        return payload, plan
 
-    def _write_new_chunks(self, path: str, session: SessionNode, chunks: List[Tuple[str, bytes]]) -> None:
-        """锁外写下磁盘上还没有的块。先在锁里核对一次修订号：过期的节点在这里就被拒绝，不留下没人要的块。"""
-        missing = self._chunks.missing(chunks)
+    def _write_new_chunks(self, path: str, session: SessionNode, chunks: List[Tuple[str, bytes]],
+                          batch: Optional[s11_chunks.Batch] = None) -> None:
+        """锁外写下磁盘上还没有的块。先在锁里核对一次修订号：过期的节点在这里就被拒绝，不留下没人要的块。
+        batch：这一批里已经写下或核对过的块不再逐个查看（锁里的 ensure() 照样确认每一块都在）。"""
+        unchecked = chunks if batch is None else [chunk for chunk in chunks if chunk[0] not in batch.present]
+        missing = self._chunks.missing(unchecked)
         if missing:
             with self._lock:
                 self._check_revision(path, session)
             self._chunks.write(missing)
+        if batch is not None:
+            batch.present.update(name for name, _ in unchecked)
 
     def _check_revision(self, path: str, session: SessionNode) -> None:
         """锁内：磁盘上这份文件现在的修订号必须等于节点读入时的修订号，否则 ConflictError。
@@ -575,6 +592,17 @@ def _absolute_folder(folder: Any, what: str) -> str:
             or not os.fspath(folder):
         raise SessionError(f"{what}必须是非空的路径字符串，收到 {printable(repr(folder)[:80])}")
     return os.path.abspath(os.fspath(folder))
+
+
+def _frozen_fields(payload: Dict[str, Any]) -> Optional[str]:
+    """要保存的字典里除消息以外的部分，冻成一个字符串：两次相同，就会编码出同样的字节。
+
+    用 repr 而不是 ==：1 == True、(1,) 与 [1] 写出来不同，repr 分得开；原地改过的 source 或工作区快照
+    也看得出来（比的是当时冻下的字符串）。消息另比：同一批对象、逐个 is（与 s11_chunks 的批内约定相同）。"""
+    try:
+        return repr([(key, value) for key, value in payload.items() if key != "messages"])
+    except Exception:   # 调用方自己的类型 repr 出错：不复用，老老实实重算
+        return None
 
 
 def _size(path: str) -> int:
