@@ -335,12 +335,14 @@ def copy_bytes(plan: List[Planned], known: Optional[Dict[int, Tuple[Any, bytes]]
         if planned.parent is None or not planned.fork_point:
             continue
         sums = prefix_sums.setdefault(planned.parent, [0])
-        messages = plan[planned.parent].messages
-        while len(sums) <= planned.fork_point:
-            message = messages[len(sums) - 1]
-            line = known.get(id(message)) or extra.get(id(message))
+        segment = plan[planned.parent].messages[len(sums) - 1:planned.fork_point]
+        lines = [known.get(id(message)) or extra.get(id(message)) for message in segment]
+        fresh = [message for message, line in zip(segment, lines) if line is None or line[0] is not message]
+        if fresh:   # 一次编码这一段里还没编码过的（逐条调用要慢几倍），结果记进 extra
+            encode_message_lines(fresh, memo=extra)
+        for message, line in zip(segment, lines):
             if line is None or line[0] is not message:
-                line = (message, encode_message_lines([message], memo=extra)[0])
+                line = extra[id(message)]
             sums.append(sums[-1] + len(line[1]))
         total += sums[planned.fork_point]
     return total
