@@ -281,30 +281,42 @@ def json_floor(path: Path) -> None:
                 pass
 
 
+def seconds(fn: Callable, *args, **kwargs) -> float:
+    started = time.perf_counter()
+    fn(*args, **kwargs)
+    return time.perf_counter() - started
+
+
 def best_of(fn: Callable[[], object], runs: int, setup: Callable[[], object] | None = None) -> float:
     return c.median(c.time_runs(fn, runs, setup=setup))
 
 
 def measure(name: str, path: Path, work: Path, runs: int) -> list:
+    """One row. Each run times the floor, the dry run and the import back to back, and the × columns are the
+    median of each run's own ratio: this VM's speed drifts by 20-50 % over a minute, which a ratio of two
+    medians taken a minute apart would count as the importer's."""
     size = path.stat().st_size
-    floor = best_of(lambda: json_floor(path), runs)
-    plan = best_of(lambda: s11_import.import_file(path, SessionStore(work / "dry"), dry_run=True), runs)
     folders = iter(range(10 ** 6))
-    reports: list = []
-    state: dict = {}
     stores = work / f"stores-{path.stem}"   # per transcript: a store left by an earlier row would already hold
                                            # the chunks of a shared prefix (same generator seed), so less is written
-
-    def fresh_store() -> None:
-        state["store"] = SessionStore(stores / f"store-{next(folders)}")
-
-    full = best_of(lambda: reports.append(s11_import.import_file(path, state["store"])), runs, setup=fresh_store)
-    again = best_of(lambda: s11_import.import_file(path, state["store"]), runs)
+    floors, plans, fulls, reports = [], [], [], []
+    s11_import.import_file(path, SessionStore(work / "dry"), dry_run=True)   # untimed: lazy imports, caches
+    for _ in range(runs):
+        floors.append(seconds(json_floor, path))
+        plans.append(seconds(s11_import.import_file, path, SessionStore(work / "dry"), dry_run=True))
+        store = SessionStore(stores / f"store-{next(folders)}")
+        started = time.perf_counter()
+        reports.append(s11_import.import_file(path, store))
+        fulls.append(time.perf_counter() - started)
+    again = c.median([seconds(s11_import.import_file, path, store) for _ in range(runs)])
     report = reports[-1]
     shutil.rmtree(stores, ignore_errors=True)
     megabytes = size / 1024 / 1024
-    return [name, f"{megabytes:.1f}", c.ms(floor, 0), f"{c.ms(plan, 0)} ({plan / floor:.1f}×)",
-            f"{megabytes / plan:.1f}", f"{c.ms(full, 0)} ({full / floor:.1f}×)", f"{megabytes / full:.1f}",
+    floor, plan, full = c.median(floors), c.median(plans), c.median(fulls)
+    plan_ratio = c.median([p / f for p, f in zip(plans, floors)])
+    full_ratio = c.median([i / f for i, f in zip(fulls, floors)])
+    return [name, f"{megabytes:.1f}", c.ms(floor, 0), f"{c.ms(plan, 0)} ({plan_ratio:.1f}×)",
+            f"{megabytes / plan:.1f}", f"{c.ms(full, 0)} ({full_ratio:.1f}×)", f"{megabytes / full:.1f}",
             f"{c.ms(again, 0)}", f"{report.bytes_written / size:.2f}", c.human_bytes(report.copy_bytes),
             str(len(report.node_ids)), str(report.messages)]
 
@@ -334,7 +346,8 @@ def formats_section(work: Path, megabytes: int, runs: int, only: str | None = No
         "transcript", "MB", "json.loads ms", "plan ms (×)", "plan MB/s", "import ms (×)", "import MB/s",
         "re-import ms", "written/read", "fork copies", "nodes", "messages"], rows,
         note="plan = import_file(dry_run=True): read, repair, relink, merge, linearise, plan; no writes.\n"
-             "import = plan + saving every node (atomic write + fsync). × = multiple of json.loads.\n"
+             "import = plan + saving every node (atomic write + fsync). × = median over the runs of each run's\n"
+             "multiple of its own json.loads (the three are timed back to back in every run).\n"
              "written/read < 1 when there are no branches: thinking signatures, encrypted reasoning, toolUseResult\n"
              "copies, event_msg mirrors and hook lines are not kept; fork copies = the prefixes branch nodes repeat\n"
              "from their parent (compact JSON), the price of the chapter's self-contained nodes.")
