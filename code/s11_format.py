@@ -456,13 +456,15 @@ def parse_json_lines(lines: bytes, count: int, path: str) -> List[Any]:
     """每行一个 JSON 对象、每行以换行结尾的字节（version 4 的块和尾部）→ 列表；值与
     parse_json(b"[" + 用逗号连起来的各行 + b"]") 完全相同，条数由调用方核对。
 
-    消息都只含标量（章节自己的消息就是这样）时交给 orjson：没有 "["（memchr 一扫，很快），读出来的是 count 个字典，
-    每个值都是字符串、整数、布尔或 null——所以只有两层，json 一定读得下；没有浮点数，所以也没有被 orjson 读成浮点数的
-    超过 64 位的整数（json 读成整数）。字符串 orjson 与 json 读得一样（孤立代理项 orjson 拒绝）。
-    其余情形（内容块、嵌套、浮点数、orjson 拒绝的）原样走 parse_json。
-    以前这里数 "{" 的个数、把整段译成数字骨架找长数字：1 MB 要扫两遍；现在只看读出来的值。"""
-    doc = b"[" + lines[:-1].replace(b"\n", b",") + b"]" if lines else b"[]"
-    if _orjson is not None and lines and b"[" not in lines:
+    消息都只含标量（章节自己的消息就是这样）时交给 orjson：读出来的是 count 个字典，每个值都是字符串、整数、布尔
+    或 null——所以只有两层，json 一定读得下；没有浮点数，所以也没有被 orjson 读成浮点数的超过 64 位的整数（json 读成
+    整数）。字符串 orjson 与 json 读得一样（孤立代理项 orjson 拒绝）。其余情形（内容块、嵌套、浮点数、orjson 拒绝的）
+    原样走 parse_json。对不对只由读出来的值决定；先看一眼有没有 '":[' 和 '":{'（紧凑 JSON 里键后面跟着列表或对象
+    就是这样写的）只为省下注定白读的一遍：带内容块的消息不必先给 orjson 读一遍。字符串里的 "["（日志行
+    "[000001] GET …"）不再让整段走 json。"""
+    # 一次 replace、一次 join（memoryview 去掉末尾的逗号不复制）：10 MB 少复制两遍
+    doc = b"".join((b"[", memoryview(lines.replace(b"\n", b","))[:-1], b"]")) if lines else b"[]"
+    if _orjson is not None and lines and b'":[' not in lines and b'":{' not in lines:
         try:
             values = _orjson.loads(doc)
         except (ValueError, RecursionError):   # orjson.JSONDecodeError 是 ValueError

@@ -166,6 +166,9 @@ def test_flat_message_lines_take_the_orjson_path_and_nested_or_odd_ones_do_not(m
     flat = [{"role": "user", "content": f"第 {i} 轮：x = -1.5 {{ }}", "n": i, "ok": True, "x": None,
              "big": 2 ** 64 - 1} for i in range(300)]
     assert s11_format.parse_json_lines(message_lines(flat), 300, "f.json") == flat and fallbacks == []
+    # Brackets inside the text (log lines, "[1]" footnotes, a JSON snippet with spaces) keep the orjson path.
+    logs = [{"role": "tool", "content": f"[{i:06d}] GET /api 200 [ok] {{'a': [1]}} \": [x]"} for i in range(300)]
+    assert s11_format.parse_json_lines(message_lines(logs), 300, "f.json") == logs and fallbacks == []
     # A list, a nested object, a float and an integer past 64 bits (orjson reads it as a float) each go to json.
     for messages in ([{"role": "user", "content": [{"type": "text", "text": "x"}]}] * 300,
                      [{"role": "user", "content": "x", "meta": {"a": 1}}] * 300,
