@@ -314,7 +314,7 @@ class SessionStore:
         在 batch() 之内调用时共用那一批的编码：随后在同一个 batch() 里 save 这些节点不必再编码一遍。"""
         batch, counted, costs = getattr(self._batch, "current", None) or s11_chunks.Batch(), set(), []
         for node in nodes:
-            plan = self._plan(node, batch)[1]
+            plan = self._plan(node, batch, remember=True)[1]
             fresh = [chunk for chunk in plan.chunks if chunk[0] not in counted]
             counted.update(name for name, _ in fresh)
             costs.append(len(plan.raw) - _size(self._path(node.session_id)) + self._chunks.bytes_to_add(fresh))
@@ -427,9 +427,11 @@ class SessionStore:
         """已经检查过的 ID（比如从文件里读出、经 s11_format 检查过的 parent_id）→ 路径。"""
         return self._prefix + checked_id + ".json"   # = os.path.join(storage_dir, …)，少一次函数调用（路径上每个祖先一次）
 
-    def _plan(self, session: SessionNode, batch: Optional[s11_chunks.Batch] = None) -> Tuple[Dict[str, Any], Any]:
+    def _plan(self, session: SessionNode, batch: Optional[s11_chunks.Batch] = None,
+              remember: bool = False) -> Tuple[Dict[str, Any], Any]:
         """校验节点、拼出要写的字典，再编码成要写的字节和块（s11_chunks.plan：小会话 version 3，大会话 version 4）。
-        version 与 revision 放在最前面，打开文件第一眼就能看到。"""
+        version 与 revision 放在最前面，打开文件第一眼就能看到。
+        remember（write_costs 用）：把这份 Plan 记进 batch，随后同一批里保存这个节点时字段、消息都没变就直接用。"""
         validate_session_id(session.session_id)
         if session.parent_id is not None:
             validate_session_id(session.parent_id)
@@ -444,14 +446,14 @@ class SessionStore:
             session.workspace = s11_workspace.snapshot(self.workspace, exclude=[self.storage_dir])
         payload = {"version": FORMAT_VERSION, "revision": session.revision + 1, **session.to_dict(),
                    "created_ns": session.created_ns}
-        fields = _frozen_fields(payload) if batch is not None else None
-        if fields is not None:   # 同一批里 write_costs 已为这个节点算过同样的东西（导入器先算字节、再保存）：照用
-            known = batch.plans.get(session.session_id)
-            if known is not None and known[0] == fields \
+        known = batch.plans.get(session.session_id) if batch is not None else None
+        if known is not None:   # 同一批里 write_costs 已为这个节点算过同样的东西（导入器先算字节、再保存）：照用
+            fields = _frozen_fields(payload)
+            if fields is not None and known[0] == fields \
                     and len(known[1]) == len(session.messages) and all(map(operator.is_, session.messages, known[1])):
                 return payload, known[2]
         plan = s11_chunks.plan(payload, threshold=self.chunk_threshold, chunk_bytes=self.chunk_bytes, batch=batch)
-        if fields is not None:
+        if remember and batch is not None and (fields := _frozen_fields(payload)) is not None:
             batch.plans[session.session_id] = (fields, list(session.messages), plan)
         return payload, plan
 

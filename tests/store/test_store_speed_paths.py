@@ -223,16 +223,18 @@ trees = st.recursive(odd_scalars, lambda inner: st.lists(inner, max_size=4)
 
 @settings(max_examples=400, deadline=None)
 @given(trees)
-def test_the_type_walk_agrees_with_the_one_value_at_a_time_walk(tree):
-    assert s11_format._plain_tree(tree) == reference_plain_tree(tree)
-    assert s11_format._plain_tree({"messages": [tree, tree]}) == reference_plain_tree({"messages": [tree, tree]})
+def test_the_type_walks_agree_with_the_one_value_at_a_time_walk(tree):
+    for walk in (s11_format._plain_tree, s11_format._plain_document):   # message runs; small session documents
+        assert walk(tree) == reference_plain_tree(tree)
+        assert walk({"messages": [tree, tree]}) == reference_plain_tree({"messages": [tree, tree]})
 
 
-def test_the_type_walk_gives_up_on_a_cycle_and_json_reports_it(monkeypatch):
+@pytest.mark.parametrize("walk", ["_plain_tree", "_plain_document"])
+def test_the_type_walk_gives_up_on_a_cycle_and_json_reports_it(monkeypatch, walk):
     monkeypatch.setattr(s11_format, "_ORJSON_VISITS", 1000)
     loop = [{"role": "user", "content": "hi"}]
     loop.append(loop)
-    assert s11_format._plain_tree({"messages": loop}) is False
+    assert getattr(s11_format, walk)({"messages": loop}) is False
     with pytest.raises(s11_format.InvalidMessage):
         s11_format.encode_session({"session_id": "s1", "messages": loop}, "s1")
 
