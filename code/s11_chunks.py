@@ -68,6 +68,7 @@ from s11_format import (
     PLAIN_VERSION,
     ChunkError,
     CorruptSession,
+    InvalidMessage,
     SessionFile,
     check_fields,
     decode_listing,
@@ -115,7 +116,8 @@ class Batch:
     """一批保存（save_many、bytes_to_write、fork）共用的记忆：同一个消息对象只检查、编码一次，同一串对象只切一次块；
     父节点已在这一批里规划过时，子节点继承的前缀（同一批对象）连切点、块和标签一起照搬，只算后面新的部分；
     write_costs 规划过的节点随后 save 时字段没变、消息是同一批对象，就直接用那份 Plan（SessionStore._plan）；
-    这一批里确认过在盘上的块，锁外不再逐个查看（锁里的 ensure() 照样查）。
+    这一批里确认过在盘上的块，锁外不再逐个查看（锁里的 ensure() 照样查）；这一批里读过的块（decode_node）再被
+    别的节点引用时不再读、不再解析：这些节点的消息是同一批对象（与分叉继承父节点的对象一样，别原地改）。
 
     只在一次调用之内可信（调用之间调用方可能原地改了消息），所以单个 save() 从不用它。"""
 
@@ -125,6 +127,7 @@ class Batch:
         self.planned: Dict[str, "_Planned"] = {}                     # 会话 ID → 这一批里为它算好的东西
         self.plans: Dict[str, Tuple[Dict[str, Any], Plan]] = {}      # 会话 ID → (要保存的字典, 它的 Plan)
         self.present: set = set()                                    # 这一批里写下或核对过、确实在盘上的块
+        self.parsed: Dict[str, List[Any]] = {}                       # 块名 → 这一批里从它读出（核对过）的消息
 
 
 class BatchScope:
@@ -302,15 +305,54 @@ def decode_node(raw: bytes, path: str, read_chunk: Optional[Callable[[str, int, 
     if read_chunk is None:   # 不读块：尾部（不到一块）照样解析、检查，坏了的文件不会被当成好的覆盖
         check_fields({**data, "messages": _messages(tail_bytes, tail, path)}, path, message_count=head["message_count"])
         return data
+    if batch is not None:   # 导入器再导入一棵树时逐个读 23 个共用前缀的节点：每块只读、解析、检查一次
+        data["messages"], checked = _batch_messages(batch, refs, tail_bytes, tail, head["session_id"], path,
+                                                    read_chunk)
+        check_fields(data, path, every_message=not checked)   # 有一块没通过：整份再查一遍，报出与批外相同的错误
+        return data
     parts, first = [], 1
     for name, count in refs:
         parts.append(read_chunk(name, first, first + count - 1, head["session_id"]))
         first += count
     data["messages"] = _messages(b"".join([*parts, tail_bytes]), head["message_count"], path)
     check_fields(data, path)
-    if batch is not None:
-        _remember_lines(batch, data["messages"], [*parts, tail_bytes], [*refs, ("", tail)])
     return data
+
+
+def _batch_messages(batch: Batch, refs: List[Tuple[str, int]], tail_bytes: bytes, tail: int, session_id: str,
+                    path: str, read_chunk: Callable[[str, int, int, str], bytes]) -> Tuple[List[Any], bool]:
+    """decode_node 在一批里：(完整的消息列表, 每条消息是否都已检查过)。
+
+    这一批读过的块直接用当时读出、检查过的消息（同一批对象），其余的逐块读（核对 sha256）、解析、检查，记进
+    batch.parsed（没通过检查的不记）；每条消息读到的那一行、每块的名字也记进去，紧接着的保存（fork）原样复用。
+    值与不在批里时逐字相同（块的内容由名字决定）；消息是共用的对象。"""
+    messages: List[Any] = []
+    first, checked = 1, True
+    for name, count in refs:
+        known = batch.parsed.get(name)
+        if known is None or len(known) != count:
+            part = read_chunk(name, first, first + count - 1, session_id)
+            known = _messages(part, count, path)
+            if _valid(known):
+                _remember_lines(batch, known, [part], [(name, count)])
+                batch.parsed[name] = known
+            else:
+                checked = False
+        messages += known
+        first += count
+    own = _messages(tail_bytes, tail, path)
+    checked = _valid(own) and checked
+    if checked:
+        _remember_lines(batch, own, [tail_bytes], [("", tail)])
+    return messages + own, checked
+
+
+def _valid(messages: List[Any]) -> bool:
+    try:
+        validate_messages(messages)
+    except InvalidMessage:
+        return False
+    return True
 
 
 def _remember_lines(batch: Batch, messages: List[Any], parts: List[bytes], refs: List[Tuple[str, int]]) -> None:

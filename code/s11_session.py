@@ -324,7 +324,9 @@ class SessionStore:
     def batch(self) -> Iterator[s11_chunks.Batch]:
         """在这之内依次 save() 的节点像 save_many 一样共用编码（同一消息对象只检查、编码一次）；
         调用方可以逐个处理每个节点的错误（导入器就是这样：一个节点冲突，只跳过它和它的分支）。
-        给出这一批的 s11_chunks.Batch：只读，导入器从 lines 里拿已经编码好的消息算分叉复制了多少字节。"""
+        给出这一批的 s11_chunks.Batch：只读，导入器从 lines 里拿已经编码好的消息算分叉复制了多少字节。
+        在这之内 load() 的大会话，和同一批里读过的节点共用同一块里的消息对象（每块只读、只解析一次；导入器再导入
+        一棵 20 MB 的树 2.8 → 0.8 s）：只读它们，或整体换掉 messages，不要原地改。"""
         with self._batch_scope():
             yield self._batch.current
 

@@ -219,10 +219,25 @@ def _build(t: Transcript) -> List[Planned]:
 
 
 # ── 写入仓库 ───────────────────────────────────────────────────────────────────────────────
-def _same(existing: SessionNode, node: SessionNode) -> bool:
-    return (existing.title, existing.parent_id, existing.fork_point, existing.created_at, existing.source,
-            existing.messages) == (node.title, node.parent_id, node.fork_point, node.created_at, node.source,
-                                   node.messages)
+def _same(existing: SessionNode, node: SessionNode, equal: Optional[dict] = None) -> bool:
+    """仓库里的节点与记录里的是否相同（字段和每条消息都 ==）。equal：这次导入里已经比过、相等的
+    {(id(仓库的消息), id(记录的消息)): (两个对象)}——共用前缀的节点两边都是同一批对象，每对只深比一次；
+    对象本身也存着，它们活着，id 就不会被别的对象重用。"""
+    if (existing.title, existing.parent_id, existing.fork_point, existing.created_at, existing.source) != \
+            (node.title, node.parent_id, node.fork_point, node.created_at, node.source):
+        return False
+    if len(existing.messages) != len(node.messages):
+        return False
+    if equal is None:
+        return existing.messages == node.messages
+    for old, new in zip(existing.messages, node.messages):
+        pair = (id(old), id(new))
+        seen = equal.get(pair)
+        if seen is None or seen[0] is not old or seen[1] is not new:
+            if old != new:
+                return False
+            equal[pair] = (old, new)
+    return True
 
 
 def _edited_in_store(existing: SessionNode) -> bool:
@@ -234,8 +249,8 @@ def _edited_in_store(existing: SessionNode) -> bool:
 def _write(store: SessionStore, ordered: List[SessionNode], report: ImportReport, dry_run: bool,
            budget: WriteBudget, planned: List[Planned]) -> None:
     """先决定每个节点写不写（读仓库里的同 ID 节点比较），再一次算出确切的字节交给 budget，最后才写。"""
-    plan, blocked = _decide(store, ordered, report)
-    with store.batch() as batch:   # write_costs 编好的每条消息，随后的 save 和分叉复制的字节数直接用（不再编码）
+    with store.batch() as batch:   # write_costs 编好的每条消息，随后的 save 和分叉复制的字节数直接用（不再编码）；
+        plan, blocked = _decide(store, ordered, report)   # 仓库里共用前缀的节点，每块只读、只解析一次
         costs = store.write_costs([node for node, _ in plan])
         report.bytes_planned = sum(costs)
         report.copy_bytes = copy_bytes(planned, batch.lines)
@@ -272,7 +287,7 @@ def _write(store: SessionStore, ordered: List[SessionNode], report: ImportReport
 
 def _decide(store: SessionStore, ordered: List[SessionNode], report: ImportReport) -> Tuple[list, set]:
     """[(要保存的节点, 是否是更新)] 和不写的节点（读不出来的、续写过的及它们的分支）；没变的算 unchanged。"""
-    plan, blocked = [], set()
+    plan, blocked, equal = [], set(), {}
     for index, node in enumerate(ordered):
         if node.parent_id in blocked:
             blocked.add(node.session_id)
@@ -283,7 +298,7 @@ def _decide(store: SessionStore, ordered: List[SessionNode], report: ImportRepor
             report.warnings.append(f"节点 {node.session_id} 在仓库里读不出来，保持原样，它和它的分支没有导入：{exc}")
             blocked.add(node.session_id)
             continue
-        if existing is not None and _same(existing, node):
+        if existing is not None and _same(existing, node, equal):
             report.unchanged += 1
             continue
         if existing is not None and _edited_in_store(existing):

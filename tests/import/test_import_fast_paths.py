@@ -204,3 +204,59 @@ def test_bounded_copies_flat_arguments_exactly_as_the_stack_walk_does(value, lim
     assert shape(got) == shape(expected) and longest == expected_longest
     assert (fast.truncated, fast.flattened) == (slow.truncated, slow.flattened)
     assert got is not value and all(got[key] is not value[key] for key in value if isinstance(value[key], list))
+
+
+# ── re-import: the store's nodes are loaded in one batch and compared pair by pair ────────────────────────
+def big_pi_tree(path, changed=None):
+    """A Pi v3 session of ~200 KB (its nodes are chunked) with three /tree jumps back into the trunk."""
+    header = {"type": "session", "version": 3, "id": "pi-big", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}
+    entries, parent = [], None
+    for i in range(600):
+        role = ("user", "assistant")[i % 2]
+        text = f"第 {i} 轮：" + "日志行 GET /api 200 " * 14 + ("（改过）" if i == changed else "")
+        content = text if role == "user" else [{"type": "text", "text": text}]
+        entries.append({"type": "message", "id": f"t{i}", "parentId": parent,
+                        "timestamp": f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}.000Z",
+                        "message": {"role": role, "content": content}})
+        parent = f"t{i}"
+    for branch, at in enumerate((150, 420, 598)):
+        parent = f"t{at}"
+        for j in range(4):
+            entries.append({"type": "message", "id": f"b{branch}-{j}", "parentId": parent,
+                            "timestamp": f"2026-01-01T01:00:{branch * 4 + j:02d}.000Z",
+                            "message": {"role": ("user", "assistant")[j % 2], "content": f"分支 {branch} 第 {j} 条"}})
+            parent = f"b{branch}-{j}"
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [header] + entries),
+                    encoding="utf-8")
+    return path
+
+
+def test_a_big_branchy_reimport_writes_nothing_and_a_changed_trunk_message_is_written(tmp_path):
+    store = SessionStore(tmp_path / "store")
+    first = import_file(big_pi_tree(tmp_path / "s.jsonl"), store)
+    assert len(first.node_ids) == 4 and list((tmp_path / "store" / ".chunks").iterdir())
+    again = import_file(tmp_path / "s.jsonl", store)
+    assert again.written == 0 and again.unchanged == 4
+    changed = import_file(big_pi_tree(tmp_path / "s.jsonl", changed=500), store)
+    # trunk message 501 is in every node that goes past it, and in no node that forks off before it
+    reader = SessionStore(tmp_path / "store")
+    holding = [node_id for node_id in changed.node_ids
+               if "（改过）" in json.dumps(reader.load(node_id).messages, ensure_ascii=False)]
+    assert changed.updated == len(holding) >= 1 and changed.unchanged == 4 - len(holding) >= 1
+    assert import_file(tmp_path / "s.jsonl", store).written == 0
+
+
+def test_same_compares_each_pair_of_messages_once_and_keeps_them_alive(monkeypatch):
+    from s11_import import pipeline
+    from s11_session import SessionNode
+    old, new = {"role": "user", "content": "一样"}, {"role": "user", "content": "一样"}
+    equal = {}
+    assert pipeline._same(SessionNode("a", "t", messages=[old]), SessionNode("a", "t", messages=[new]), equal)
+    assert equal == {(id(old), id(new)): (old, new)}   # the objects stay referenced: their ids cannot be reused
+    other = {"role": "user", "content": "不一样"}
+    assert not pipeline._same(SessionNode("a", "t", messages=[old]), SessionNode("a", "t", messages=[other]), equal)
+    assert not pipeline._same(SessionNode("a", "t2", messages=[old]), SessionNode("a", "t", messages=[new]), equal)
+    # A recorded pair is trusted only for the very same two objects.
+    lookalike = {"role": "user", "content": "变了"}
+    equal[(id(old), id(lookalike))] = (old, {"role": "user", "content": "变了之前"})
+    assert not pipeline._same(SessionNode("a", "t", messages=[old]), SessionNode("a", "t", messages=[lookalike]), equal)

@@ -2,7 +2,10 @@
 the labels a child inherits from its parent, the chunks already confirmed on disk, and the summary taken from a
 version-4 head. Each shortcut must leave exactly the files, summaries and errors the long way gives."""
 
+import hashlib
+import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -189,3 +192,73 @@ def test_chunks_confirmed_once_in_a_batch_are_not_looked_at_again_outside_the_lo
     store.save_many(nodes)
     shared = len(chunk_files(store))
     assert asked[0] == shared and asked[1:] == [0, 0, 0]   # the forks add only their tails (in the session file)
+
+
+# ── loads inside one batch read and parse each shared chunk once (the importer's re-import) ─────────────
+def saved_tree(tmp_path):
+    store = SessionStore(tmp_path / "s")
+    nodes = random_tree(1)
+    store.save_many(nodes)
+    return store, nodes
+
+
+def test_loads_in_a_batch_give_the_values_loads_outside_give_and_share_the_prefix_objects(tmp_path, monkeypatch):
+    store, nodes = saved_tree(tmp_path)
+    outside = {node.session_id: SessionStore(store.storage_dir).load(node.session_id) for node in nodes}
+    reads = []
+    real = store._chunks._read_chunk
+    monkeypatch.setattr(store._chunks, "_read_chunk", lambda *args: reads.append(args[0]) or real(*args))
+    with store.batch():
+        inside = {node.session_id: store.load(node.session_id) for node in nodes}
+    for sid, node in inside.items():
+        assert node.messages == outside[sid].messages and node.to_dict() == outside[sid].to_dict()
+    assert sorted(reads) == sorted(set(reads)) and reads   # every chunk read (and its sha256 checked) once
+    parent, child = next((inside[n.parent_id], inside[n.session_id]) for n in nodes
+                         if n.parent_id and n.fork_point and n.fork_point > 600 and n.messages[:n.fork_point]
+                         == next(p for p in nodes if p.session_id == n.parent_id).messages[:n.fork_point])
+    assert any(a is b for a, b in zip(parent.messages, child.messages))   # the shared chunks' messages
+
+
+def test_outside_a_batch_every_load_gets_its_own_objects(tmp_path):
+    store, nodes = saved_tree(tmp_path)
+    first, second = store.load("n0"), store.load("n0")
+    assert first.messages == second.messages and not any(a is b for a, b in zip(first.messages, second.messages))
+
+
+def chunks_of(store, session_id):
+    index = json.loads(Path(store.storage_dir, f"{session_id}.json").read_bytes().split(b"\n")[1])
+    return [Path(store.storage_dir, ".chunks", f"{name}.jsonl") for name, _ in index["chunks"]]
+
+
+def test_a_chunk_damaged_after_saving_is_refused_inside_a_batch_as_outside(tmp_path):
+    store, _ = saved_tree(tmp_path)
+    victim = chunks_of(store, "n0")[0]
+    victim.write_bytes(victim.read_bytes().replace(b"\xe7\xac\xac", b"\xe7\xac\xad", 1))   # one character changed
+    with pytest.raises(Exception) as outside:
+        SessionStore(store.storage_dir).load("n0")
+    with store.batch():
+        with pytest.raises(type(outside.value)) as inside:
+            store.load("n0")
+    assert str(inside.value) == str(outside.value) and "块" in str(inside.value)
+
+
+def test_a_chunk_whose_messages_do_not_pass_the_checks_reports_the_same_error_in_a_batch(tmp_path):
+    store = SessionStore(tmp_path / "s")
+    node = SessionNode("n", "会话", messages=[msg(i) for i in range(1500)])
+    store.save(node)
+    victim = chunks_of(store, "n")[1]
+    lines = victim.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b'"role":', b'"rolle":', 1)   # a message without role, in a chunk with a valid name
+    data = b"\n".join(lines)
+    forged = victim.with_name(hashlib.sha256(data).hexdigest() + ".jsonl")
+    forged.write_bytes(data)
+    session_file = tmp_path / "s" / "n.json"
+    raw = session_file.read_bytes()
+    session_file.write_bytes(raw.replace(victim.stem.encode(), forged.stem.encode(), 1))
+    with pytest.raises(Exception) as outside:
+        SessionStore(tmp_path / "s").load("n")
+    with store.batch() as batch:
+        with pytest.raises(type(outside.value)) as inside:
+            store.load("n")
+        assert forged.stem not in batch.parsed
+    assert str(inside.value) == str(outside.value) and "role" in str(inside.value)
