@@ -231,19 +231,19 @@ def import_tree(path: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_
     report = ImportReport(file=name, format=DISPLAY_NAME, bytes_read=os.path.getsize(path),
                           messages=int(head.get("messages") or 0), files=[name])
     to_write, clashes = [], []
-    for node in nodes:
-        existing = store.load(node.session_id)
-        if existing is None:
-            to_write.append(node)
-        elif _same(existing, node):
-            report.unchanged += 1
-        else:
-            clashes.append(node.session_id)
-    if clashes:
-        shown = "、".join(clashes[:10]) + (f" 等 {len(clashes)} 个" if len(clashes) > 10 else "")
-        raise BadTreeFile(f"{printable(name)}：仓库里已有同 ID、内容不同的节点 {shown}；为了不覆盖它们，"
-                          "什么都没有导入（要并排保留，请导入到另一个会话目录）")
-    with store.batch():   # write_costs 编好的每条消息，随后的 save 直接用
+    with store.batch():   # 读仓库里的节点时共用前缀的块只读一次；write_costs 编好的每条消息，随后的 save 直接用
+        for node in nodes:
+            existing = store.load(node.session_id)
+            if existing is None:
+                to_write.append(node)
+            elif _same(existing, node):
+                report.unchanged += 1
+            else:
+                clashes.append(node.session_id)
+        if clashes:
+            shown = "、".join(clashes[:10]) + (f" 等 {len(clashes)} 个" if len(clashes) > 10 else "")
+            raise BadTreeFile(f"{printable(name)}：仓库里已有同 ID、内容不同的节点 {shown}；为了不覆盖它们，"
+                              "什么都没有导入（要并排保留，请导入到另一个会话目录）")
         try:
             costs = store.write_costs(to_write)   # 同时检查每个节点能不能保存（ID、消息、字段），出错时什么都没写
         except SessionError as exc:
