@@ -409,8 +409,9 @@ def _plain_document(root: Any) -> bool:
     return False
 
 
-def _plain_tree(root: Any) -> bool:
-    """root 里是否只有 dict（键都是 str）、list、str、int、bool、None 这几种类型本身（不含子类）。
+def _plain_tree(root: Any, max_depth: int = MAX_NESTING + 2) -> bool:
+    """root 里是否只有 dict（键都是 str）、list、str、int、bool、None 这几种类型本身（不含子类），
+    且容器最多 max_depth 层（root 算第 1 层；更深的说“否”，交给 json 判断）。
 
     {"a": [1, {"b": None}]} -> True；{"a": 1.5}、{1: "x"}、{"a": (1,)} -> False。
     一层一层地看：同一层的所有容器的键、值的类型在 C 里一次收齐（map + issuperset），下一层的容器也在 C 里挑出来
@@ -419,7 +420,7 @@ def _plain_tree(root: Any) -> bool:
     containers, plain, chain = _CONTAINERS, _PLAIN_TYPES, itertools.chain.from_iterable
     while level:
         visited, depth = visited + len(level), depth + 1
-        if visited > _ORJSON_VISITS or depth > MAX_NESTING + 2:   # 有环、太深或大得出奇：交给 json，
+        if visited > _ORJSON_VISITS or depth > max_depth:   # 有环、太深或大得出奇：交给 json，
             return False                                          # 它写出同样的字节，或报告准确的错误
         kinds = set(map(type, level))
         if kinds == _DICT_ONLY:
@@ -627,7 +628,9 @@ def encode_message_lines(messages: List[Any], where: str = "", memo: Any = None,
     树时很要紧）。只在一次调用之内可信——调用之间调用方可能原地改了消息——所以单个 save() 从不传它。
     first：messages[0] 在会话里是第几条（报错用）。
     装了 orjson 时，只含 dict / list / str / int / bool / None 本身的那几段消息（_plain_tree，每段 _ORJSON_RUN 条）
-    交给它编码：这些类型它与 json 写出完全相同的字节（浮点数、子类、json 拒绝的类型都走 json）。"""
+    交给它编码：这些类型它与 json 写出完全相同的字节（浮点数、子类、json 拒绝的类型都走 json）。
+    这样的一段里容器最多 MAX_NESTING + 1 层（这一段的列表算第 1 层，消息第 2 层），所以没有一条消息会嵌套过深，
+    不必逐行再数括号；整段一次 map 给 orjson，它拒绝了（超过 64 位的整数、孤立代理项）才逐条来。"""
     lines: List[bytes] = []
     if memo is not None:
         for message in messages:
@@ -640,17 +643,27 @@ def encode_message_lines(messages: List[Any], where: str = "", memo: Any = None,
     for run in range(0, len(todo), _ORJSON_RUN):
         indexes = todo[run:run + _ORJSON_RUN]
         batch = [messages[index] for index in indexes]
-        fast = _orjson is not None and _plain_tree(batch)
-        for index, message in zip(indexes, batch):
-            line = _orjson_line(message) if fast else None
-            if line is None:
-                line = _json_line(encode, message, where, index + first)
-            elif line.count(b"[") + line.count(b"{") > MAX_NESTING and _too_deep(line.decode(), MAX_NESTING):
-                raise InvalidMessage(f"{where}第 {index + first} 条消息嵌套超过 {MAX_NESTING} 层，存下来会读不回来")
-            if memo is not None:
-                memo[id(message)] = (message, line)
-            lines[index] = line
+        fast = _orjson is not None and _plain_tree(batch, MAX_NESTING + 1)
+        found = _orjson_run(batch) if fast else None
+        if found is None:
+            found = [(_orjson_line(message) if fast else None) or _json_line(encode, message, where, index + first)
+                     for index, message in zip(indexes, batch)]
+        if memo is not None:
+            memo.update(zip(map(id, batch), zip(batch, found)))
+        if indexes[-1] - indexes[0] == len(indexes) - 1:   # 连着的一段（没有 memo 时总是）：一次切片赋值
+            lines[indexes[0]:indexes[-1] + 1] = found
+        else:
+            for index, line in zip(indexes, found):
+                lines[index] = line
     return lines
+
+
+def _orjson_run(batch: List[Any]) -> Optional[List[bytes]]:
+    """一段 _plain_tree 认可的消息 → 每条 orjson 的紧凑字节；有一条它拒绝就 None（交给逐条的 _orjson_line）。"""
+    try:
+        return list(map(_orjson.dumps, batch))
+    except (TypeError, ValueError, RecursionError):   # orjson.JSONEncodeError 是 TypeError
+        return None
 
 
 _ORJSON_RUN = 256   # 一段里有一条含浮点数（或别的 orjson 写法不同的值），只有这一段走 json

@@ -194,3 +194,24 @@ def test_the_memo_gives_an_object_its_earlier_bytes_and_is_filled_for_the_rest(m
     stale = message("stale")
     memo[id(stale)] = (message("another object that once had this id"), b"WRONG")
     assert encode_message_lines([stale], memo=memo) == [b'{"role":"user","content":"stale"}']
+
+
+def test_a_run_orjson_refuses_as_a_whole_is_encoded_message_by_message_with_the_same_bytes(monkeypatch):
+    spy = Spy(orjson)
+    monkeypatch.setattr(s11_format, "_orjson", spy)
+    messages = [message(f"m{index}") for index in range(10)] + [message(2 ** 64)] + [message("after")]
+    lines = encode_message_lines(messages, memo={})
+    assert lines == reference_lines(messages)
+    # the whole run first (stopping at the integer orjson cannot write), then each message on its own
+    assert [id(v) for v in spy.calls[:11]] == [id(m) for m in messages[:11]]
+    assert [id(v) for v in spy.calls[11:]] == [id(m) for m in messages]
+
+
+def test_a_run_holding_a_message_nested_past_the_limit_goes_to_json_and_is_refused():
+    deep = "leaf"
+    for _ in range(s11_format.MAX_NESTING):   # one level too many once the message itself counts
+        deep = [deep]
+    messages = [message("a")] * 5 + [message(deep)]
+    assert s11_format._plain_tree(messages, s11_format.MAX_NESTING + 1) is False
+    with pytest.raises(InvalidMessage, match="第 6 条消息嵌套超过"):
+        encode_message_lines(messages)
