@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from browser_tabs import open_tab
 from conftest import REPO, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -64,12 +65,7 @@ def test_a_reader_lists_imports_and_follows_their_own_session(browser, server, h
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     try:
         page.goto(server)
-        from playwright.sync_api import TimeoutError as PlaywrightTimeout
-        try:
-            page.get_by_role("tab", name=TAB).click(timeout=5_000)
-        except PlaywrightTimeout:   # on a phone the later tabs sit behind Gradio's "More tabs" menu
-            page.get_by_role("button", name="More tabs").click()
-            page.locator(".overflow-dropdown button", has_text=TAB).click()
+        open_tab(page, TAB)
         page.locator("#s11x-import-tab > button.label-wrap").click()   # the action areas are stacked accordions
         page.locator("#s11x-agents").get_by_text("本机 Agent 文件夹").first.click()
         page.locator("#s11x-agents-list").click()

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from browser_tabs import open_tab
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LAB_TAB = "🧪 为什么要这样写"
@@ -28,17 +30,11 @@ KILL_ERRORS = ("JSONDecodeError", "UnicodeDecodeError")
 
 
 def open_lab(browser, url: str, width: int = 1400, scheme: str = "light"):
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
     page = context.new_page()
     page.goto(f"{url}/?__theme={scheme}")
-    page.get_by_role("tab").first.wait_for()
-    try:
-        page.get_by_role("tab", name=LAB_TAB).click(timeout=5_000)
-    except PlaywrightTimeout:   # on a phone the later tabs sit behind Gradio's "More tabs" menu
-        page.get_by_role("button", name="More tabs").click()
-        page.locator(".overflow-dropdown button", has_text=LAB_TAB).click()
+    open_tab(page, LAB_TAB)
     page.locator("#lab-intro").wait_for()
     return context, page
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from browser_tabs import open_tab
 from conftest import REPO, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -61,15 +62,7 @@ class Visitor:
         return self
 
     def open_lesson(self) -> None:
-        from playwright.sync_api import TimeoutError as PlaywrightTimeout
-        tab = self.page.get_by_role("tab", name=TAB).locator("visible=true").first
-        try:
-            tab.wait_for(timeout=10_000)
-            tab.click(timeout=30_000)
-        except PlaywrightTimeout:   # on a phone the later tabs sit behind Gradio's "More tabs" menu
-            self.page.screenshot(path="/tmp/lesson-helper/tab-missing.png")
-            self.page.get_by_role("button", name="More tabs").click()
-            self.page.locator(".overflow-dropdown button", has_text=TAB).click()
+        open_tab(self.page, TAB)
         self.page.locator("#s11l-levels").get_by_text("第 1 关").wait_for(timeout=15_000)
 
     def notice(self) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from browser_tabs import open_tab
 from conftest import REPO, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -165,12 +166,7 @@ def server(tmp_path_factory):
 
 
 def open_explorer(page) -> None:
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    try:
-        page.get_by_role("tab", name=TAB).click(timeout=5_000)
-    except PlaywrightTimeout:   # on a phone the later tabs sit behind Gradio's "More tabs" menu
-        page.get_by_role("button", name="More tabs").click()
-        page.locator(".overflow-dropdown button", has_text=TAB).click()
+    open_tab(page, TAB)
     page.locator("#s11x-space").get_by_text("空间").wait_for(timeout=15_000)
 
 
