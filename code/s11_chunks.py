@@ -125,9 +125,38 @@ class Batch:
         self.lines: Dict[int, Tuple[Any, bytes]] = {}                # id(消息) → (消息, 一行字节)
         self.chunks: Dict[Tuple[int, ...], Tuple[str, bytes]] = {}   # 这一块里每条消息的 id → (名字, 字节)
         self.planned: Dict[str, "_Planned"] = {}                     # 会话 ID → 这一批里为它算好的东西
-        self.plans: Dict[str, Tuple[Dict[str, Any], Plan]] = {}      # 会话 ID → (要保存的字典, 它的 Plan)
+        self.plans: Dict[str, Tuple[str, List[Any], Plan]] = {}      # 会话 ID → (冻下的字段, 消息, Plan)
         self.present: set = set()                                    # 这一批里写下或核对过、确实在盘上的块
         self.parsed: Dict[str, List[Any]] = {}                       # 块名 → 这一批里从它读出（核对过）的消息
+
+
+    def keep_plan(self, payload: Dict[str, Any], plan: Plan) -> None:
+        """write_costs 为一个节点算好的 Plan：随后同一批里保存它时，字段和消息都没变就直接用（known_plan）。"""
+        fields = _frozen_fields(payload)
+        if fields is not None:
+            self.plans[payload["session_id"]] = (fields, list(payload["messages"]), plan)
+
+    def known_plan(self, payload: Dict[str, Any]) -> Optional[Plan]:
+        """keep_plan 记下的 Plan，只要除消息以外的字段冻下来一样、消息是同一批对象（逐个 is）；否则 None。"""
+        known = self.plans.get(payload["session_id"])
+        if known is None:
+            return None
+        messages = payload["messages"]
+        if len(known[1]) != len(messages) or not all(map(operator.is_, messages, known[1])) \
+                or _frozen_fields(payload) != known[0]:
+            return None
+        return known[2]
+
+
+def _frozen_fields(payload: Dict[str, Any]) -> Optional[str]:
+    """要保存的字典里除消息以外的部分，冻成一个字符串：两次相同，就会编码出同样的字节。
+
+    用 repr 而不是 ==：1 == True、(1,) 与 [1] 写出来不同，repr 分得开；原地改过的 source 或工作区快照
+    也看得出来（比的是当时冻下的字符串）。repr 出错（调用方自己的类型）：None，不复用。"""
+    try:
+        return repr([(key, value) for key, value in payload.items() if key != "messages"])
+    except Exception:
+        return None
 
 
 class BatchScope:

@@ -24,6 +24,7 @@ export_markdown / delete，然后是章节之外的方法，最后是 demo_tree_
   * 大会话只写新的部分：version 4 的块、清理没人引用的块 ........ s11_chunks（布局写在它的文档里）
   * 会话树、导出前脱敏、会话 ≠ 代码 ............................ s11_tree、s11_export + s11_redact、s11_workspace
   * 分叉 + 收敛：compare / converge / label（version 5 的 converged_from）... s11_converge
+  * 体检：check() 列出的坏文件、残留、缺了或坏了的块 .............. s11_check
 
 保证：每次 save() 全有或全无，kill -9 之后每个文件要么是上一次的、要么是这一次的；读不懂的文件（截断的、
 更新版本的、FIFO、符号链接）原样保留并报告，从不覆盖；块缺了或坏了，load() 抛 ChunkError 点名那一块。
@@ -36,14 +37,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import operator
 import os
 import stat
 import threading
 import time
 import uuid
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+import s11_check  # 体检：check() 列出的问题
 import s11_chunks  # 大会话的块
 import s11_converge  # 对比、收敛、标签
 import s11_export  # Markdown / HTML 渲染
@@ -54,9 +55,9 @@ from s11_format import (  # noqa: F401  这些名字也从本模块导出：章�
     FORMAT_VERSION, MAX_NESTING, MIGRATIONS, ChunkError, ConflictError, CorruptSession, InvalidMessage,
     InvalidSessionId, SessionError, SessionNotFound, UnreadableSession, UnsupportedVersion, encode_session,
     fingerprint, is_session_name, migrate, unreadable, validate_messages, validate_session_id)
+from s11_check import Problem  # noqa: F401  check() 的结果，也从本模块导出
 from s11_redact import redact  # noqa: F401  导出前脱敏：redact(text) -> str
-from s11_storage import (DirectoryLock, PendingWrite, entry_kind, fsync_dir, read_regular_file, stat_key,
-                         temp_file_problem)
+from s11_storage import DirectoryLock, PendingWrite, entry_kind, fsync_dir, read_regular_file, stat_key
 from s11_text import printable
 
 __all__ = ["SessionNode", "SessionStore", "demo_tree_branching", "Problem", "ROLE_ICONS", "redact", "printable",
@@ -379,34 +380,10 @@ class SessionStore:
             raise SessionNotFound(f"未找到会话: {root_id}")
         return s11_tree.render_text(forest, root_id)
 
-    def check(self) -> List["Problem"]:
+    def check(self) -> List[Problem]:
         """列出仓库里的全部问题：坏文件、读不了的条目（含悬空链接）、更新版本的文件、父节点不在的分支、
-        收敛来源（converged_from）不在的收敛节点、
-        真正残留的临时文件、缺了或坏了的块（引用它的每个会话一条）、没人引用的块。扫描途中消失的文件不算问题；
-        正在写的临时文件不算残留。从不修改任何文件。"""
-        problems, parents, paths, converged = [], {}, [], {}
-        for fname in sorted(os.listdir(self.storage_dir)):
-            path = os.path.join(self.storage_dir, fname)
-            if fname.endswith(".tmp"):
-                problems += [Problem(kind, path, detail) for kind, detail in temp_file_problem(path)]
-            elif is_session_name(fname):
-                paths.append(path)
-                summary = self._check_entry(path, fname, problems)
-                if summary is not None:
-                    parents[summary["session_id"]] = summary["parent_id"]
-                    converged[summary["session_id"]] = summary["converged_from"]
-        problems += [Problem(*found) for found in self._chunks.problems(paths, self._lock)]   # 块：缺、坏、没人引用
-        for sid, parent in sorted(parents.items()):
-            if parent and parent not in parents:
-                problems.append(Problem("missing_parent", self._path(sid),
-                                        f"会话 {sid} 的父会话 {parent} 不在仓库中（可能已删除，历史仍完整保留在本文件）"))
-        for sid, others in sorted(converged.items()):
-            for other in others:
-                if other not in parents:
-                    problems.append(Problem("missing_converged", self._path(sid),
-                                            f"收敛节点 {sid} 记着收敛了分支 {other}，它不在仓库中（可能已删除；"
-                                            f"带过来的消息仍完整保留在本文件）"))
-        return problems
+        收敛来源不在的收敛节点、真正残留的临时文件、缺了或坏了的块、没人引用的块（见 s11_check）。从不修改任何文件。"""
+        return s11_check.check(self)
 
     def resume(self, session_id: str, workspace: Optional[str] = None) -> Tuple[SessionNode, List[str]]:
         """读档并与工作区对账：返回 (节点, 差异说明)。只对比调用方选定的目录（参数 workspace，
@@ -448,15 +425,12 @@ class SessionStore:
             session.workspace = s11_workspace.snapshot(self.workspace, exclude=[self.storage_dir])
         payload = {"version": FORMAT_VERSION, "revision": session.revision + 1, **session.to_dict(),
                    "created_ns": session.created_ns}
-        known = batch.plans.get(session.session_id) if batch is not None else None
+        known = batch.known_plan(payload) if batch is not None else None
         if known is not None:   # 同一批里 write_costs 已为这个节点算过同样的东西（导入器先算字节、再保存）：照用
-            fields = _frozen_fields(payload)
-            if fields is not None and known[0] == fields \
-                    and len(known[1]) == len(session.messages) and all(map(operator.is_, session.messages, known[1])):
-                return payload, known[2]
+            return payload, known
         plan = s11_chunks.plan(payload, threshold=self.chunk_threshold, chunk_bytes=self.chunk_bytes, batch=batch)
-        if remember and batch is not None and (fields := _frozen_fields(payload)) is not None:
-            batch.plans[session.session_id] = (fields, list(session.messages), plan)
+        if remember and batch is not None:
+            batch.keep_plan(payload, plan)
         return payload, plan
 
     def _write_new_chunks(self, path: str, session: SessionNode, chunks: List[Tuple[str, bytes]],
@@ -537,25 +511,6 @@ class SessionStore:
         for path in [path for path in self._summary_cache if path not in present]:
             self._forget(path)
 
-    def _check_entry(self, path: str, fname: str, problems: List["Problem"]) -> Optional[Dict[str, Any]]:
-        """check() 的一个 *.json 条目：读得了返回摘要，读不了往 problems 里记一条（消失了什么都不记）。"""
-        try:
-            summary = self._summary(path, every_message=True)
-        except FileNotFoundError:
-            return None   # 扫描途中被删掉：不是问题
-        except UnsupportedVersion as exc:
-            problems.append(Problem("newer_version", path, str(exc)))
-            return None
-        except UnreadableSession as exc:
-            problems.append(Problem("unreadable", path, str(exc)))
-            return None
-        except SessionError as exc:
-            problems.append(Problem("corrupt", path, str(exc)))
-            return None
-        if fname != summary["session_id"] + ".json":
-            problems.append(Problem("stray_file", path, f"文件名与其中的 session_id {summary['session_id']} 不一致"))
-        return summary
-
     def _remove_live_file(self, path: str, session_id: str, purge: bool) -> bool:
         try:
             mode = os.lstat(path).st_mode
@@ -568,14 +523,6 @@ class SessionStore:
         else:
             s11_trash.move_to_trash(self.storage_dir, path, session_id)
         return True
-
-
-class Problem(NamedTuple):
-    """check() 报告的一个问题。kind ∈ corrupt / unreadable / newer_version / missing_parent / temp_file / stray_file
-    / missing_chunk / damaged_chunk / orphan_chunk / missing_converged"""
-    kind: str
-    path: str
-    detail: str
 
 
 _ns_lock = threading.Lock()
@@ -596,17 +543,6 @@ def _absolute_folder(folder: Any, what: str) -> str:
             or not os.fspath(folder):
         raise SessionError(f"{what}必须是非空的路径字符串，收到 {printable(repr(folder)[:80])}")
     return os.path.abspath(os.fspath(folder))
-
-
-def _frozen_fields(payload: Dict[str, Any]) -> Optional[str]:
-    """要保存的字典里除消息以外的部分，冻成一个字符串：两次相同，就会编码出同样的字节。
-
-    用 repr 而不是 ==：1 == True、(1,) 与 [1] 写出来不同，repr 分得开；原地改过的 source 或工作区快照
-    也看得出来（比的是当时冻下的字符串）。消息另比：同一批对象、逐个 is（与 s11_chunks 的批内约定相同）。"""
-    try:
-        return repr([(key, value) for key, value in payload.items() if key != "messages"])
-    except Exception:   # 调用方自己的类型 repr 出错：不复用，老老实实重算
-        return None
 
 
 def _size(path: str) -> int:

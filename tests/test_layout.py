@@ -27,7 +27,7 @@ LAYERS = [
     ["s11_storage"],
     ["s11_format"],
     ["s11_trash", "s11_tree", "s11_export"],
-    ["s11_chunks", "s11_converge"],
+    ["s11_chunks", "s11_converge", "s11_check"],
     ["s11_session"],
     ["s11_review"],             # the redaction review of one export (s11_redact's table, hit by hit)
     ["s11_tree_export"],        # whole-tree HTML / Markdown pages

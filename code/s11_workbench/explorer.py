@@ -43,10 +43,10 @@ import s11_export
 import s11_redact
 import s11_trash
 import s11_tree
+from s11_check import parent_problems
 from s11_export import fenced
 from s11_session import (
     ConflictError,
-    Problem,
     SessionError,
     SessionNode,
     SessionNotFound,
@@ -1424,22 +1424,8 @@ def _folder_stamps(folder: str) -> dict:
 
 
 def _parent_problems(store, summaries: list[dict]) -> list:
-    """check() 里只由“哪些会话在仓库里”决定的两种问题（文字与 s11_session.check 相同），从摘要算出。"""
-    present = {summary["session_id"] for summary in summaries}
-    problems = []
-    for summary in sorted(summaries, key=lambda item: item["session_id"]):
-        sid, parent = summary["session_id"], summary.get("parent_id")
-        if parent and parent not in present:
-            problems.append(Problem("missing_parent", store.path_of(sid),
-                                    f"会话 {sid} 的父会话 {parent} 不在仓库中（可能已删除，历史仍完整保留在本文件）"))
-    for summary in sorted(summaries, key=lambda item: item["session_id"]):
-        for other in summary.get("converged_from") or []:
-            if other not in present:
-                sid = summary["session_id"]
-                problems.append(Problem("missing_converged", store.path_of(sid),
-                                        f"收敛节点 {sid} 记着收敛了分支 {other}，它不在仓库中（可能已删除；"
-                                        f"带过来的消息仍完整保留在本文件）"))
-    return problems
+    """check() 里只由“哪些会话在仓库里”决定的两种问题，从摘要算出（与 check() 同一个函数）。"""
+    return parent_problems(summaries, store.path_of)
 
 
 def _trash_choices(store, deleted: tuple) -> tuple[list, str]:
