@@ -570,8 +570,9 @@ def _is_inert_markdown(text: str) -> bool:
     if not ("-" in text or ":" in text or "`" in text or "#" in text or "=" in text or "<" in text
             or "!" in text or "~" in text):
         return True
-    # 每条正则都要先有它打头的那个字符："<"、":"、换行；没有就不必让正则去扫一遍
-    if _IMAGE in text or ("<" in text and _RAW_HTML.search(text)) or (":" in text and _SCRIPT_URL.search(text)):
+    # 每条正则都要先有它打头的那个字符："<"、":"、换行；没有就不必让正则去扫一遍。"![" 也先查单个的 "!"：
+    # 中文文本里找一个 ASCII 字符只要 ~15 ns，找两个字符的子串却要先把它转成文本的宽度，~140 ns
+    if ("!" in text and _IMAGE in text) or ("<" in text and _RAW_HTML.search(text)) or (":" in text and _SCRIPT_URL.search(text)):
         return False
     if "\r" in text:
         text = _LINE_BREAK.sub("\n", text)   # 统一成一种换行：下面的每次查找都只找 "\n"

@@ -180,6 +180,23 @@ def test_flat_message_lines_take_the_orjson_path_and_nested_or_odd_ones_do_not(m
         assert repr(got) == repr(messages) and len(fallbacks) == 1
 
 
+def test_the_content_block_guard_only_saves_time_and_never_decides_the_values(monkeypatch):
+    # The guard looks for '":[' / '":{' in the first _GUARD_BYTES only. Blocks that first appear later still read
+    # exactly as json reads them (orjson's values fail the flat check); blocks at the start skip orjson altogether.
+    padding = [{"role": "user", "content": "日志 " * 200 + str(i)} for i in range(200)]
+    late = padding + [{"role": "assistant", "content": [{"type": "text", "text": "块"}], "meta": {"n": 2 ** 70}}]
+    lines = message_lines(late)
+    assert lines.find(b'":[') > s11_format._GUARD_BYTES
+    got = s11_format.parse_json_lines(lines, len(late), "f.json")
+    assert repr(got) == repr(late) and type(got[-1]["meta"]["n"]) is int
+    calls = []
+    real = s11_format._orjson.loads
+    monkeypatch.setattr(s11_format._orjson, "loads", lambda raw: calls.append(len(raw)) or real(raw), raising=False)
+    early = list(reversed(late))
+    assert repr(s11_format.parse_json_lines(message_lines(early), len(early), "f.json")) == repr(early)
+    assert calls == []   # parse_json saw too many brackets for orjson and went straight to json
+
+
 def test_a_deeply_nested_object_without_brackets_is_refused_as_json_refuses_it():
     deep = b'{"a":' * 5_000 + b"1" + b"}" * 5_000 + b"\n"
     with pytest.raises(CorruptSession):
