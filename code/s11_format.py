@@ -54,6 +54,8 @@ except ImportError:  # pragma: no cover - 没装 orjson
     _orjson = None
 if os.environ.get("S11_NO_ORJSON"):
     _orjson = None
+if _orjson is not None:   # orjson 第一次调用要先初始化自己（这里实测 ~0.25 ms）：导入时付掉，进程里第一次读档不必等
+    _orjson.loads(_orjson.dumps({"预热": ["中文", 1, True, None]}))
 
 from s11_storage import NotRegularFile, read_regular_file
 from s11_text import describe_os_error, printable

@@ -38,6 +38,7 @@ import bisect
 import copy
 import datetime
 import functools
+import itertools
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -293,6 +294,11 @@ _NUMBER_SHAPES = (b"0" * 15, b"0000-0000-0000", b"000000-0000")   # 裸数字、
 _ZEROS = re.compile(b"0+")
 
 
+def _digit_skeleton(index: _HintIndex) -> bytes:
+    """文本的数字骨架（见 _long_numbers）；经 index.spans() 调用，每段文本只翻译一次，几个数字 hint 共用。"""
+    return index.folded.translate(_DIGIT_SKELETON)
+
+
 def _long_numbers(index: _HintIndex) -> list[tuple[int, int, int, int]]:
     """每一串 15 位以上的数字（连成一串的或分组的）的
     (窗口起点, 窗口终点, 数字串起点, 第一个分隔符之前的位数)。
@@ -304,7 +310,7 @@ def _long_numbers(index: _HintIndex) -> list[tuple[int, int, int, int]]:
     >>> _long_numbers(_HintIndex("order 2024113012345678, card 4111 1111 1111 1111."))
     [(5, 24, 6, 16), (28, 49, 29, 4)]
     """
-    skeleton = index.folded.translate(_DIGIT_SKELETON)
+    skeleton = index.spans(_digit_skeleton)
     runs = []
     for shape in _NUMBER_SHAPES:
         position = skeleton.find(shape)
@@ -380,10 +386,12 @@ def word_starting(*prefixes: str) -> Callable[[_HintIndex], list[tuple[int, int]
 
 
 def _prefixed_words(index: _HintIndex) -> list[tuple[int, int]]:
-    skeleton, text, prefixes = index.folded.translate(_WORD_SKELETON), index.text, tuple(_WORD_PREFIXES)
-    heads = {prefix[:2] for prefix in prefixes}          # 先查一次集合：大多数长单词是标识符
-    spans = []
+    skeleton, text, spans = index.folded.translate(_WORD_SKELETON), index.text, []
     position = skeleton.find(_LONG_WORD)
+    if position == -1:
+        return spans   # 最常见：没有 20 个字符以上的单词
+    prefixes = tuple(_WORD_PREFIXES)
+    heads = {prefix[:2] for prefix in prefixes}          # 先查一次集合：大多数长单词是标识符
     while position != -1:
         if text[position:position + 2] in heads and text.startswith(prefixes, position):
             line_end = index.folded.find(b"\n", position)
@@ -391,6 +399,23 @@ def _prefixed_words(index: _HintIndex) -> list[tuple[int, int]]:
         end = skeleton.find(b" ", position)
         position = -1 if end == -1 else skeleton.find(_LONG_WORD, end)
     return spans
+
+
+def private_key_blocks(index: _HintIndex) -> list[tuple[int, int]]:
+    """私钥的 hint：从第一个含 "private key"（不分大小写）的行起，一直到文本末尾——一个块要跨好几行。"""
+    position = index.folded.find(b"private key")
+    return [] if position == -1 else [(index.folded.rfind(b"\n", 0, position) + 1, len(index.text))]
+
+
+def four_digits(index: _HintIndex) -> list[tuple[int, int]]:
+    """手机号的 hint：文本里有连着的 4 位数字（每个手机号都有一组）就扫全文，否则这一行不必跑。
+    不逐行圈出窗口：日志里到处是年份、端口，窗口多了反而比扫一遍全文慢（benchmarks/bench_redact.py）。"""
+    return [(0, len(index.text))] if b"0000" in index.spans(_digit_skeleton) else []
+
+
+def urls(index: _HintIndex) -> list[tuple[int, int]]:
+    """URL 里的密码的 hint：文本里有 "://" 就扫全文（理由同上：代码和日志里的 URL 很多）。"""
+    return [(0, len(index.text))] if b"://" in index.folded else []
 
 
 # ── 规则表 ──────────────────────────────────────────────────────────────────────────────────
@@ -407,11 +432,11 @@ RULES: list[Rule] = [
         # 没有结尾的块（被截断的工具输出）一直遮到文本末尾
         # （redact_value() 把多个字符串合成一批处理时，遮到这个字符串的末尾）。
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?=\n\0)|\Z)")),   # 不写 hints：一个块要跨好几行
+        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?=\n\0)|\Z)"), hints=(private_key_blocks,)),
     Rule("jwt", "JWT", re.compile(
         _WORD_START + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), hints=("eyj",)),
-    Rule("slack_webhook", "Slack Webhook", re.compile(      # 不写 hints：re 找固定文字和 hint 一样快
-        r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/-]{20,})")),
+    Rule("slack_webhook", "Slack Webhook", re.compile(
+        r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/-]{20,})"), hints=("hooks.slack.com",)),
     Rule("sk_api_key", "API密钥", re.compile(                # OpenAI、Anthropic（sk-ant-）、DeepSeek……
         _WORD_START + r"sk-[A-Za-z0-9_-]{20,}"), _random_secret, hints=(word_starting("sk-"),)),
     Rule("stripe_key", "Stripe密钥", re.compile(_WORD_START + r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),
@@ -443,7 +468,7 @@ RULES: list[Rule] = [
         r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic|token|digest)[ \t]+"
         r"(?P<secret>[A-Za-z0-9._~+/=-]{8,})"), _not_a_reference, hints=("authorization",)),
     Rule("url_password", "密码", re.compile(                 # postgres://app:S3cr3t@host → 只遮 S3cr3t
-        r"://[^\s:/?#@]*:(?P<secret>[^\s/?#@]+)@"), _not_a_reference),
+        r"://[^\s:/?#@]*:(?P<secret>[^\s/?#@]+)@"), _not_a_reference, hints=(urls,)),
     Rule("credential", "凭据", re.compile(                   # API_KEY=…, "password": "…", JWT_SECRET: …
         # 从敏感词开始匹配（DB_PASSWORD 从 PASSWORD 处匹配上）；完整的名字由校验函数去读。
         # 名字的其余部分“吃进就不吐回”（先行断言 + 反向引用，等于 3.11 的占有量词 *+，3.10 也能用）：长单词上不会回溯；
@@ -465,41 +490,58 @@ RULES: list[Rule] = [
         r"(?:卡|(?i:card))[^0-9\n]{0,20}?(?P<secret>" + _CARD_NUMBER + ")"), _luhn_ok,
         hints=("卡", "card")),
     Rule("cn_mobile", "手机号", re.compile(
-        # 不写 hints（数字到处都是），所以正则以 "1[3-9][0-9]" 开头：re 从一个 "1" 跳到下一个 "1"，
+        # hint 只看有没有 4 位连续数字（数字到处都是）；正则以 "1[3-9][0-9]" 开头：re 从一个 "1" 跳到下一个 "1"，
         # 然后才由后顾断言检查这三个字符前面是什么（断言里的 "..." 就是这三个字符）——非字母数字、
         # +86、0086 或电话字样（Tel13812345678），绝不能是 "<数字>."（3.14159265358 的小数部分）。
         r"1[3-9][0-9](?:(?<![0-9A-Za-z]...)(?<![0-9][.,]...)|(?<=\+86...)|(?<=0086...)|(?<=[Tt]el...)"
-        r"|(?<=TEL...)|(?<=[Pp]hone...)|(?<=[Mm]obile...))(?P<sep>[ .-]?)[0-9]{4}(?P=sep)[0-9]{4}" + _NUMBER_END)),
+        r"|(?<=TEL...)|(?<=[Pp]hone...)|(?<=[Mm]obile...))(?P<sep>[ .-]?)[0-9]{4}(?P=sep)[0-9]{4}" + _NUMBER_END),
+        hints=(four_digits,)),
 ]
 
 
-def _gate(rule: Rule) -> Callable[[_HintIndex], bool] | None:
-    """一行规则的“有没有可能”：字符串 hint 在文本里出现过，或它的 hint 所依赖的那份索引（长单词、长数字串）
-    不是空的。说“可能”的行照常走 windows()；说“不可能”的行，windows() 本来也只会给出空列表。"""
+class _Gate(NamedTuple):
+    """一行规则的“有没有可能”：strings——它的字符串 hint（一个都没在文本里出现，这一行就不可能）；
+    source——它的 hint 都依赖的那份索引（长单词、长数字串：是空的，这一行就不可能）。两者都是 None：总要跑。
+    说“可能”的行照常走 windows()；说“不可能”的行，windows() 本来也只会给出空列表。"""
+    rule: Rule
+    strings: frozenset[str] | None
+    source: Callable[[_HintIndex], list] | None
+
+
+def _gate(rule: Rule) -> _Gate:
     hints = rule.hints
     if hints and all(isinstance(hint, str) for hint in hints):
-        ascii_hints = tuple(hint.lower().encode() for hint in hints if hint.isascii())
-        other_hints = tuple(hint for hint in hints if not hint.isascii())
-        return lambda index: any(hint in index.folded for hint in ascii_hints) or \
-            any(hint in index.text for hint in other_hints)
+        return _Gate(rule, frozenset(hints), None)
     needs = {getattr(hint, "needs", None) for hint in hints}
     if hints and len(needs) == 1 and None not in needs:
-        source = needs.pop()
-        return lambda index: bool(index.spans(source))
-    return None
+        return _Gate(rule, None, needs.pop())
+    return _Gate(rule, None, None)
+
+
+class _Table(NamedTuple):
+    built_in: bool                      # RULES 是否还是内置的那些行
+    gates: list[_Gate]
+    ascii_hints: tuple[str, ...]        # 所有行的 ASCII 字符串 hint（每个一次），和它们在小写副本里要找的字节
+    ascii_needles: tuple[bytes, ...]
+    other_hints: tuple[str, ...]        # 其余的字符串 hint（"卡"），在原文里找
 
 
 _BUILT_IN: tuple[Rule, ...] = tuple(RULES)
-_gate_cache: list = [None, None, False]   # [RULES 的快照, 各行的 (rule, gate), 是不是内置的那些行]
+_table_cache: list = [None, None]   # [RULES 的快照, _Table]
 
 
-def _gates() -> tuple[bool, list]:
-    """(RULES 是否还是内置的那些行, 每行的 (rule, gate))；RULES 变了就重算一遍。"""
+def _table() -> _Table:
+    """按当前的 RULES 算好的各行 _Gate 和全部字符串 hint；RULES 变了就重算一遍。"""
     rules = tuple(RULES)
-    if _gate_cache[0] != rules:
-        _gate_cache[:] = [rules, [(rule, _gate(rule)) for rule in rules], rules == _BUILT_IN]
+    if _table_cache[0] != rules:
+        gates = [_gate(rule) for rule in rules]
+        strings = list(dict.fromkeys(hint for gate in gates for hint in gate.strings or ()))
+        ascii_hints = tuple(hint for hint in strings if hint.isascii())
+        _table_cache[:] = [rules, _Table(rules == _BUILT_IN, gates, ascii_hints,
+                                         tuple(hint.lower().encode() for hint in ascii_hints),
+                                         tuple(hint for hint in strings if not hint.isascii()))]
         _redact_short.cache_clear()   # 记住的结果是按旧的规则算的
-    return _gate_cache[2], _gate_cache[1]
+    return _table_cache[1]
 
 
 # ── 执行引擎 ────────────────────────────────────────────────────────────────────────────────
@@ -517,7 +559,7 @@ def redact(text: str) -> str:
 def redact_short(text: str) -> str:
     """redact()，短文本（标题、ID：导出的分支路径里每次都是同样几个）记住结果。结果与 redact() 逐字相同
     （脱敏只取决于文本本身）；记住的条数有上限。"""
-    _gates()   # RULES 变了就先清掉按旧规则记住的结果
+    _table()   # RULES 变了就先清掉按旧规则记住的结果
     return _redact_short(text) if len(text) <= _SHORT_TEXT else redact(text)
 
 
@@ -539,7 +581,7 @@ _ID_MAX_DIGITS = 10
 def _nothing_can_match(text: str) -> bool:
     """只对内置的这些行成立：RULES 被改过（加了一行）就不走捷径，新行不必知道这里。"""
     return len(text) < 20 and _ID_SHAPED.fullmatch(text) is not None and \
-        sum(map(str.isdigit, text)) <= _ID_MAX_DIGITS and _gates()[0]
+        sum(map(str.isdigit, text)) <= _ID_MAX_DIGITS and _table().built_in
 
 
 def redact_with_counts(text: str) -> tuple[str, dict[str, int]]:
@@ -583,8 +625,12 @@ def _claims(text: str) -> list[tuple[int, int, str]]:
     index = _HintIndex(text)
     starts: list[int] = []
     claims: list[tuple[int, int, str]] = []
-    for rule, gate in _gates()[1]:
-        if gate is not None and not gate(index):
+    table = _table()
+    # 所有行的字符串 hint 一次查完（循环在 C 里），每行再拿自己的那几个去比：比每行各查一遍省下 20 多次函数调用
+    present = set(itertools.compress(table.ascii_hints, map(index.folded.__contains__, table.ascii_needles)))
+    present.update(itertools.compress(table.other_hints, map(index.text.__contains__, table.other_hints)))
+    for rule, strings, source in table.gates:
+        if (strings is not None and strings.isdisjoint(present)) or (source is not None and not index.spans(source)):
             continue   # 这一行的 hint 一个窗口都给不出：不必走 windows()
         windows = index.windows(rule.hints)
         found = windows and [(start, end, rule.label) for start, end in _matches(rule, text, windows, starts, claims)]

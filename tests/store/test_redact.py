@@ -316,6 +316,32 @@ def test_hints_never_hide_a_match(monkeypatch):
     assert [redact_with_counts(text) for text in texts] == with_hints
 
 
+class _CountingPattern:
+    """Stands in for a rule's compiled pattern and counts the scans the engine asks of it."""
+
+    def __init__(self, pattern, scans):
+        self.pattern, self.groupindex, self.scans = pattern, pattern.groupindex, scans
+
+    def finditer(self, *args):
+        self.scans.append(self.pattern.pattern[:20])
+        return self.pattern.finditer(*args)
+
+
+def test_every_row_has_a_hint_so_plain_chat_text_runs_no_pattern_at_all(monkeypatch):
+    # The chapter's own messages (Chinese prose, identifiers, numbers shorter than four digits) give no row a
+    # window, so redacting them costs the hints alone. Each kind of trigger still brings its row back.
+    scans = []
+    monkeypatch.setattr(s11_redact, "RULES", [rule._replace(pattern=_CountingPattern(rule.pattern, scans))
+                                              for rule in RULES])
+    chat = "服务连续运行 3 天后，内存占用从 200MB 涨到 3GB。已检查 cache_store.py：`_listeners.append(cb)` 从不移除回调。"
+    assert redact_with_counts(chat) == (chat, {}) and scans == []
+    for trigger, label in [("postgres://app:S3cr3t@10.0.0.5/db", "密码"), ("手机13812345678请回电", "手机号"),
+                           ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----", "私钥"),
+                           (f"https://hooks.slack.com/services/{SLACK_HOOK_PATH}", "Slack Webhook")]:
+        scans.clear()
+        assert label in redact_with_counts(chat + "\n" + trigger)[1] and scans
+
+
 def test_a_new_row_needs_only_a_pattern_and_hints_narrow_where_it_looks(monkeypatch):
     acme_key = re.compile(r"acme_[0-9a-f]{12}")
     text = "first line acme_0123456789ab\nsecond line ACME: acme_ba9876543210"
