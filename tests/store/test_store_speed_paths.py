@@ -386,3 +386,26 @@ def test_the_store_remembers_a_file_in_a_few_dozen_bytes_not_its_contents(tmp_pa
     assert os.path.getsize(path) > 5000
     seen, _revision = store._known[path]
     assert isinstance(seen, int) and sys.getsizeof(seen) < 64
+
+
+def test_a_cached_lineage_follows_what_other_stores_did_to_each_ancestor(tmp_path, caplog):
+    # lineage() and every export's branch path read each ancestor from the summary cache after one lstat.
+    # Whatever another store (or a person) did to an ancestor since is what the path shows.
+    ours, theirs = SessionStore(tmp_path, durable=False), SessionStore(tmp_path, durable=False)
+    root = ours.create_session("根", [{"role": "user", "content": "x"}])
+    middle = ours.fork(root, [{"role": "user", "content": "y"}]).session_id
+    leaf = ours.fork(middle, [{"role": "user", "content": "z"}]).session_id
+    assert [s["title"] for s in ours.lineage(leaf)] == ["根", "根 · 分支", "根 · 分支 · 分支"]
+    renamed = theirs.load(middle)
+    renamed.title = "改过的名字"
+    theirs.save(renamed)
+    assert [s["title"] for s in ours.lineage(leaf)] == ["根", "改过的名字", "根 · 分支 · 分支"]
+    assert "改过的名字" in ours.export_markdown(leaf, redact=False)
+    # The ancestor's file becomes a link to another session: never followed, the path starts below it.
+    os.replace(theirs.path_of(middle), tmp_path / "moved.json")
+    os.symlink(tmp_path / "moved.json", theirs.path_of(middle))
+    assert [s["session_id"] for s in ours.lineage(leaf)] == [leaf]
+    assert any("祖先无法读取" in record.getMessage() for record in caplog.records)
+    os.remove(theirs.path_of(middle))   # deleted: the path starts at the leaf, no warning needed
+    caplog.clear()
+    assert [s["session_id"] for s in ours.lineage(leaf)] == [leaf] and not caplog.records
