@@ -494,3 +494,48 @@ def test_a_rule_added_later_also_applies_to_short_id_shaped_text_and_remembered_
     monkeypatch.setattr(s11_redact, "RULES", RULES + [s11_redact.Rule("acme", "ACME密钥", re.compile(r"acme_[0-9a-f]{12}"))])
     assert s11_redact.redact_short("acme_0123456789ab") == "[已脱敏:ACME密钥]"   # the memo is not stale
     assert redact("acme_0123456789ab") == "[已脱敏:ACME密钥]"
+
+
+# redact_value looks at the common export shape ([title, chapter-style messages, source]) as one batch first and,
+# when no row claims anything, returns a plain copy. The result must be what the general walk gives, always.
+_pieces = st.sampled_from(["服务内存从 200MB 涨到 3GB", "方案 A：LRU", "ok", "", "\0", "key=", "@", "card",
+                           "手机13812345678", "postgres://app:S3cr3t@db/x", "token: abcdefghijklmnopqrstuv",
+                           "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2", "1234", "2026-12-03", "a@example.com"])
+_plain_text = st.lists(_pieces | st.text(max_size=8), max_size=4).map("".join)
+_plain_keys = st.sampled_from(["role", "content", "name", "password", "api_key", "token", "a@example.com", "卡"])
+_plain_shape = st.lists(_plain_text | st.lists(st.dictionaries(_plain_keys, _plain_text, max_size=3), max_size=4),
+                        max_size=3)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_plain_shape)
+def test_the_plain_shape_shortcut_gives_what_the_general_walk_gives(value):
+    original = copy.deepcopy(value)
+    fast = redact_value(value)
+    assert value == original
+    real = s11_redact._plain_texts
+    try:
+        s11_redact._plain_texts = lambda value: None
+        general = redact_value(value)
+    finally:
+        s11_redact._plain_texts = real
+    assert repr(fast) == repr(general)
+    copied = fast[0]
+    for mine, theirs in zip(copied, value):   # a copy all the way down, even when nothing changed
+        assert mine is not theirs or type(mine) is str
+        if type(mine) is list:
+            assert all(a is not b for a, b in zip(mine, theirs))
+
+
+def test_the_plain_shape_shortcut_is_taken_only_when_nothing_is_claimed(monkeypatch):
+    walks = []
+    real = s11_redact._copy_noting
+    monkeypatch.setattr(s11_redact, "_copy_noting", lambda found, value: walks.append(1) or real(found, value))
+    chat = ["修复登录服务内存泄漏", [{"role": "user", "content": "服务内存从 200MB 涨到 3GB"}], ""]
+    assert redact_value(chat) == (chat, {}) and walks == []
+    for changed in (["x", [{"role": "user", "content": "手机13812345678"}], ""],   # a claim
+                    ["x", [{"role": "user", "password": "hunter2"}], ""],          # a credential's name
+                    ["x", [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], ""]):   # blocks
+        walks.clear()
+        redact_value(changed)
+        assert walks
