@@ -630,8 +630,12 @@ def _halfwidth(text: str) -> str:
 
 def _claims(text: str) -> list[tuple[int, int, str]]:
     """把每一行都用在同一份文本上（全角数字先换成半角）：返回排好序的 (start, end, label)；重叠时排在前面的行胜出。"""
-    text = _halfwidth(text)
-    index = _HintIndex(text)
+    return _indexed_claims(_HintIndex(_halfwidth(text)))
+
+
+def _indexed_claims(index: _HintIndex) -> list[tuple[int, int, str]]:
+    """_claims() 本身；index 建在已换成半角的文本上（_redact_batch 先用它的单字节副本数一数 "\0"）。"""
+    text = index.text
     starts: list[int] = []
     claims: list[tuple[int, int, str]] = []
     table = _table()
@@ -849,11 +853,43 @@ _BATCH_SEPARATOR = "\n\0\n"
 
 
 def _redact_batch(strings: list[str]) -> tuple[list[str], dict[str, int]]:
+    """[redact_with_counts(s) 的文本 for s in strings] 和加在一起的计数，一趟规则表跑完（测试逐个核对）。
+    没被认领的字符串原样交回；认领了的只重拼它自己——不必把整批拼回去再切开（19 MB 的导出省下 ~50 ms）。"""
+    if not strings:
+        return [], {}
     joined = _BATCH_SEPARATOR.join(strings)
-    if joined.count("\0") == len(strings) - 1:
-        redacted, counts = redact_with_counts(joined)
-        return (redacted.split(_BATCH_SEPARATOR) if strings else []), counts
-    total: Counter[str] = Counter()            # 有字符串自己就含 "\0"：只好逐个处理
+    index = _HintIndex(_halfwidth(joined))
+    if index.folded.count(b"\0") != len(strings) - 1:   # 有字符串自己就含 "\0"：只好逐个处理
+        return _one_by_one(strings)
+    claims = _indexed_claims(index)
+    if not claims:
+        return list(strings), {}
+    ends = list(itertools.accumulate(len(string) + len(_BATCH_SEPARATOR) for string in strings))   # 各串之后的位置
+    by_string: dict[int, list[tuple[int, int, str]]] = {}
+    for start, end, label in claims:
+        number = bisect.bisect_right(ends, start)
+        offset = ends[number] - len(strings[number]) - len(_BATCH_SEPARATOR)
+        if end > offset + len(strings[number]):   # 跨过了分隔符（各行本不会）：按拼起来的整段处理
+            return _whole_batch(joined, len(strings))
+        by_string.setdefault(number, []).append((start - offset, end - offset, label))
+    counts: Counter[str] = Counter()
+    pieces, lines = list(strings), []
+    for number, found in by_string.items():
+        pieces[number], markers = _apply(strings[number], found, counts)
+        lines.append(_lines_around(pieces[number], markers))
+    # 与 redact_with_counts 同一道检查：一处遮盖让旁边变得能匹配了，就按拼起来的整段重复到稳定为止（很少发生）
+    if _claims("\n".join(lines)):
+        return _whole_batch(joined, len(strings))
+    return pieces, _in_rule_order(counts)
+
+
+def _whole_batch(joined: str, count: int) -> tuple[list[str], dict[str, int]]:
+    redacted, counts = redact_with_counts(joined)
+    return redacted.split(_BATCH_SEPARATOR, count - 1), counts
+
+
+def _one_by_one(strings: list[str]) -> tuple[list[str], dict[str, int]]:
+    total: Counter[str] = Counter()
     pieces = []
     for string in strings:
         piece, counts = redact_with_counts(string)
