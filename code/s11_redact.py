@@ -720,10 +720,8 @@ def redact_value(value: Any) -> tuple[Any, dict[str, int]]:
     ({'phone': '[已脱敏:手机号]', '[已脱敏:邮箱]': 1, 'password': '[已脱敏:凭据]', 'port': 8080}, {'凭据': 1, '邮箱': 1, '手机号': 1})
     """
     plain = _plain_texts(value)
-    if plain is not None:   # 最常见的形状（导出时的标题 + 章节式的消息 + 来源说明）：先整批看一眼
-        joined = _BATCH_SEPARATOR.join(plain)
-        if joined.count("\0") == len(plain) - 1 and not _claims(joined):
-            return [item if type(item) is str else list(map(dict, item)) for item in value], {}   # 什么都不用遮
+    if plain is not None:   # 最常见的形状（导出时的标题 + 章节式的消息 + 来源说明）：不必走通用的复制
+        return _redact_plain(value, *plain)
     found = _Found()
     copied = _copy_noting(found, [value])
     keys = list(found.keys)
@@ -750,27 +748,49 @@ def redact_value(value: Any) -> tuple[Any, dict[str, int]]:
     return copied[0], _in_rule_order(total)
 
 
-def _plain_texts(value: Any) -> list[str] | None:
-    """value 是 [字符串 | 只含字符串键值的字典的列表, …]（章节自己的会话导出时就是这样）时，其中的全部字符串和键——
-    这些就是 redact_value 要交给规则表的全部文字；名字是凭据的键、数字、嵌套、子类……都会让 redact_value
-    走通用的路，这里返回 None。整批一处都认领不到时，结果就是原样的副本、计数为空（测试与通用的路逐一核对）。"""
+def _plain_texts(value: Any) -> tuple[list[str], list[str]] | None:
+    """value 是 [字符串 | 只含字符串键值的字典的列表, …]（章节自己的会话导出时就是这样）时：(其中的全部字符串，
+    按出现的顺序, 全部不同的键)——这些就是 redact_value 要交给规则表的全部文字。名字是凭据的键、数字、嵌套、
+    子类……都会让 redact_value 走通用的路，这里返回 None。"""
     if type(value) is not list:
         return None
     texts: list[str] = []
+    keys: dict[str, None] = {}
     for item in value:
         if type(item) is str:
             texts.append(item)
             continue
         if type(item) is not list or not set(map(type, item)) <= {dict}:
             return None
-        keys = set().union(*item)
+        names = set().union(*item)
         values = list(itertools.chain.from_iterable(map(dict.values, item)))
-        if not set(map(type, keys)) <= {str} or not set(map(type, values)) <= {str} \
-                or any(map(_is_credential_name, keys)):
+        if not set(map(type, names)) <= {str} or not set(map(type, values)) <= {str} \
+                or any(map(_is_credential_name, names)):
             return None
         texts += values
-        texts += keys
-    return texts
+        keys.update(dict.fromkeys(names))
+    return texts, list(keys)
+
+
+def _redact_plain(value: list, texts: list[str], keys: list[str]) -> tuple[list, dict[str, int]]:
+    """redact_value() 用在 _plain_texts 认得的形状上：一批脱敏，再按原样的结构拼回副本（测试与通用的路逐一核对）。"""
+    pieces, counts = _redact_batch(texts + keys)
+    if not counts:   # 一处都没认领（几乎总是）：原样的副本
+        return [item if type(item) is str else list(map(dict, item)) for item in value], {}
+    redacted = iter(pieces)
+    copied: list = []
+    for item in value:
+        if type(item) is str:
+            copied.append(next(redacted))
+        else:
+            copied.append([dict(zip(message, itertools.islice(redacted, len(message)))) for message in item])
+    renamed = {key: text for key, text in zip(keys, pieces[len(texts):]) if text != key}
+    if renamed:
+        for item in copied:
+            for mapping in item if type(item) is list else ():
+                if not renamed.keys().isdisjoint(mapping):
+                    _rename_keys(mapping, renamed)
+    return copied, counts
 
 
 class _Found:

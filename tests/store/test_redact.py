@@ -503,7 +503,8 @@ _pieces = st.sampled_from(["服务内存从 200MB 涨到 3GB", "方案 A：LRU",
                            "手机13812345678", "postgres://app:S3cr3t@db/x", "token: abcdefghijklmnopqrstuv",
                            "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2", "1234", "2026-12-03", "a@example.com"])
 _plain_text = st.lists(_pieces | st.text(max_size=8), max_size=4).map("".join)
-_plain_keys = st.sampled_from(["role", "content", "name", "password", "api_key", "token", "a@example.com", "卡"])
+_plain_keys = st.sampled_from(["role", "content", "name", "password", "api_key", "token", "a@example.com", "b@x.io",
+                              "卡", "[已脱敏:邮箱]"])
 _plain_shape = st.lists(_plain_text | st.lists(st.dictionaries(_plain_keys, _plain_text, max_size=3), max_size=4),
                         max_size=3)
 
@@ -528,17 +529,19 @@ def test_the_plain_shape_shortcut_gives_what_the_general_walk_gives(value):
             assert all(a is not b for a, b in zip(mine, theirs))
 
 
-def test_the_plain_shape_shortcut_is_taken_only_when_nothing_is_claimed(monkeypatch):
+def test_the_plain_shape_skips_the_general_walk_unless_a_key_names_a_credential_or_content_has_blocks(monkeypatch):
     walks = []
     real = s11_redact._copy_noting
     monkeypatch.setattr(s11_redact, "_copy_noting", lambda found, value: walks.append(1) or real(found, value))
     chat = ["修复登录服务内存泄漏", [{"role": "user", "content": "服务内存从 200MB 涨到 3GB"}], ""]
     assert redact_value(chat) == (chat, {}) and walks == []
-    for changed in (["x", [{"role": "user", "content": "手机13812345678"}], ""],   # a claim
-                    ["x", [{"role": "user", "password": "hunter2"}], ""],          # a credential's name
-                    ["x", [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], ""]):   # blocks
+    phone = ["x", [{"role": "user", "content": "手机13812345678", "a@example.com": "k"}], ""]
+    assert redact_value(phone) == (["x", [{"role": "user", "content": "手机[已脱敏:手机号]", "[已脱敏:邮箱]": "k"}], ""],
+                                   {"邮箱": 1, "手机号": 1}) and walks == []   # claims are masked in the batch
+    for walked in (["x", [{"role": "user", "password": "hunter2"}], ""],          # a credential's name
+                   ["x", [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], ""]):   # blocks
         walks.clear()
-        redact_value(changed)
+        redact_value(walked)
         assert walks
 
 
