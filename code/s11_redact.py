@@ -543,11 +543,13 @@ def _table() -> _Table:
         gates = [_gate(rule) for rule in rules]
         strings = list(dict.fromkeys(hint for gate in gates for hint in gate.strings or ()))
         ascii_hints = tuple(hint for hint in strings if hint.isascii())
-        unless = [[gate for gate in gates if not (gate.strings is not None and skip_strings)
-                   and not (gate.source is not None and skip_sources)]
-                  for skip_strings, skip_sources in ((True, False), (False, True), (True, True))]
+
+        def without(skip_strings: bool, skip_sources: bool) -> list[_Gate]:   # 按顺序去掉靠字符串 hint / 靠索引把关的行
+            return [gate for gate in gates if not (skip_strings and gate.strings is not None)
+                    and not (skip_sources and gate.source is not None)]
         sources = tuple(dict.fromkeys(gate.source for gate in gates if gate.source is not None))
-        _table_cache[:] = [rules, _Table(rules == _BUILT_IN, gates, *unless, sources, ascii_hints,
+        _table_cache[:] = [rules, _Table(rules == _BUILT_IN, gates, without(True, False), without(False, True),
+                                         without(True, True), sources, ascii_hints,
                                          tuple(hint.lower().encode() for hint in ascii_hints),
                                          tuple(hint for hint in strings if not hint.isascii()))]
         _redact_short.cache_clear()   # 记住的结果是按旧的规则算的
