@@ -129,7 +129,6 @@ class Batch:
         self.present: set = set()                                    # 这一批里写下或核对过、确实在盘上的块
         self.parsed: Dict[str, List[Any]] = {}                       # 块名 → 这一批里从它读出（核对过）的消息
 
-
     def keep_plan(self, payload: Dict[str, Any], plan: Plan) -> None:
         """write_costs 为一个节点算好的 Plan：随后同一批里保存它时，字段和消息都没变就直接用（known_plan）。"""
         fields = _frozen_fields(payload)
