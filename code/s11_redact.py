@@ -251,6 +251,7 @@ class _HintIndex:
     def __init__(self, text: str):
         self.text, self.cache = text, {}
         self.folded = text.encode("latin-1", "replace").lower()
+        self.present: set[str] | None = None   # _indexed_claims 查过的字符串 hint 里出现了的那些（None：还没查）
 
     def windows(self, hints) -> list[tuple[int, int]]:
         if not hints:
@@ -292,6 +293,7 @@ def _lines_containing(haystack, needle, newline) -> list[tuple[int, int]]:
 _DIGIT_SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte in b" .-" else ord(" ")
                         for byte in range(256))
 _NUMBER_SHAPES = (b"0" * 15, b"0000-0000-0000", b"000000-0000")   # 裸数字、4-4-4 分组、6-8-4 / 6-4-4-4 / 4-6-5
+_GROUPED = b"0000-0000"   # _NUMBER_SHAPES[1] 和 [2] 都含有它
 _ZEROS = re.compile(b"0+")
 
 
@@ -313,7 +315,8 @@ def _long_numbers(index: _HintIndex) -> list[tuple[int, int, int, int]]:
     """
     skeleton = index.spans(_digit_skeleton)
     runs = []
-    for shape in _NUMBER_SHAPES:
+    # 两种分组的形状都含 "0000-0000"：一次 find 找不到它，两种都不必再找（日志里多半没有分组的长数字）
+    for shape in _NUMBER_SHAPES if _GROUPED in skeleton else _NUMBER_SHAPES[:1]:
         position = skeleton.find(shape)
         while position != -1:
             group_end = _ZEROS.match(skeleton, position).end()
@@ -346,22 +349,30 @@ card_number_runs.needs = _long_numbers   # type: ignore[attr-defined]
 # 凭据那一行的 hint：敏感词 + 名字的其余部分 + 冒号或等号，在小写副本里一趟找完（与那一行的正则同一结构，
 # 不分大小写，所以它认领的每一处都在某个窗口里）。只写 "key"、"token" 的行——代码里到处都是——不再是窗口。
 # 四个词各用一个正则：以固定文字开头的正则，re 能直接跳到下一个出现处；写成一个 (?:pass|…) 反而慢好几倍。
-_ASSIGNMENTS = [re.compile(word + rb"""(?=([a-z0-9_.-]{0,64}))\1["']?[ \t]*[:=]""")
-                for word in (b"pass", b"secret", b"token", b"key")]
+_SENSITIVE_WORDS = ("pass", "secret", "token", "key")
+_ASSIGNMENTS = [(word, re.compile(word.encode() + rb"""(?=([a-z0-9_.-]{0,64}))\1["']?[ \t]*[:=]"""))
+                for word in _SENSITIVE_WORDS]
 
 
 def assignments(index: _HintIndex) -> list[tuple[int, int]]:
     """凭据的 hint：从每个 "<含敏感词的名字> =" 或 ": " 起，到它所在行的行尾。
+    四个词也是这一行的字符串 hint（needles）：一个都不在文本里，这一行整个跳过；_indexed_claims 已经查过
+    哪些词在（index.present），不在的词就不必再跑它的正则（找不到的词，正则也要扫完全文）。
 
     >>> assignments(_HintIndex("def evict(self, key):\\nAPI_KEY=abc123XYZ789"))
     [(26, 42)]
     """
-    folded, spans = index.folded, []
-    for pattern in _ASSIGNMENTS:
+    folded, spans, present = index.folded, [], index.present
+    for word, pattern in _ASSIGNMENTS:
+        if present is not None and word not in present:
+            continue
         for match in pattern.finditer(folded):
             end = folded.find(b"\n", match.end())
             spans.append((match.start(), len(folded) if end == -1 else end))
     return sorted(spans)
+
+
+assignments.needles = _SENSITIVE_WORDS   # type: ignore[attr-defined]
 
 
 _WORD_SKELETON = bytes(ord("w") if byte in b"abcdefghijklmnopqrstuvwxyz0123456789_-" else ord(" ")
@@ -408,6 +419,9 @@ def private_key_blocks(index: _HintIndex) -> list[tuple[int, int]]:
     return [] if position == -1 else [(index.folded.rfind(b"\n", 0, position) + 1, len(index.text))]
 
 
+private_key_blocks.needles = ("private key",)   # type: ignore[attr-defined]
+
+
 def four_digits(index: _HintIndex) -> list[tuple[int, int]]:
     """手机号的 hint：文本里有连着的 4 位数字（每个手机号都有一组）就扫全文，否则这一行不必跑。
     不逐行圈出窗口：日志里到处是年份、端口，窗口多了反而比扫一遍全文慢（benchmarks/bench_redact.py）。"""
@@ -417,6 +431,9 @@ def four_digits(index: _HintIndex) -> list[tuple[int, int]]:
 def urls(index: _HintIndex) -> list[tuple[int, int]]:
     """URL 里的密码的 hint：文本里有 "://" 就扫全文（理由同上：代码和日志里的 URL 很多）。"""
     return [(0, len(index.text))] if b"://" in index.folded else []
+
+
+urls.needles = ("://",)   # type: ignore[attr-defined]
 
 
 # ── 规则表 ──────────────────────────────────────────────────────────────────────────────────
@@ -501,7 +518,7 @@ RULES: list[Rule] = [
 
 
 class _Gate(NamedTuple):
-    """一行规则的“有没有可能”：strings——它的字符串 hint（一个都没在文本里出现，这一行就不可能）；
+    """一行规则的“有没有可能”：strings——它的字符串 hint，加上函数 hint 写明的 needles（一个都没在文本里出现，这一行就不可能）；
     source——它的 hint 都依赖的那份索引（长单词、长数字串：是空的，这一行就不可能）。两者都是 None：总要跑。
     说“可能”的行照常走 windows()；说“不可能”的行，windows() 本来也只会给出空列表。"""
     rule: Rule
@@ -511,8 +528,10 @@ class _Gate(NamedTuple):
 
 def _gate(rule: Rule) -> _Gate:
     hints = rule.hints
-    if hints and all(isinstance(hint, str) for hint in hints):
-        return _Gate(rule, frozenset(hints), None)
+    # 函数 hint 可以写明 needles：其中一个都不在文本里时它给不出窗口（assignments、urls、private_key_blocks）
+    needles = [(hint,) if isinstance(hint, str) else getattr(hint, "needles", None) for hint in hints]
+    if hints and None not in needles:
+        return _Gate(rule, frozenset(itertools.chain.from_iterable(needles)), None)
     needs = {getattr(hint, "needs", None) for hint in hints}
     if hints and len(needs) == 1 and None not in needs:
         return _Gate(rule, None, needs.pop())
@@ -645,6 +664,7 @@ def _indexed_claims(index: _HintIndex) -> list[tuple[int, int, str]]:
     # 所有行的字符串 hint 一次查完（循环在 C 里），每行再拿自己的那几个去比：比每行各查一遍省下 20 多次函数调用
     present = set(itertools.compress(table.ascii_hints, map(index.folded.__contains__, table.ascii_needles)))
     present.update(itertools.compress(table.other_hints, map(index.text.__contains__, table.other_hints)))
+    index.present = present
     no_sources = not any(map(index.spans, table.sources))
     # 闲聊一样的文本（最常见）：一个字符串 hint 都没有、也没有长单词和长数字串，只剩几行要看
     gates = (table.without_either if no_sources else table.without_strings) if not present \

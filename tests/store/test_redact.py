@@ -343,6 +343,61 @@ def test_every_row_has_a_hint_so_plain_chat_text_runs_no_pattern_at_all(monkeypa
         assert label in redact_with_counts(chat + "\n" + trigger)[1] and scans
 
 
+# Some function hints declare needles: strings one of which must be in the text for the hint to give any window.
+# The engine skips the row without calling the hint when none is there, so each declaration must be true.
+_needle_pieces = st.sampled_from(["key", "KEY", "Pass", "secret", "token", "TOKEN", "=", ": ", "_", "a", "1", "\n",
+                                  "://", "private key", "PRIVATE KEY", "-----BEGIN ", "ſ", "K", "é", "@", " "])
+_needle_text = st.lists(_needle_pieces | st.text(max_size=5), max_size=12).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_needle_text)
+@example("DB_PASSWORD=hunter2\napi key: abc")
+@example("-----BEGIN RSA PRIVATE KEY-----\nMIIE")
+def test_a_hint_gives_windows_only_where_one_of_its_needles_is(text):
+    hinted = [hint for rule in RULES for hint in rule.hints if hasattr(hint, "needles")]
+    assert {hint.__name__ for hint in hinted} == {"assignments", "urls", "private_key_blocks"}
+    index = s11_redact._HintIndex(text)
+    for hint in hinted:
+        if hint(index):
+            assert any(needle.encode() in index.folded for needle in hint.needles), hint.__name__
+
+
+@settings(max_examples=400, deadline=None)
+@given(_needle_text)
+@example("secret=1 token=2 key=3 pass=4")
+def test_assignments_skipping_the_words_found_absent_gives_the_same_windows(text):
+    # _indexed_claims tells the index which string hints it found; assignments then runs only those words' patterns.
+    alone = s11_redact.assignments(s11_redact._HintIndex(text))
+    index = s11_redact._HintIndex(text)
+    s11_redact._indexed_claims(index)
+    assert index.present is not None and s11_redact.assignments(index) == alone
+
+
+_digit_pieces = st.sampled_from(["0", "1234", "5678", " ", "-", ".", "4111 1111 1111 1111", "110105-1949-1231-002X",
+                                 "371449-635398-431", "11010519491231002X", "2024113012345678", "a", "\n"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_digit_pieces | st.text("0123456789 .-", max_size=8), max_size=12).map("".join))
+def test_long_number_runs_are_the_same_when_grouped_shapes_are_looked_for_only_after_one_find(text):
+    # _long_numbers looks for the two grouped shapes only when the skeleton has "0000-0000", which both contain.
+    def every_shape(index):
+        skeleton, runs = index.spans(s11_redact._digit_skeleton), []
+        for shape in s11_redact._NUMBER_SHAPES:
+            position = skeleton.find(shape)
+            while position != -1:
+                group_end = s11_redact._ZEROS.match(skeleton, position).end()
+                window_end = skeleton.find(b" ", position)
+                window_end = len(skeleton) if window_end == -1 else window_end
+                runs.append((skeleton.rfind(b" ", 0, position) + 1, min(window_end + 2, len(skeleton)), position,
+                             group_end - position))
+                position = skeleton.find(shape, group_end if shape == s11_redact._NUMBER_SHAPES[0] else window_end)
+        return sorted(runs)
+    assert all(s11_redact._GROUPED in shape for shape in s11_redact._NUMBER_SHAPES[1:])
+    assert s11_redact._long_numbers(s11_redact._HintIndex(text)) == every_shape(s11_redact._HintIndex(text))
+
+
 def test_a_new_row_needs_only_a_pattern_and_hints_narrow_where_it_looks(monkeypatch):
     acme_key = re.compile(r"acme_[0-9a-f]{12}")
     text = "first line acme_0123456789ab\nsecond line ACME: acme_ba9876543210"
