@@ -597,6 +597,17 @@ def redact_short(text: str) -> str:
 _SHORT_TEXT = 200
 
 
+def redact_shorts(values: list) -> list:
+    """[redact_short(v) if isinstance(v, str) else v for v in values]，规则表只核对一次（导出的分支路径一次给出全部字段）。
+
+    >>> redact_shorts(["a@example.com", 3, None])
+    ['[已脱敏:邮箱]', 3, None]
+    """
+    _table()
+    return [(_redact_short(value) if len(value) <= _SHORT_TEXT else redact(value)) if isinstance(value, str) else value
+            for value in values]
+
+
 @functools.lru_cache(maxsize=4096)   # 最多约 4096 × 200 个字符
 def _redact_short(text: str) -> str:
     return redact(text)
@@ -824,7 +835,6 @@ class _Found:
         self.credentials: list[tuple[Any, Any]] = []   # 键的名字是凭据（值是字符串）
         self.keys: dict[str, None] = {}               # 出现过的字符串键，每个只脱敏一次
         self.dicts: list[dict] = []
-        self.credential_names: dict[str, bool] = {}
 
 
 _CREDENTIAL_LABEL = "凭据"
@@ -837,7 +847,12 @@ def _number_text(number: Any) -> str:
 
 def _is_credential_name(name: str) -> bool:
     """"password"、"api_key"、"clientSecret" 是凭据的名字；"token_type"、"max_tokens" 是关于凭据的元数据。"""
-    return (len(name) <= 64 and all(char in _NAME_CHARS for char in name) and _SENSITIVE_WORD.search(name) is not None
+    return len(name) <= 64 and _is_short_credential_name(name)
+
+
+@functools.lru_cache(maxsize=4096)   # 每次导出都是那几个键（role、content……）；最多 4096 × 64 个字符
+def _is_short_credential_name(name: str) -> bool:
+    return (all(char in _NAME_CHARS for char in name) and _SENSITIVE_WORD.search(name) is not None
             and not name.lower().endswith(_METADATA_SUFFIXES))
 
 
@@ -876,10 +891,7 @@ def _copy_noting(found: _Found, value: Any) -> Any:
             copied[key] = item
             found.strings.append((copied, key))
             if is_dict and isinstance(key, str):
-                credential = found.credential_names.get(key)
-                if credential is None:
-                    credential = found.credential_names[key] = _is_credential_name(key)
-                if credential:
+                if _is_credential_name(key):
                     found.credentials.append((copied, key))
         elif isinstance(item, (dict, list, tuple)):
             copied[key] = _copy_noting(found, item)
