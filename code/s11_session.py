@@ -133,6 +133,8 @@ class SessionStore:
         # 两个缓存都按路径，每个会话文件一条；list_sessions() 顺手丢掉目录里已经没有的文件的条目
         self._summary_cache: Dict[str, Tuple[int, tuple]] = {}   # 路径 → (stat_key, 摘要的值)
         self._known: Dict[str, Tuple[Any, int]] = {}   # 路径 → (读到或写下的字节的指纹（s11_format.fingerprint）, 修订号)
+        # 最近给只读调用方（分支路径）拼过的摘要字典：路径 → (缓存里那个值的元组, 字典)，最多 _RECENT 条
+        self._recent: Dict[str, Tuple[tuple, Dict[str, Any]]] = {}
 
     def _path(self, session_id: str) -> str:
         return self._file_of(validate_session_id(session_id))   # 📛 拼路径之前先检查 ID
@@ -477,7 +479,7 @@ class SessionStore:
                  every_message: bool = False) -> Dict[str, Any]:
         """一个文件的摘要；按 (inode, 大小, 修改时间) 缓存，目录很大时 list 不必每次重新解析。
         entry：list_sessions() 的目录项，它已说明是普通文件时第一次读就不必先 lstat。
-        copy=False：调用方只读、不交给外面；刚读的那一份就不再复制（缓存里存的是值的元组，命中时总是新拼一个字典）。
+        copy=False：调用方只读、不交给外面；刚读的那一份不再复制，缓存命中时给最近拼过的那个字典（_recent_summary）。
         every_message：check() 用——不看缓存，重读文件并逐条检查消息（列表只检查摘要用到的字段）。"""
         cached = None if every_message else self._summary_cache.get(path)
         info = None
@@ -489,10 +491,22 @@ class SessionStore:
             except OSError as exc:
                 raise unreadable(path, exc) from None
             if cached and cached[0] == stat_key(info):
-                return dict(zip(s11_tree.SUMMARY_KEYS, cached[1]))   # 缓存里是值的元组：总是新拼一个字典
+                return dict(zip(s11_tree.SUMMARY_KEYS, cached[1])) if copy else self._recent_summary(path, cached[1])
         data, info = self._chunks.read_summary(path, info, every_message)   # 大会话只读第一行；不算指纹（只有 save 需要）
         summary = self._remember(path, data, info, None)
         return dict(summary) if copy else summary
+
+    def _recent_summary(self, path: str, values: tuple) -> Dict[str, Any]:
+        """缓存命中、调用方只读时的摘要字典：同一个值的元组（_remember 每次都存一个新的）拼过就不再拼。
+        深的分支每次导出都要走一遍同样的祖先，一个祖先省下 ~0.8 µs（拼 12 个键的字典）。"""
+        recent = self._recent.get(path)
+        if recent is not None and recent[0] is values:
+            return recent[1]
+        if len(self._recent) >= _RECENT:
+            del self._recent[next(iter(self._recent))]   # 最早放进去的那条
+        summary = dict(zip(s11_tree.SUMMARY_KEYS, values))
+        self._recent[path] = (values, summary)
+        return summary
 
     def _remember(self, path: str, data: Dict[str, Any], info: os.stat_result,
                   seen: Any) -> Dict[str, Any]:
@@ -506,6 +520,7 @@ class SessionStore:
     def _forget(self, path: str) -> None:
         self._summary_cache.pop(path, None)
         self._known.pop(path, None)
+        self._recent.pop(path, None)
 
     def _prune(self, present: set) -> None:
         for path in [path for path in self._summary_cache if path not in present]:
@@ -524,6 +539,8 @@ class SessionStore:
             s11_trash.move_to_trash(self.storage_dir, path, session_id)
         return True
 
+
+_RECENT = 256   # SessionStore._recent 的上限：一条分支路径上的祖先，几条路径都放得下
 
 _ns_lock = threading.Lock()
 _last_ns = 0

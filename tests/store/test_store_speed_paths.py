@@ -388,6 +388,45 @@ def test_the_store_remembers_a_file_in_a_few_dozen_bytes_not_its_contents(tmp_pa
     assert isinstance(seen, int) and sys.getsizeof(seen) < 64
 
 
+def test_a_branch_path_reuses_an_ancestors_summary_only_while_the_cached_values_are_the_same(tmp_path):
+    # Exports read each ancestor's summary through a small cache of ready-made dicts. A change the stat key cannot
+    # see (same inode, size and mtime) but a load does see (another revision) must reach the next path as well.
+    store = SessionStore(tmp_path, durable=False)
+    root = store.create_session("根", [{"role": "user", "content": "x"}])
+    middle = store.fork(root, [{"role": "user", "content": "y"}]).session_id
+    leaf = store.fork(middle, [{"role": "user", "content": "z"}]).session_id
+    first, again = store._lineage(leaf), store._lineage(leaf)
+    assert [s["title"] for s in first] == ["根", "根 · 分支", "根 · 分支 · 分支"] and first[1] is again[1]
+    path = store.path_of(middle)
+    before = os.stat(path)
+    data = json.loads(open(path, encoding="utf-8").read())
+    raw = open(path, encoding="utf-8").read()
+    changed = raw.replace('"revision": 1', '"revision": 2').replace("根 · 分支", "根 × 分支", 1)
+    assert len(changed.encode()) == before.st_size and changed != raw and data["revision"] == 1
+    with open(path, "r+", encoding="utf-8") as handle:   # in place: same inode, same size
+        handle.write(changed)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert s11_storage.stat_key(os.stat(path)) == s11_storage.stat_key(before)
+    assert store.load(middle).title == "根 × 分支"   # the load sees the new revision and re-reads the summary
+    assert [s["title"] for s in store._lineage(leaf)] == ["根", "根 × 分支", "根 · 分支 · 分支"]
+    assert "根 × 分支（" in store.export_markdown(leaf, redact=False)
+    store.lineage(leaf)[1]["title"] = "调用方改了自己的副本"   # lineage() hands out copies
+    assert store._lineage(leaf)[1]["title"] == "根 × 分支"
+
+
+def test_the_ready_made_summaries_are_bounded(tmp_path, monkeypatch):
+    import s11_session
+    monkeypatch.setattr(s11_session, "_RECENT", 4)
+    store = SessionStore(tmp_path, durable=False)
+    current = root = store.create_session("根", [{"role": "user", "content": "x"}])
+    for _ in range(9):
+        current = store.fork(current, [{"role": "user", "content": "y"}]).session_id
+    assert len(store.lineage(current)) == 10 and len(store._recent) == 4
+    assert store.path_of(root) in store._recent   # the path is walked upwards: the root came in last
+    store.delete(root)
+    assert store.path_of(root) not in store._recent and len(store.lineage(current)) == 9
+
+
 def test_a_cached_lineage_follows_what_other_stores_did_to_each_ancestor(tmp_path, caplog):
     # lineage() and every export's branch path read each ancestor from the summary cache after one lstat.
     # Whatever another store (or a person) did to an ancestor since is what the path shows.
