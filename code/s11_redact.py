@@ -884,22 +884,28 @@ def _copy_noting(found: _Found, value: Any) -> Any:
     copied: Any = {} if is_dict else [None] * len(value)
     if is_dict:
         found.dicts.append(copied)
+    strings, keys = found.strings, found.keys
     for key, item in items:
-        if is_dict and isinstance(key, str):
-            found.keys[key] = None
-        if isinstance(item, str):
+        named = is_dict and isinstance(key, str)
+        if named:
+            keys[key] = None
+        kind = type(item)   # 先按确切的类型认 JSON 读出来的几种（最常见），子类再交给 isinstance
+        if kind is str or (kind not in _JSON_TYPES and isinstance(item, str)):
             copied[key] = item
-            found.strings.append((copied, key))
-            if is_dict and isinstance(key, str):
-                if _is_credential_name(key):
-                    found.credentials.append((copied, key))
-        elif isinstance(item, (dict, list, tuple)):
+            strings.append((copied, key))
+            if named and _is_credential_name(key):
+                found.credentials.append((copied, key))
+        elif kind is dict or kind is list or (kind not in _JSON_TYPES and isinstance(item, (dict, list, tuple))):
             copied[key] = _copy_noting(found, item)
         else:
-            copied[key] = copy.deepcopy(item)   # 数字、None、布尔值——以及任何奇怪的东西，都不与原对象共享
-            if type(item) in (int, float) and abs(item) >= _BIG_NUMBER and item == item:
+            # None、布尔值、整数、浮点数不可变，deepcopy 给回的就是它本身；其余任何奇怪的东西都不与原对象共享
+            copied[key] = item if kind in _JSON_TYPES else copy.deepcopy(item)
+            if (kind is int or kind is float) and abs(item) >= _BIG_NUMBER and item == item:
                 found.numbers.append((copied, key))
     return copied
+
+
+_JSON_TYPES = frozenset((str, dict, list, type(None), bool, int, float))   # json / orjson 读出来的全部类型
 
 
 # 所有字符串拼成一段文本一起脱敏（一趟，而不是几千趟小的），用一个没有哪行能跨过去匹配的分隔符连接：

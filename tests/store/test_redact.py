@@ -600,6 +600,79 @@ def test_the_plain_shape_skips_the_general_walk_unless_a_key_names_a_credential_
         assert walks
 
 
+# _copy_noting recognises the exact JSON types first. Whatever it meets, it must record what the plain isinstance walk
+# records, in the same order, and copy what that walk copies.
+def _reference_copy_noting(found, value):
+    is_dict = isinstance(value, dict)
+    items = value.items() if is_dict else enumerate(value)
+    copied = {} if is_dict else [None] * len(value)
+    if is_dict:
+        found.dicts.append(copied)
+    for key, item in items:
+        if is_dict and isinstance(key, str):
+            found.keys[key] = None
+        if isinstance(item, str):
+            copied[key] = item
+            found.strings.append((copied, key))
+            if is_dict and isinstance(key, str) and s11_redact._is_credential_name(key):
+                found.credentials.append((copied, key))
+        elif isinstance(item, (dict, list, tuple)):
+            copied[key] = _reference_copy_noting(found, item)
+        else:
+            copied[key] = copy.deepcopy(item)
+            if type(item) in (int, float) and abs(item) >= s11_redact._BIG_NUMBER and item == item:
+                found.numbers.append((copied, key))
+    return copied
+
+
+class _Text(str):
+    pass
+
+
+class _Mapping(dict):
+    pass
+
+
+_walk_leaves = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5),
+                         st.sampled_from(["a@example.com", _Text("x@example.com"), 13812345678, 1e12, True]),
+                         st.builds(collections.Counter, st.text(max_size=2)), st.builds(bytearray, st.binary(max_size=3)))
+_walk_keys = st.one_of(st.sampled_from(["role", "content", "password", "api_key", _Text("token"), "卡"]),
+                       st.text(max_size=4), st.integers(), st.none())
+_walk_values = st.recursive(_walk_leaves, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.lists(inner, max_size=3).map(tuple),
+    st.dictionaries(_walk_keys, inner, max_size=3), st.dictionaries(_walk_keys, inner, max_size=2).map(_Mapping)),
+    max_leaves=12)
+
+
+def _noted(found):
+    where = lambda slots: [(type(container).__name__, key) for container, key in slots]   # noqa: E731
+    return (where(found.strings), where(found.numbers), where(found.credentials), list(found.keys),
+            [type(mapping).__name__ for mapping in found.dicts])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_walk_values, max_size=3))
+def test_the_walk_records_and_copies_what_the_isinstance_walk_does(value):
+    ours, reference = s11_redact._Found(), s11_redact._Found()
+    copied, expected = s11_redact._copy_noting(ours, value), _reference_copy_noting(reference, value)
+    assert _noted(ours) == _noted(reference)
+    assert repr(copied) == repr(expected)
+    # nothing mutable is shared with the input
+    originals = {id(item) for item in _containers(value)}
+    assert not originals & {id(item) for item in _containers(copied)}
+
+
+def _containers(value):
+    if isinstance(value, (dict, list, tuple, collections.Counter, bytearray)):
+        yield value
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                yield from _containers(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                yield from _containers(item)
+
+
 # redact_value redacts all of a value's strings as one batch (joined by a separator no row can match across).
 # Whatever the batch does to save time, each string must come out as redacting it alone gives, counts summed.
 _batch_pieces = st.sampled_from([
