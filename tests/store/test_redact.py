@@ -600,6 +600,51 @@ def test_the_plain_shape_skips_the_general_walk_unless_a_key_names_a_credential_
         assert walks
 
 
+# _redact_batch first asks _plainly_nothing: a few scans that prove the built-in table can claim nothing in a short
+# text. Each built-in row must be guarded by one of its conditions, and the answer must agree with the whole table.
+def test_every_built_in_row_is_guarded_by_a_condition_the_quick_check_looks_at():
+    table = s11_redact._table()
+    sources = {s11_redact._prefixed_words, s11_redact._long_numbers}
+    for gate in table.gates:
+        assert (gate.strings is not None or gate.source in sources
+                or gate.rule.hints == (s11_redact.four_digits,)), gate.rule.name
+    assert all(s11_redact._GROUPED[:4] in shape for shape in s11_redact._NUMBER_SHAPES)   # every long number has 0000
+
+
+_quick_pieces = st.sampled_from(["服务内存从 200MB 涨到 3GB", "方案 A：LRU", "123", "4567", "12 34", "１２３４", "Ｘ",
+                                 "a" * 19, "b" * 20, "abcdefghij_klmnopqrst", "key", "KEY=", "@", "://", "card", "卡",
+                                 "eyJ", "Bearer ", "sk-", "\n", "\0", "private KEY", "token", "PassWord", "é", "😀"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_quick_pieces | st.text(max_size=6), max_size=10).map("".join))
+@example("手机 138 1234 5678")
+@example("card 4111-1111-1111-1111")
+@example("id AKIAIOSFODNN7EXAMPLE ok")   # a 20-character token: the shortest long word
+@example("手机１３８１２３４５６７８")   # full-width digits
+def test_the_quick_check_says_nothing_only_where_the_whole_table_without_hints_claims_nothing(text):
+    if not s11_redact._plainly_nothing(text):
+        return
+    saved = s11_redact.RULES
+    s11_redact.RULES = [rule._replace(hints=()) for rule in RULES]
+    try:
+        assert s11_redact._claims(text) == []
+    finally:
+        s11_redact.RULES = saved
+
+
+def test_chapter_text_takes_the_quick_check_and_a_changed_table_does_not(monkeypatch):
+    built = []
+    real = s11_redact._HintIndex
+    monkeypatch.setattr(s11_redact, "_HintIndex", lambda text: built.append(text) or real(text))
+    chat = ["修复登录服务内存泄漏", "服务连续运行 3 天后，内存占用从 200MB 一路涨到 3GB，帮我定位根因。", "role", "content"]
+    assert s11_redact._redact_batch(chat) == (chat, {}) and built == []
+    assert s11_redact._redact_batch(chat + ["电话 13812345678"])[1] == {"手机号": 1} and built
+    monkeypatch.setattr(s11_redact, "RULES", RULES + [s11_redact.Rule("lru", "缓存策略", re.compile("LRU"))])
+    built.clear()
+    assert s11_redact._redact_batch(["方案 A：LRU"]) == (["方案 A：[已脱敏:缓存策略]"], {"缓存策略": 1}) and built
+
+
 # _copy_noting recognises the exact JSON types first. Whatever it meets, it must record what the plain isinstance walk
 # records, in the same order, and copy what that walk copies.
 def _reference_copy_noting(found, value):
