@@ -559,6 +559,7 @@ def _table() -> _Table:
     """按当前的 RULES 算好的各行 _Gate 和全部字符串 hint；RULES 变了就重算一遍。"""
     rules = tuple(RULES)
     if _table_cache[0] != rules:
+        _refuse_rules_that_match_markers(rules)
         gates = [_gate(rule) for rule in rules]
         strings = list(dict.fromkeys(hint for gate in gates for hint in gate.strings or ()))
         ascii_hints = tuple(hint for hint in strings if hint.isascii())
@@ -573,6 +574,22 @@ def _table() -> _Table:
                                          tuple(hint for hint in strings if not hint.isascii()))]
         _redact_short.cache_clear()   # 记住的结果是按旧的规则算的
     return _table_cache[1]
+
+
+def _refuse_rules_that_match_markers(rules: tuple[Rule, ...]) -> None:
+    """加进来的行要是能在某个标记里认领到东西（比如标签是 "LRU"、正则也是 "LRU"），遮过的地方会被一遍又一遍地再遮，
+    redact() 永远停不下来：建表时就拒绝（ValueError，说明是哪一行、哪个标记）。只拿单独的标记试，
+    靠前后文才匹配得上的正则试不出来；内置的行一个都不会（测试逐个核对）。"""
+    markers = [MARKER.format(label=label) for label in dict.fromkeys([*(rule.label for rule in rules), "凭据"])]
+    for rule in rules:
+        secret = "secret" if "secret" in rule.pattern.groupindex else 0
+        for marker in markers:
+            for match in rule.pattern.finditer(marker):
+                start, end = match.span(secret)
+                if start < end and not marker.startswith(_MARKER_START, start) and \
+                        (rule.validator is None or rule.validator(match)):
+                    raise ValueError(f"脱敏规则 {rule.name} 能在标记 {marker} 里认领到 {marker[start:end]!r}："
+                                     "遮过的文字会被一遍又一遍地再遮、永远停不下来；请改它的正则或标签")
 
 
 # ── 执行引擎 ────────────────────────────────────────────────────────────────────────────────

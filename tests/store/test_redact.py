@@ -334,6 +334,8 @@ def test_every_row_has_a_hint_so_plain_chat_text_runs_no_pattern_at_all(monkeypa
     scans = []
     monkeypatch.setattr(s11_redact, "RULES", [rule._replace(pattern=_CountingPattern(rule.pattern, scans))
                                               for rule in RULES])
+    s11_redact._table()
+    scans.clear()   # building the table tries each pattern on the markers once; redacting must scan nothing
     chat = "服务连续运行 3 天后，内存占用从 200MB 涨到 3GB。已检查 cache_store.py：`_listeners.append(cb)` 从不移除回调。"
     assert redact_with_counts(chat) == (chat, {}) and scans == []
     for trigger, label in [("postgres://app:S3cr3t@10.0.0.5/db", "密码"), ("手机13812345678请回电", "手机号"),
@@ -598,6 +600,21 @@ def test_the_plain_shape_skips_the_general_walk_unless_a_key_names_a_credential_
         walks.clear()
         redact_value(walked)
         assert walks
+
+
+def test_a_rule_that_would_claim_text_inside_a_marker_is_refused_with_its_name(monkeypatch):
+    # Its own marker "[已脱敏:LRU]" holds "LRU": each pass would mask the marker again, without end.
+    monkeypatch.setattr(s11_redact, "RULES", RULES + [s11_redact.Rule("lru", "LRU", re.compile("LRU"))])
+    with pytest.raises(ValueError, match="lru.*已脱敏:LRU"):
+        redact("方案 A：LRU")
+    # Matching another row's marker is refused too; matching only where a marker starts is harmless (never claimed).
+    monkeypatch.setattr(s11_redact, "RULES", RULES + [s11_redact.Rule("mail", "信箱", re.compile("邮箱"))])
+    with pytest.raises(ValueError, match="mail"):
+        redact("x")
+    monkeypatch.setattr(s11_redact, "RULES", RULES + [s11_redact.Rule("open", "开头", re.compile(r"\[已脱敏:|LRU"))])
+    assert redact("LRU 与 a@example.com") == "[已脱敏:开头] 与 [已脱敏:邮箱]"
+    monkeypatch.setattr(s11_redact, "RULES", RULES)
+    assert redact("LRU") == "LRU"   # the refused tables left nothing behind
 
 
 # _redact_batch first asks _plainly_nothing: a few scans that prove the built-in table can claim nothing in a short
