@@ -580,7 +580,8 @@ def _refuse_rules_that_match_markers(rules: tuple[Rule, ...]) -> None:
     """加进来的行要是能在某个标记里认领到东西（比如标签是 "LRU"、正则也是 "LRU"），遮过的地方会被一遍又一遍地再遮，
     redact() 永远停不下来：建表时就拒绝（ValueError，说明是哪一行、哪个标记）。只拿单独的标记试，
     靠前后文才匹配得上的正则试不出来；内置的行一个都不会（测试逐个核对）。"""
-    markers = [MARKER.format(label=label) for label in dict.fromkeys([*(rule.label for rule in rules), "凭据"])]
+    labels = dict.fromkeys([*(rule.label for rule in rules), _CREDENTIAL_LABEL])
+    markers = [MARKER.format(label=label) for label in labels]
     for rule in rules:
         secret = "secret" if "secret" in rule.pattern.groupindex else 0
         for marker in markers:
@@ -608,6 +609,10 @@ def redact_short(text: str) -> str:
     """redact()，短文本（标题、ID：导出的分支路径里每次都是同样几个）记住结果。结果与 redact() 逐字相同
     （脱敏只取决于文本本身）；记住的条数有上限。"""
     _table()   # RULES 变了就先清掉按旧规则记住的结果
+    return _short_or_whole(text)
+
+
+def _short_or_whole(text: str) -> str:
     return _redact_short(text) if len(text) <= _SHORT_TEXT else redact(text)
 
 
@@ -621,8 +626,7 @@ def redact_shorts(values: list) -> list:
     ['[已脱敏:邮箱]', 3, None]
     """
     _table()
-    return [(_redact_short(value) if len(value) <= _SHORT_TEXT else redact(value)) if isinstance(value, str) else value
-            for value in values]
+    return [_short_or_whole(value) if isinstance(value, str) else value for value in values]
 
 
 @functools.lru_cache(maxsize=4096)   # 最多约 4096 × 200 个字符

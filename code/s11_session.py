@@ -503,7 +503,7 @@ class SessionStore:
         if recent is not None and recent[0] is values:
             return recent[1]
         if len(self._recent) >= _RECENT:
-            del self._recent[next(iter(self._recent))]   # 最早放进去的那条
+            self._recent.clear()   # 满了就整个清掉：一步完成，别的线程同时在用也不会出错；下次用到再拼
         summary = dict(zip(s11_tree.SUMMARY_KEYS, values))
         self._recent[path] = (values, summary)
         return summary

@@ -421,8 +421,10 @@ def test_the_ready_made_summaries_are_bounded(tmp_path, monkeypatch):
     current = root = store.create_session("根", [{"role": "user", "content": "x"}])
     for _ in range(9):
         current = store.fork(current, [{"role": "user", "content": "y"}]).session_id
-    assert len(store.lineage(current)) == 10 and len(store._recent) == 4
+    assert len(store.lineage(current)) == 10 and 0 < len(store._recent) <= 4
     assert store.path_of(root) in store._recent   # the path is walked upwards: the root came in last
+    for _ in range(3):
+        assert [s["title"] for s in store.lineage(current)][0] == "根" and len(store._recent) <= 4
     store.delete(root)
     assert store.path_of(root) not in store._recent and len(store.lineage(current)) == 9
 
