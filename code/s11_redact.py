@@ -549,6 +549,10 @@ class _Table(NamedTuple):
     ascii_hints: tuple[str, ...]        # 所有行的 ASCII 字符串 hint（每个一次），和它们在小写副本里要找的字节
     ascii_needles: tuple[bytes, ...]
     other_hints: tuple[str, ...]        # 其余的字符串 hint（"卡"），在原文里找
+    # 长文本先在一份删掉了“哪个 needle 里都没有的字节”（数字、空白、汉字变成的 "?"……）的短副本里找（_ascii_present）：
+    # 每个 needle 删成 short_needles 里的样子；短副本里没有它，原文里一定没有
+    not_in_needles: bytes
+    short_needles: tuple[bytes, ...]
 
 
 _BUILT_IN: tuple[Rule, ...] = tuple(RULES)
@@ -568,10 +572,13 @@ def _table() -> _Table:
             return [gate for gate in gates if not (skip_strings and gate.strings is not None)
                     and not (skip_sources and gate.source is not None)]
         sources = tuple(dict.fromkeys(gate.source for gate in gates if gate.source is not None))
+        needles = tuple(hint.lower().encode() for hint in ascii_hints)
+        kept = set(b"".join(needles)) - set(b" \t\n0123456789")
+        not_in_needles = bytes(byte for byte in range(256) if byte not in kept)
         _table_cache[:] = [rules, _Table(rules == _BUILT_IN, gates, without(True, False), without(False, True),
-                                         without(True, True), sources, ascii_hints,
-                                         tuple(hint.lower().encode() for hint in ascii_hints),
-                                         tuple(hint for hint in strings if not hint.isascii()))]
+                                         without(True, True), sources, ascii_hints, needles,
+                                         tuple(hint for hint in strings if not hint.isascii()), not_in_needles,
+                                         tuple(needle.translate(None, not_in_needles) for needle in needles))]
         _redact_short.cache_clear()   # 记住的结果是按旧的规则算的
     return _table_cache[1]
 
@@ -671,10 +678,13 @@ _FULLWIDTH = tuple(zip("０１２３４５６７８９Ｘｘ－", "0123456789Xx-
 _FULLWIDTH_DIGITS = "０１２３４５６７８９"
 
 
-def _halfwidth(text: str) -> str:
+def _halfwidth(text: str, wide: str | None = None) -> str:
+    """全角数字换成半角。wide：一段含有 text 里全部非 ASCII 字符串的文本（_redact_batch 只把非 ASCII 的那些串拼起来，
+    一批导出里它们往往只占一小部分），全角数字只在那里找。"""
     # 十次 str.find（每次都在 C 里扫一遍）比一个字符类的正则快几倍；没有全角数字时 Ｘ 和 － 不影响任何一行。
     # 换的时候逐个字符 str.replace：str.translate 在非 ASCII 文本上要慢一个数量级。
-    if text.isascii() or not any(digit in text for digit in _FULLWIDTH_DIGITS):
+    probe = text if wide is None else wide
+    if text.isascii() or not any(digit in probe for digit in _FULLWIDTH_DIGITS):
         return text
     for wide, narrow in _FULLWIDTH:
         if wide in text:
@@ -693,8 +703,8 @@ def _indexed_claims(index: _HintIndex) -> list[tuple[int, int, str]]:
     starts: list[int] = []
     claims: list[tuple[int, int, str]] = []
     table = _table()
-    # 所有行的字符串 hint 一次查完（循环在 C 里），每行再拿自己的那几个去比：比每行各查一遍省下 20 多次函数调用
-    present = set(itertools.compress(table.ascii_hints, map(index.folded.__contains__, table.ascii_needles)))
+    # 所有行的字符串 hint 一次查完，每行再拿自己的那几个去比：比每行各查一遍省下 20 多次函数调用
+    present = _ascii_present(index.folded, table)
     present.update(itertools.compress(table.other_hints, map(index.text.__contains__, table.other_hints)))
     index.present = present
     no_sources = not any(map(index.spans, table.sources))
@@ -710,6 +720,41 @@ def _indexed_claims(index: _HintIndex) -> list[tuple[int, int, str]]:
             claims = sorted(claims + found)
             starts = [claim[0] for claim in claims]
     return claims
+
+
+_SHORT_COPY_FROM = 256 * 1024   # 比这短的文本直接在小写副本里找：删字节的那一趟省不回来
+_PROBE_BYTES = 64 * 1024        # 先在开头这么多字节里找：出现了的 needle（多半在开头就出现）不必再扫
+_SHORT_COPY_NEEDLES = 6         # 开头没找到的 needle 有这么多个，删字节的那一趟（约等于扫 5 遍）才省得回来
+
+
+def _ascii_present(folded: bytes, table: _Table) -> set[str]:
+    """小写副本里出现了的 ASCII 字符串 hint。找不到的 needle 要扫完全文，而秘密很少，多数 needle 都找不到：
+    长文本里开头没出现的 needle 多了，就先删掉哪个 needle 里都没有的字节（数字、空白、汉字变成的 "?"……），
+    在这份短了约一半的副本里找（_short_copy）。"""
+    hints, needles = table.ascii_hints, table.ascii_needles
+    if len(folded) < _SHORT_COPY_FROM:
+        return set(itertools.compress(hints, map(folded.__contains__, needles)))
+    present, left = set(), []
+    for number, needle in enumerate(needles):
+        if folded.find(needle, 0, _PROBE_BYTES) != -1:
+            present.add(hints[number])
+        else:
+            left.append(number)
+    if len(left) < _SHORT_COPY_NEEDLES:
+        present.update(hints[number] for number in left if needles[number] in folded)
+        return present
+    short = _short_copy(folded, table)
+    for number in left:
+        # 删过的 needle 在短副本里找不到，原文里就一定没有（原文里的一处出现，删完还是连着的，而且只会往前挪）；
+        # 找到了再回原文、从短副本里的那个位置往后确认（删成空的 needle 在 0 处“找到”，就是在原文里从头找）
+        first = short.find(table.short_needles[number])
+        if first != -1 and folded.find(needles[number], first) != -1:
+            present.add(hints[number])
+    return present
+
+
+def _short_copy(folded: bytes, table: _Table) -> bytes:
+    return folded.translate(None, table.not_in_needles)
 
 
 def _apply(text: str, claims: list[tuple[int, int, str]], counts: Counter[str]) -> tuple[str, list[int]]:
@@ -942,9 +987,11 @@ def _redact_batch(strings: list[str]) -> tuple[list[str], dict[str, int]]:
     joined = _BATCH_SEPARATOR.join(strings)
     if _plainly_nothing(joined):   # 章节式的短会话（最常见）：几次扫描就知道一处都认领不了
         return list(strings), {}
-    index = _HintIndex(_halfwidth(joined))
-    if index.folded.count(b"\0") != len(strings) - 1:   # 有字符串自己就含 "\0"：只好逐个处理
+    if any(map(str.__contains__, strings, itertools.repeat("\0"))):   # 有字符串自己就含 "\0"：只好逐个处理
         return _one_by_one(strings)
+    # str.isascii() 不用扫描：全是 ASCII 的串（工具输出、代码）里不会有全角数字；其余的串只占一小部分时，只在它们里面找
+    wide = [string for string in strings if not string.isascii()]
+    index = _HintIndex(_halfwidth(joined, "".join(wide) if 2 * sum(map(len, wide)) < len(joined) else None))
     claims = _indexed_claims(index)
     if not claims:
         return list(strings), {}

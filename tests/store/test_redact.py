@@ -376,6 +376,57 @@ def test_assignments_skipping_the_words_found_absent_gives_the_same_windows(text
     assert index.present is not None and s11_redact.assignments(index) == alone
 
 
+# Long texts look for the string hints in a shorter copy first (bytes no needle has are deleted): a needle missing
+# there is missing from the text. Pieces that the copy deletes ("key 1=", "to?ken") make needles that appear only
+# in the copy, so the answer must still come from the text itself.
+_present_pieces = st.sampled_from(["key", "=", " ", "1", "to", "ken", "汉", "@", "eyJ", "bear", "er", ":/", "/",
+                                   "\n", "Private", "KEY", "card", "x"])
+
+
+@pytest.mark.parametrize("left_for_copy", [0, 99], ids=["short copy", "each needle in the text"])
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(_present_pieces | st.text(max_size=3), max_size=16).map("".join))
+@example(text="key 1= to汉ken bear\ner :/ /")
+@example(text="private 1 key")
+@example(text="-----BEGIN RSA PRIVATE KEY-----")
+def test_the_short_copy_finds_exactly_the_hints_the_text_has(left_for_copy, text):
+    table = s11_redact._table()
+    folded = s11_redact._HintIndex(text).folded
+    expected = {hint for hint, needle in zip(table.ascii_hints, table.ascii_needles) if needle in folded}
+    with pytest.MonkeyPatch.context() as patch:   # the long-text path on short texts: a 4-byte probe first
+        patch.setattr(s11_redact, "_SHORT_COPY_FROM", 0)
+        patch.setattr(s11_redact, "_PROBE_BYTES", 4)
+        patch.setattr(s11_redact, "_SHORT_COPY_NEEDLES", left_for_copy)
+        assert s11_redact._ascii_present(folded, table) == expected
+
+
+def test_a_long_text_takes_the_short_copy_and_still_redacts_the_same(monkeypatch):
+    # 300 KB of log with a secret at the very end and decoys that only the short copy contains.
+    secret = "sk-proj-Xy7Qm2Lp9Rt4Vn8Kc3Hs6Jd1"
+    text = "2026-12-03 18:33:28 GET /health 200 key 1= to汉ken\n" * 6000 + f"export API_TOKEN={secret}\n"
+    assert len(text) > s11_redact._SHORT_COPY_FROM
+    copies = []
+    real = s11_redact._short_copy
+    monkeypatch.setattr(s11_redact, "_short_copy", lambda folded, table: copies.append(len(folded)) or
+                        real(folded, table))
+    redacted, counts = redact_with_counts(text)
+    assert copies == [len(text)]
+    assert secret not in redacted and redacted.endswith("export API_TOKEN=[已脱敏:API密钥]\n")
+    assert counts == {"API密钥": 1} and redacted.count("key 1= to汉ken") == 6000
+    copies.clear()
+    monkeypatch.setattr(s11_redact, "_SHORT_COPY_FROM", len(text) + 1)   # the plain search: the same answer
+    assert redact_with_counts(text) == (redacted, counts) and copies == []
+
+
+def test_a_long_text_whose_needles_show_early_is_not_copied(monkeypatch):
+    # Real code and logs name "key", "token", "://"... in their first lines: the copy would not pay for itself.
+    head = "token: abc\nsee https://example.com key=1 bearer x authorization card @ eyJ secret hooks.slack.com\n"
+    text = head + "plain log line 2026-12-03 without any hint\n" * 8000
+    copies = []
+    monkeypatch.setattr(s11_redact, "_short_copy", lambda folded, table: copies.append(1) or b"")
+    assert redact_with_counts(text)[0].endswith("without any hint\n") and copies == []
+
+
 _digit_pieces = st.sampled_from(["0", "1234", "5678", " ", "-", ".", "4111 1111 1111 1111", "110105-1949-1231-002X",
                                  "371449-635398-431", "11010519491231002X", "2024113012345678", "a", "\n"])
 
@@ -750,6 +801,8 @@ _batch_strings = st.lists(st.lists(_batch_pieces | st.text(max_size=6), max_size
 @given(_batch_strings)
 @example(["ok", "a@example.com13812345678手机", ""])   # one batch, and a second pass after the first masks
 @example(["a@example.com", "x\n\0", "手机13812345678"])   # a string holding "\0": each string on its own
+@example(["ok 1234", "手机１３８１２３４５６７８", "abc"])   # full-width digits are looked for in the non-ASCII strings
+@example(["\0"])
 def test_a_batch_of_strings_is_redacted_as_each_string_alone(strings):
     pieces, counts = s11_redact._redact_batch(list(strings))
     alone = [redact_with_counts(string) for string in strings]
