@@ -540,7 +540,10 @@ class SessionStore:
         return True
 
 
-_RECENT = 256   # SessionStore._recent 的上限：一条分支路径上的祖先，几条路径都放得下
+# SessionStore._recent 的上限：32 层深的一条分支路径放得下。一条约 0.6 KB（12 个键的字典 + 路径字符串），
+# 课堂的服务器每个空间一个仓库：50 个空间最多约 1 MB。之前是 256，随全班新建的会话一直涨到约 8 MB
+# （2026-12-04 的 30 分钟课堂压测：热身后漂移 +23.2 MiB，超出 20 MiB 的目标，其中约 1/5 是它）
+_RECENT = 32
 
 _ns_lock = threading.Lock()
 _last_ns = 0
