@@ -60,6 +60,18 @@ def test_a_small_class_works_in_private_spaces_without_errors_or_damage():
         assert "page_p95_ms=" in result.group(0)
 
 
+def test_the_in_process_memory_trace_names_the_lines_that_keep_memory():
+    done = run_script("load_classroom.py", "--in-process", "--students", "3", "--rounds", "3", "--trace-memory",
+                      timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    header = re.search(r"^## kept by our code after round 1: ([+-][\d.]+) MiB for ([\d,]+) sessions created",
+                       done.stdout, re.MULTILINE)
+    assert header, done.stdout[-3000:]
+    assert int(header.group(2).replace(",", "")) >= 3 * 2 * 6   # two more rounds of ~10 sessions per student
+    assert re.search(r"^code/s11_\w+(/\w+)?\.py:\d+\s+[+-][\d,.]+\s+[+-][\d,]+$", done.stdout, re.MULTILINE)
+    assert not list(BENCHMARKS.glob(".load-classroom-*"))
+
+
 def test_bench_tree_export_quick_prints_its_table_and_cleans_up():
     done = run_script("bench_tree_export.py", "--quick", timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
