@@ -61,6 +61,9 @@ PAGE = ("notice", "view", "shown", "levels", "mine", "tree", "verdict", "hint", 
         "others", "doctor", "second", "preview", "download_md", "download_html")
 LEVEL = PAGE + ("instructions", "goal", "goal_list", "tools")     # 换了一关：说明、目标树也要重画
 LOAD = LEVEL + ("author", "name")                                  # 页面载入：老师的出题区、自己的名字
+# 切回这个标签页：这一关重画，老师的出题区也再判一次——页面载入那一次没能送到（全班同时载入时）或出了错，
+# 老师不必刷新页面；没变时只回 gr.skip()
+REOPEN = LEVEL + ("author",)
 
 
 class LessonEvent:
@@ -107,7 +110,8 @@ def page_outputs(page: LessonPage, names: tuple = LOAD, shown: dict | None = Non
         "download_html": lambda: _prop(shown, sent, "download_html", downloads[1] is not None,
                                        lambda: gr.DownloadButton(value=downloads[1],
                                                                  interactive=downloads[1] is not None), downloads[1]),
-        "author": lambda: gr.Accordion(visible=page.teacher),
+        "author": lambda: _prop(shown, sent, "author", page.teacher, lambda: gr.Accordion(visible=page.teacher),
+                                gr.skip()),
         "second_text": lambda: gr.skip() if page.draft is None else page.draft,
         "resume_text": lambda: gr.skip() if page.main_draft is None else page.main_draft,
         "name": lambda: gr.skip() if page.name is None else page.name,
@@ -270,8 +274,8 @@ def build(ctx) -> None:
     if isinstance(tab, gr.Tab):   # 从会话树浏览器切回来：在那里做的动作也立刻判一次
         def on_tab(token, current, secret, known):
             if not token:
-                return [gr.skip()] * len(LEVEL)
-            return page_outputs(lesson.render(token, current, secret, counts="progress"), LEVEL, known)
+                return [gr.skip()] * len(REOPEN)
+            return page_outputs(lesson.render(token, current, secret, counts="progress"), REOPEN, known)
 
-        tab.select(on_tab, inputs=[visitor, view, teacher, shown], outputs=[components[key] for key in LEVEL],
+        tab.select(on_tab, inputs=[visitor, view, teacher, shown], outputs=[components[key] for key in REOPEN],
                    api_visibility="private", concurrency_limit=8)

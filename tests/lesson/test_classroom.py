@@ -294,3 +294,47 @@ def test_level_converge_solved_through_the_page(room):
     assert "至少一个" in page.notice and not page.solved
     page = lesson.converge(token, page.view, [ids["分支 A"]], "采用方案 B：峰值内存更低")
     assert "已收敛" in page.notice and page.solved
+
+
+def test_reopening_the_lesson_tab_brings_back_a_teachers_authoring_area(room):
+    """The authoring area is shown by the page-load event; when that event's result never reached the page (or
+    it rendered an error page without the teacher flag), opening the tab again shows it, without a reload."""
+    import gradio as gr
+
+    from s11_workbench.lesson_tab import LOAD, REOPEN, page_outputs
+
+    spaces, lesson, _ = room
+    token = spaces.new_token()
+    teacher = lesson.render(token, LessonView(), spaces.teacher_secret)
+    student = lesson.render(token, LessonView(), None)
+    assert teacher.teacher and not student.teacher
+    author = REOPEN.index("author")
+    lost_load = page_outputs(teacher, REOPEN, {})                      # the load never arrived: nothing shown
+    error_load = page_outputs(teacher, REOPEN, {"author": False})      # the load rendered a page without it
+    for outputs in (lost_load, error_load):
+        assert isinstance(outputs[author], gr.Accordion) and outputs[author].visible is True
+        assert outputs[REOPEN.index("shown")]["author"] is True
+    shown = page_outputs(teacher, LOAD, {})[LOAD.index("shown")]       # a normal load: the tab sends nothing new
+    assert shown["author"] is True
+    assert page_outputs(teacher, REOPEN, shown)[author] == gr.skip()
+    hidden = page_outputs(student, REOPEN, page_outputs(student, LOAD, {})[LOAD.index("shown")])
+    assert hidden[author] == gr.skip()                                 # a student's page never gets it
+    assert page_outputs(student, LOAD, {})[LOAD.index("author")].visible is False
+
+
+def test_the_lesson_tabs_select_event_updates_the_authoring_area(tmp_path):
+    import gradio as gr
+
+    from s11_workbench import lesson_tab
+
+    sys.path.insert(0, str(REPO))
+    try:
+        import app
+    finally:
+        sys.path.remove(str(REPO))
+    demo = app.build_app(tmp_path / "sessions")
+    author = next(block for block in demo.blocks.values() if getattr(block, "elem_id", None) == "s11l-author")
+    tab = next(block for block in demo.blocks.values() if isinstance(block, gr.Tab) and block.label == lesson_tab.LABEL)
+    selects = [fn for fn in demo.fns.values() if (tab._id, "select") in fn.targets]
+    assert selects, "the lesson tab has no select event"
+    assert any(author in fn.outputs for fn in selects)
