@@ -342,7 +342,8 @@ def formats_section(work: Path, megabytes: int, runs: int, only: str | None = No
         rows.append(measure(name, path, work, runs))
         # nothing is deleted between rows: on an ext4 mounted with `discard` (this VM), creating files in the
         # minute after a big delete costs ~1 ms each instead of ~0.02 ms, and the next row would pay for
-        # this one's clean-up (273 creations: 263 vs 4 ms, measured minutes apart). main() removes it all.
+        # this one's clean-up (273 creations: 263 vs 4 ms, measured minutes apart). main() removes it all; until
+        # then the nine 20 MB rows keep about 0.6 GB (transcripts and three stores each) in the scratch folder.
     c.print_table("import vs json.loads of the same lines, per format", [
         "transcript", "MB", "json.loads ms", "plan ms (×)", "plan MB/s", "import ms (×)", "import MB/s",
         "re-import ms", "written/read", "fork copies", "nodes", "messages"], rows,
