@@ -10,6 +10,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -450,3 +451,126 @@ def test_a_cached_lineage_follows_what_other_stores_did_to_each_ancestor(tmp_pat
     os.remove(theirs.path_of(middle))   # deleted: the path starts at the leaf, no warning needed
     caplog.clear()
     assert [s["session_id"] for s in ours.lineage(leaf)] == [leaf] and not caplog.records
+
+
+# -- An export's branch path reuses the ancestors it has just checked while the folder is unchanged ---------
+
+def _chain_of(store, depth):
+    """[root, child, …]: each node a fork of the previous one."""
+    ids = [store.create_session("根", [{"role": "user", "content": "x"}])]
+    for _ in range(depth):
+        ids.append(store.fork(ids[-1], [{"role": "user", "content": "y"}]).session_id)
+    return ids
+
+
+def _settle(folder, seconds=10):
+    """The folder was last changed `seconds` ago (a folder nobody has saved into for a while)."""
+    past = time.time_ns() - seconds * 1_000_000_000 + 123_457   # with a sub-millisecond part, as ext4 writes them
+    os.utime(folder, ns=(past, past))
+
+
+@pytest.fixture
+def lstat_calls(monkeypatch):
+    calls = []
+    real = os.lstat
+
+    def counting(path, *args, **kwargs):
+        calls.append(os.fspath(path))
+        return real(path, *args, **kwargs)
+    monkeypatch.setattr(os, "lstat", counting)
+    return calls
+
+
+def _ancestor_checks(calls, store, ids):
+    ancestors = {store.path_of(sid) for sid in ids[:-1]}
+    return sum(path in ancestors for path in calls)
+
+
+def test_a_second_export_of_a_deep_node_checks_no_ancestor_again_while_the_folder_is_unchanged(tmp_path,
+                                                                                               lstat_calls):
+    store = SessionStore(tmp_path, durable=False)
+    ids = _chain_of(store, 10)
+    _settle(tmp_path)
+    lstat_calls.clear()
+    first = store.export_markdown(ids[-1], redact=False)
+    assert _ancestor_checks(lstat_calls, store, ids) == 10   # walked: one lstat per ancestor
+    lstat_calls.clear()
+    again = store.export_markdown(ids[-1], redact=False)
+    assert again == first and _ancestor_checks(lstat_calls, store, ids) == 0
+    assert "根 · 分支 · 分支（" in again and again.count(" → ") == 10
+
+
+def test_a_folder_changed_moments_ago_is_checked_ancestor_by_ancestor(tmp_path, lstat_calls):
+    # Within a clock tick of the last change a later rename may leave the folder's time as it was: never trusted.
+    store = SessionStore(tmp_path, durable=False)
+    ids = _chain_of(store, 3)
+    for _ in range(3):
+        lstat_calls.clear()
+        store.export_markdown(ids[-1], redact=False)
+        assert _ancestor_checks(lstat_calls, store, ids) == 3
+    assert not store._chains
+
+
+def test_what_any_store_saves_deletes_or_links_in_the_folder_shows_in_the_next_export(tmp_path, caplog):
+    ours, theirs = SessionStore(tmp_path, durable=False), SessionStore(tmp_path, durable=False)
+    root, middle, leaf = _chain_of(ours, 2)
+    _settle(tmp_path)
+    assert "根 · 分支（" in ours.export_markdown(leaf, redact=False) and ours._chains
+    renamed = theirs.load(middle)
+    renamed.title = "别人改的名字"
+    theirs.save(renamed)   # a temp file and a rename: the folder's time moves
+    assert "别人改的名字（" in ours.export_markdown(leaf, redact=False)
+    _settle(tmp_path)
+    ours.export_markdown(leaf, redact=False)
+    os.replace(theirs.path_of(root), tmp_path / "moved.json")   # the root becomes a link: never followed
+    os.symlink(tmp_path / "moved.json", theirs.path_of(root))
+    _settle(tmp_path)
+    for _ in range(2):   # a path cut short is walked every time: every export says why
+        caplog.clear()
+        text = ours.export_markdown(leaf, redact=False)
+        assert f"别人改的名字（{middle}） → " in text and f"（{root}）" not in text
+        assert any("祖先无法读取" in record.getMessage() for record in caplog.records)
+    theirs.delete(middle)
+    assert "分支路径" not in ours.export_markdown(leaf, redact=False)
+
+
+def test_an_ancestor_rewritten_in_place_shows_at_once_after_a_load_and_within_a_second_otherwise(tmp_path):
+    # A program that rewrites a file in place (no rename) leaves the folder's time alone: the trusted path
+    # follows it once this store reads the file, or once the path is older than a second.
+    store = SessionStore(tmp_path, durable=False)
+    root, middle, leaf = _chain_of(store, 2)
+    _settle(tmp_path)
+    store.export_markdown(leaf, redact=False)
+    path = store.path_of(middle)
+
+    def rewrite(title):
+        data = json.loads(open(path, encoding="utf-8").read())
+        data["title"] = title
+        folder_time = os.stat(tmp_path).st_mtime_ns
+        with open(path, "w", encoding="utf-8") as handle:   # truncate and write: same inode, no rename
+            json.dump(data, handle, ensure_ascii=False)
+        assert os.stat(tmp_path).st_mtime_ns == folder_time
+
+    rewrite("原地改的名字")
+    assert any(s["title"] == "原地改的名字" for s in store.list_sessions())   # the listing re-reads it at once
+    assert "原地改的名字（" in store.export_markdown(leaf, redact=False)     # and that refreshed the cache
+    rewrite("又改了一次")
+    time.sleep(1.05)
+    assert "又改了一次（" in store.export_markdown(leaf, redact=False)
+
+
+def test_the_trusted_paths_are_bounded_in_number_and_depth(tmp_path, monkeypatch):
+    import s11_session
+    monkeypatch.setattr(s11_session, "_CHAINS", 3)
+    monkeypatch.setattr(s11_session, "_CHAIN_DEPTH", 4)
+    store = SessionStore(tmp_path, durable=False)
+    ids = _chain_of(store, 6)
+    leaves = [store.fork(ids[1], [{"role": "user", "content": str(n)}]).session_id for n in range(5)]
+    _settle(tmp_path)
+    for leaf in leaves:
+        store.export_markdown(leaf, redact=False)
+        assert 0 < len(store._chains) <= 3
+    store._chains.clear()
+    store.export_markdown(ids[4], redact=False)   # 4 ancestors: kept
+    store.export_markdown(ids[5], redact=False)   # 5 ancestors: walked every time
+    assert list(store._chains) == [(ids[4], ids[3])]
