@@ -309,17 +309,19 @@ def head_of(raw: bytes) -> Optional[Tuple[Any, int]]:
 
 
 def decode_node(raw: bytes, path: str, read_chunk: Optional[Callable[[str, int, int, str], bytes]] = None,
-                batch: Optional[Batch] = None) -> Dict[str, Any]:
+                batch: Optional[Batch] = None, checked: bool = False) -> Dict[str, Any]:
     """会话文件的字节 → 字典。version 1–3 交给 s11_format.decode_session；version 4 核对头、索引、尾部，
     read_chunk 给出时按索引读每一块拼出完整的 messages，否则只给头和索引（保存前核对修订号用）。
-    batch：把每条消息读到的那一行、每一块的名字记进去，紧接着的保存（fork）原样复用，不再编码、算 sha256。"""
+    batch：把每条消息读到的那一行、每一块的名字记进去，紧接着的保存（fork）原样复用，不再编码、算 sha256。
+    checked：这几个字节调用方已经完整检查过（见 decode_session）；只对 version 1–3 起作用——version 4 的消息在
+    块里，块不在这几个字节之内，照样逐块核对、检查。"""
     found = head_of(raw)
     if found is None or not isinstance(found[0], dict):
-        return decode_session(raw, path)
+        return decode_session(raw, path, checked=checked)
     head, newline = found
     newer_head(head, path)
     if head.get("version") not in CHUNKED_VERSIONS:
-        return decode_session(raw, path)   # 比如多了一行的 version 3 文件：照常报告它坏在哪里
+        return decode_session(raw, path, checked=checked)   # 比如多了一行的 version 3 文件：照常报告它坏在哪里
     _check_head(head, len(raw) - newline - 1, path)
     second = raw.find(b"\n", newline + 1)
     if second < 0:
@@ -446,18 +448,20 @@ class ChunkStore:
         return os.path.join(self.folder, name + CHUNK_SUFFIX)
 
     # 读 ──────────────────────────────────────────────────────────────────────────────────
-    def read(self, path: str, batch: Optional[Batch] = None) -> SessionFile:
+    def read(self, path: str, batch: Optional[Batch] = None, checked: Any = None) -> SessionFile:
         """读一个会话文件（任何版本）和它的全部块。块缺了而会话文件在此期间被换掉（别人刚保存或删除），
-        就重读一次；会话文件不存在抛 FileNotFoundError。batch 见 decode_node。"""
+        就重读一次；会话文件不存在抛 FileNotFoundError。batch 见 decode_node。
+        checked：调用方完整检查过的那几个字节的指纹（s11_format.fingerprint）；读到的字节正是它们时不再检查（decode_node）。"""
         for attempt in range(3):
             raw, info = _read(path)
+            seen = fingerprint(raw)
             try:
-                data = decode_node(raw, path, self._read_chunk, batch)
+                data = decode_node(raw, path, self._read_chunk, batch, checked=checked is not None and seen == checked)
             except ChunkError as exc:
                 if not exc.missing or attempt == 2 or _unchanged(path, info):
                     raise
                 continue
-            return SessionFile(data, info, fingerprint(raw))
+            return SessionFile(data, info, seen)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def read_summary(self, path: str, info: Optional[os.stat_result],

@@ -516,9 +516,15 @@ def parse_json_lines(lines: bytes, count: int, path: str) -> List[Any]:
     return parse_json(doc, path)
 
 
-def decode_session(raw: bytes, path: str) -> Dict[str, Any]:
+def decode_session(raw: bytes, path: str, *, checked: bool = False) -> Dict[str, Any]:
     """一个 JSON 文档的会话文件（version 1–3）→ 升级到当前版本、字段检查过的字典；读不懂一律 CorruptSession。
-    没有 "messages" 键的文件（手写的）读成空的消息列表。"""
+    没有 "messages" 键的文件（手写的）读成空的消息列表。
+    checked=True：调用方知道这几个字节它自己刚写下或完整检查过（指纹相同，见 SessionStore._load）：同样的字节
+    解析、升级出同样的值，所以只解析、升级，不再逐个字段、逐条消息检查一遍。"""
+    if checked:
+        data = migrate(parse_json(raw, path), path)
+        data.setdefault("messages", [])
+        return data
     return _upgraded_and_checked(parse_json(raw, path), path, every_message=True)
 
 

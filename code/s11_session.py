@@ -133,7 +133,9 @@ class SessionStore:
         self._batch = threading.local()           # save_many() 期间本线程的 s11_chunks.Batch
         # 两个缓存都按路径，每个会话文件一条；list_sessions() 顺手丢掉目录里已经没有的文件的条目
         self._summary_cache: Dict[str, Tuple[int, tuple]] = {}   # 路径 → (stat_key, 摘要的值)
-        self._known: Dict[str, Tuple[Any, int]] = {}   # 路径 → (读到或写下的字节的指纹（s11_format.fingerprint）, 修订号)
+        # 路径 → (读到或写下的字节的指纹（s11_format.fingerprint）, 修订号)。只记完整检查过的字节（自己编码写下的，
+        # 或 load / 保存前核对时整份解析、检查过的）：_load 读回同样的字节时据此跳过检查
+        self._known: Dict[str, Tuple[Any, int]] = {}
         # 最近给只读调用方（分支路径）拼过的摘要字典：路径 → (缓存里那个值的元组, 字典)，最多 _RECENT 条
         self._recent: Dict[str, Tuple[tuple, Dict[str, Any]]] = {}
         # 最近核对过的祖先链（导出的分支路径）：(节点 ID, 父 ID) → _Chain，最多 _CHAINS 条，见 _trusted_chain
@@ -177,8 +179,9 @@ class SessionStore:
     def _load(self, session_id: str) -> Optional[Tuple[SessionNode, Dict[str, Any]]]:
         """load() 本身，另外给出这次读到的摘要（缓存里的那一份，只读）：导出拿它当分支路径的最后一段。"""
         path = self._path(session_id)
+        known = self._known.get(path)   # 本仓库上次写下或读过（都完整检查过）的字节：原样读回来时不必再查一遍
         try:   # 大会话：逐块核对 sha256 后拼回完整的消息列表
-            found = self._chunks.read(path, getattr(self._batch, "current", None))
+            found = self._chunks.read(path, getattr(self._batch, "current", None), known and known[0])
         except FileNotFoundError:
             return None
         revision, cached = found.data.get("revision", 0), self._summary_cache.get(path)

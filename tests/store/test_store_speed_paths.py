@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import s11_chunks
 import s11_format
 import s11_storage
 import s11_tree
@@ -574,3 +575,109 @@ def test_the_trusted_paths_are_bounded_in_number_and_depth(tmp_path, monkeypatch
     store.export_markdown(ids[4], redact=False)   # 4 ancestors: kept
     store.export_markdown(ids[5], redact=False)   # 5 ancestors: walked every time
     assert list(store._chains) == [(ids[4], ids[3])]
+
+
+# -- load() does not check again the bytes this store wrote or checked itself ------------------------------
+
+@pytest.fixture
+def field_checks(monkeypatch):
+    """How many times a file's fields and messages are checked (s11_format.check_fields)."""
+    calls = []
+    real = s11_format.check_fields
+
+    def counting(data, path, *args, **kwargs):
+        calls.append(path)
+        return real(data, path, *args, **kwargs)
+    monkeypatch.setattr(s11_format, "check_fields", counting)
+    monkeypatch.setattr(s11_chunks, "check_fields", counting)   # version 4's own checks, imported by name
+    return calls
+
+
+chapter_messages = st.lists(st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "tool"]),
+     "content": st.none() | st.text(max_size=12)
+     | st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=8)}), max_size=2)},
+    optional={"label": st.text(max_size=4), "origin": st.text(max_size=4)}), max_size=5)
+
+
+@settings(max_examples=80, deadline=None)
+@given(chapter_messages, chapter_messages, st.integers(min_value=0, max_value=5))
+def test_reading_back_its_own_bytes_gives_what_a_full_check_gives(first, more, at):
+    folder = tempfile.mkdtemp(prefix="s11-known-")
+    try:
+        store = SessionStore(folder, durable=False)
+        root = store.create_session("根", first)
+        child = store.fork(root, more, at=min(at, len(first)))
+        for sid in (root, child.session_id):
+            mine, fresh = store.load(sid), SessionStore(folder, durable=False).load(sid)
+            assert mine.to_dict() == fresh.to_dict() and mine.revision == fresh.revision
+            assert mine.created_ns == fresh.created_ns
+            mine.messages.append({"role": "user", "content": "不保存"})   # a load hands out its own objects
+            assert store.load(sid).to_dict() == fresh.to_dict()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_its_own_bytes_are_checked_once_and_anyone_elses_every_time(tmp_path, field_checks):
+    store = SessionStore(tmp_path, durable=False)
+    sid = store.create_session("t", [{"role": "user", "content": "你好"}])
+    path = store.path_of(sid)
+    store.load(sid)
+    store.load(sid)
+    assert path not in field_checks   # written by this store: already checked before it was encoded
+    data = json.loads(open(path, encoding="utf-8").read())
+    data["messages"].append({"role": "user", "content": "别人加的"})
+    with open(path, "w", encoding="utf-8") as handle:   # another program, in place
+        json.dump(data, handle, ensure_ascii=False)
+    assert store.load(sid).messages[-1]["content"] == "别人加的"
+    assert field_checks.count(path) == 1
+    store.load(sid)
+    assert field_checks.count(path) == 1   # those bytes are now checked: not again
+
+
+@pytest.mark.parametrize("broken", [
+    {"role": "", "content": "x"}, {"content": "没有 role"}, {"role": "user", "content": 5}, "不是字典"],
+    ids=["blank role", "no role", "number content", "not a dict"])
+def test_a_file_replaced_after_a_load_is_checked_in_full(tmp_path, broken):
+    ours, theirs = SessionStore(tmp_path, durable=False), SessionStore(tmp_path, durable=False)
+    sid = ours.create_session("t", [{"role": "user", "content": "好的消息"}])
+    ours.load(sid)
+    node = theirs.load(sid)
+    path = ours.path_of(sid)
+    data = json.loads(open(path, encoding="utf-8").read())
+    data["messages"].append(broken)
+    raw = json.dumps(data, ensure_ascii=False, indent=2).encode()
+    with open(path, "wb") as handle:
+        handle.write(raw)
+    with pytest.raises(CorruptSession, match="第 2 条消息|messages"):
+        ours.load(sid)
+    assert open(path, "rb").read() == raw   # reported, left as it is
+    with pytest.raises(CorruptSession):
+        theirs.save(node)   # and never overwritten
+
+
+def test_a_version_1_file_is_migrated_on_every_read_and_checked_once(tmp_path, field_checks):
+    # the book's own file: no version, no revision. What a load gives the second time is what it gave the first.
+    import s11_book
+    book = s11_book.SessionStore(str(tmp_path))
+    sid = book.create_session("书里的会话", [{"role": "user", "content": "你好"}])
+    store = SessionStore(tmp_path, durable=False)
+    first = store.load(sid)
+    second = store.load(sid)
+    assert field_checks.count(store.path_of(sid)) == 1
+    assert first.to_dict() == second.to_dict() and second.title == "书里的会话" and second.revision == 0
+
+
+def test_a_big_sessions_chunks_are_checked_on_every_load(tmp_path, field_checks):
+    # version 4 keeps its messages in chunks outside the session file: the shortcut never applies to it
+    store = SessionStore(tmp_path, durable=False)
+    sid = store.create_session("大", [{"role": "user", "content": "长" * 40_000} for _ in range(3)])
+    path = store.path_of(sid)
+    assert open(path, "rb").read(12) == b'{"version":4'
+    field_checks.clear()
+    SessionStore(tmp_path, durable=False).load(sid)   # a store that has never seen these bytes
+    by_a_stranger = field_checks.count(path)
+    for _ in range(2):
+        field_checks.clear()
+        store.load(sid)
+        assert field_checks.count(path) == by_a_stranger > 0   # the store that wrote them checks as much
