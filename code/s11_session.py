@@ -633,6 +633,7 @@ def _racy_margin_ns(mtime_ns: int) -> int:
     """
     return 50_000_000 if mtime_ns % 1_000_000 else 3_000_000_000
 
+
 _ns_lock = threading.Lock()
 _last_ns = 0
 
