@@ -23,6 +23,7 @@ export_markdown / delete，然后是章节之外的方法，最后是 demo_tree_
   * 删除可恢复：.trash/ 的样子 ................................ s11_trash
   * 大会话只写新的部分：version 4 的块、清理没人引用的块 ........ s11_chunks（布局写在它的文档里）
   * 会话树、导出前脱敏、会话 ≠ 代码 ............................ s11_tree、s11_export + s11_redact、s11_workspace
+  * 导出页头的分支路径：刚核对过、目录也没变的祖先链不再逐个 lstat ... s11_chains
   * 分叉 + 收敛：compare / converge / label（version 5 的 converged_from）... s11_converge
   * 体检：check() 列出的坏文件、残留、缺了或坏了的块 .............. s11_check
 
@@ -31,7 +32,7 @@ export_markdown / delete，然后是章节之外的方法，最后是 demo_tree_
 已知限制：小会话每次保存重写整个文件（大会话重写头和不到 64 KiB 的尾部）；不做跨机器同步与合并；
 不加密（导出前脱敏）；list_sessions() 的摘要按 (inode, 大小, 修改时间) 缓存，同一时钟刻内被原地改写成同样
 大小的文件可能短暂显示旧摘要（修订号核对不受影响）；导出的分支路径在目录没有变动时沿用 1 秒内核对过的祖先，
-别的程序不换名、原地改写的祖先最多 1 秒后才出现在路径上（_trusted_chain）；durable=False（不 fsync）只用于基准测试。
+别的程序不换名、原地改写的祖先最多 1 秒后才出现在路径上（s11_chains）；durable=False（不 fsync）只用于基准测试。
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ import stat
 import threading
 import time
 import uuid
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+import s11_chains  # 导出的分支路径：刚核对过的祖先链
 import s11_check  # 体检：check() 列出的问题
 import s11_chunks  # 大会话的块
 import s11_converge  # 对比、收敛、标签
@@ -138,8 +140,7 @@ class SessionStore:
         self._known: Dict[str, Tuple[Any, int]] = {}
         # 最近给只读调用方（分支路径）拼过的摘要字典：路径 → (缓存里那个值的元组, 字典)，最多 _RECENT 条
         self._recent: Dict[str, Tuple[tuple, Dict[str, Any]]] = {}
-        # 最近核对过的祖先链（导出的分支路径）：(节点 ID, 父 ID) → _Chain，最多 _CHAINS 条，见 _trusted_chain
-        self._chains: Dict[Tuple[str, str], _Chain] = {}
+        self._chains = s11_chains.TrustedChains(self.storage_dir)   # 导出的分支路径最近核对过的祖先链
 
     def _path(self, session_id: str) -> str:
         return self._file_of(validate_session_id(session_id))   # 📛 拼路径之前先检查 ID
@@ -363,55 +364,17 @@ class SessionStore:
 
     def _lineage(self, session_id: str, leaf: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
         """lineage() 本身，只是摘要不复制（缓存里的那几份，只读）；leaf：调用方刚读到的本节点摘要。
-        有 leaf 时（导出）先看 _trusted_chain：刚核对过、目录也没变的祖先链不再逐个 lstat。"""
+        有 leaf 时（导出）先看 s11_chains：刚核对过、目录也没变的祖先链不再逐个 lstat。"""
         if leaf is not None and leaf["parent_id"]:
             key = (session_id, leaf["parent_id"])
-            trusted = self._trusted_chain(key)
+            trusted = self._chains.get(key, self._summary_cache)
             if trusted is not None:
                 return [*trusted, leaf]
-            folder_ns = _mtime_ns(self.storage_dir)   # 走之前看：走的过程中有任何改名，目录的时间都会晚于它
+            folder_ns = self._chains.folder_time()   # 走之前看：走的过程中有任何改名，目录的时间都会晚于它
             chain = self._walk(session_id, leaf)
-            self._trust_chain(key, folder_ns, chain[:-1])
+            self._chains.keep(key, folder_ns, chain[:-1], self._summary_cache, self._file_of)
             return chain
         return self._walk(session_id, leaf)
-
-    def _trusted_chain(self, key: Tuple[str, str]) -> Optional[List[Dict[str, Any]]]:
-        """上一次为同一个节点走过的祖先链，三样都没变时原样沿用（一个 10 层深的节点导出省下 10 次 lstat）：
-
-          * 目录的修改时间：任何保存（临时文件 + 改名）、删除、恢复、换成链接都会改它——别的进程、别的仓库也一样；
-          * 每个祖先在摘要缓存里的值还是同一个元组：本仓库读到的任何变化（load、list_sessions）都换掉它；
-          * 走那一遍不到 _CHAIN_TRUST_NS（1 秒）之前：别的程序不换名、原地改写祖先文件（目录时间不变），
-            最多 1 秒之后就出现在路径上——与 list_sessions() 摘要缓存已知的那条限制同一个量级。"""
-        chain = self._chains.get(key)
-        if chain is None or time.monotonic_ns() - chain.walked_at > _CHAIN_TRUST_NS:
-            return None
-        if _mtime_ns(self.storage_dir) != chain.folder_ns:
-            return None
-        cached = self._summary_cache
-        for path, values in chain.values:
-            entry = cached.get(path)
-            if entry is None or entry[1] is not values:
-                return None
-        return chain.summaries
-
-    def _trust_chain(self, key: Tuple[str, str], folder_ns: Optional[int],
-                     summaries: List[Dict[str, Any]]) -> None:
-        """记下刚走过的祖先链。目录在走之前的一小段时间内改过（folder_ns 离现在太近）就不记：
-        同一个时钟刻里的下一次改名可能不改变目录的时间（ext4 的时间戳按时钟刻前进，FAT 按 2 秒）。"""
-        if folder_ns is None or not summaries or len(summaries) > _CHAIN_DEPTH or summaries[0]["parent_id"]:
-            return   # 截断了的链（祖先删了、读不了、成环）每次都重走：读不了的那个每次导出都记一条警告
-        if time.time_ns() - folder_ns <= _racy_margin_ns(folder_ns):
-            return
-        values = []
-        for summary in summaries:
-            path = self._file_of(summary["session_id"])
-            entry = self._summary_cache.get(path)
-            if entry is None:
-                return
-            values.append((path, entry[1]))
-        if len(self._chains) >= _CHAINS:
-            self._chains.clear()   # 与 _recent 一样整个清掉：一步完成，别的线程同时在用也不会出错
-        self._chains[key] = _Chain(folder_ns, time.monotonic_ns(), tuple(values), summaries)
 
     def _walk(self, session_id: str, leaf: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
         """沿 parent_id 一个一个祖先 lstat、取摘要（缓存命中时不读文件）。"""
@@ -602,37 +565,6 @@ class SessionStore:
 # 课堂的服务器每个空间一个仓库：50 个空间最多约 1 MB。之前是 256，随全班新建的会话一直涨到约 8 MB
 # （2026-12-04 的 30 分钟课堂压测：热身后漂移 +23.2 MiB，超出 20 MiB 的目标，其中约 1/5 是它）
 _RECENT = 32
-# SessionStore._chains：最多记几条祖先链、每条最多几层（更深的每次都逐个核对），以及核对过的链沿用多久。
-# 课堂的服务器上每个空间一个仓库：8 条 × 32 层，引用的多半就是 _recent 里的那些字典
-_CHAINS = 8
-_CHAIN_DEPTH = 32
-_CHAIN_TRUST_NS = 1_000_000_000
-
-
-class _Chain(NamedTuple):
-    folder_ns: int                        # 走之前目录的修改时间
-    walked_at: int                        # 走完的时刻（time.monotonic_ns）
-    values: Tuple[Tuple[str, tuple], ...]   # 每个祖先：(路径, 摘要缓存里那个值的元组)
-    summaries: List[Dict[str, Any]]       # 从根到父节点的摘要（只读）
-
-
-def _mtime_ns(folder: str) -> Optional[int]:
-    try:
-        return os.stat(folder).st_mtime_ns
-    except OSError:
-        return None
-
-
-def _racy_margin_ns(mtime_ns: int) -> int:
-    """目录时间离现在至少这么远，才能断定之后的改名一定会改变它（git 的 "racy clean" 同一个道理）。
-    纳秒里带着零头的文件系统（ext4、xfs、btrfs、tmpfs：时间戳按内核时钟刻走，一刻不超过 10 ms）留 50 ms；
-    整毫秒、整秒的（FAT 2 秒、HFS+ 1 秒、exFAT 10 ms）留 3 秒。
-
-    >>> _racy_margin_ns(1_733_000_000_123_456_789), _racy_margin_ns(1_733_000_000_000_000_000)
-    (50000000, 3000000000)
-    """
-    return 50_000_000 if mtime_ns % 1_000_000 else 3_000_000_000
-
 
 _ns_lock = threading.Lock()
 _last_ns = 0

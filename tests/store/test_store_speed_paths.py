@@ -561,9 +561,9 @@ def test_an_ancestor_rewritten_in_place_shows_at_once_after_a_load_and_within_a_
 
 
 def test_the_trusted_paths_are_bounded_in_number_and_depth(tmp_path, monkeypatch):
-    import s11_session
-    monkeypatch.setattr(s11_session, "_CHAINS", 3)
-    monkeypatch.setattr(s11_session, "_CHAIN_DEPTH", 4)
+    import s11_chains
+    monkeypatch.setattr(s11_chains, "CHAINS", 3)
+    monkeypatch.setattr(s11_chains, "CHAIN_DEPTH", 4)
     store = SessionStore(tmp_path, durable=False)
     ids = _chain_of(store, 6)
     leaves = [store.fork(ids[1], [{"role": "user", "content": str(n)}]).session_id for n in range(5)]
@@ -681,3 +681,10 @@ def test_a_big_sessions_chunks_are_checked_on_every_load(tmp_path, field_checks)
         field_checks.clear()
         store.load(sid)
         assert field_checks.count(path) == by_a_stranger > 0   # the store that wrote them checks as much
+
+
+def test_the_chain_module_examples_hold():
+    import doctest
+
+    import s11_chains
+    assert doctest.testmod(s11_chains).failed == 0
