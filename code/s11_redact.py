@@ -248,9 +248,11 @@ class _HintIndex:
     函数 hint 接收这个索引（文本和那份副本），返回要看的区间：word_starting() 和下面的几个数字 hint 就是这种。
     """
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, folded: bytes | None = None, wide: str | None = None):
         self.text, self.cache = text, {}
-        self.folded = text.encode("latin-1", "replace").lower()
+        # folded：调用方已经拼好的同一份副本（_redact_batch 逐串编码再拼：全是 ASCII 的串编码只是复制）
+        self.folded = text.encode("latin-1", "replace").lower() if folded is None else folded
+        self.wide = text if wide is None else wide   # 含有 text 里全部非 ASCII 字符的一段文本：非 ASCII 的 hint 只在这里找
         self.present: set[str] | None = None   # _indexed_claims 查过的字符串 hint 里出现了的那些（None：还没查）
 
     def windows(self, hints) -> list[tuple[int, int]]:
@@ -292,8 +294,9 @@ def _lines_containing(haystack, needle, newline) -> list[tuple[int, int]]:
 
 _DIGIT_SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte in b" .-" else ord(" ")
                         for byte in range(256))
-_NUMBER_SHAPES = (b"0" * 15, b"0000-0000-0000", b"000000-0000")   # 裸数字、4-4-4 分组、6-8-4 / 6-4-4-4 / 4-6-5
-_GROUPED = b"0000-0000"   # _NUMBER_SHAPES[1] 和 [2] 都含有它
+# 裸数字（11 位起：手机号；15 位起：卡号、身份证号）、4-4-4 分组、6-8-4 / 6-4-4-4 / 4-6-5、手机号的 3-4-4 分组
+_NUMBER_SHAPES = (b"0" * 11, b"0000-0000-0000", b"000000-0000", b"000-0000-0000")
+_GROUPED = b"000-0000"   # 分组的几种形状都含有它
 _ZEROS = re.compile(b"0+")
 
 
@@ -303,19 +306,19 @@ def _digit_skeleton(index: _HintIndex) -> bytes:
 
 
 def _long_numbers(index: _HintIndex) -> list[tuple[int, int, int, int]]:
-    """每一串 15 位以上的数字（连成一串的或分组的）的
-    (窗口起点, 窗口终点, 数字串起点, 第一个分隔符之前的位数)。
+    """每一串 11 位以上的数字（连成一串的或分组的）的
+    (窗口起点, 窗口终点, 数字串起点, 第一个分隔符之前的位数)。卡号、身份证号、手机号三行的 hint 都从这里挑。
 
     日志里到处是数字，与其让 re 在每个数字上都试一遍，不如把文本的单字节副本翻译成一副骨架
     （数字 → "0"，" .-" 之一 → "-"，其余 → " "），再用 bytes.find 以内存速度查找上面那几种形状。
     一个窗口是数字和分隔符连成的整段，再往后多两个字符，让各行的前瞻断言看得到后面是什么。
 
     >>> _long_numbers(_HintIndex("order 2024113012345678, card 4111 1111 1111 1111."))
-    [(5, 24, 6, 16), (28, 49, 29, 4)]
+    [(5, 24, 6, 16), (28, 49, 29, 4), (28, 49, 30, 3)]
     """
     skeleton = index.spans(_digit_skeleton)
     runs = []
-    # 两种分组的形状都含 "0000-0000"：一次 find 找不到它，两种都不必再找（日志里多半没有分组的长数字）
+    # 分组的形状都含 "000-0000"：一次 find 找不到它，几种都不必再找（日志里多半没有分组的长数字）
     for shape in _NUMBER_SHAPES if _GROUPED in skeleton else _NUMBER_SHAPES[:1]:
         position = skeleton.find(shape)
         while position != -1:
@@ -422,10 +425,21 @@ def private_key_blocks(index: _HintIndex) -> list[tuple[int, int]]:
 private_key_blocks.needles = ("private key",)   # type: ignore[attr-defined]
 
 
-def four_digits(index: _HintIndex) -> list[tuple[int, int]]:
-    """手机号的 hint：文本里有连着的 4 位数字（每个手机号都有一组）就扫全文，否则这一行不必跑。
-    不逐行圈出窗口：日志里到处是年份、端口，窗口多了反而比扫一遍全文慢（benchmarks/bench_redact.py）。"""
-    return [(0, len(index.text))] if b"0000" in index.spans(_digit_skeleton) else []
+_MOBILE_WINDOWS = 5_000   # 多过这么多串就扫全文：逐段的窗口不再比一趟 re 省
+
+
+def mobile_numbers(index: _HintIndex) -> list[tuple[int, int]]:
+    """手机号的 hint：11 位以上连着的数字，或 3-4-4 分组（_long_numbers 的窗口）。年份、端口、行号这些
+    日志里到处都是的短数字不算；这样的长数字串很多（比如每行一个毫秒时间戳）就扫全文。
+
+    >>> mobile_numbers(_HintIndex("端口 8080，电话 138 1234 5678，2024-11-30"))
+    [(10, 26)]
+    """
+    windows = [(start, end) for start, end, _, first in index.spans(_long_numbers) if first == 3 or first >= 11]
+    return [(0, len(index.text))] if len(windows) > _MOBILE_WINDOWS else windows
+
+
+mobile_numbers.needs = _long_numbers   # type: ignore[attr-defined]
 
 
 def urls(index: _HintIndex) -> list[tuple[int, int]]:
@@ -508,12 +522,12 @@ RULES: list[Rule] = [
         r"(?:卡|(?i:card))[^0-9\n]{0,20}?(?P<secret>" + _CARD_NUMBER + ")"), _luhn_ok,
         hints=("卡", "card")),
     Rule("cn_mobile", "手机号", re.compile(
-        # hint 只看有没有 4 位连续数字（数字到处都是）；正则以 "1[3-9][0-9]" 开头：re 从一个 "1" 跳到下一个 "1"，
+        # hint 只给出数字骨架里有 11 位数字（或 3-4-4 分组）的行；正则以 "1[3-9][0-9]" 开头：re 从一个 "1" 跳到下一个 "1"，
         # 然后才由后顾断言检查这三个字符前面是什么（断言里的 "..." 就是这三个字符）——非字母数字、
         # +86、0086 或电话字样（Tel13812345678），绝不能是 "<数字>."（3.14159265358 的小数部分）。
         r"1[3-9][0-9](?:(?<![0-9A-Za-z]...)(?<![0-9][.,]...)|(?<=\+86...)|(?<=0086...)|(?<=[Tt]el...)"
         r"|(?<=TEL...)|(?<=[Pp]hone...)|(?<=[Mm]obile...))(?P<sep>[ .-]?)[0-9]{4}(?P=sep)[0-9]{4}" + _NUMBER_END),
-        hints=(four_digits,)),
+        hints=(mobile_numbers,)),
 ]
 
 
@@ -580,6 +594,7 @@ def _table() -> _Table:
                                          tuple(hint for hint in strings if not hint.isascii()), not_in_needles,
                                          tuple(needle.translate(None, not_in_needles) for needle in needles))]
         _redact_short.cache_clear()   # 记住的结果是按旧的规则算的
+        _clean_texts.clear()
     return _table_cache[1]
 
 
@@ -705,7 +720,7 @@ def _indexed_claims(index: _HintIndex) -> list[tuple[int, int, str]]:
     table = _table()
     # 所有行的字符串 hint 一次查完，每行再拿自己的那几个去比：比每行各查一遍省下 20 多次函数调用
     present = _ascii_present(index.folded, table)
-    present.update(itertools.compress(table.other_hints, map(index.text.__contains__, table.other_hints)))
+    present.update(itertools.compress(table.other_hints, map(index.wide.__contains__, table.other_hints)))
     index.present = present
     no_sources = not any(map(index.spans, table.sources))
     # 闲聊一样的文本（最常见）：一个字符串 hint 都没有、也没有长单词和长数字串，只剩几行要看
@@ -873,7 +888,7 @@ def _plain_texts(value: Any) -> tuple[list[str], list[str]] | None:
 
 def _redact_plain(value: list, texts: list[str], keys: list[str]) -> tuple[list, dict[str, int]]:
     """redact_value() 用在 _plain_texts 认得的形状上：一批脱敏，再按原样的结构拼回副本（测试与通用的路逐一核对）。"""
-    pieces, counts = _redact_batch(texts + keys)
+    pieces, counts = _redact_batch(texts + keys, remember=True)
     if not counts:   # 一处都没认领（几乎总是）：原样的副本
         return [item if type(item) is str else list(map(dict, item)) for item in value], {}
     redacted = iter(pieces)
@@ -977,21 +992,36 @@ _JSON_TYPES = frozenset((str, dict, list, type(None), bool, int, float))   # jso
 # 所有字符串拼成一段文本一起脱敏（一趟，而不是几千趟小的），用一个没有哪行能跨过去匹配的分隔符连接：
 # 各行遇到换行就停，私钥那一行遇到 "\n\0" 就停。
 _BATCH_SEPARATOR = "\n\0\n"
+_BATCH_BYTES = _BATCH_SEPARATOR.encode()
 
 
-def _redact_batch(strings: list[str]) -> tuple[list[str], dict[str, int]]:
+def _redact_batch(strings: list[str], remember: bool = False) -> tuple[list[str], dict[str, int]]:
     """[redact_with_counts(s) 的文本 for s in strings] 和加在一起的计数，一趟规则表跑完（测试逐个核对）。
-    没被认领的字符串原样交回；认领了的只重拼它自己——不必把整批拼回去再切开（19 MB 的导出省下 ~50 ms）。"""
+    没被认领的字符串原样交回；认领了的只重拼它自己——不必把整批拼回去再切开（19 MB 的导出省下 ~50 ms）。
+    remember（strings 全是 str 本身、不是子类时）：_plainly_nothing 认定干净的文本记进 _clean_texts，下次不再扫。"""
     if not strings:
         return [], {}
-    joined = _BATCH_SEPARATOR.join(strings)
-    if _plainly_nothing(joined):   # 章节式的短会话（最常见）：几次扫描就知道一处都认领不了
-        return list(strings), {}
-    if any(map(str.__contains__, strings, itertools.repeat("\0"))):   # 有字符串自己就含 "\0"：只好逐个处理
-        return _one_by_one(strings)
-    # str.isascii() 不用扫描：全是 ASCII 的串（工具输出、代码）里不会有全角数字；其余的串只占一小部分时，只在它们里面找
+    if remember and _table().built_in:
+        fresh = [string for string in strings if string not in _clean_texts]
+        if not fresh or _plainly_nothing(_BATCH_SEPARATOR.join(fresh)):
+            _remember_clean(fresh)
+            return list(strings), {}
+        joined = _BATCH_SEPARATOR.join(strings)   # fresh 不干净，含有它们的整批也不干净：不必再看一眼
+    else:
+        joined = _BATCH_SEPARATOR.join(strings)
+        if _plainly_nothing(joined):   # 章节式的短会话（最常见）：几次扫描就知道一处都认领不了
+            return list(strings), {}
+    # str.isascii() 不用扫描：全是 ASCII 的串（工具输出、代码）里不会有全角数字，也不会有 "卡" 这样的 hint；
+    # 其余的串只占一小部分时，只在它们里面找
     wide = [string for string in strings if not string.isascii()]
-    index = _HintIndex(_halfwidth(joined, "".join(wide) if 2 * sum(map(len, wide)) < len(joined) else None))
+    wide_text = "".join(wide) if 2 * sum(map(len, wide)) < len(joined) else None
+    text = _halfwidth(joined, wide_text)
+    # 单字节副本逐串编码再拼（与整段编码逐字节相同：一个字符一个字节）；有全角数字换过的，只好整段编码
+    folded = None if text is not joined else \
+        _BATCH_BYTES.join([string.encode("latin-1", "replace") for string in strings]).lower()
+    index = _HintIndex(text, folded, wide_text)
+    if index.folded.count(b"\0") >= len(strings):   # 有字符串自己就含 "\0"（分隔符里各有一个）：只好逐个处理
+        return _one_by_one(strings)
     claims = _indexed_claims(index)
     if not claims:
         return list(strings), {}
@@ -1032,6 +1062,25 @@ def _plainly_nothing(text: str) -> bool:
     if any(map(folded.__contains__, table.ascii_needles)) or any(map(text.__contains__, table.other_hints)):
         return False
     return b"0000" not in folded.translate(_DIGIT_SKELETON) and _LONG_WORD not in folded.translate(_WORD_SKELETON)
+
+
+# 内置规则表下 _plainly_nothing 认定一处都认领不了的文本（每个都不长于 _QUICK_TEXT）。分叉出的每个分支都带着父分支的
+# 那些消息，课堂上人人跑的是同一段演示：同样的文字再导出时，查一次字典就够了。条件都只看文本里“有”什么，而分隔符
+# 拦得住每一样（数字串、单词、needle 都不会跨过 "\n\0\n"），所以一批里每个都干净，拼起来也干净。
+# 有界：记下的字符总数到 _CLEAN_CHARS 就整个清掉；RULES 变了（_table 重算）也清掉。
+_clean_texts: dict[str, None] = {}
+_clean_size = [0]
+_CLEAN_CHARS = 1_000_000
+
+
+def _remember_clean(texts: list[str]) -> None:
+    if not texts:
+        return
+    _clean_size[0] += sum(map(len, texts))
+    if _clean_size[0] > _CLEAN_CHARS:
+        _clean_texts.clear()
+        _clean_size[0] = sum(map(len, texts))
+    _clean_texts.update(dict.fromkeys(texts))
 
 
 def _whole_batch(joined: str, count: int) -> tuple[list[str], dict[str, int]]:
