@@ -79,7 +79,7 @@ class SessionNode:
 
     def __init__(self, session_id=None, title="未命名会话", parent_id=None,
                  messages=None, created_at=None, *, fork_point=None, workspace=None, source=None,
-                 converged_from=None):
+                 converged_from=None, created_ns=None):
         self.session_id = session_id or uuid.uuid4().hex[:12]   # 🆔 全局唯一 ID
         self.title = title
         self.parent_id = parent_id                              # 🌳 父分支 ID，None 为根会话
@@ -90,7 +90,7 @@ class SessionNode:
         self.source = source            # 从哪个 Agent 的记录导入（见 s11_import），手写的会话为 None
         self.converged_from = list(converged_from or [])   # 🔀 收敛节点：它收敛了哪些分支（见 s11_converge）
         self.revision = 0               # 读入时文件的修订号；0 = 从未保存过
-        self.created_ns = _unique_ns()  # 同一秒内创建的会话也能稳定排序
+        self.created_ns = _unique_ns() if created_ns is None else created_ns   # 同一秒内创建的会话也能稳定排序
 
     def to_dict(self) -> Dict[str, Any]:
         """📦 序列化为 JSON 友好字典（存档）"""
@@ -107,9 +107,8 @@ class SessionNode:
                    parent_id=data.get("parent_id"), messages=data.get("messages", []),
                    created_at=data.get("created_at"), fork_point=data.get("fork_point"),
                    workspace=data.get("workspace"), source=data.get("source"),
-                   converged_from=data.get("converged_from"))
+                   converged_from=data.get("converged_from"), created_ns=data.get("created_ns", 0))
         node.revision = data.get("revision", 0)
-        node.created_ns = data.get("created_ns", 0)
         return node
 
     def __repr__(self) -> str:
@@ -324,10 +323,11 @@ class SessionStore:
         在 batch() 之内调用时共用那一批的编码：随后在同一个 batch() 里 save 这些节点不必再编码一遍。"""
         batch, counted, costs = getattr(self._batch, "current", None) or s11_chunks.Batch(), set(), []
         for node in nodes:
+            path = self._path(node.session_id)
             plan = self._plan(node, batch, remember=True)[1]
             fresh = [chunk for chunk in plan.chunks if chunk[0] not in counted]
             counted.update(name for name, _ in fresh)
-            costs.append(len(plan.raw) - _size(self._path(node.session_id)) + self._chunks.bytes_to_add(fresh))
+            costs.append(len(plan.raw) - _size(path) + self._chunks.bytes_to_add(fresh))
         return costs
 
     @contextlib.contextmanager
@@ -433,8 +433,8 @@ class SessionStore:
               remember: bool = False) -> Tuple[Dict[str, Any], Any]:
         """校验节点、拼出要写的字典，再编码成要写的字节和块（s11_chunks.plan：小会话 version 3，大会话 version 4）。
         version 与 revision 放在最前面，打开文件第一眼就能看到。
-        remember（write_costs 用）：把这份 Plan 记进 batch，随后同一批里保存这个节点时字段、消息都没变就直接用。"""
-        validate_session_id(session.session_id)
+        remember（write_costs 用）：把这份 Plan 记进 batch，随后同一批里保存这个节点时字段、消息都没变就直接用。
+        session_id 由调用方先经 _path() 检查过（save、write_costs 都是先拼路径）。"""
         if session.parent_id is not None:
             validate_session_id(session.parent_id)
         if not isinstance(session.title, str):
