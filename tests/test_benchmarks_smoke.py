@@ -26,6 +26,7 @@ def test_bench_store_quick_prints_its_tables_from_fresh_processes():
     assert re.search(r"^20 msgs\s+\d", done.stdout, re.MULTILINE)   # a table row with numbers
     assert re.search(r"^50 sessions\s+\d", done.stdout, re.MULTILINE)   # list_sessions, cold and warm
     assert "ours nofsync" in done.stdout and "chapter" in done.stdout
+    assert re.search(r"^file-system floor\s+\d", done.stdout, re.MULTILINE)   # the demo's calls alone
     workers = re.search(r"^(\d+) worker processes", done.stdout, re.MULTILINE)
     assert workers and int(workers.group(1)) >= 19   # one interpreter per store, size and workload
 
@@ -105,3 +106,24 @@ def test_bench_instructions_quick_prints_counts_for_both_stores():
     for workload in ("demo", "list"):
         assert re.search(rf"^{workload}\s+\d+\.\d+\s+\d+\.\d+\s+\d+\.\d+x", done.stdout, re.MULTILINE), done.stdout
     assert not list(BENCHMARKS.glob(".bench-instructions-*"))
+
+
+def test_the_demo_floor_replays_leave_what_each_store_leaves_after_the_demo(tmp_path):
+    # The floor replays each store's file calls without its code: the folder must end as the real demo leaves it
+    # (the chapter: three session files; ours: three session files and the lock, no temp file).
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import bench_store
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    import s11_book
+    import s11_session
+    for name, store, replay in [("chapter", s11_book.SessionStore, bench_store._chapter_calls),
+                                ("ours", lambda folder: s11_session.SessionStore(folder, durable=False),
+                                 bench_store._our_calls)]:
+        real, replayed = tmp_path / f"{name}-real", tmp_path / f"{name}-replayed"
+        (s11_book if name == "chapter" else s11_session).demo_tree_branching(store(str(real)))
+        replayed.mkdir()
+        replay(str(replayed))
+        shape = lambda folder: sorted("<session>" if p.suffix == ".json" else p.name for p in folder.iterdir())  # noqa: E731
+        assert shape(replayed) == shape(real), name
