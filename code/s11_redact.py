@@ -1100,10 +1100,10 @@ def _plainly_nothing(text: str) -> bool:
 # 内置规则表下 _plainly_nothing 认定一处都认领不了的文本（每个都不长于 _QUICK_TEXT）。分叉出的每个分支都带着父分支的
 # 那些消息，课堂上人人跑的是同一段演示：同样的文字再导出时，查一次字典就够了。条件都只看文本里“有”什么，而分隔符
 # 拦得住每一样（数字串、单词、needle 都不会跨过 "\n\0\n"），所以一批里每个都干净，拼起来也干净。
-# 有界：记下的字符总数到 _CLEAN_CHARS 就整个清掉；RULES 变了（_table 重算）也清掉。
+# 有界：记下的字符总数超过 _CLEAN_CHARS 就整个清掉（课堂的服务器上全班共用这一份）；RULES 变了（_table 重算）也清掉。
 _clean_texts: dict[str, None] = {}
 _clean_size = [0]
-_CLEAN_CHARS = 1_000_000
+_CLEAN_CHARS = 250_000   # ≤ 1 MB 的字符串（最坏每字符 4 字节），加上字典的开销
 
 
 def _remember_clean(texts: list[str]) -> None:
