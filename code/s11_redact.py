@@ -297,6 +297,9 @@ _DIGIT_SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte 
 # 裸数字（11 位起：手机号；15 位起：卡号、身份证号）、4-4-4 分组、6-8-4 / 6-4-4-4 / 4-6-5、手机号的 3-4-4 分组
 _NUMBER_SHAPES = (b"0" * 11, b"0000-0000-0000", b"000000-0000", b"000-0000-0000")
 _GROUPED = b"000-0000"   # 分组的几种形状都含有它
+_LONG_RUN = b"0" * 15    # 卡号、身份证号的裸数字至少这么长
+_RUN_SHAPES = (_NUMBER_SHAPES[0], _LONG_RUN)
+_MANY_SHORT_RUNS = object()   # _HintIndex.cache 里的记号：11–14 位的数字串太多，_long_numbers 没有全记下
 _ZEROS = re.compile(b"0+")
 
 
@@ -317,17 +320,24 @@ def _long_numbers(index: _HintIndex) -> list[tuple[int, int, int, int]]:
     [(5, 24, 6, 16), (28, 49, 29, 4), (28, 49, 30, 3)]
     """
     skeleton = index.spans(_digit_skeleton)
-    runs = []
+    runs, short_runs = [], 0
     # 分组的形状都含 "000-0000"：一次 find 找不到它，几种都不必再找（日志里多半没有分组的长数字）
     for shape in _NUMBER_SHAPES if _GROUPED in skeleton else _NUMBER_SHAPES[:1]:
         position = skeleton.find(shape)
         while position != -1:
             group_end = _ZEROS.match(skeleton, position).end()
+            if shape is _NUMBER_SHAPES[0] and group_end - position < 15:
+                short_runs += 1   # 11–14 位：只有手机号那一行要。太多了（比如每行一个毫秒时间戳），那一行改扫全文，
+                if short_runs > _MOBILE_WINDOWS:   # 这里接着只找 15 位以上的：Python 的循环不随时间戳的个数增长
+                    index.cache[_MANY_SHORT_RUNS] = True
+                    shape = _LONG_RUN
+                    position = skeleton.find(shape, group_end)
+                    continue
             window_end = skeleton.find(b" ", position)
             window_end = len(skeleton) if window_end == -1 else window_end
             runs.append((skeleton.rfind(b" ", 0, position) + 1, min(window_end + 2, len(skeleton)), position,
                          group_end - position))
-            position = skeleton.find(shape, group_end if shape == _NUMBER_SHAPES[0] else window_end)
+            position = skeleton.find(shape, group_end if shape in _RUN_SHAPES else window_end)
     return sorted(runs)
 
 
@@ -436,7 +446,8 @@ def mobile_numbers(index: _HintIndex) -> list[tuple[int, int]]:
     [(10, 26)]
     """
     windows = [(start, end) for start, end, _, first in index.spans(_long_numbers) if first == 3 or first >= 11]
-    return [(0, len(index.text))] if len(windows) > _MOBILE_WINDOWS else windows
+    too_many = len(windows) > _MOBILE_WINDOWS or _MANY_SHORT_RUNS in index.cache
+    return [(0, len(index.text))] if too_many else windows
 
 
 mobile_numbers.needs = _long_numbers   # type: ignore[attr-defined]

@@ -373,6 +373,16 @@ def test_years_ports_and_line_numbers_give_the_phone_row_no_window_and_a_log_of_
     assert s11_redact.mobile_numbers(s11_redact._HintIndex(stamps)) == [(0, len(stamps))]
 
 
+def test_a_log_of_millisecond_timestamps_keeps_the_number_walk_bounded_and_still_finds_cards_and_phones():
+    # 13-digit timestamps on every line are runs only the phone row could want. Past _MOBILE_WINDOWS of them the
+    # walk stops recording them (the phone row scans the whole text) and looks only for 15+ digit runs.
+    stamps = "\n".join(f"{1732867200123 + line} GET /items" for line in range(3 * s11_redact._MOBILE_WINDOWS))
+    text = f"{stamps}\n卡号 4111111111111111，身份证 11010519491231002X，电话 13812345678"
+    runs = s11_redact._long_numbers(s11_redact._HintIndex(text))
+    assert len(runs) == s11_redact._MOBILE_WINDOWS + 2   # the first 5,000 stamps, the card, the ID number
+    assert redact_with_counts(text)[1] == {"身份证号": 1, "银行卡号": 1, "手机号": 1}
+
+
 # Some function hints declare needles: strings one of which must be in the text for the hint to give any window.
 # The engine skips the row without calling the hint when none is there, so each declaration must be true.
 _needle_pieces = st.sampled_from(["key", "KEY", "Pass", "secret", "token", "TOKEN", "=", ": ", "_", "a", "1", "\n",
