@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import fcntl
 import io
 import json
 import math
@@ -225,15 +226,15 @@ def _chapter_calls(folder: str) -> None:
         path = os.path.join(folder, name + ".json")
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC if op == "save" else os.O_RDONLY
         fd = os.open(path, flags | os.O_CLOEXEC, 0o666)
-        os.fstat(fd), os.fstat(fd)
-        try:
-            os.isatty(fd)
-        finally:
-            os.lseek(fd, 0, os.SEEK_CUR), os.lseek(fd, 0, os.SEEK_CUR)
+        for call in (os.fstat, os.fstat, os.isatty):   # io.open: two fstat, one ioctl(TCGETS), two lseek
+            call(fd)
+        for _ in range(2):
+            os.lseek(fd, 0, os.SEEK_CUR)
         if op == "save":
             os.write(fd, FLOOR_BYTES)
         else:
-            os.read(fd, 1 << 16), os.read(fd, 1 << 16)
+            for _ in range(2):   # read() until a short read
+                os.read(fd, 1 << 16)
         os.close(fd)
 
 
@@ -243,12 +244,13 @@ def _read_regular(path: str) -> bool:
     except FileNotFoundError:
         return False
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    os.fstat(fd), os.read(fd, 1 << 16), os.close(fd)
+    os.fstat(fd)
+    os.read(fd, 1 << 16)
+    os.close(fd)
     return True
 
 
 def _our_calls(folder: str) -> None:
-    import fcntl  # noqa: PLC0415  (POSIX only, like the store's locks)
     os.stat(folder)   # the directory lock's first use finds the folder's (device, inode)
     for number, (op, name) in enumerate(DEMO_CALLS):
         path = os.path.join(folder, name + ".json")
@@ -264,8 +266,10 @@ def _our_calls(folder: str) -> None:
         _read_regular(path)   # the revision check reads the file it replaces
         os.fstat(fd)
         os.replace(temp, path)
-        os.close(fd), os.close(lock)
-    os.stat(folder), os.lstat(os.path.join(folder, "main.json"))   # the export's branch path
+        os.close(fd)
+        os.close(lock)
+    os.stat(folder)   # the export's branch path: the folder's time, then the parent's file
+    os.lstat(os.path.join(folder, "main.json"))
 
 
 FLOOR_CALLS = {CHAPTER: _chapter_calls}   # every other store: ours

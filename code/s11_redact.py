@@ -971,63 +971,36 @@ def _copy_noting_strings(value: Any, slots: list[tuple[Any, Any]]) -> Any:
 
 def _copy_noting(found: _Found, value: Any) -> Any:
     """列表或字典的深拷贝；要脱敏的每一处记进 found。
-    确切的 dict / list（JSON 读出来的都是）先整个浅拷贝（在 C 里），再只替换其中的容器：字符串、None、布尔值、
-    数字不可变，本来就该原样留着，不必逐个写回去。"""
-    kind = type(value)
-    if kind is not dict and kind is not list:
-        return _copy_noting_any(found, value)
-    copied = value.copy()
-    is_dict = kind is dict
+    确切的 dict / list（JSON 读出来的都是）先在 C 里整个浅拷贝，之后只替换其中的容器和奇怪的值：
+    字符串、None、布尔值、数字不可变，原样留着就是副本。子类和元组拷成普通的 dict / list，逐项写进去。"""
+    exact = type(value) is dict or type(value) is list
+    is_dict = isinstance(value, dict)
+    copied: Any = value.copy() if exact else {} if is_dict else [None] * len(value)
     if is_dict:
         found.dicts.append(copied)
     strings, keys = found.strings, found.keys
     for key, item in value.items() if is_dict else enumerate(value):
-        named = is_dict and (type(key) is str or isinstance(key, str))
+        named = is_dict and isinstance(key, str)
         if named:
             keys[key] = None
-        kind = type(item)
-        if kind is str:
+        kind = type(item)   # 先按确切的类型认 JSON 读出来的几种（最常见），子类再交给 isinstance
+        if kind is str or (kind not in _JSON_TYPES and isinstance(item, str)):
+            if not exact:
+                copied[key] = item
             strings.append((copied, key))
             if named and _is_credential_name(key):
                 found.credentials.append((copied, key))
-        elif kind is dict or kind is list:
+        elif kind is dict or kind is list or (kind not in _JSON_TYPES and isinstance(item, (dict, list, tuple))):
             copied[key] = _copy_noting(found, item)
-        elif kind is int or kind is float:
-            if abs(item) >= _BIG_NUMBER and item == item:
+        else:
+            # None、布尔值、整数、浮点数不可变，deepcopy 给回的就是它本身；其余任何奇怪的东西都不与原对象共享
+            if kind not in _JSON_TYPES:
+                copied[key] = copy.deepcopy(item)
+            elif not exact:
+                copied[key] = item
+            if (kind is int or kind is float) and abs(item) >= _BIG_NUMBER and item == item:
                 found.numbers.append((copied, key))
-        elif kind not in _JSON_TYPES:   # 子类、元组和别的奇怪的东西：按通用的规则
-            copied[key] = _copy_item(found, copied, key, named, item)
     return copied
-
-
-def _copy_noting_any(found: _Found, value: Any) -> Any:
-    """_copy_noting 用在 dict / list 的子类和元组上：副本是普通的 dict / list，逐项写进去。"""
-    is_dict = isinstance(value, dict)
-    copied: Any = {} if is_dict else [None] * len(value)
-    if is_dict:
-        found.dicts.append(copied)
-    for key, item in value.items() if is_dict else enumerate(value):
-        named = is_dict and isinstance(key, str)
-        if named:
-            found.keys[key] = None
-        copied[key] = _copy_item(found, copied, key, named, item)
-    return copied
-
-
-def _copy_item(found: _Found, copied: Any, key: Any, named: bool, item: Any) -> Any:
-    """一项的副本（copied[key] 要放的东西）；字符串、大数字、凭据键记进 found。"""
-    kind = type(item)   # 先按确切的类型认 JSON 读出来的几种（最常见），子类再交给 isinstance
-    if kind is str or (kind not in _JSON_TYPES and isinstance(item, str)):
-        found.strings.append((copied, key))
-        if named and _is_credential_name(key):
-            found.credentials.append((copied, key))
-        return item
-    if kind is dict or kind is list or (kind not in _JSON_TYPES and isinstance(item, (dict, list, tuple))):
-        return _copy_noting(found, item)
-    if (kind is int or kind is float) and abs(item) >= _BIG_NUMBER and item == item:
-        found.numbers.append((copied, key))
-    # None、布尔值、整数、浮点数不可变，deepcopy 给回的就是它本身；其余任何奇怪的东西都不与原对象共享
-    return item if kind in _JSON_TYPES else copy.deepcopy(item)
 
 
 _JSON_TYPES = frozenset((str, dict, list, type(None), bool, int, float))   # json / orjson 读出来的全部类型
