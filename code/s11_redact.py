@@ -1033,6 +1033,8 @@ def _redact_batch(strings: list[str], remember: bool = False) -> tuple[list[str]
     wide = [string for string in strings if not string.isascii()]
     wide_text = "".join(wide) if 2 * sum(map(len, wide)) < len(joined) else None
     text = _halfwidth(joined, wide_text)
+    if text is not joined:   # 有全角数字：逐串换，Ｘ 和 － 只在自己含有全角数字的串里换成半角，和逐个处理时一样
+        text = _halfwidth_each(strings)
     # 单字节副本逐串编码再拼（与整段编码逐字节相同：一个字符一个字节）；有全角数字换过的，只好整段编码
     folded = None if text is not joined else \
         _BATCH_BYTES.join([string.encode("latin-1", "replace") for string in strings]).lower()
@@ -1047,17 +1049,17 @@ def _redact_batch(strings: list[str], remember: bool = False) -> tuple[list[str]
     for start, end, label in claims:
         number = bisect.bisect_right(ends, start)
         offset = ends[number] - len(strings[number]) - len(_BATCH_SEPARATOR)
-        if end > offset + len(strings[number]):   # 跨过了分隔符（各行本不会）：按拼起来的整段处理
-            return _whole_batch(joined, len(strings))
+        if end > offset + len(strings[number]):   # 跨过了分隔符（各行本不会）：逐个处理
+            return _one_by_one(strings)
         by_string.setdefault(number, []).append((start - offset, end - offset, label))
     counts: Counter[str] = Counter()
     pieces, lines = list(strings), []
     for number, found in by_string.items():
         pieces[number], markers = _apply(strings[number], found, counts)
         lines.append(_lines_around(pieces[number], markers))
-    # 与 redact_with_counts 同一道检查：一处遮盖让旁边变得能匹配了，就按拼起来的整段重复到稳定为止（很少发生）
-    if _claims("\n".join(lines)):
-        return _whole_batch(joined, len(strings))
+    # 与 redact_with_counts 同一道检查：一处遮盖让旁边变得能匹配了，就逐个重复到稳定为止（很少发生）
+    if _indexed_claims(_HintIndex(_halfwidth_each(lines))):
+        return _one_by_one(strings)
     return pieces, _in_rule_order(counts)
 
 
@@ -1100,9 +1102,8 @@ def _remember_clean(texts: list[str]) -> None:
     _clean_texts.update(dict.fromkeys(texts))
 
 
-def _whole_batch(joined: str, count: int) -> tuple[list[str], dict[str, int]]:
-    redacted, counts = redact_with_counts(joined)
-    return redacted.split(_BATCH_SEPARATOR, count - 1), counts
+def _halfwidth_each(strings: list[str]) -> str:
+    return _BATCH_SEPARATOR.join(map(_halfwidth, strings))
 
 
 def _one_by_one(strings: list[str]) -> tuple[list[str], dict[str, int]]:

@@ -787,6 +787,7 @@ def test_the_memory_of_clean_texts_is_bounded(monkeypatch):
 @given(st.lists(st.lists(_quick_pieces | st.deferred(lambda: _batch_pieces), max_size=4).map("".join), min_size=1,
                 max_size=6))
 @example(["好的", "电话 13812345678"])
+@example(["１２３４", "Ｘa@example.com"])
 def test_an_export_that_remembers_clean_texts_redacts_as_a_fresh_one_does(contents):
     session = ["标题", [{"role": "user", "content": text} for text in contents], ""]
     first = redact_value(copy.deepcopy(session))
@@ -876,7 +877,8 @@ _batch_pieces = st.sampled_from([
     "postgres://app:S3cr3t@db/x", "Authorization: Bearer abcdefghijklmnop1234", "-----BEGIN RSA PRIVATE KEY-----\nMIIE",
     "-----END RSA PRIVATE KEY-----", "card number: 4111 1111 1111 1111", "身份证11010519491231002X", "API_KEY=",
     "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2", "token = abcdef123456XYZ", " ", "服务内存从 200MB 涨到 3GB",
-    "a@example.com13812345678"])   # the phone is matchable only once the e-mail before it is masked
+    "a@example.com13812345678",   # the phone is matchable only once the e-mail before it is masked
+    "Ｘ", "－", "１２３４", "身份证１１０１０５１９４９１２３１００２Ｘ"])   # full-width X and dash count only beside full-width digits
 _batch_strings = st.lists(st.lists(_batch_pieces | st.text(max_size=6), max_size=5).map("".join), max_size=8)
 
 
@@ -886,6 +888,9 @@ _batch_strings = st.lists(st.lists(_batch_pieces | st.text(max_size=6), max_size
 @example(["a@example.com", "x\n\0", "手机13812345678"])   # a string holding "\0": each string on its own
 @example(["ok 1234", "手机１３８１２３４５６７８", "abc"])   # full-width digits are looked for in the non-ASCII strings
 @example(["\0"])
+@example(["\n\0\n", "a@example.com13812345678"])
+@example(["１２３４", "Ｘa@example.com"])   # digits in another string do not turn this full-width X into an ASCII one
+@example(["１２３４ a@example.com", "Ｘa@example.com"])   # ... nor in the second look after the masks
 def test_a_batch_of_strings_is_redacted_as_each_string_alone(strings):
     pieces, counts = s11_redact._redact_batch(list(strings))
     alone = [redact_with_counts(string) for string in strings]
