@@ -101,10 +101,9 @@ def test_bench_instructions_workers_do_each_operation_against_both_stores(tmp_pa
 
 @pytest.mark.skipif(not Path("/usr/bin/valgrind").exists(), reason="needs valgrind")
 def test_bench_instructions_quick_prints_counts_for_both_stores():
-    done = run_script("bench_instructions.py", "--quick", "--only", "demo,list", timeout=300)
+    done = run_script("bench_instructions.py", "--quick", "--only", "demo", timeout=300)   # each row: 4 valgrind runs
     assert done.returncode == 0, done.stderr[-3000:]
-    for workload in ("demo", "list"):
-        assert re.search(rf"^{workload}\s+\d+\.\d+\s+\d+\.\d+\s+\d+\.\d+x", done.stdout, re.MULTILINE), done.stdout
+    assert re.search(r"^demo\s+\d+\.\d+\s+\d+\.\d+\s+\d+\.\d+x", done.stdout, re.MULTILINE), done.stdout
     assert not list(BENCHMARKS.glob(".bench-instructions-*"))
 
 
