@@ -606,6 +606,7 @@ def _table() -> _Table:
                                          tuple(needle.translate(None, not_in_needles) for needle in needles))]
         _redact_short.cache_clear()   # 记住的结果是按旧的规则算的
         _clean_texts.clear()
+        _clean_size[0] = 0
     return _table_cache[1]
 
 

@@ -124,5 +124,8 @@ def test_the_demo_floor_replays_leave_what_each_store_leaves_after_the_demo(tmp_
         (s11_book if name == "chapter" else s11_session).demo_tree_branching(store(str(real)))
         replayed.mkdir()
         replay(str(replayed))
-        shape = lambda folder: sorted("<session>" if p.suffix == ".json" else p.name for p in folder.iterdir())  # noqa: E731
         assert shape(replayed) == shape(real), name
+
+
+def shape(folder: Path) -> list[str]:
+    return sorted("<session>" if path.suffix == ".json" else path.name for path in folder.iterdir())

@@ -772,6 +772,7 @@ def test_texts_found_clean_are_looked_up_next_time_and_forgotten_when_the_rules_
     monkeypatch.setattr(s11_redact, "RULES", RULES + [s11_redact.Rule("lru", "缓存策略", re.compile("LRU"))])
     assert redact_value(session)[0][1][0]["content"] == "方案 A：[已脱敏:缓存策略] 缓存"
     assert "方案 A：LRU 缓存" not in s11_redact._clean_texts
+    assert s11_redact._clean_size == [0]   # the count restarts with the new table, so the bound stays exact
 
 
 def test_the_memory_of_clean_texts_is_bounded(monkeypatch):
