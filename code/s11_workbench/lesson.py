@@ -246,10 +246,12 @@ class Lesson:
         return self.render(token, view, teacher, notice, counts=counts, static=static, **extra)
 
     def open_page(self, token, teacher=None) -> LessonPage:
-        """页面载入：回到上次做的那一关。"""
+        """页面载入：回到上次做的那一关，名字框填上存着的名字。还没存过名字就不碰名字框：全班同时载入时
+        这个结果要几秒才回来，同学可能已经在框里写了。"""
         def action(space, progress):
             current = progress.get("current")
-            return LessonView(level=current if isinstance(current, str) else None), "", {"name": _own_name(space.folder)}
+            return (LessonView(level=current if isinstance(current, str) else None), "",
+                    {"name": _own_name(space.folder) or None})
         return self._act(token, LessonView(), teacher, action, counts=False, static=True)
 
     def pick(self, token, view: LessonView, level_id, teacher=None) -> LessonPage:

@@ -275,7 +275,7 @@ class Spaces:
     def verify(self, token) -> str:
         """只验签，返回 space_id。"""
         if token is None or token == "":
-            raise SpaceError("缺少空间令牌：请刷新页面，浏览器会自动领取一个私有空间")
+            raise SpaceError("缺少空间令牌：页面可能还在载入，稍等几秒再点；一直这样就刷新页面，浏览器会自动领取一个私有空间")
         if not isinstance(token, str) or len(token) > MAX_TOKEN_CHARS:
             raise SpaceError("无效的空间令牌：不是本服务器签发的令牌，请刷新页面")
         match = _TOKEN.fullmatch(token)

@@ -40,9 +40,13 @@ def server(tmp_path_factory):
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     import app
+    from s11_workbench.spaces import Limits
 
     sessions = tmp_path_factory.mktemp("lesson_sessions")
-    demo = app.build_app(sessions, teacher_secret=TEACHER)
+    # All three pages come from 127.0.0.1, like a class behind one NAT address: the teacher raises the per-address
+    # share (--students-per-address). With the default share of one student, the three pages' load events filled
+    # it, and a student's first click was refused while they ran (CI's timeout on "save the name").
+    demo = app.build_app(sessions, teacher_secret=TEACHER, limits=Limits(students_per_address=3))
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                 **app.launch_options(demo))
     try:
@@ -62,8 +66,17 @@ class Visitor:
         return self
 
     def open_lesson(self) -> None:
+        """Open the tab and wait, as a reader would, until the page-load and tab events have settled: their result
+        redraws the lesson page (a late one would undo the first clicks). The load has reached the lesson once the
+        8.11 tab's button is enabled (its event and the lesson's load follow the same one); until then and while
+        the tab's own event runs, the lesson's controls show Gradio's progress overlay."""
         open_tab(self.page, TAB)
         self.page.locator("#s11l-levels").get_by_text("第 1 关").wait_for(timeout=15_000)
+        self.page.wait_for_function(
+            "() => { const run = document.querySelector('#s11-run');"
+            " return run && !run.disabled && !document.querySelector("
+            "'[id^=\"s11l-\"] .wrap.full:not(.hide), [id^=\"s11l-\"] .wrap.minimal:not(.hide)'); }",
+            timeout=30_000)
 
     def notice(self) -> str:
         return self.page.locator("#s11l-notice").inner_text()
@@ -147,25 +160,30 @@ def solve_level_one(students, names) -> None:
     then awaited on every page (the server runs them at once, as it would in a class)."""
     for student, name in zip(students, names):
         student.page.locator("#s11l-name textarea, #s11l-name input").first.fill(name)
-    for wait in [s.begin(lambda s=s: s.page.locator("#s11l-name-save").click(), "老师会看到你叫") for s in students]:
-        wait()
+    saving = [s.begin(lambda s=s: s.page.locator("#s11l-name-save").click(), "老师会看到你叫") for s in students]
+    await_all(zip(students, saving), "save the name")
     for student in students:
         student.choose("s11l-levels", "第 1 关")
     for student in students:
         student.page.locator("#s11l-verdict").get_by_text("还没开始").wait_for(timeout=15_000)
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     for what in LEVEL_ONE:
-        for student, wait in [(student, step(student, *what)) for student in students]:
-            try:
-                wait()
-            except PlaywrightTimeout:
-                student.page.screenshot(path="/tmp/lesson-step-timeout.png", full_page=True)
-                raise AssertionError(f"step {what}: the notice still reads {student.notice()!r}") from None
+        await_all([(student, step(student, *what)) for student in students], what)
     for student in students:
         page = student.page
         page.locator("#s11l-hint").get_by_text("这一关完成了").wait_for(timeout=15_000)
         assert page.locator("#s11l-verdict").inner_text().count("✅") == 4
         page.locator("#s11l-levels").get_by_text("✅ 第 1 关").wait_for(timeout=15_000)
+
+
+def await_all(waits, what) -> None:
+    """Each student's wait in turn; a timeout names the step and what that student's notice reads instead."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    for student, wait in waits:
+        try:
+            wait()
+        except PlaywrightTimeout:
+            student.page.screenshot(path="/tmp/lesson-step-timeout.png", full_page=True)
+            raise AssertionError(f"step {what}: the notice still reads {student.notice()!r}") from None
 
 
 def row_of(table, text: str):

@@ -87,7 +87,7 @@ def test_a_student_cannot_see_another_students_nodes_or_name(room):
     text = json.dumps([vars(bob_page)[k] for k in vars(bob_page) if k not in ("view", "notice")],
                       ensure_ascii=False, default=str)
     assert not any(sid in text for sid in alice_ids) and "Alice-Secret-Name" not in text
-    assert lesson.open_page(bob).name == "" and lesson.open_page(alice).name == "Alice-Secret-Name"
+    assert lesson.open_page(bob).name is None and lesson.open_page(alice).name == "Alice-Secret-Name"
 
 
 def test_the_class_view_is_for_the_teacher_only(room):
@@ -320,6 +320,27 @@ def test_reopening_the_lesson_tab_brings_back_a_teachers_authoring_area(room):
     hidden = page_outputs(student, REOPEN, page_outputs(student, LOAD, {})[LOAD.index("shown")])
     assert hidden[author] == gr.skip()                                 # a student's page never gets it
     assert page_outputs(student, LOAD, {})[LOAD.index("author")].visible is False
+
+
+def test_a_late_page_load_never_erases_a_name_the_student_is_typing(room):
+    """In a class the page-load result can arrive seconds after the page shows: for a student with no saved name
+    it leaves the name box alone (whatever was typed meanwhile stays); a saved name is filled in; an emptied name
+    stays empty on the next load; saving sends the value."""
+    import gradio as gr
+
+    from s11_workbench.lesson_tab import LOAD, PAGE, page_outputs
+
+    spaces, lesson, _ = room
+    token = spaces.new_token()
+    name = LOAD.index("name")
+    assert page_outputs(lesson.open_page(token), LOAD, {})[name] == gr.skip()
+    saved = page_outputs(lesson.set_name(token, LessonView(), "小林"), PAGE + ("name",), {})
+    assert saved[-1] == "小林"
+    assert page_outputs(lesson.open_page(token), LOAD, {})[name] == "小林"
+    lesson.set_name(token, LessonView(), "")
+    assert page_outputs(lesson.open_page(token), LOAD, {})[name] == gr.skip()
+    assert page_outputs(lesson.open_page("not-a-token"), LOAD, {})[name] == gr.skip()   # an error page too
+
 
 
 def test_the_lesson_tabs_select_event_updates_the_authoring_area(tmp_path):
