@@ -94,7 +94,7 @@ class Visitor:
         """The result line under the control that caused it: it says `text` and sits inside the viewport."""
         line = self.page.locator(f"#s11x-{area}-result")
         line.get_by_text(text).wait_for(timeout=timeout)
-        self.page.wait_for_timeout(300)   # the page settles (the chat re-renders above)
+        settle(self.page, f"#s11x-{area}-result")   # the chat, list and map above re-render after the result
         assert in_viewport(self.page, f"#s11x-{area}-result"), (area, box(self.page, f"#s11x-{area}-result"))
         return line.inner_text()
 
@@ -134,6 +134,20 @@ class Visitor:
 def box(page, selector: str) -> list[float]:
     return page.evaluate(f"""() => {{ const r = document.querySelector({json.dumps(selector)}).getBoundingClientRect();
         return [r.top, r.bottom, window.innerHeight]; }}""")
+
+
+def settle(page, selector: str) -> None:
+    """Wait until no Gradio event is pending on the page and `selector` has kept its place for 0.4 s (a page under
+    load finishes drawing later, and a fixed pause was sometimes too short)."""
+    page.wait_for_function(
+        """(selector) => {
+            const top = Math.round(document.querySelector(selector).getBoundingClientRect().top);
+            const busy = document.querySelector('.wrap.full:not(.hide), .wrap.minimal:not(.hide)');
+            const seen = window.__s11_settle || (window.__s11_settle = {top: null, since: 0});
+            if (busy || top !== seen.top) { seen.top = busy ? null : top; seen.since = performance.now(); return false; }
+            return performance.now() - seen.since >= 400;
+        }""", arg=selector, polling=100, timeout=15_000)
+    page.evaluate("delete window.__s11_settle")
 
 
 def in_viewport(page, selector: str) -> bool:
