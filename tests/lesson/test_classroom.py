@@ -342,7 +342,6 @@ def test_a_late_page_load_never_erases_a_name_the_student_is_typing(room):
     assert page_outputs(lesson.open_page("not-a-token"), LOAD, {})[name] == gr.skip()   # an error page too
 
 
-
 def test_the_lesson_tabs_select_event_updates_the_authoring_area(tmp_path):
     import gradio as gr
 
