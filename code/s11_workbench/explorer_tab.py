@@ -410,12 +410,16 @@ def build(ctx) -> None:
     wire(unpublish_button.click, explorer.unpublish, [], "explorer_unpublish", CHECKED)
 
     def on_upload(token, path):
-        """文件一传上来就检查后缀和大小：不行就清掉它，原因写在导入按钮下面（中文）。"""
+        """文件一传上来就检查后缀和大小：不行就清掉它，原因写在导入按钮下面（中文）。
+        没问题时什么也不回：读者可能已经点了“导入”，这次检查晚回来时不能把导入的结果行擦掉。"""
         problem = explorer.check_upload(token, path)
-        return (None, problem) if problem else (gr.skip(), "")
+        return (None, problem) if problem else (gr.skip(), gr.skip())
 
+    # 上一个文件留下的问题（“只能导入 …”）在新文件一传上来就擦掉：只在浏览器里做，不等服务器
+    imports.upload.upload(None, outputs=[results["import"]], js="() => ''", api_visibility="private", queue=False)
+    # show_progress="hidden"：检查只要几毫秒，不在结果行上盖一层英文的 “processing”
     imports.upload.upload(on_upload, inputs=[visitor, imports.upload], outputs=[imports.upload, results["import"]],
-                          api_visibility="private", concurrency_limit=8)
+                          api_visibility="private", concurrency_limit=8, show_progress="hidden")
 
     if imports.agents is not None:
         imports.agents.wire(explorer, ctx, view, outputs, page_outputs)

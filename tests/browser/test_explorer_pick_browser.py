@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from test_explorer_browser import (
     Visitor,
     assert_all_requests_local,
     no_horizontal_overflow,
+    settle,
     space_store,
 )
 
@@ -201,6 +203,56 @@ def test_too_large_and_wrong_type_uploads_are_refused_in_chinese(browser, server
         assert page.locator("#s11x-report textarea").input_value().startswith("⚠️")
         no_horizontal_overflow(page)
     finally:
+        visitor.close()
+
+
+def test_a_late_upload_check_never_wipes_the_import_result(browser, server, monkeypatch):
+    """The server checks an uploaded file as soon as it arrives. A reader can click import before that check returns
+    (it did in CI). The check's late answer must not wipe the import's result line, and an old problem line must go
+    as soon as a new file is picked, not when the check comes back."""
+    from s11_workbench.explorer import Explorer
+
+    url, sessions = server
+    entered, gate = threading.Event(), threading.Event()
+    original = Explorer.check_upload
+
+    def held_check(self, token, path):
+        entered.set()
+        gate.wait(30)              # the test lets it go once the import has answered
+        return original(self, token, path)
+
+    monkeypatch.setattr(Explorer, "check_upload", held_check)
+    visitor = Visitor(browser, url)
+    try:
+        page = visitor.page
+        visitor.open_explorer()
+        visitor.action_tab("import")
+        upload = page.locator("#s11x-upload input[type=file]")
+        result = page.locator("#s11x-import-result")
+        upload.set_input_files({"name": "笔记.txt", "mimeType": "text/plain", "buffer": b"hello"})
+        result.get_by_text("只能导入").wait_for(timeout=15_000)
+
+        good = (REPO / "examples" / "pi-v3-report-cache.jsonl").read_bytes()
+        upload.set_input_files({"name": "报告.jsonl", "mimeType": "application/jsonl", "buffer": good})
+        assert entered.wait(15), "the server never started checking the upload"
+        # the old problem is gone while the check is still running
+        line = "#s11x-import-result [data-testid=markdown]"
+        page.wait_for_function(f"!document.querySelector('{line}').innerText.trim()", timeout=5_000)
+        # no English "processing" overlay shows on the line while it checks (gradio keeps it, at opacity 0)
+        assert page.evaluate("""() => { const tracker = document.querySelector(
+            '#s11x-import-result [data-testid=status-tracker]');
+            const style = tracker ? getComputedStyle(tracker) : null;
+            return !style || style.display === 'none' || style.opacity === '0'; }""")
+        visitor.press("#s11x-import")
+        result.get_by_text("已导入 报告").wait_for(timeout=15_000)
+        gate.set()                 # now the check answers, after the import
+        page.wait_for_timeout(300)
+        settle(page, "#s11x-import-result")
+        assert "已导入 报告" in result.inner_text()
+        assert visitor.dialogs == []
+        assert space_store(sessions, visitor.space_id()).list_sessions() != []   # a fresh space: only the import
+    finally:
+        gate.set()
         visitor.close()
 
 
