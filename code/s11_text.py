@@ -134,8 +134,10 @@ def shorten(text: Any, limit: int) -> str:
 # ── 不把服务器上的路径给别人看 ─────────────────────────────────────────────────────────────────
 # 一段绝对路径：可选的盘符，再是至少一个“/段/”。段里可以有单个空格（'/home/me/My Sessions/x.json'），
 # 但不以空格开头或结尾，也不跨过中文标点和引号——错误消息里路径后面紧跟的就是它们。
+# 反斜杠后面紧跟 ASCII 标点的是 Markdown 转义（'no\-such\-level'），不是 Windows 路径的分隔符。
+_SEPARATOR = r"(?:/|\\(?![!-/:-@\[-`{-~]))"
 _SEGMENT = r"[^\s/\\：，:'\"]+(?: [^\s/\\：，:'\"]+)*"
-_ABSOLUTE_PATH = re.compile(rf"(?:[A-Za-z]:)?[/\\](?:{_SEGMENT}[/\\])+")
+_ABSOLUTE_PATH = re.compile(rf"(?:[A-Za-z]:)?{_SEPARATOR}(?:{_SEGMENT}{_SEPARATOR})+")
 
 
 def hide_paths(text: str) -> str:
@@ -143,6 +145,8 @@ def hide_paths(text: str) -> str:
 
     >>> hide_paths('会话文件已损坏：/srv/app/My Sessions/spaces/ab/x.json：第 1 行')
     '会话文件已损坏：x.json：第 1 行'
+    >>> print(hide_paths('没有关卡 no\\\\-such\\\\-level'))
+    没有关卡 no\\-such\\-level
     """
     return _ABSOLUTE_PATH.sub("", str(text))
 

@@ -542,6 +542,15 @@ class TestSmallThings:
         assert s11_text.printable("a\nb\tc\x1b", keep_newlines=True) == "a\nb\tc\\u001b"
         assert s11_text.printable("\ud83d") == "\\ud83d"
 
+    def test_hide_paths_hides_folders_but_keeps_markdown_escapes(self):
+        # an error names what was wrong: an escaped level id or title stays whole (it was cut to "no-level")
+        assert s11_text.hide_paths(r"⚠️ 没有关卡 no\-such\-level") == r"⚠️ 没有关卡 no\-such\-level"
+        assert s11_text.hide_paths(r"标题 v1\.2\_final\! 不对") == r"标题 v1\.2\_final\! 不对"
+        # folders are still hidden: POSIX, with spaces, and Windows
+        assert s11_text.hide_paths("坏了：/srv/app/My Sessions/ab/x.json：第 1 行") == "坏了：x.json：第 1 行"
+        assert s11_text.hide_paths(r"坏了：C:\Users\老师\sessions\x.json") == "坏了：x.json"
+        assert s11_text.hide_paths("坏了：/srv/.hidden/x.json") == "坏了：x.json"
+
     def test_restore_fsyncs_the_folder(self, store, monkeypatch):
         sid = store.create_session("会话")
         store.delete(sid)
