@@ -288,7 +288,7 @@ class Page:
         await pause()
         await self.call("lesson_pick", "lesson_pick", [token, None, None, "rewind", None])
         await pause()
-        await self.call("lesson_start", "lesson_start", [token, None, None, None])
+        await self.call("lesson_start", "lesson_start", [token, None, None, "rewind", None])
         await pause()
         data = await self.call("lesson_fork", "lesson_fork", [token, None, None, 3, f"第 {self.rounds} 轮：换个方向", None])
         tree = self.app.pick("lesson_fork", data, "s11l-tree")   # the level's nodes: not new in the next list
@@ -860,7 +860,7 @@ def postprocess_costs(pages: int, scratch: Path) -> None:
             await call(state, "explorer_export", [token])
             await call(state, "explorer_import_example", [token, EXAMPLES[0]])
             await call(state, "lesson_pick", [token, "rewind"])
-            await call(state, "lesson_start", [token])
+            await call(state, "lesson_start", [token, "rewind"])
             await call(state, "lesson_fork", [token, 3, "x"])
 
     asyncio.run(rounds())

@@ -267,10 +267,12 @@ class Lesson:
             return LessonView(level=exercise.id, session_id=first), "", {}
         return self._act(token, view, teacher, action, counts=False, static=True)
 
-    def start(self, token, view: LessonView, teacher=None) -> LessonPage:
-        """开始（或重新开始）这一关：把起点树写进自己的空间，进度从头算。"""
+    def start(self, token, view: LessonView, level_id=None, teacher=None) -> LessonPage:
+        """开始（或重新开始）这一关：把起点树写进自己的空间，进度从头算。
+        level_id：页面上选中的那一关。学生选了第 2 关马上点「开始」时，选关的事件可能还没回来，视图里还是第 1 关；
+        按视图开始就会把已经做完的第 1 关从头算起。所以以页面上选中的为准，没有才用视图里的。"""
         def action(space, progress):
-            exercise = self.levels.get(self._level(view))
+            exercise = self.levels.get(level_id or self._level(view))
             space.writable().throttle()
             space.require_room(sessions=len(exercise.start) + 1, nbytes=64 * 1024)
             started = time.time_ns()

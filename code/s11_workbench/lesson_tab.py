@@ -232,7 +232,7 @@ def build(ctx) -> None:
                        outputs=[components[key] for key in names], api_name=api_name, concurrency_limit=8)
 
     wire(levels.input, lesson.pick, [levels], "lesson_pick", LEVEL)
-    wire(start_button.click, lesson.start, [], "lesson_start", LEVEL)
+    wire(start_button.click, lesson.start, [levels], "lesson_start", LEVEL)
     wire(tree.input, lesson.select, [tree], "lesson_select")
     wire(fork_button.click, lesson.fork, [fork_at, fork_text], "lesson_fork")
     wire(resume_button.click, lesson.resume, [resume_text, role], "lesson_resume", PAGE + ("resume_text",))

@@ -217,7 +217,10 @@ def test_a_lesson_with_a_teacher_and_two_students(browser, server):
 
         # the second student goes quiet: no progress on level 2 for ten minutes (the clock is moved, not waited)
         second.choose("s11l-levels", "第 2 关")
-        second.act(lambda: second.page.locator("#s11l-start").click(), "已开始")
+        # as a reader does, wait for level 2's page (the start also carries the picked level, so a quick click
+        # could not restart level 1 any more); the notice must name level 2
+        second.page.locator("#s11l-verdict").get_by_text("还没开始").wait_for(timeout=15_000)
+        second.act(lambda: second.page.locator("#s11l-start").click(), "已开始「第 2 关")
         ids = {row["space_id"] for row in spaces.list_spaces(TEACHER)}
         by_name = {spaces.display_names(TEACHER).get(space_id): space_id for space_id in ids}
         quiet = Path(spaces.spaces_dir) / by_name[NAMES[1]] / ".lesson.json"

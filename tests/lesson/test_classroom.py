@@ -53,6 +53,27 @@ def test_a_level_solved_through_the_page_actions_is_ticked_and_kept_in_the_space
     assert again.view.level == "rebuild" and again.solved
 
 
+def test_start_begins_the_level_the_page_shows_even_before_the_pick_has_answered(room):
+    """A student who solved level 1 picks level 2 and clicks start at once: the pick's answer (the new view) has
+    not reached the page yet, so the start still carries level 1's view. It starts level 2, the level the page
+    shows, and level 1 stays solved (CI once restarted level 1 here, wiping a solved level)."""
+    spaces, lesson, _ = room
+    token = spaces.new_token()
+    solved = solve_rebuild(lesson, token)
+    page = lesson.start(token, solved.view, "rewind")             # the view still says level 1
+    assert page.view.level == "rewind" and "已开始" in page.notice
+    progress = read_progress(spaces.open(token).folder)
+    assert set(progress["levels"]) == {"rebuild", "rewind"} and progress["current"] == "rewind"
+    assert progress["levels"]["rebuild"]["solved_at"]                 # not started over
+    # a level the page cannot show is refused in Chinese, and nothing is written
+    before = json.dumps(read_progress(spaces.open(token).folder), sort_keys=True)
+    refused = lesson.start(token, page.view, "no-such-level")
+    assert r"没有关卡 no\-such\-level" in refused.notice   # Markdown-escaped, and whole
+    assert json.dumps(read_progress(spaces.open(token).folder), sort_keys=True) == before
+    # without a level from the page (a script), the view decides, as before
+    assert lesson.start(token, solved.view).view.level == "rebuild"
+
+
 def test_the_verdict_follows_every_action(room):
     spaces, lesson, _ = room
     token = spaces.new_token()
