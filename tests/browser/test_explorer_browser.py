@@ -85,10 +85,21 @@ class Visitor:
         return self.page.locator("#s11x-notice").inner_text()
 
     def press(self, selector: str, *, double: bool = False) -> None:
-        """Click a control the way a reader does: brought to the middle of the screen first."""
+        """Click a control the way a reader does: brought to the middle of the screen, looked at until the page
+        has stopped moving, then clicked where it is. (Playwright's own click re-scrolls the page to the control's
+        bottom edge when the page moves under it; in CI that once left the result line below the window.)"""
         button = self.page.locator(selector)
         button.evaluate("element => element.scrollIntoView({block: 'center'})")
-        button.dblclick() if double else button.click()
+        settle(self.page, selector)
+        assert button.is_enabled() and in_viewport(self.page, selector), (selector, box(self.page, selector))
+        left, top, width, height = self.page.evaluate(f"""() => {{ const r = document.querySelector(
+            {json.dumps(selector)}).getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; }}""")
+        x, y = left + width / 2, top + height / 2
+        hit = self.page.evaluate("([x, y, selector]) => { const e = document.elementFromPoint(x, y);"
+                                 " return e && e.closest(selector) ? '' : (e ? e.outerHTML.slice(0, 200) : 'nothing'); }",
+                                 [x, y, selector])
+        assert hit == "", (selector, "is covered by", hit)
+        self.page.mouse.dblclick(x, y) if double else self.page.mouse.click(x, y)
 
     def result(self, area: str, text: str, timeout: float = 15_000) -> str:
         """The result line under the control that caused it: it says `text` and sits inside the viewport."""
