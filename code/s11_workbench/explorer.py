@@ -71,6 +71,7 @@ from s11_workbench.markdown import (
     literal_inline,
     literal_markdown,
     mermaid_text,
+    unescaped,
 )
 from s11_workbench.spaces import SpaceError, folder_bytes
 
@@ -572,8 +573,8 @@ class Explorer:
                 view = dataclasses.replace(view, revision=-1)   # 重新读入最新修订
             extra = {"draft": draft} if draft is not None else {}
             touched = None
-            if area == "import":   # 导入失败也写进导入报告：报告框不会空着
-                extra["report"] = notice
+            if area == "import":   # 导入失败也写进导入报告：报告框不会空着（纯文字框：去掉 Markdown 的转义）
+                extra["report"] = unescaped(notice)
         return self.render(token, view, teacher, notice, check=check, area=area, touched=touched, **extra)
 
     def open_page(self, token, teacher: str | None = None, session_id: str | None = None,

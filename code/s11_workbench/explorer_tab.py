@@ -415,8 +415,9 @@ def build(ctx) -> None:
         problem = explorer.check_upload(token, path)
         return (None, problem) if problem else (gr.skip(), gr.skip())
 
-    # 上一个文件留下的问题（“只能导入 …”）在新文件一传上来就擦掉：只在浏览器里做，不等服务器
-    imports.upload.upload(None, outputs=[results["import"]], js="() => ''", api_visibility="private", queue=False)
+    # 上一个文件留下的问题（结果行和报告框里的“只能导入 …”）在新文件一传上来就擦掉：只在浏览器里做，不等服务器
+    imports.upload.upload(None, outputs=[results["import"], imports.report], js="() => ['', '']",
+                          api_visibility="private", queue=False)
     # show_progress="hidden"：检查只要几毫秒，不在结果行上盖一层英文的 “processing”
     imports.upload.upload(on_upload, inputs=[visitor, imports.upload], outputs=[imports.upload, results["import"]],
                           api_visibility="private", concurrency_limit=8, show_progress="hidden")

@@ -157,6 +157,15 @@ def literal_inline(text: str, limit: int | None = None) -> str:
     return _ASCII_PUNCTUATION.sub(r"\\\1", flat)
 
 
+def unescaped(line: str) -> str:
+    r"""literal_inline 的反面：一行提示要放进纯文字框（gr.Textbox 不渲染 Markdown）时，去掉转义用的反斜杠。
+
+    >>> unescaped(r'收到 笔记\.txt：a\\b')
+    '收到 笔记.txt：a\\b'
+    """
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(line))
+
+
 def mermaid_text(text: str, limit: int = LABEL_MAX_CHARS) -> str:
     """'a "b" <c>' -> 'a #quot;b#quot; #lt;c#gt;'：会话文字进入 mermaid 标签前必须经过这里。"""
     return shorten(text, limit).translate(MERMAID_ENTITIES)

@@ -200,7 +200,8 @@ def test_too_large_and_wrong_type_uploads_are_refused_in_chinese(browser, server
         body = page.locator("body").inner_text()
         assert "exceed" not in body and "Invalid file" not in body
         assert [u for u in visitor.requests if "/upload" in u] == uploads_before      # nothing was sent
-        assert page.locator("#s11x-report textarea").input_value().startswith("⚠️")
+        report = page.locator("#s11x-report textarea").input_value()
+        assert report.startswith("⚠️") and "收到 笔记.txt" in report, report   # plain text: no Markdown escapes
         no_horizontal_overflow(page)
     finally:
         visitor.close()
@@ -235,9 +236,10 @@ def test_a_late_upload_check_never_wipes_the_import_result(browser, server, monk
         good = (REPO / "examples" / "pi-v3-report-cache.jsonl").read_bytes()
         upload.set_input_files({"name": "报告.jsonl", "mimeType": "application/jsonl", "buffer": good})
         assert entered.wait(15), "the server never started checking the upload"
-        # the old problem is gone while the check is still running
+        # the old problem is gone, from the line and the report, while the check is still running
         line = "#s11x-import-result [data-testid=markdown]"
         page.wait_for_function(f"!document.querySelector('{line}').innerText.trim()", timeout=5_000)
+        assert page.locator("#s11x-report textarea").input_value() == ""
         # no English "processing" overlay shows on the line while it checks (gradio keeps it, at opacity 0)
         assert page.evaluate("""() => { const tracker = document.querySelector(
             '#s11x-import-result [data-testid=status-tracker]');

@@ -105,7 +105,9 @@ def test_a_too_large_upload_is_refused_in_chinese_naming_the_limit(explorer, stu
     assert page.area == "import" and page.notice.startswith("⚠️")
     assert "2.0 MB" in page.notice and "5.0 MB" in page.notice and "上限" in page.notice, page.notice
     assert "<b>" not in page.notice and "大文件" in page.notice   # the name is inert text
-    assert page.report == page.notice   # the import report says it too
+    # the import report says it too, in a plain-text box: the name as it is, with no Markdown escapes
+    assert "大文件 <b>x</b>.jsonl" in page.report and "\\" not in page.report
+    assert page.report == re.sub(r"\\(.)", r"\1", page.notice)
     assert page.view.session_id == ids["main_id"]
 
 
@@ -115,6 +117,7 @@ def test_a_wrong_type_upload_is_refused_in_chinese_naming_the_suffixes(explorer,
     text = re.sub(r"\\(.)", r"\1", page.notice)
     assert ".jsonl" in text and ".json" in text and "notes.txt" in text
     assert "只能导入" in page.notice
+    assert "收到 notes.txt" in page.report   # the report box shows no Markdown escapes (it showed notes\.txt)
 
 
 @pytest.mark.parametrize("value", ["", None, "not json#1", json.dumps({"kind": "other"}) + "#1", "x" * 5000])
