@@ -23,6 +23,7 @@ LABEL_MAX_CHARS = 28
 
 # CommonMark 允许转义任何 ASCII 标点：转义之后 Markdown 与 HTML 都无从发挥，文字按原样显示
 _ASCII_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+_ESCAPED_PUNCTUATION = re.compile(r"\\" + _ASCII_PUNCTUATION.pattern)   # 上面那条转义的反面（unescaped）
 _CODE_LIKE_LINE = re.compile(r"^(?: {4}|\t)|^\s*(?:`{3,}|~{3,})", re.MULTILINE)
 
 # mermaid 的实体写法：标签里一旦出现这些字符就可能提前结束节点、开出新语句（如 `"]; click A call ...`）。
@@ -163,7 +164,7 @@ def unescaped(line: str) -> str:
     >>> unescaped(r'收到 笔记\.txt：a\\b')
     '收到 笔记.txt：a\\b'
     """
-    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(line))
+    return _ESCAPED_PUNCTUATION.sub(r"\1", str(line))
 
 
 def mermaid_text(text: str, limit: int = LABEL_MAX_CHARS) -> str:

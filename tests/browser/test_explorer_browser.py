@@ -92,12 +92,10 @@ class Visitor:
         button.evaluate("element => element.scrollIntoView({block: 'center'})")
         settle(self.page, selector)
         assert button.is_enabled() and in_viewport(self.page, selector), (selector, box(self.page, selector))
-        left, top, width, height = self.page.evaluate(f"""() => {{ const r = document.querySelector(
-            {json.dumps(selector)}).getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; }}""")
-        x, y = left + width / 2, top + height / 2
-        hit = self.page.evaluate("([x, y, selector]) => { const e = document.elementFromPoint(x, y);"
-                                 " return e && e.closest(selector) ? '' : (e ? e.outerHTML.slice(0, 200) : 'nothing'); }",
-                                 [x, y, selector])
+        x, y, hit = self.page.evaluate("""(selector) => {
+            const r = document.querySelector(selector).getBoundingClientRect();
+            const x = r.left + r.width / 2, y = r.top + r.height / 2, e = document.elementFromPoint(x, y);
+            return [x, y, e && e.closest(selector) ? '' : (e ? e.outerHTML.slice(0, 200) : 'nothing')]; }""", selector)
         assert hit == "", (selector, "is covered by", hit)
         self.page.mouse.dblclick(x, y) if double else self.page.mouse.click(x, y)
 

@@ -209,7 +209,7 @@ def test_too_large_and_wrong_type_uploads_are_refused_in_chinese(browser, server
 
 def test_a_late_upload_check_never_wipes_the_import_result(browser, server, monkeypatch):
     """The server checks an uploaded file as soon as it arrives. A reader can click import before that check returns
-    (it did in CI). The check's late answer must not wipe the import's result line, and an old problem line must go
+    (a loaded test run did). The check's late answer must not wipe the import's result line, and an old problem line must go
     as soon as a new file is picked, not when the check comes back."""
     from s11_workbench.explorer import Explorer
 

@@ -56,7 +56,7 @@ def test_a_level_solved_through_the_page_actions_is_ticked_and_kept_in_the_space
 def test_start_begins_the_level_the_page_shows_even_before_the_pick_has_answered(room):
     """A student who solved level 1 picks level 2 and clicks start at once: the pick's answer (the new view) has
     not reached the page yet, so the start still carries level 1's view. It starts level 2, the level the page
-    shows, and level 1 stays solved (CI once restarted level 1 here, wiping a solved level)."""
+    shows, and level 1 stays solved (a loaded browser-test run restarted level 1 here, wiping it)."""
     spaces, lesson, _ = room
     token = spaces.new_token()
     solved = solve_rebuild(lesson, token)
