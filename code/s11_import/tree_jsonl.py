@@ -139,7 +139,7 @@ def read_tree(path: str, *, max_bytes: int = DEFAULT_MAX_BYTES, max_messages: in
     if size > max_bytes:
         raise TranscriptTooLarge(f"{name} 有 {size:,} 字节，超过上限 {max_bytes:,} 字节；仓库没有任何改动")
     with open(path, "rb") as handle:
-        raw = handle.read(max_bytes + 1)
+        raw = handle.read(size + 1)   # 按实际大小读：read(max_bytes + 1) 会为再小的文件也先预留 200 MB
     lines = raw.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
@@ -369,9 +369,11 @@ def _same(existing: SessionNode, node: SessionNode) -> bool:
 
 
 def import_tree(path: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_BYTES, dry_run: bool = False,
-                budget=None) -> ImportReport:
-    """导入一个本格式的文件（见模块文档）。返回 ImportReport（format = DISPLAY_NAME）。"""
-    head, nodes = read_tree(path, max_bytes=max_bytes)
+                budget=None, max_messages: int = MAX_HISTORY_MESSAGES,
+                max_history_bytes: int = MAX_HISTORY_BYTES) -> ImportReport:
+    """导入一个本格式的文件（见模块文档）。返回 ImportReport（format = DISPLAY_NAME）。
+    max_messages / max_history_bytes：展开后的历史的上限（见 read_tree）。"""
+    head, nodes = read_tree(path, max_bytes=max_bytes, max_messages=max_messages, max_history_bytes=max_history_bytes)
     name = os.path.basename(path)
     report = ImportReport(file=name, format=DISPLAY_NAME, bytes_read=os.path.getsize(path),
                           messages=int(head.get("messages") or 0), files=[name])
