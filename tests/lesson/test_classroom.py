@@ -379,3 +379,21 @@ def test_the_lesson_tabs_select_event_updates_the_authoring_area(tmp_path):
     selects = [fn for fn in demo.fns.values() if (tab._id, "select") in fn.targets]
     assert selects, "the lesson tab has no select event"
     assert any(author in fn.outputs for fn in selects)
+
+
+def test_only_the_teacher_link_can_upload_a_level_file(room, tmp_path):
+    """Issue 41 item 12: the level-file upload answered anyone who sent the event. A student (no secret, or a wrong
+    one) gets one Chinese refusal, the editor keeps its text (None = leave it), no level is published."""
+    spaces, lesson, _ = room
+    from s11_workbench.lesson_tab import EXAMPLE
+    level = tmp_path / "level.json"
+    level.write_text(EXAMPLE, encoding="utf-8")
+    for secret in (None, "", "not-the-secret", spaces.teacher_secret[:-1]):
+        text, verdict, drawing = lesson.upload_level(str(level), teacher=secret)
+        assert text is None and drawing == "" and verdict == "❌ 上传关卡文件需要教师链接：学生不能上传关卡"
+    assert lesson.levels.published() == []
+    text, verdict, drawing = lesson.upload_level(str(level), teacher=spaces.teacher_secret)
+    assert text == EXAMPLE and verdict.startswith("✅") and "mermaid" in drawing
+    huge = tmp_path / "huge.json"
+    huge.write_bytes(b" " * (64 * 1024 + 1))
+    assert lesson.upload_level(str(huge), teacher=spaces.teacher_secret) == (None, "❌ 读不了上传的文件（最大 64 KB）", "")
