@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -180,7 +181,23 @@ def _too_deep(raw: bytes) -> bool:
     limit = MAX_NESTING + 2
     if raw.count(b"[") + raw.count(b"{") <= limit:
         return False
+    # 括号的深度 D：去掉转义和字符串后只剩括号，逐个加减（都在 C 里；仓库那个扫描在几十 MB、满是中文的行上要几秒）。
+    # 仓库数的是元素的层数，在 D - 1 与 D 之间（最深的容器是空的就是 D - 1），所以只有 D = limit + 1 时要它来判断
+    skeleton = _STRING_BYTES.sub(b"", _ESCAPE.sub(b"", raw)).translate(_SQUARE, _NOT_BRACKETS)
+    if _OPENERS in skeleton:   # limit + 2 个连着的左括号：一定太深（十万层的行就是这样），不必逐个数
+        return True
+    depth = max(accumulate(map(_STEP.__getitem__, skeleton)), default=0)
+    if depth != limit + 1:
+        return depth > limit
     return nested_deeper_than(raw.decode("utf-8", "replace"), limit)
+
+
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)   # 合法的 JSON 里反斜杠只在字符串里：去掉它和它转义的字符
+_STRING_BYTES = re.compile(rb'"[^"]*"')     # 之后剩下的引号都是字符串的边界
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
+_SQUARE = bytes.maketrans(b"{}", b"[]")
+_OPENERS = b"[" * (MAX_NESTING + 4)
+_STEP = [1 if byte == ord("[") else -1 if byte == ord("]") else 0 for byte in range(256)]
 
 
 @dataclass
