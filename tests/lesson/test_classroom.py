@@ -397,3 +397,20 @@ def test_only_the_teacher_link_can_upload_a_level_file(room, tmp_path):
     huge = tmp_path / "huge.json"
     huge.write_bytes(b" " * (64 * 1024 + 1))
     assert lesson.upload_level(str(huge), teacher=spaces.teacher_secret) == (None, "❌ 读不了上传的文件（最大 64 KB）", "")
+
+
+def test_a_space_too_big_to_judge_says_so_on_the_lesson_page_and_in_the_teacher_s_row(room, monkeypatch):
+    """Issue 41 item 5 through both doors that judge: the student's lesson click and the teacher's row click get the
+    judge's sentence instead of a verdict (the bound is lowered here; test_judge_bounds builds the real 1,500)."""
+    import s11_exercises
+    spaces, lesson, classroom = room
+    student, teacher = spaces.new_token(), spaces.new_token()
+    page = lesson.start(student, lesson.pick(student, LessonView(), "rewind").view)
+    main = read_progress(spaces.open(student).folder)["levels"]["rewind"]["anchors"]["main"]
+    for at in (1, 2, 4):
+        page = lesson.fork(student, lesson.select(student, page.view, main).view, at, "试试")
+    monkeypatch.setattr(s11_exercises, "MAX_JUDGED_SESSIONS", 2)
+    page = lesson.select(student, page.view, page.view.session_id)
+    assert "这个空间的会话太多，无法判题（3 个，上限 2）" in page.hint and not page.solved
+    row = classroom.student(teacher, spaces.teacher_secret, spaces.verify(student))
+    assert "这个空间的会话太多，无法判题（3 个，上限 2）" in row
