@@ -488,7 +488,7 @@ def _fits(exercise, goal: GoalNode, sid: str, space: _Space, mapping: dict) -> O
     """sid 能当 goal 吗？能 -> None；不能 -> (哪种差别, 中文说明)。"""
     space.fits += 1
     if space.fits > MAX_FITS:
-        raise TooManyToJudge(f"这个空间的会话太多，无法判题（要比较超过 {MAX_FITS:,} 次，上限 {MAX_FITS:,}）")
+        raise TooManyToJudge(f"这个空间的会话太多，无法判题（比较了 {MAX_FITS:,} 次还没判完，上限 {MAX_FITS:,} 次）")
     summary = space.by_id[sid]
     fork = summary.get("fork_point")
     if goal.fork_point is not None and fork != goal.fork_point:

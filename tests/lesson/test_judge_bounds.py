@@ -116,7 +116,7 @@ def test_a_search_past_max_fits_comparisons_stops_with_the_sentence(rewind, tmp_
     upload_children(store, state.anchors["main"], 20, tmp_path)
     monkeypatch.setattr(ex, "MAX_FITS", 5)
     verdict = ex.check(exercise, store, state)
-    assert verdict.hint_kind == "too_many" and "这个空间的会话太多，无法判题（要比较超过 5 次，上限 5）" in verdict.hint
+    assert verdict.hint_kind == "too_many" and "这个空间的会话太多，无法判题（比较了 5 次还没判完，上限 5 次）" in verdict.hint
 
 
 def test_the_built_in_levels_judge_the_same_with_and_without_the_bound(tmp_path, monkeypatch):
