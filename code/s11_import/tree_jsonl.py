@@ -177,7 +177,8 @@ def _read_head(raw: bytes, name: str) -> dict:
 def _too_deep(raw: bytes) -> bool:
     """这一行比仓库存得下的更深吗？与会话文件同一种数法（行的对象第 1 层，messages 第 2 层，消息第 3 层），
     所以一条消息最多 MAX_NESTING 层。在 json.loads 之前问：它在十万层的行上会 RecursionError。
-    s11_format 的扫描是线性的、不递归（去掉字符串，只数括号）；括号不多的行（几乎全部）不必解码。"""
+    线性、不递归：括号不多的行（几乎全部）直接放行；其余只数括号的深度，恰好在边界上的才交给 s11_format 的扫描
+    （仓库保存时的同一个判断；测试拿它当对照）。"""
     limit = MAX_NESTING + 2
     if raw.count(b"[") + raw.count(b"{") <= limit:
         return False
