@@ -25,11 +25,16 @@
      "hints": ["…"], "solution": ["第 1 步……"]}      hints 可选；solution 是给人看的步骤，从不执行
 
 Scope: 不执行练习文件里的任何东西（只是数据）；检查只读空间，从不修改；一关最多 MAX_NODES 个节点。
+有界：每个目标节点只细看 MAX_CANDIDATES 个候选（按摘要粗分挑最像的，分数相同取新的：细看要读节点）；这一关新建的
+会话超过 MAX_JUDGED_SESSIONS 个、或回溯比较超过 MAX_FITS 次，就不判，判定里说“这个空间的会话太多，无法判题”。
+所以一次点击的工作量与空间里堆了多少会话无关（老师点开一个学生也是）。限制：同样像的候选超过 MAX_CANDIDATES 个时，
+只差在新增消息角色上的那个可能没被细看。
 本模块只依赖标准库和 s11_session、s11_trash、s11_text。
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import re
@@ -42,7 +47,8 @@ from s11_session import SessionError, SessionStore
 from s11_text import printable, shorten
 
 __all__ = ["ExerciseError", "Exercise", "GoalNode", "StartNode", "Check", "LevelState", "Part", "Verdict",
-           "CHECKS", "ROLES", "parse_exercise", "load_file", "builtin_exercises", "seed", "check",
+           "CHECKS", "ROLES", "parse_exercise", "load_file", "builtin_exercises", "seed", "check", "TooManyToJudge",
+           "MAX_CANDIDATES", "MAX_JUDGED_SESSIONS", "MAX_FITS",
            "EXERCISES_DIR", "FORMAT", "VERSION"]
 
 FORMAT, VERSION = "s11-exercise", 1
@@ -54,6 +60,9 @@ MAX_TEXT = 4000            # 说明、消息、步骤的字数上限
 MAX_SHORT = 80             # 标题、标签
 MAX_LIST = 20              # 提示、步骤的条数
 ROLES = ("system", "user", "assistant")
+MAX_CANDIDATES = 8            # 每个目标节点最多细看几个候选：按摘要粗分挑出最像的几个
+MAX_JUDGED_SESSIONS = 1_000   # 这一关里新建的会话超过这么多就不判（一次上传会话树就能造出几千个）
+MAX_FITS = 20_000             # 回溯最多比较这么多次（候选 × 目标的组合），超过就不判
 _KEY = re.compile(r"[a-z][a-z0-9_]{0,23}")
 _ID = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")
 
@@ -423,11 +432,15 @@ class Verdict:
                 for part in self.parts]
 
 
+class TooManyToJudge(Exception):
+    """这一关的会话太多（或要比较的组合太多）：check() 把它变成一句说明，不在一次点击上花几秒钟。"""
+
+
 class _Space:
-    """一次检查里读到的学生空间：摘要、按需读入的节点、哪些节点算这一关的。"""
+    """一次检查里读到的学生空间：摘要、按需读入的节点、哪些节点算这一关的；fits 数比较了几次（有上限）。"""
 
     def __init__(self, store: SessionStore, state: LevelState):
-        self.store, self.state = store, state
+        self.store, self.state, self.fits = store, state, 0
         self.by_id = {s["session_id"]: s for s in store.list_sessions()}
         anchored = set(state.anchors.values())
         self.fresh = {sid for sid, s in self.by_id.items()
@@ -473,6 +486,9 @@ def _base(exercise: Exercise, goal: GoalNode, space: _Space, session_id: str) ->
 
 def _fits(exercise, goal: GoalNode, sid: str, space: _Space, mapping: dict) -> Optional[Tuple[str, str]]:
     """sid 能当 goal 吗？能 -> None；不能 -> (哪种差别, 中文说明)。"""
+    space.fits += 1
+    if space.fits > MAX_FITS:
+        raise TooManyToJudge(f"这个空间的会话太多，无法判题（比较了 {MAX_FITS:,} 次还没判完，上限 {MAX_FITS:,} 次）")
     summary = space.by_id[sid]
     fork = summary.get("fork_point")
     if goal.fork_point is not None and fork != goal.fork_point:
@@ -512,7 +528,25 @@ def _candidates(exercise, goal: GoalNode, space: _Space, mapping: dict) -> List[
     else:
         pool = space.kids.get(None, [])
     used = set(mapping.values())
-    return [sid for sid in pool if sid in space.fresh and sid not in used]
+    return _likeliest(goal, [sid for sid in pool if sid in space.fresh and sid not in used], space)
+
+
+def _likeliest(goal: GoalNode, pool: List[str], space: _Space) -> List[str]:
+    """最多 MAX_CANDIDATES 个候选，保持原来的顺序（创建先后）：只看摘要给每个打粗分（分叉点、消息条数、
+    是不是收敛节点各对上一项得一分），分数相同取新建的。不读任何节点，对候选数是线性的。"""
+    if len(pool) <= MAX_CANDIDATES:
+        return pool
+    position = {sid: index for index, sid in enumerate(pool)}
+    best = heapq.nlargest(MAX_CANDIDATES, pool, key=lambda sid: (_rough_score(goal, space.by_id[sid]), position[sid]))
+    return sorted(best, key=position.__getitem__)
+
+
+def _rough_score(goal: GoalNode, summary: dict) -> int:
+    count = summary["message_count"]
+    count_ok = goal.messages is None or (count == goal.messages[1] if goal.messages[0] == "=" else count >= goal.messages[1])
+    fork_ok = goal.fork_point is None or summary.get("fork_point") == goal.fork_point
+    merged_ok = goal.converged_from is None or bool(summary.get("converged_from"))
+    return fork_ok + count_ok + merged_ok
 
 
 def _best_mapping(exercise: Exercise, space: _Space) -> dict:
@@ -616,10 +650,23 @@ def describe_goal(goal: GoalNode, labels: dict) -> str:
 
 
 def check(exercise: Exercise, store: SessionStore, state: LevelState) -> Verdict:
-    """学生空间 vs 目标：每个目标部分一行 ✅ / ⬜，外加第一处没对上的地方的提示。只读，不改任何文件。"""
+    """学生空间 vs 目标：每个目标部分一行 ✅ / ⬜，外加第一处没对上的地方的提示。只读，不改任何文件。
+    会话太多时（见模块文档的“有界”）每个部分都是 ⬜，提示说明为什么没判。"""
     space = _Space(store, state)
-    mapping = _best_mapping(exercise, space)
     labels = {goal.key: goal.label for goal in exercise.goal}
+    try:
+        if len(space.fresh) > MAX_JUDGED_SESSIONS:
+            raise TooManyToJudge(f"这个空间的会话太多，无法判题（{len(space.fresh):,} 个，上限 {MAX_JUDGED_SESSIONS:,}）")
+        return _judge(exercise, space, labels)
+    except TooManyToJudge as too_many:
+        parts = [Part(describe_goal(goal, labels), False) for goal in exercise.goal]
+        if exercise.active_end is not None:
+            parts.append(Part(f"活动端停在「{labels[exercise.active_end]}」", False))
+        return Verdict(tuple(parts), f"{too_many}：删掉这一关里多余的会话，或点「🔁 重新开始这一关」", "too_many", {})
+
+
+def _judge(exercise: Exercise, space: _Space, labels: dict) -> Verdict:
+    mapping = _best_mapping(exercise, space)
     parts, hint, hint_kind = [], "", "solved"
     for goal in exercise.goal:
         ok = goal.key in mapping

@@ -466,8 +466,18 @@ class Lesson:
             return explain(error)
         return f"📣 已把「{literal_inline(exercise.title)}」发布给全班"
 
-    def read_upload(self, path) -> str:
-        """老师上传的 .json 关卡文件 -> 文字（先看大小）。"""
+    def upload_level(self, path, teacher=None) -> tuple[str | None, str, str]:
+        """老师上传的 .json 关卡文件 -> (关卡文字, 检查结果, 目标树的 mermaid)。只认教师链接：学生的（或伪造的）请求
+        得到一句拒绝，文件不读，编辑框不变（文字为 None），什么都不写。"""
+        if not self._is_teacher(teacher):
+            return None, "❌ 上传关卡文件需要教师链接：学生不能上传关卡", ""
+        text = self._read_upload(path)
+        if not text:
+            return None, f"❌ 读不了上传的文件（最大 {s11_exercises.MAX_FILE_BYTES // 1024} KB）", ""
+        return (text, *self.check_level_text(text))
+
+    def _read_upload(self, path) -> str:
+        """上传的 .json 关卡文件 -> 文字（先看大小）。"""
         if not path or not isinstance(path, str) or not os.path.isfile(path):
             return ""
         if os.path.getsize(path) > s11_exercises.MAX_FILE_BYTES:

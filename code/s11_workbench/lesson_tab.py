@@ -252,11 +252,11 @@ def build(ctx) -> None:
     level_text.change(on_check, inputs=[level_text], outputs=[level_check, level_map], api_visibility="private",
                       concurrency_limit=4, trigger_mode="always_last")
 
-    def on_upload(path):
-        text = lesson.read_upload(path)
-        return (text, *lesson.check_level_text(text)) if text else (gr.skip(), "❌ 读不了上传的文件（最大 64 KB）", "")
+    def on_upload(path, secret):
+        text, verdict, drawing = lesson.upload_level(path, teacher=secret)
+        return (gr.skip() if text is None else text), verdict, drawing
 
-    level_upload.upload(on_upload, inputs=[level_upload], outputs=[level_text, level_check, level_map],
+    level_upload.upload(on_upload, inputs=[level_upload, teacher], outputs=[level_text, level_check, level_map],
                         api_visibility="private", concurrency_limit=4)
 
     def on_publish(token, secret, text):

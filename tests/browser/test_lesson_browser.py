@@ -1,7 +1,7 @@
 """A lesson in Debian's chromium: a teacher and two students in separate browser contexts.
 
 Both students solve level 1 of 🎯 练习 by clicking; the teacher's class panel (above the tabs, teacher mode only)
-shows their names and progress and flags the idle one; a level the teacher publishes reaches both; the class fork
+shows their names and progress and flags the idle one; a level file the teacher uploads, then publishes, reaches both; the class fork
 map shows both students' forks of a shelf session; no student page holds the other's name, space id or the
 teacher secret; archiving at the end leaves nothing visible to a new student; at 390 px, light and dark, neither the
 teacher's page nor a student's is wider than the window.
@@ -198,7 +198,7 @@ def shoot(visitor: Visitor, name: str, folder: str) -> None:
     visitor.page.screenshot(path=str(Path(REPO / folder / name)), full_page=True)
 
 
-def test_a_lesson_with_a_teacher_and_two_students(browser, server):
+def test_a_lesson_with_a_teacher_and_two_students(browser, server, tmp_path):
     url, spaces = server
     started = time.monotonic()
     shots = os.environ.get("S11_LESSON_SCREENSHOTS")
@@ -242,6 +242,12 @@ def test_a_lesson_with_a_teacher_and_two_students(browser, server):
         # the teacher publishes a level of their own; it reaches both students
         teacher.open_lesson()
         teacher.page.locator("#s11l-author").get_by_text("老师：自己出一关").click()
+        # the level-file upload answers the teacher link (its event carries the secret since issue 41)
+        from s11_workbench.lesson_tab import EXAMPLE
+        uploaded = tmp_path / "my-level-upload.json"
+        uploaded.write_text(EXAMPLE.replace("我的一关：", "我的一关（上传的）："), encoding="utf-8")
+        teacher.page.locator("#s11l-level-file input[type=file]").set_input_files(str(uploaded))
+        teacher.page.locator("#s11l-level-check").get_by_text("✅ 关卡「我的一关（上传的）").wait_for(timeout=15_000)
         teacher.page.locator("#s11l-publish").click()
         teacher.page.locator("#s11l-level-check").get_by_text("已把").wait_for(timeout=15_000)
         for student in (first, second):   # coming back to the tab re-reads the levels (no reload needed)

@@ -302,3 +302,49 @@ def test_fields_of_the_wrong_json_type_are_kept_inert_not_a_crash(tmp_path, stor
     assert report.node_ids and store.check() == []
     for node_id in report.node_ids:   # both exports still work on what was stored
         assert store.export_markdown(node_id) and "<!doctype html>" in store.export_html(node_id).lower()
+
+
+# ── tree JSONL fan-out (issue 41 item 2): bounded by the expanded histories before any history is built ──────────
+def fan_out(path: Path, root_messages: int, children: int) -> Path:
+    """The hostile tree file: one root with many messages and thousands of tiny children that each inherit all of
+    them (a few bytes per child in the file, root_messages messages each once expanded)."""
+    head = {"format": "s11-session-tree", "version": 1, "scope": "tree", "nodes": children + 1}
+    root = {"session_id": "root0001", "parent_id": None, "title": "根", "created_ns": 1, "fork_point": None,
+            "messages": [{"role": "user", "content": f"m{i}"} for i in range(root_messages)]}
+    kids = ({"session_id": f"kid{n:05d}", "parent_id": "root0001", "title": "子", "created_ns": 2,
+             "fork_point": root_messages, "inherit": root_messages, "messages": [{"role": "user", "content": "x"}]}
+            for n in range(children))
+    with open(path, "w", encoding="utf-8") as handle:
+        for line in (head, root, *kids):
+            handle.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+    return path
+
+
+def test_a_tree_file_past_the_expansion_bounds_is_refused_and_one_within_them_imports(tmp_path, store):
+    tree_jsonl = s11_import.tree_jsonl
+    path = fan_out(tmp_path / "fan.jsonl", 50, 100)   # expanded: 50 + 100 × 51 = 5,150 messages
+    with pytest.raises(s11_import.TooManyBranches) as caught:
+        tree_jsonl.import_tree(str(path), store, max_messages=5_149)
+    assert "fan.jsonl：这份文件展开后共有 5,150 条消息" in str(caught.value) and "超过上限 5,149" in str(caught.value)
+    one_message = len('{"role":"user","content":"m0"}')   # each message counts its compact JSON bytes
+    with pytest.raises(s11_import.TooManyBranches, match="展开后共有 .*超过上限 1.0 KB"):
+        tree_jsonl.import_tree(str(path), store, max_history_bytes=1024)
+    assert os.listdir(store.storage_dir) == [] and one_message * 5_150 > 1024
+    report = tree_jsonl.import_tree(str(path), store, max_messages=5_150)
+    assert report.written == 101 and len(store.load("kid00099").messages) == 51
+
+
+def test_the_issue_s_fan_out_is_refused_at_the_default_bound_with_memory_that_follows_the_file(tmp_path, store):
+    """5,000 root messages under 1,000 children expand to 5 million messages, 2.5 times MAX_COPIED_MESSAGES:
+    refused by import_file (the page's and the command line's path) before any history is built."""
+    import tracemalloc
+    path = fan_out(tmp_path / "fan.jsonl", 5_000, 1_000)
+    tracemalloc.start()
+    try:
+        with pytest.raises(s11_import.TooManyBranches, match=r"展开后共有 5,006,000 条消息.*超过上限 2,000,000"):
+            import_file(str(path), store)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert os.listdir(store.storage_dir) == []
+    assert peak < 30 * path.stat().st_size   # the parsed file, not 5 million list slots (40 MB of pointers alone)

@@ -265,3 +265,148 @@ def test_converged_from_is_written_and_read_back(tmp_path):
     assert by_id[decided.session_id].converged_from == [ids["a"]]
     assert getattr(by_id[ids["a"]], "converged_from", None) in (None, [])
     assert [node.session_id for node in nodes][0] == ids["root"] and head["nodes"] == 6
+
+
+# ── hostile lines (issue 41 items 6, 11, 12): refused by line number, before anything is written ─────────────────
+def tree_file(path: Path, rows: list[dict]) -> Path:
+    """A tree JSONL file with a correct header around hand-made node rows (the rows are written as given)."""
+    head = {"format": "s11-session-tree", "version": 1, "scope": "tree", "focus": None, "nodes": len(rows),
+            "messages": 0, "redacted": False}
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [head, *rows]), encoding="utf-8")
+    return path
+
+
+def row(sid: str, parent: str | None = None, messages: list | None = None, **fields) -> dict:
+    return {"session_id": sid, "parent_id": parent, "title": sid, "created_at": "2026-01-01 00:00:00",
+            "created_ns": 1, "fork_point": None if parent is None else 0, "inherit": 0,
+            "messages": [{"role": "user", "content": sid}] if messages is None else messages, **fields}
+
+
+def refused(path: Path, tmp_path: Path) -> str:
+    """Import path into an empty store: it must be refused with BadTreeFile and leave the folder empty."""
+    target_dir = tmp_path / "target"
+    target = SessionStore(str(target_dir), durable=False)
+    with pytest.raises(tree_jsonl.BadTreeFile) as caught:
+        s11_import.import_file(str(path), target)
+    assert target.list_sessions() == [] and not [p for p in target_dir.rglob("*") if p.name != ".lock"]
+    assert "什么都没有导入" in str(caught.value)
+    return str(caught.value)
+
+
+CORRUPT_FIELDS = {   # fields SessionStore.load() calls corrupt: the importer must not pass them to the store
+    "fork_point_past_the_messages": ({"fork_point": 5}, "fork_point=5 超过这个节点的 1 条消息"),
+    "created_at_a_number": ({"created_at": 20260101}, "created_at 应是字符串或 null"),
+    "created_at_a_list": ({"created_at": ["2026"]}, "created_at 应是字符串或 null"),
+    "workspace_a_string": ({"workspace": "/home/me/project"}, "workspace 应是对象或 null"),
+    "workspace_a_list": ({"workspace": [1, 2]}, "workspace 应是对象或 null"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CORRUPT_FIELDS))
+def test_a_field_load_would_call_corrupt_is_refused_by_line(tmp_path, case):
+    fields, said = CORRUPT_FIELDS[case]
+    path = tree_file(tmp_path / "t.jsonl", [row("root0001"), row("kid00001", "root0001", **fields)])
+    assert f"第 3 行：{said}" in refused(path, tmp_path)
+
+
+CYCLES = {   # converge() and fork() only ever point at nodes that existed before: a ring is a forged file
+    "two_converge_nodes_name_each_other": (
+        [row("root0001"), row("aaaa0001", "root0001", converged_from=["bbbb0001"]),
+         row("bbbb0001", "root0001", converged_from=["aaaa0001"])], "aaaa0001 → bbbb0001 → aaaa0001"),
+    "a_node_converges_its_own_child": (
+        [row("root0001"), row("aaaa0001", "root0001", converged_from=["kid00001"]), row("kid00001", "aaaa0001")],
+        "aaaa0001 → kid00001 → aaaa0001"),
+    "two_nodes_are_each_others_parent": (
+        [row("aaaa0001", "bbbb0001"), row("bbbb0001", "aaaa0001")], "aaaa0001 → bbbb0001 → aaaa0001"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CYCLES))
+def test_a_ring_of_parent_and_converged_from_links_is_refused(tmp_path, case):
+    rows, ring = CYCLES[case]
+    message = refused(tree_file(tmp_path / "t.jsonl", rows), tmp_path)
+    assert "绕成了环" in message and ring in message
+
+
+def test_converged_from_keeps_the_rules_converge_keeps(tmp_path):
+    itself = [row("root0001"), row("aaaa0001", "root0001", converged_from=["aaaa0001"])]
+    assert "第 3 行：会话 aaaa0001：converged_from 不能包含节点自己" in refused(tree_file(tmp_path / "a.jsonl", itself), tmp_path)
+    twice = [row("root0001"), row("bbbb0001", "root0001"), row("aaaa0001", "root0001", converged_from=["bbbb0001"] * 2)]
+    assert "第 4 行：会话 aaaa0001：converged_from 最多 64 个、互不重复的 ID" in \
+        refused(tree_file(tmp_path / "b.jsonl", twice), tmp_path)
+
+
+def test_a_label_longer_than_set_label_allows_is_refused_and_one_at_the_limit_imports(tmp_path):
+    from s11_converge import MAX_LABEL_CHARS
+    huge = [row("root0001", messages=[{"role": "user", "content": "a"},
+                                      {"role": "user", "content": "b", "label": "长" * 200_000}])]
+    message = refused(tree_file(tmp_path / "huge.jsonl", huge), tmp_path)
+    assert f"第 2 行：第 2 条消息：标签最多 {MAX_LABEL_CHARS} 字符，这个有 200,000 字符" in message
+    inherited = [row("root0001"), row("kid00001", "root0001", inherit=1, fork_point=1,
+                                      messages=[{"role": "user", "content": "x", "label": "长" * (MAX_LABEL_CHARS + 1)}])]
+    assert "第 3 行：第 2 条消息：标签最多" in refused(tree_file(tmp_path / "kid.jsonl", inherited), tmp_path)
+    fits = [row("root0001", messages=[{"role": "user", "content": "a", "label": "长" * MAX_LABEL_CHARS}])]
+    target = SessionStore(str(tmp_path / "fits"), durable=False)
+    s11_import.import_file(str(tree_file(tmp_path / "fits.jsonl", fits)), target)
+    assert target.load("root0001").messages[0]["label"] == "长" * MAX_LABEL_CHARS
+
+
+def nested(depth: int) -> dict:
+    """A message nested `depth` levels as the store counts them (the message is level 1, the leaf string counts):
+    nested(MAX_NESTING) is the deepest message SessionStore.save() accepts."""
+    value: object = "底"
+    for _ in range(depth - 3):
+        value = [value]
+    return {"role": "user", "content": [{"type": "text", "text": "x", "deep": value}]}
+
+
+def test_a_line_nested_100000_deep_is_refused_by_number_not_a_recursion_error(tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    good = json.dumps(row("root0001"))
+    path = tmp_path / "deep.jsonl"
+    head = {"format": "s11-session-tree", "version": 1, "nodes": 2}
+    path.write_text("\n".join([json.dumps(head), good, '{"session_id": "kid00001", "messages": ' + deep + "}"]) + "\n")
+    assert "第 3 行：嵌套超过 100 层" in refused(path, tmp_path)
+    path.write_text('{"format": "s11-session-tree", "x": ' + deep + "}\n" + good + "\n")
+    assert tree_jsonl.is_tree_file(str(path)) is False   # sniffing a deep first line does not raise either
+    target = SessionStore(str(tmp_path / "head"), durable=False)
+    with pytest.raises(tree_jsonl.BadTreeFile, match="第 1 行不是"):
+        tree_jsonl.import_tree(str(path), target)
+
+
+def test_nesting_is_counted_like_the_store_and_brackets_in_strings_do_not_count(tmp_path):
+    from s11_format import MAX_NESTING
+    at_limit = [row("root0001", messages=[nested(MAX_NESTING), {"role": "user", "content": "[{" * 5000}])]
+    target = SessionStore(str(tmp_path / "ok"), durable=False)
+    s11_import.import_file(str(tree_file(tmp_path / "ok.jsonl", at_limit)), target)
+    assert target.load("root0001").messages == at_limit[0]["messages"]   # the store reads back what it took
+    past = [row("root0001"), row("kid00001", "root0001", messages=[nested(MAX_NESTING + 1)])]
+    assert f"第 3 行：嵌套超过 {MAX_NESTING} 层" in refused(tree_file(tmp_path / "past.jsonl", past), tmp_path)
+
+
+def random_document(rng, depth: int, empty: bool):
+    """A JSON value `depth` containers deep, mixing lists and objects, with brackets, quotes and backslashes inside
+    its strings; the innermost container is empty or not (the store does not count an empty one as a level)."""
+    value: object = [] if empty else ['s[{\\"]}', 1, {"k": "v"}]
+    for _ in range(depth - 1):
+        value = [value, 'x]\\\\"'] if rng.random() < 0.5 else {'k{"': value, "n": None}
+    return value
+
+
+def test_the_line_depth_scan_agrees_with_the_store_s_scan_around_the_limit():
+    """The importer's bracket scan (bytes, C-level) against s11_format's (the store's rule) as the oracle: lines from
+    5 levels under the limit to 5 over it, lists and objects mixed, strings full of brackets and escapes."""
+    import random
+
+    from s11_format import MAX_NESTING
+    from s11_format import _too_deep as stores_scan
+    rng = random.Random(41)
+    verdicts = set()
+    for depth in range(MAX_NESTING - 5, MAX_NESTING + 6):
+        for empty in (True, False):
+            for _ in range(4):
+                line = json.dumps({"session_id": "a", "messages": [random_document(rng, depth, empty)]})
+                expected = stores_scan(line, MAX_NESTING + 2)
+                assert tree_jsonl._too_deep(line.encode()) is expected, (depth, empty)
+                verdicts.add(expected)
+    assert verdicts == {True, False}

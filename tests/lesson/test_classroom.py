@@ -379,3 +379,38 @@ def test_the_lesson_tabs_select_event_updates_the_authoring_area(tmp_path):
     selects = [fn for fn in demo.fns.values() if (tab._id, "select") in fn.targets]
     assert selects, "the lesson tab has no select event"
     assert any(author in fn.outputs for fn in selects)
+
+
+def test_only_the_teacher_link_can_upload_a_level_file(room, tmp_path):
+    """Issue 41 item 12: the level-file upload answered anyone who sent the event. A student (no secret, or a wrong
+    one) gets one Chinese refusal, the editor keeps its text (None = leave it), no level is published."""
+    spaces, lesson, _ = room
+    from s11_workbench.lesson_tab import EXAMPLE
+    level = tmp_path / "level.json"
+    level.write_text(EXAMPLE, encoding="utf-8")
+    for secret in (None, "", "not-the-secret", spaces.teacher_secret[:-1]):
+        text, verdict, drawing = lesson.upload_level(str(level), teacher=secret)
+        assert text is None and drawing == "" and verdict == "❌ 上传关卡文件需要教师链接：学生不能上传关卡"
+    assert lesson.levels.published() == []
+    text, verdict, drawing = lesson.upload_level(str(level), teacher=spaces.teacher_secret)
+    assert text == EXAMPLE and verdict.startswith("✅") and "mermaid" in drawing
+    huge = tmp_path / "huge.json"
+    huge.write_bytes(b" " * (64 * 1024 + 1))
+    assert lesson.upload_level(str(huge), teacher=spaces.teacher_secret) == (None, "❌ 读不了上传的文件（最大 64 KB）", "")
+
+
+def test_a_space_too_big_to_judge_says_so_on_the_lesson_page_and_in_the_teacher_s_row(room, monkeypatch):
+    """Issue 41 item 5 through both doors that judge: the student's lesson click and the teacher's row click get the
+    judge's sentence instead of a verdict (the bound is lowered here; test_judge_bounds builds the real 1,500)."""
+    import s11_exercises
+    spaces, lesson, classroom = room
+    student, teacher = spaces.new_token(), spaces.new_token()
+    page = lesson.start(student, lesson.pick(student, LessonView(), "rewind").view)
+    main = read_progress(spaces.open(student).folder)["levels"]["rewind"]["anchors"]["main"]
+    for at in (1, 2, 4):
+        page = lesson.fork(student, lesson.select(student, page.view, main).view, at, "试试")
+    monkeypatch.setattr(s11_exercises, "MAX_JUDGED_SESSIONS", 2)
+    page = lesson.select(student, page.view, page.view.session_id)
+    assert "这个空间的会话太多，无法判题（3 个，上限 2）" in page.hint and not page.solved
+    row = classroom.student(teacher, spaces.teacher_secret, spaces.verify(student))
+    assert "这个空间的会话太多，无法判题（3 个，上限 2）" in row
