@@ -218,14 +218,27 @@ class Space:
                   new_messages: Optional[list] = None, title: Optional[str] = None) -> SessionNode:
         """把 source 里 session_id 的祖先链脱敏后复制进本空间（同样的 ID），再在本空间里 fork。
         本空间里同一 ID 的节点已经变了（自己续写过）时不覆盖它：这一份以新 ID 另存，从新 ID 分叉。
-        先检查限额（复制的节点 + 新分支）；不限速——调用方按一次操作先调 throttle()。"""
+        先检查限额和磁盘余量：用的是这次真正要写的字节（复制的节点 + 新分支，含分块存放的大消息的新块），
+        放不下就一个字节都不写。不限速——调用方按一次操作先调 throttle()。"""
         self.writable()
-        chain = _lineage_or_raise(source.store, session_id)
-        missing = [s for s in chain if not os.path.exists(self.store.path_of(s["session_id"]))]
-        nbytes = sum(_size(source.store.path_of(s["session_id"])) for s in chain) * 2
-        self.require_room(sessions=len(missing) + 1, nbytes=nbytes)
-        copied = copy_lineage(source.store, session_id, self.store, redact=True)
-        return self.store.fork(copied.leaf_id, new_messages, at=at, title=title)
+        with self.store.batch():   # 算字节时编好的每条消息，随后的保存直接用（大会话不编码两遍）
+            plan = copy_lineage(source.store, session_id, self.store, redact=True, dry_run=True)
+            child = _planned_child(plan, at, new_messages, title)
+            nbytes = max(0, sum(self.store.write_costs(plan.to_write + [child])))
+            self.require_room(sessions=len(plan.to_write) + 1, nbytes=nbytes)
+            copied = copy_lineage(source.store, session_id, self.store, redact=True)
+            return self.store.fork(copied.leaf_id, new_messages, at=at, title=title)
+
+
+def _planned_child(plan: "CopyResult", at: Optional[int], new_messages: Optional[list],
+                   title: Optional[str]) -> SessionNode:
+    """fork_from 随后 fork 出的那个节点的样子（只用来算字节）；at 不对时 SessionError，什么都还没写。"""
+    parent = plan.leaf
+    keep = len(parent.messages) if at is None else at
+    if isinstance(keep, bool) or not isinstance(keep, int) or not 0 <= keep <= len(parent.messages):
+        raise SessionError(f"分叉位置 at={at!r} 无效：会话 {parent.session_id} 只有 {len(parent.messages)} 条消息")
+    return SessionNode(title=title or f"{parent.title} · 分支", parent_id=parent.session_id,
+                       messages=list(parent.messages[:keep]) + list(new_messages or []), fork_point=keep)
 
 
 class Spaces:
@@ -596,6 +609,8 @@ class CopyResult(NamedTuple):
     counts: Dict[str, int]        # 脱敏：session_id 这个节点里各遮住几处（它带着从根开始的全部消息）
     chain_counts: Dict[str, int]  # 脱敏：整条祖先链的每个文件合计（继承的消息在每个节点里各算一次）
     nodes: int                    # 祖先链上有几个节点
+    to_write: List[SessionNode]   # 写入（或会写入）的节点本身，与 written 一一对应
+    leaf: SessionNode             # session_id 在目标里的那个节点（已有的，或会写入的这一份）
 
 
 def redacted_copy(node: SessionNode) -> Tuple[Dict, Dict[str, int]]:
@@ -623,8 +638,9 @@ def _renamed_id(session_id: str, data: Dict, attempt: int) -> str:
 _CANDIDATES = 5   # 原 ID + 4 个新 ID 都被占了（都被续写过）就拒绝
 
 
-def _place(target: SessionStore, node: SessionNode, data: Dict, dry_run: bool) -> Tuple[Optional[str], bool]:
-    """(data 在 target 里落在哪个 ID 上, 是否（会）新写)：已有同样内容的 → 那个 ID；空着的 → 在那里保存
+def _place(target: SessionStore, node: SessionNode, data: Dict,
+           dry_run: bool) -> Tuple[Optional[SessionNode], bool]:
+    """(data 在 target 里落成的节点, 是否（会）新写)：已有同样内容的 → 那个节点；空着的 ID → 在那里保存
     （dry_run 不存）；内容不同的从不覆盖，换下一个候选 ID。候选都被占了返回 (None, False)。"""
     candidates = [node.session_id] + [_renamed_id(node.session_id, data, n) for n in range(1, _CANDIDATES)]
     for wanted in candidates:
@@ -632,14 +648,14 @@ def _place(target: SessionStore, node: SessionNode, data: Dict, dry_run: bool) -
             existing = target.load(wanted)
             if existing is not None:
                 if existing.to_dict() == {**data, "session_id": wanted}:
-                    return wanted, False
+                    return existing, False
                 break   # 内容不同：保留它，试下一个 ID
-            if dry_run:
-                return wanted, True
             copy = SessionNode.from_dict({**data, "session_id": wanted, "created_ns": node.created_ns})
+            if dry_run:
+                return copy, True
             try:
                 target.save(copy)   # 修订 0：正好有人同时建了这个 ID 时 ConflictError，绝不覆盖
-                return wanted, True
+                return copy, True
             except ConflictError:
                 continue
     return None, False
@@ -655,6 +671,8 @@ def copy_lineage(source: SessionStore, session_id: str, target: SessionStore, *,
         target 里的 A 被续写过      →  target: 根 ─ A（原样）   根 ─ A-<摘要> ─ B
     """
     written: List[str] = []
+    to_write: List[SessionNode] = []
+    placed: Optional[SessionNode] = None
     renamed: Dict[str, str] = {}
     counts: Dict[str, int] = {}
     chain_counts: Dict[str, int] = {}
@@ -668,15 +686,17 @@ def copy_lineage(source: SessionStore, session_id: str, target: SessionStore, *,
             chain_counts[label] = chain_counts.get(label, 0) + count
         if data["parent_id"] in renamed:
             data["parent_id"] = renamed[data["parent_id"]]
-        wanted, wrote = _place(target, node, data, dry_run)
-        if wanted is None:
+        placed, wrote = _place(target, node, data, dry_run)
+        if placed is None:
             raise SpaceError(f"无法复制会话 {node.session_id}：目标里同名的几份都与它内容不同，已全部保留原样；"
                              "请稍后再试，或先删除不要的副本")
         if wrote:
-            written.append(wanted)
-        if wanted != node.session_id:
-            renamed[node.session_id] = wanted
-    return CopyResult(renamed.get(session_id, session_id), written, renamed, counts, chain_counts, len(chain))
+            written.append(placed.session_id)
+            to_write.append(placed)
+        if placed.session_id != node.session_id:
+            renamed[node.session_id] = placed.session_id
+    return CopyResult(renamed.get(session_id, session_id), written, renamed, counts, chain_counts, len(chain),
+                      to_write, placed)
 
 
 # ── 文件夹统计 ──────────────────────────────────────────────────────────────────
