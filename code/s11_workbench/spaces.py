@@ -42,6 +42,7 @@ import shutil
 import sys
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
@@ -49,7 +50,7 @@ import s11_redact
 from s11_format import MAX_ID_LENGTH
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, SessionStore
 from s11_storage import PendingWrite
-from s11_text import human_size, os_error_reason, printable, public_name
+from s11_text import human_size, os_error_reason, public_name
 
 __all__ = ["SpaceError", "Limits", "Space", "Spaces", "TokenBucket", "ReadOnlyStore", "copy_lineage", "CopyResult",
            "redacted_copy",
@@ -498,9 +499,10 @@ class Spaces:
     # ── 课堂：学生给老师看的名字 ─────────────────────────────────────────────────────────────
     def set_display_name(self, token, name) -> str:
         """学生给自己起的名字（可选，只出现在老师的视图里）。存在自己空间的 .profile.json；空串 = 不要名字。
-        返回整理后的名字：压掉控制字符和换行，最多 MAX_NAME_CHARS 个字。"""
+        返回整理后的名字（见 checked_display_name）：去掉看不见的字符，空白压成一个，最多 MAX_NAME_CHARS 个字；
+        太长或看不见的名字 SpaceError，原来的名字不变。"""
         space = self.open(token).writable()
-        cleaned = clean_display_name(name)
+        cleaned = checked_display_name(name)
         _write_json(os.path.join(space.folder, PROFILE_FILE), {"name": cleaned})
         return cleaned
 
@@ -860,10 +862,59 @@ def last_activity(folder: str) -> float:
 
 
 # ── 小 JSON 文件：名字、归档说明 ──────────────────────────────────────────────────────────
+# ── 名字：先截短，再整理；看不见的名字不收 ──────────────────────────────────────────────────────
+MAX_NAME_INPUT = 400   # 名字框收到的字符最多看这么多：更长的直接拒绝，整理（规范化、逐字检查）只花在这么多字上
+# 看不见的字符（Unicode 的 Default_Ignorable_Code_Point 加盲文空白 U+2800）：零宽字符、方向控制、变体选择符，
+# 还有韩文填充符 U+115F U+1160 U+3164 U+FFA0——它们是“字母”（Lo），按类别挡不住，只能列出来
+_IGNORABLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+                        "\u2060-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+                        "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+_EMOJI_JOINERS = "\u200d\ufe0e\ufe0f"   # 把 emoji 连成一个（👨‍👩‍👧、❤️）：留在名字里，但不算看得见的字
+_HIDDEN_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}   # 控制、格式、代理、私用、未分配、行/段分隔
+
+
+def _name_text(name) -> str:
+    return name if isinstance(name, str) else "" if name is None else str(name)
+
+
+def _tidy_name(text: str) -> str:
+    """截到 MAX_NAME_INPUT 个字符，NFC 规范化，空白压成一个空格，去掉看不见的字符，最多 MAX_NAME_CHARS 个字。"""
+    text = unicodedata.normalize("NFC", text[:MAX_NAME_INPUT])
+    kept = []
+    for char in text:
+        if char.isspace():
+            kept.append(" ")
+        elif char in _EMOJI_JOINERS or not (unicodedata.category(char) in _HIDDEN_CATEGORIES or _IGNORABLE.match(char)):
+            kept.append(char)
+    return " ".join("".join(kept).split())[:MAX_NAME_CHARS].strip()
+
+
+def _visible(name: str) -> bool:
+    """至少有一个看得见的字：字母、数字、标点或符号（单独的附加符号、空白、emoji 连接符不算）。"""
+    return any(unicodedata.category(char)[0] in "LNPS" for char in name if char not in _EMOJI_JOINERS)
+
+
+def checked_display_name(name) -> str:
+    """同学要用的名字 -> 整理后的名字；'' = 不要名字。太长的、只有看不见的字符的，SpaceError（中文，什么都没存）。
+
+        '  小明\n<b>  ' -> '小明 <b>'      '\u3164\u3164' -> SpaceError      '   ' -> ''
+    """
+    text = _name_text(name)
+    if len(text) > MAX_NAME_INPUT:   # 先看长度（不碰内容）：200 万个字的名字也只花这一步
+        raise SpaceError(f"名字太长了（{len(text):,} 个字符）：最多 {MAX_NAME_CHARS} 个字，请换一个短一点的名字；"
+                         "原来的名字没有改")
+    cleaned = _tidy_name(text)
+    if text.strip() and not _visible(cleaned):
+        raise SpaceError("名字里没有看得见的字（只有零宽字符、韩文填充符 U+3164 之类的隐形字符或空白）："
+                         "请换一个名字，不想要名字就把框清空；原来的名字没有改")
+    return cleaned
+
+
 def clean_display_name(name) -> str:
-    """'  小明\\n<b>  ' -> '小明 <b>'：压掉换行和控制字符，最多 MAX_NAME_CHARS 个字（仍按不可信的文字显示）。"""
-    text = " ".join(printable(str(name or "")).replace("\\n", " ").replace("\\t", " ").split())
-    return text[:MAX_NAME_CHARS]
+    """显示一个名字（存着的、页面回显的）：和 checked_display_name 一样整理，但不抛异常——
+    太长的先截短再整理，看不见的当作没有名字（''）。"""
+    cleaned = _tidy_name(_name_text(name))
+    return cleaned if _visible(cleaned) else ""
 
 
 def _read_json(path: str) -> dict:
