@@ -416,6 +416,7 @@ def test_a_killed_app_takes_its_lab_writers_along_and_the_next_start_removes_its
     try:
         assert wait_for(lambda: len(lab_processes(str(temp))) >= 3, 60), "the kill experiment never started"
         [run] = [path for path in temp.iterdir() if path.name.startswith(run_folder.RUN_ROOT_PREFIX)]
+        assert run_folder.remove_leftovers(str(sessions), parent=str(temp)) == [] and run.exists()   # owner alive
         app.kill()                                                                   # kill -9: no clean-up at all
         app.wait()
         assert run.exists() and (run / run_folder.OWNER_FILE).exists()
