@@ -222,18 +222,24 @@ class Space:
         先检查限额和磁盘余量：用的是这次真正要写的字节（复制的节点 + 新分支，含分块存放的大消息的新块），
         放不下就一个字节都不写。不限速——调用方按一次操作先调 throttle()。"""
         self.writable()
-        with self.store.batch():   # 算字节时编好的每条消息，随后的保存直接用（大会话不编码两遍）
+        with self.store.batch():   # 算字节时编好的每条消息，随后保存这些节点时直接用（大会话不脱敏、不编码两遍）
             plan = copy_lineage(source.store, session_id, self.store, redact=True, dry_run=True)
             child = _planned_child(plan, at, new_messages, title)
             nbytes = max(0, sum(self.store.write_costs(plan.to_write + [child])))
             self.require_room(sessions=len(plan.to_write) + 1, nbytes=nbytes)
-            copied = copy_lineage(source.store, session_id, self.store, redact=True)
-            return self.store.fork(copied.leaf_id, new_messages, at=at, title=title)
+            try:
+                for node in plan.to_write:
+                    self.store.save(node)   # 修订 0：算过之后正好有人建了同一个 ID 时 ConflictError，绝不覆盖
+            except ConflictError:           # 那就按 copy_lineage 的规矩重来一遍：同样内容的跳过，不同的换新 ID
+                copied = copy_lineage(source.store, session_id, self.store, redact=True)
+                return self.store.fork(copied.leaf_id, new_messages, at=at, title=title)
+            self.store.save(child)          # 就是 store.fork() 会建的那个节点（新 ID、修订 0）
+            return child
 
 
 def _planned_child(plan: "CopyResult", at: Optional[int], new_messages: Optional[list],
                    title: Optional[str]) -> SessionNode:
-    """fork_from 随后 fork 出的那个节点的样子（只用来算字节）；at 不对时 SessionError，什么都还没写。"""
+    """fork_from 要建的新分支，和 store.fork(祖先链的末端, …) 建的一样；at 不对时 SessionError，什么都还没写。"""
     parent = plan.leaf
     keep = len(parent.messages) if at is None else at
     if isinstance(keep, bool) or not isinstance(keep, int) or not 0 <= keep <= len(parent.messages):

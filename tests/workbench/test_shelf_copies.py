@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from s11_session import SessionError, SessionNode, SessionStore
-from s11_workbench.spaces import Limits, Space, SpaceError, Spaces
+from s11_workbench.spaces import Limits, SpaceError, Spaces
 
 SECRET = "teacher-secret-for-copies"
 HELLO = [{"role": "user", "content": "你好"}, {"role": "assistant", "content": "你好！"}]
@@ -183,26 +183,18 @@ def test_a_fork_of_a_chunked_shelf_session_past_the_quota_is_refused_and_writes_
 def test_the_disk_reserve_is_checked_with_the_chunk_bytes_too(tmp_path, monkeypatch):
     import s11_workbench.spaces as spaces_module
 
-    spaces = Spaces(tmp_path, teacher_secret=SECRET, limits=Limits(create_burst=1000, min_free_bytes=0))
+    spaces = Spaces(tmp_path, teacher_secret=SECRET, limits=Limits(create_burst=1000, min_free_bytes=8_000_000))
     teacher = spaces.open(spaces.new_token())
     root_id = teacher.store.create_session("大会话", big_messages(2_500_000))
     spaces.publish(SECRET, teacher.space_id, root_id)
     student = spaces.open(spaces.new_token())
     before = raw_bytes(Path(student.folder))
-    asked = []
-    real_disk = Space.require_disk
-
-    def record(space, nbytes=0):
-        asked.append(nbytes)
-        return real_disk(space, nbytes)
-
-    monkeypatch.setattr(spaces_module.Space, "require_disk", record)
-    free = spaces_module.shutil.disk_usage(student.folder).free
-    student.limits = Limits(create_burst=1000, min_free_bytes=free - 2_000_000)   # 2 MB of disk left to give
+    # a disk with 10 MB free and an 8 MB reserve: 2 MB may be written (other helpers' writes must not move it)
+    disk = spaces_module.shutil.disk_usage(student.folder)._replace(free=10_000_000)
+    monkeypatch.setattr(spaces_module.shutil, "disk_usage", lambda path: disk)
     with pytest.raises(SpaceError, match="服务器磁盘只剩"):
         student.fork_from(spaces.shelf(), root_id)
-    assert asked and asked[-1] > 2_400_000
-    assert raw_bytes(Path(student.folder)) == before
+    assert raw_bytes(Path(student.folder)) == before and student.store.list_sessions() == []
 
 
 def test_a_fork_that_fits_still_writes_once_and_is_counted_exactly(tmp_path):
@@ -215,5 +207,28 @@ def test_a_fork_that_fits_still_writes_once_and_is_counted_exactly(tmp_path):
     fork = student.fork_from(spaces.shelf(), root_id, new_messages=[{"role": "user", "content": "我的问题"}])
     assert student.store.load(fork.session_id).messages[-1]["content"] == "我的问题"
     assert student.store.load(root_id).messages == spaces.shelf().store.load(root_id).messages
-    with pytest.raises(SessionError, match="分叉位置"):          # a bad fork point: refused before anything is written
-        student.fork_from(spaces.shelf(), root_id, at=10_000)
+    newcomer = spaces.open(spaces.new_token())
+    before = raw_bytes(Path(newcomer.folder))
+    with pytest.raises(SessionError, match="分叉位置"):          # a bad fork point: refused before the copy is written
+        newcomer.fork_from(spaces.shelf(), root_id, at=10_000)
+    assert raw_bytes(Path(newcomer.folder)) == before and newcomer.store.list_sessions() == []
+
+
+def test_a_node_created_between_the_count_and_the_copy_is_kept_and_the_copy_takes_a_new_id(spaces, monkeypatch):
+    teacher = spaces.open(spaces.new_token())
+    root_id = teacher.store.create_session("老师的示例", HELLO)
+    spaces.publish(SECRET, teacher.space_id, root_id)
+    student = spaces.open(spaces.new_token())
+    real_save, raced = student.store.save, []
+
+    def save_after_a_rival(node):   # another tab of the same student writes the same id first
+        if not raced:
+            raced.append(True)
+            rival = SessionNode(session_id=root_id, title="另一个标签页", messages=[{"role": "user", "content": "抢先"}])
+            SessionStore(student.folder).save(rival)
+        return real_save(node)
+    monkeypatch.setattr(student.store, "save", save_after_a_rival)
+    fork = student.fork_from(spaces.shelf(), root_id, new_messages=[{"role": "user", "content": "我的问题"}])
+    assert student.store.load(root_id).title == "另一个标签页"             # never overwritten
+    assert fork.parent_id != root_id and student.store.load(fork.parent_id).messages == HELLO
+    assert student.store.load(fork.session_id).messages == HELLO + [{"role": "user", "content": "我的问题"}]
