@@ -384,7 +384,7 @@ def _collect(runner: subprocess.Popen) -> Dict[str, Any]:
     try:
         out, err = runner.communicate(timeout=KILL_RUNNER_TIMEOUT)
     except subprocess.TimeoutExpired:
-        runner.kill()
+        _signal_group(runner, signal.SIGKILL)   # 连同它 fork 的写入进程
         runner.communicate()
         raise LabError(f"写入实验超过 {KILL_RUNNER_TIMEOUT:.0f} 秒还没结束，已终止") from None
     if runner.returncode < 0:

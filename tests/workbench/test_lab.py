@@ -451,3 +451,12 @@ def test_a_half_removed_run_folder_keeps_its_owner_record_so_the_next_start_remo
     monkeypatch.setattr(os, "unlink", real_unlink)
     assert run_folder.remove_leftovers(str(sessions), parent=str(tmp_path)) == [str(folder)]
     assert not folder.exists()
+
+
+@needs_proc
+def test_a_timed_out_kill_experiment_leaves_no_runner_or_writer_behind(tmp_path, monkeypatch):
+    monkeypatch.setattr(lab, "KILL_RUNNER_TIMEOUT", 1.0)   # the first runner "hangs": the other must not live on
+    folder = str(tmp_path / "lab")
+    with pytest.raises(lab.LabError, match="还没结束"):
+        lab.kill_rounds_in_subprocess(folder, **LONG_RUN)
+    assert wait_for(lambda: not lab_processes(folder), 5), lab_processes(folder)
