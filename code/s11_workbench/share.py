@@ -128,8 +128,8 @@ class Share:
     def _write(self, own, space, session_id: str, scope: str, prepared) -> tuple[str, str, str]:
         """三个下载走 📤 导出的同一个下载目录（downloads.offer_run）：按访客的空间计数、每个空间最多
         downloads.EXPORTS_PER_OWNER 份；内容没变（同一份 prepared）就直接用上次的文件，不再渲染、不写新字节。"""
-        key = downloads.content_key([space.space_id, scope, prepared.gathered, prepared.titles, prepared.sources,
-                                     prepared.messages, s11_review.manifest_lines(prepared.manifest, prepared.omitted)])
+        # 指纹 = 渲染的全部输入（复核表除外：它只决定了遮哪些，结果已经在 prepared 的文字里）
+        key = downloads.content_key([space.space_id, prepared._replace(review=None)])
         base = f"tree-{session_id}-{scope}"
         files = [(f"{base}.html", s11_tree_export.html_chunks(prepared)),
                  (f"{base}.md", s11_tree_export.markdown_chunks(prepared)),
