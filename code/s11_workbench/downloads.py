@@ -6,9 +6,10 @@
                            │ ensure_private_folder() 已存在的目录必须是本账号的、别人进不去的真实目录
                            │ prune_old_exports()     先删掉比 EXPORT_KEEP_SECONDS 更旧的 run-* 目录
                            └─> <下载目录>/run-xxxx/session-<id>.md + session-<id>.html   每次一个新目录，两次导出互不覆盖
-                               <下载目录>/owner-<空间>/run-<指纹>/…   给了 owner 时：同样的内容只写一份（reuse()
-                                                                    在渲染之前就能找到它），每个空间最多
-                                                                    EXPORTS_PER_OWNER 份，多了删最旧的
+                               <下载目录>/owner-<空间>/run-<指纹>/…   给了 owner 时（offer_run()）：同样的内容只写一份
+                                                                    （reuse_run() 在渲染之前就能找到它），每个空间
+                                                                    最多 EXPORTS_PER_OWNER 份，多了删最旧的
+    「🔗 分享」的 HTML + Markdown + JSONL ──> offer_run(owner=访客的空间, key=内容指纹, 三个文件)：同一个目录、同一个上限
 
 Key insight: gradio 在事件返回时就把下载文件复制进自己的缓存，所以我们的副本只需活过这一次点击；
 只有一个目录、一套检查、一种清理，哪个标签页的下载都一样安全、一样不会越积越多。
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 import atexit
 import functools
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -123,15 +126,28 @@ def _owner_folder(export_root: str, owner: str) -> str:
     return os.path.join(export_root, OWNER_PREFIX + owner)
 
 
-def _run_paths(run_dir: str, session_id: str) -> tuple[str, str]:
-    return (os.path.join(run_dir, f"session-{session_id}.md"), os.path.join(run_dir, f"session-{session_id}.html"))
+def content_key(facts) -> str:
+    """内容指纹（offer 的 key）：facts 能写成 JSON 的部分一样，指纹就一样。[1, "a"] -> 24 位十六进制。"""
+    text = json.dumps(facts, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def export_files(session_id: str, markdown, html) -> list:
+    """一次会话导出的两个文件：[(文件名, 内容)]。"""
+    return [(f"session-{session_id}.md", markdown), (f"session-{session_id}.html", html)]
 
 
 def reuse(session_id: str, owner: str, key: str, *, export_root: str | None = None) -> tuple[str, str] | None:
     """这个空间已经导出过同样内容（同一个 key）时，返回那两个文件（并把它记成刚用过）；否则 None。"""
+    names = [name for name, _ in export_files(session_id, "", "")]
+    return reuse_run(owner, key, names, export_root=export_root)
+
+
+def reuse_run(owner: str, key: str, names, *, export_root: str | None = None) -> tuple[str, ...] | None:
+    """owner-<owner>/run-<key>/ 里这些文件都在时返回它们的路径（并把这份记成刚用过）；否则 None。"""
     export_root = export_root or downloads_root()
     run_dir = os.path.join(_owner_folder(export_root, owner), f"run-{key}")
-    paths = _run_paths(run_dir, session_id)
+    paths = tuple(os.path.join(run_dir, name) for name in names)
     try:
         os.utime(run_dir)
     except OSError:
@@ -155,24 +171,31 @@ def cap_owner_exports(export_root: str, owner: str, cap: int, keep: str | None =
     return removed
 
 
-def write_text(path: str, text: str) -> None:
+def write_text(path: str, text) -> None:
+    """text：一个字符串，或依次写出的一串字符串（大文件不必先在内存里拼成一整个）。"""
     with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
+        handle.writelines([text] if isinstance(text, str) else text)
+
+
+def write_run(folder: str, files) -> tuple[str, ...]:
+    """把 files（[(文件名, 内容)]）写进 folder 下一个全新的 run-* 目录，按顺序返回各文件的路径。"""
+    ensure_private_folder(folder)
+    run_dir = tempfile.mkdtemp(prefix="run-", dir=folder)
+    try:
+        paths = []
+        for name, text in files:
+            path = os.path.join(run_dir, name)
+            write_text(path, text)
+            paths.append(path)
+        return tuple(paths)
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)  # 失败时不留下半个导出目录
+        raise
 
 
 def write_exports(session_id: str, markdown: str, html: str, export_root: str) -> tuple[str, str]:
     """把两份导出写进 export_root 下一个全新的 run-* 目录，返回 (.md 路径, .html 路径)。"""
-    ensure_private_folder(export_root)
-    run_dir = tempfile.mkdtemp(prefix="run-", dir=export_root)
-    try:
-        markdown_path = os.path.join(run_dir, f"session-{session_id}.md")
-        html_path = os.path.join(run_dir, f"session-{session_id}.html")
-        write_text(markdown_path, markdown)
-        write_text(html_path, html)
-        return markdown_path, html_path
-    except BaseException:
-        shutil.rmtree(run_dir, ignore_errors=True)  # 失败时不留下半个导出目录
-        raise
+    return write_run(export_root, export_files(session_id, markdown, html))
 
 
 def offer(session_id: str, markdown: str, html: str, *, export_root: str | None = None,
@@ -180,30 +203,45 @@ def offer(session_id: str, markdown: str, html: str, *, export_root: str | None 
           cap: int = EXPORTS_PER_OWNER) -> tuple[str, str]:
     """一次导出的两个下载文件 (.md 路径, .html 路径)：先清掉旧的，再写进检查过的私有目录。
 
-    给了 owner（空间）和 key（内容指纹，字母数字）时写进 owner-<owner>/run-<key>/：同一个 key 只写一份，
+    给了 owner（空间）和 key（内容指纹，字母数字）时交给 offer_run()：同一个 key 只写一份，
     这个空间的导出超过 cap 份时删掉最旧的。
     export_root 默认是本进程的 downloads_root()；写不进去时抛 FolderUnavailable（算在下载目录头上）。
     """
+    files = export_files(session_id, markdown, html)
+    if owner is not None and key is not None:
+        return offer_run(owner, key, files, export_root=export_root, keep_seconds=keep_seconds, cap=cap)
     export_root = export_root or downloads_root()
     with blame(DOWNLOADS_FOLDER, export_root):
         prune_old_exports(export_root, keep_seconds)
-        if owner is None or key is None:
-            return write_exports(session_id, markdown, html, export_root)
-        if not _SAFE_NAME.fullmatch(key):
-            raise ValueError(f"key {key!r} 只能是字母、数字、- 和 _")
+        return write_exports(session_id, markdown, html, export_root)
+
+
+def offer_run(owner: str, key: str, files, *, export_root: str | None = None,
+              keep_seconds: float = EXPORT_KEEP_SECONDS, cap: int = EXPORTS_PER_OWNER) -> tuple[str, ...]:
+    """一个空间的一份下载（任意几个文件）：files = [(文件名, 内容)]，内容是字符串或依次写出的一串字符串。
+
+    写进 owner-<owner>/run-<key>/：这个 key 已经有一份时直接用它，内容一个字也不读（可以是还没开始的生成器，
+    没变的内容就不必渲染）；这个空间的下载超过 cap 份时删掉最旧的。📤 导出和 🔗 分享都走这里。
+    """
+    export_root = export_root or downloads_root()
+    if not _SAFE_NAME.fullmatch(key):
+        raise ValueError(f"key {key!r} 只能是字母、数字、- 和 _")
+    with blame(DOWNLOADS_FOLDER, export_root):
+        prune_old_exports(export_root, keep_seconds)
         ensure_private_folder(export_root)
         folder = _owner_folder(export_root, owner)
         ensure_private_folder(folder)
         run_dir = os.path.join(folder, f"run-{key}")
-        found = reuse(session_id, owner, key, export_root=export_root)
+        names = [name for name, _ in files]
+        found = reuse_run(owner, key, names, export_root=export_root)
         if found is None:
-            fresh = os.path.dirname(write_exports(session_id, markdown, html, folder)[0])
+            fresh = os.path.dirname(write_run(folder, files)[0])
             try:
                 os.rename(fresh, run_dir)   # 原子地就位
             except OSError:
                 shutil.rmtree(fresh, ignore_errors=True)
                 if not os.path.isdir(run_dir):   # 不是“同时导出的另一次先到了”：真的写不进去
                     raise
-            found = _run_paths(run_dir, session_id)
+            found = tuple(os.path.join(run_dir, name) for name in names)
         cap_owner_exports(export_root, owner, cap, keep=run_dir)
         return found

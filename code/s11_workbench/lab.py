@@ -18,6 +18,11 @@ Key insight: 只讲道理，读者记不住；让书中原版真的在眼前坏�
 
 Scope: 只在自己的临时文件夹里读写；"写到一半被杀"需要 os.fork 和 SIGKILL（Linux / macOS），
 在一个单线程的子进程里 fork 写入进程（不在多线程的网页服务器里 fork）。
+
+Stopping: 每个写入子进程在自己的进程组里（它 fork 的写入进程也在这一组），记在 _RUNNERS 里。服务器停下时
+run_folder.remove() 先调 stop_writers()：整组先 SIGTERM，等 STOP_WAIT_SECONDS，还在的 SIGKILL——
+写入者都停了，才删本次启动的临时目录（否则它们会接着往里写，目录删不掉）。服务器被 kill -9 时，
+Linux 上子进程随之被杀（PR_SET_PDEATHSIG），写入进程最多再活 KILL_WRITER_SECONDS 秒。
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -43,6 +49,7 @@ import s11_book
 import s11_session
 from s11_export import fenced
 from s11_format import CHUNKED_VERSION, PLAIN_VERSION
+from s11_workbench import run_folder
 
 BOOK, OURS = "book", "ours"
 STORE_NAMES = {BOOK: "书中原版", OURS: "本仓库"}
@@ -60,6 +67,8 @@ KILL_RUNNER_TIMEOUT = 60.0
 TAIL_BYTES = 80
 RUNNER_MODULE = "s11_workbench.lab"   # 写入实验的子进程：python -m RUNNER_MODULE kill-rounds …
 CODE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # code/：子进程的 PYTHONPATH
+PARENT_VARIABLE = "S11_LAB_PARENT"   # 写入子进程的环境里：服务器的 pid（子进程启动途中服务器就没了也认得出）
+STOP_WAIT_SECONDS = 2.0        # 停下服务器时：SIGTERM 之后等写入子进程这么久，还在就 SIGKILL
 
 
 class LabError(RuntimeError):
@@ -208,9 +217,10 @@ def run_kill_rounds(kind: str, folder: str, rounds: int, messages: int, seed: in
 def _kill_one_round(kind: str, folder: str, session_id: str, base: List[Dict[str, Any]],
                     rng: random.Random) -> Dict[str, Any]:
     read_end, write_end = os.pipe()
-    started = time.perf_counter()
+    started, parent = time.perf_counter(), os.getpid()
     pid = os.fork()
     if pid == 0:   # 写入进程：被 SIGKILL 之前不会返回
+        _die_with_parent(parent)
         os.close(read_end)
         _write_until_killed(kind, folder, session_id, base, write_end)
     os.close(write_end)
@@ -286,12 +296,82 @@ def kill_rounds_in_subprocess(folder: str, rounds: int = KILL_ROUNDS, messages: 
     if not hasattr(os, "fork"):
         raise LabError("这个实验需要 os.fork 和 SIGKILL（Linux / macOS）；当前系统不支持")
     seed = random.randrange(2 ** 32) if seed is None else seed
-    runners = {kind: subprocess.Popen(
-        [sys.executable, "-m", RUNNER_MODULE, "kill-rounds", kind, os.path.join(folder, kind),
-         str(rounds), str(messages), str(seed)],
-        env=runner_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for kind in (BOOK, OURS)}
-    return {kind: _collect(runner) for kind, runner in runners.items()}
+    runners = {}
+    try:
+        for kind in (BOOK, OURS):
+            runners[kind] = start_runner([kind, os.path.join(folder, kind), str(rounds), str(messages), str(seed)])
+        return {kind: _collect(runner) for kind, runner in runners.items()}
+    finally:
+        for runner in runners.values():   # 出错返回时另一个也不留着；正常结束的什么都不做
+            _stop(runner, STOP_WAIT_SECONDS)
+            with _RUNNERS_LOCK:
+                _RUNNERS.discard(runner)
+
+
+# ── 写入子进程：登记在案，服务器停下时 stop_writers() 先结束它们 ──────────────────────────────
+_RUNNERS: set = set()          # 正在跑的写入子进程（进程级的资源，不是访客数据）
+_RUNNERS_LOCK = threading.Lock()
+
+
+def start_runner(arguments: List[str]) -> subprocess.Popen:
+    """python -m RUNNER_MODULE kill-rounds …：在自己的进程组里（连同它 fork 的写入进程一起停），登记在 _RUNNERS。"""
+    with _RUNNERS_LOCK:   # 登记和启动在同一把锁里：stop_writers() 不会漏掉一个刚启动的
+        environment = {**runner_environment(), PARENT_VARIABLE: str(os.getpid())}
+        runner = subprocess.Popen([sys.executable, "-m", RUNNER_MODULE, "kill-rounds", *arguments], env=environment,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        _RUNNERS.add(runner)
+    return runner
+
+
+def stop_writers(wait: float = STOP_WAIT_SECONDS) -> int:
+    """结束所有还在跑的写入子进程（连同它们的写入进程）：先 SIGTERM，等 wait 秒，还在的 SIGKILL。
+    返回停了几个。服务器停下时 run_folder.remove() 在删临时目录之前调它。"""
+    with _RUNNERS_LOCK:
+        runners = [runner for runner in _RUNNERS if runner.poll() is None]
+    for runner in runners:
+        _signal_group(runner, signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    for runner in runners:
+        _stop(runner, max(0.0, deadline - time.monotonic()))
+    return len(runners)
+
+
+def _stop(runner: subprocess.Popen, wait: float) -> None:
+    """整组先 SIGTERM，最多等 wait 秒，还在就整组 SIGKILL。只在子进程还活着（没收尸）时发：那时组号一定还是它的。
+    组里它 fork 的写入进程同时收到；子进程先死了的话，写入进程由 PR_SET_PDEATHSIG 跟着结束。"""
+    for signum, seconds in ((signal.SIGTERM, wait), (signal.SIGKILL, wait + 1)):
+        if runner.poll() is not None:
+            return
+        _signal_group(runner, signum)
+        try:
+            runner.wait(timeout=seconds)
+            return
+        except subprocess.TimeoutExpired:
+            continue   # 卡在内核里的进程：不让停服务器卡在这里
+
+
+def _signal_group(runner: subprocess.Popen, signum: int) -> None:
+    try:
+        os.killpg(runner.pid, signum)      # start_new_session：进程组号就是子进程的 pid
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+run_folder.before_remove(stop_writers)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux：父进程 parent 不在了，本进程就收到 SIGKILL（PR_SET_PDEATHSIG）；设上之前它就已经走了的话现在退出。
+    别的系统什么都不做（写入进程最多再活 KILL_WRITER_SECONDS 秒）。"""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def runner_environment() -> Dict[str, str]:
@@ -304,9 +384,11 @@ def _collect(runner: subprocess.Popen) -> Dict[str, Any]:
     try:
         out, err = runner.communicate(timeout=KILL_RUNNER_TIMEOUT)
     except subprocess.TimeoutExpired:
-        runner.kill()
+        _signal_group(runner, signal.SIGKILL)   # 连同它 fork 的写入进程
         runner.communicate()
         raise LabError(f"写入实验超过 {KILL_RUNNER_TIMEOUT:.0f} 秒还没结束，已终止") from None
+    if runner.returncode < 0:
+        raise LabError("写入实验的子进程被中止了（服务器正在停下？）")
     if runner.returncode != 0:
         raise LabError(f"写入实验的子进程出错（退出码 {runner.returncode}）：{err.strip()[-300:]}")
     return json.loads(out)
@@ -813,6 +895,7 @@ def _runner_main(argv: List[str]) -> int:
         print(f"用法：python -m {RUNNER_MODULE} kill-rounds book|ours FOLDER ROUNDS MESSAGES SEED（收到 {argv}）",
               file=sys.stderr)
         return 2
+    _die_with_parent(int(os.environ.get(PARENT_VARIABLE) or os.getppid()))
     print(json.dumps(run_kill_rounds(kind, folder, int(rounds), int(messages), int(seed)), ensure_ascii=False))
     return 0
 

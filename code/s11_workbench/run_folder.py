@@ -12,6 +12,8 @@
 Key insight: 只删“能证明没人在用”的目录：记录的进程不在了（或那个 pid 已被别的进程重用——启动时刻对不上），
 而且记录的是同一个会话目录；别的账号的、别的会话目录的、主人还活着的，一律不碰。
 停下时的清理由 app.py 负责：Ctrl+C、SIGTERM、SIGHUP 都变成正常退出，退出时 remove(folder)。
+remove() 先调 before_remove() 登记的停止函数（实验室用它结束还在往这里写的子进程），再删里面的东西，
+主人记录 owner.json 最后删：删到一半失败时它还在，下次启动的 remove_leftovers() 认得出这个目录、删得掉。
 """
 
 from __future__ import annotations
@@ -21,12 +23,25 @@ import os
 import shutil
 import stat
 import tempfile
-from typing import List, Optional
+import threading
+from typing import Callable, List, Optional
 
 RUN_ROOT_PREFIX = "s11_run_"
 OWNER_FILE = "owner.json"
 
-__all__ = ["create", "remove", "remove_leftovers", "process_started", "RUN_ROOT_PREFIX", "OWNER_FILE"]
+__all__ = ["create", "remove", "before_remove", "remove_leftovers", "process_started", "RUN_ROOT_PREFIX",
+           "OWNER_FILE"]
+
+# 删目录之前要先停下的东西（还在往里写的子进程）：进程级的资源，和 atexit 的登记表一样，不是访客数据
+_STOPPERS: List[Callable[[], object]] = []
+_STOPPERS_LOCK = threading.Lock()
+
+
+def before_remove(stop: Callable[[], object]) -> None:
+    """登记一个停止函数：remove() 删任何东西之前先调它（登记过的不重复登记）。"""
+    with _STOPPERS_LOCK:
+        if stop not in _STOPPERS:
+            _STOPPERS.append(stop)
 
 
 def process_started(pid: int) -> Optional[str]:
@@ -68,8 +83,49 @@ def create(sessions_dir: str, parent: Optional[str] = None) -> str:
     return folder
 
 
-def remove(folder: str) -> None:
-    shutil.rmtree(folder, ignore_errors=True)
+def remove(folder: str) -> bool:
+    """停下登记过的写入者，删掉 folder 里的一切，最后才删 owner.json 和目录本身。返回删干净了没有。
+
+    一个停止函数出错也照样删（退出时不能卡在这里）；删不干净时留着 owner.json，下次启动再删。"""
+    with _STOPPERS_LOCK:
+        stoppers = list(_STOPPERS)
+    for stop in stoppers:
+        try:
+            stop()
+        except Exception:   # 停不下来的也不妨碍删目录：删不干净的下次启动再删
+            pass
+    for _attempt in range(2):   # 第二遍：第一遍时正好有东西被写进来
+        for name in _names(folder):
+            if name != OWNER_FILE:
+                _remove_path(os.path.join(folder, name))
+    if _names(folder) not in ([], [OWNER_FILE]):
+        return False            # 还有东西：留着主人记录
+    try:
+        if os.path.lexists(os.path.join(folder, OWNER_FILE)):
+            os.unlink(os.path.join(folder, OWNER_FILE))
+        os.rmdir(folder)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    return True
+
+
+def _names(folder: str) -> List[str]:
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:
+        return []
+
+
+def _remove_path(path: str) -> None:
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 def remove_leftovers(sessions_dir: str, parent: Optional[str] = None) -> List[str]:

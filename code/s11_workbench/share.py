@@ -6,7 +6,8 @@
                         ▼ s11_review.scan()：每处命中一行 [规则, 上下文, 位置, 编号] + 每条规则几处 + 每处一个“揭开”勾选框
                  Share.download(token, view, 范围, 自己加的字符串, 勾选的编号, teacher=…)
                         │ 勾选的编号 = 揭开（只对这一次下载生效）；重新收集、重新复核（仓库可能刚变过）
-                        ▼ HTML + Markdown + JSONL 写进本进程私有的下载目录（downloads.py 的那一个）
+                        ▼ HTML + Markdown + JSONL 写进本进程私有的下载目录（downloads.offer_run：与 📤 导出同一个，
+                          按访客的空间最多 EXPORTS_PER_OWNER 份，内容没变就用上次的文件）
 
 Key insight: 复核表是这一次导出的参数，不是状态：下载时按勾选重新算一遍，
 没有被勾选的（新出现的、超出显示行数的、浏览器伪造的编号）命中一律遮住——默认永远是“表里找到的全部遮住”。
@@ -17,9 +18,6 @@ Safety: 命中的上下文是会话原文（含被遮住的那段，读者要靠
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 
 import s11_review
@@ -108,6 +106,7 @@ class Share:
         """按勾选的“揭开”编号（和自己加的字符串）写出 HTML、Markdown、JSONL 三个下载。"""
         try:
             session_id = _selected(view)
+            own = self.spaces.open(token)
             space = _space(self.spaces, token, view, teacher)
             scope = _scope(scope)
             gathered = s11_tree_export.gather(space.store, session_id, scope)
@@ -116,7 +115,7 @@ class Share:
             unmask = picked & {hit.hit_id for hit in review.hits[:MAX_ROWS]}   # 只认表里列出的编号
             prepared = s11_tree_export.prepare(space.store, session_id, scope, added=added, unmask=unmask,
                                                gathered=gathered, review=review)
-            files = self._write(session_id, scope, prepared)
+            files = self._write(own, space, session_id, scope, prepared)
         except (SessionError, OSError, s11_review.AddedMaskError) as error:
             return Panel(notice=_explain(error))
         manifest = "\n".join(f"- {literal_inline(line)}" for line in
@@ -126,25 +125,16 @@ class Share:
         return Panel(notice=done, rows=_rows(review), choices=_choices(review), unmask=sorted(unmask), summary=_summary(review, scope, len(gathered.nodes)),
                      manifest="#### 🔒 页面顶部的脱敏清单\n\n" + manifest, files=files)
 
-    def _write(self, session_id: str, scope: str, prepared) -> tuple[str, str, str]:
-        root = self.export_root
-        with downloads.blame(downloads.DOWNLOADS_FOLDER, root):
-            downloads.prune_old_exports(root, downloads.EXPORT_KEEP_SECONDS)
-            downloads.ensure_private_folder(root)
-            run_dir = tempfile.mkdtemp(prefix="run-", dir=root)
-            try:
-                paths = []
-                for suffix, writer in (("html", s11_tree_export.html_chunks), ("md", s11_tree_export.markdown_chunks),
-                                       ("jsonl", tree_jsonl.jsonl_lines)):
-                    path = os.path.join(run_dir, f"tree-{session_id}-{scope}.{suffix}")
-                    with open(path, "w", encoding="utf-8") as handle:
-                        for chunk in writer(prepared):
-                            handle.write(chunk)
-                    paths.append(path)
-                return tuple(paths)
-            except BaseException:
-                shutil.rmtree(run_dir, ignore_errors=True)   # 失败时不留下半个导出目录
-                raise
+    def _write(self, own, space, session_id: str, scope: str, prepared) -> tuple[str, str, str]:
+        """三个下载走 📤 导出的同一个下载目录（downloads.offer_run）：按访客的空间计数、每个空间最多
+        downloads.EXPORTS_PER_OWNER 份；内容没变（同一份 prepared）就直接用上次的文件，不再渲染、不写新字节。"""
+        # 指纹 = 渲染的全部输入（复核表除外：它只决定了遮哪些，结果已经在 prepared 的文字里）
+        key = downloads.content_key([space.space_id, prepared._replace(review=None)])
+        base = f"tree-{session_id}-{scope}"
+        files = [(f"{base}.html", s11_tree_export.html_chunks(prepared)),
+                 (f"{base}.md", s11_tree_export.markdown_chunks(prepared)),
+                 (f"{base}.jsonl", tree_jsonl.jsonl_lines(prepared))]
+        return downloads.offer_run(own.space_id, key, files, export_root=self.export_root)
 
 
 def _selected(view) -> str:

@@ -42,6 +42,7 @@ import shutil
 import sys
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
@@ -49,7 +50,7 @@ import s11_redact
 from s11_format import MAX_ID_LENGTH
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, SessionStore
 from s11_storage import PendingWrite
-from s11_text import human_size, os_error_reason, printable, public_name
+from s11_text import human_size, os_error_reason, public_name
 
 __all__ = ["SpaceError", "Limits", "Space", "Spaces", "TokenBucket", "ReadOnlyStore", "copy_lineage", "CopyResult",
            "redacted_copy",
@@ -218,14 +219,33 @@ class Space:
                   new_messages: Optional[list] = None, title: Optional[str] = None) -> SessionNode:
         """把 source 里 session_id 的祖先链脱敏后复制进本空间（同样的 ID），再在本空间里 fork。
         本空间里同一 ID 的节点已经变了（自己续写过）时不覆盖它：这一份以新 ID 另存，从新 ID 分叉。
-        先检查限额（复制的节点 + 新分支）；不限速——调用方按一次操作先调 throttle()。"""
+        先检查限额和磁盘余量：用的是这次真正要写的字节（复制的节点 + 新分支，含分块存放的大消息的新块），
+        放不下就一个字节都不写。不限速——调用方按一次操作先调 throttle()。"""
         self.writable()
-        chain = _lineage_or_raise(source.store, session_id)
-        missing = [s for s in chain if not os.path.exists(self.store.path_of(s["session_id"]))]
-        nbytes = sum(_size(source.store.path_of(s["session_id"])) for s in chain) * 2
-        self.require_room(sessions=len(missing) + 1, nbytes=nbytes)
-        copied = copy_lineage(source.store, session_id, self.store, redact=True)
-        return self.store.fork(copied.leaf_id, new_messages, at=at, title=title)
+        with self.store.batch():   # 算字节时编好的每条消息，随后保存这些节点时直接用（大会话不脱敏、不编码两遍）
+            plan = copy_lineage(source.store, session_id, self.store, redact=True, dry_run=True)
+            child = _planned_child(plan, at, new_messages, title)
+            nbytes = max(0, sum(self.store.write_costs(plan.to_write + [child])))
+            self.require_room(sessions=len(plan.to_write) + 1, nbytes=nbytes)
+            try:
+                for node in plan.to_write:
+                    self.store.save(node)   # 修订 0：算过之后正好有人建了同一个 ID 时 ConflictError，绝不覆盖
+            except ConflictError:           # 那就按 copy_lineage 的规矩重来一遍：同样内容的跳过，不同的换新 ID
+                copied = copy_lineage(source.store, session_id, self.store, redact=True)
+                return self.store.fork(copied.leaf_id, new_messages, at=at, title=title)
+            self.store.save(child)          # 就是 store.fork() 会建的那个节点（新 ID、修订 0）
+            return child
+
+
+def _planned_child(plan: "CopyResult", at: Optional[int], new_messages: Optional[list],
+                   title: Optional[str]) -> SessionNode:
+    """fork_from 要建的新分支，和 store.fork(祖先链的末端, …) 建的一样；at 不对时 SessionError，什么都还没写。"""
+    parent = plan.leaf
+    keep = len(parent.messages) if at is None else at
+    if isinstance(keep, bool) or not isinstance(keep, int) or not 0 <= keep <= len(parent.messages):
+        raise SessionError(f"分叉位置 at={at!r} 无效：会话 {parent.session_id} 只有 {len(parent.messages)} 条消息")
+    return SessionNode(title=title or f"{parent.title} · 分支", parent_id=parent.session_id,
+                       messages=list(parent.messages[:keep]) + list(new_messages or []), fork_point=keep)
 
 
 class Spaces:
@@ -485,9 +505,10 @@ class Spaces:
     # ── 课堂：学生给老师看的名字 ─────────────────────────────────────────────────────────────
     def set_display_name(self, token, name) -> str:
         """学生给自己起的名字（可选，只出现在老师的视图里）。存在自己空间的 .profile.json；空串 = 不要名字。
-        返回整理后的名字：压掉控制字符和换行，最多 MAX_NAME_CHARS 个字。"""
+        返回整理后的名字（见 checked_display_name）：去掉看不见的字符，空白压成一个，最多 MAX_NAME_CHARS 个字；
+        太长或看不见的名字 SpaceError，原来的名字不变。"""
         space = self.open(token).writable()
-        cleaned = clean_display_name(name)
+        cleaned = checked_display_name(name)
         _write_json(os.path.join(space.folder, PROFILE_FILE), {"name": cleaned})
         return cleaned
 
@@ -596,6 +617,8 @@ class CopyResult(NamedTuple):
     counts: Dict[str, int]        # 脱敏：session_id 这个节点里各遮住几处（它带着从根开始的全部消息）
     chain_counts: Dict[str, int]  # 脱敏：整条祖先链的每个文件合计（继承的消息在每个节点里各算一次）
     nodes: int                    # 祖先链上有几个节点
+    to_write: List[SessionNode]   # 写入（或会写入）的节点本身，与 written 一一对应
+    leaf: SessionNode             # session_id 在目标里的那个节点（已有的，或会写入的这一份）
 
 
 def redacted_copy(node: SessionNode) -> Tuple[Dict, Dict[str, int]]:
@@ -623,8 +646,9 @@ def _renamed_id(session_id: str, data: Dict, attempt: int) -> str:
 _CANDIDATES = 5   # 原 ID + 4 个新 ID 都被占了（都被续写过）就拒绝
 
 
-def _place(target: SessionStore, node: SessionNode, data: Dict, dry_run: bool) -> Tuple[Optional[str], bool]:
-    """(data 在 target 里落在哪个 ID 上, 是否（会）新写)：已有同样内容的 → 那个 ID；空着的 → 在那里保存
+def _place(target: SessionStore, node: SessionNode, data: Dict,
+           dry_run: bool) -> Tuple[Optional[SessionNode], bool]:
+    """(data 在 target 里落成的节点, 是否（会）新写)：已有同样内容的 → 那个节点；空着的 ID → 在那里保存
     （dry_run 不存）；内容不同的从不覆盖，换下一个候选 ID。候选都被占了返回 (None, False)。"""
     candidates = [node.session_id] + [_renamed_id(node.session_id, data, n) for n in range(1, _CANDIDATES)]
     for wanted in candidates:
@@ -632,14 +656,14 @@ def _place(target: SessionStore, node: SessionNode, data: Dict, dry_run: bool) -
             existing = target.load(wanted)
             if existing is not None:
                 if existing.to_dict() == {**data, "session_id": wanted}:
-                    return wanted, False
+                    return existing, False
                 break   # 内容不同：保留它，试下一个 ID
-            if dry_run:
-                return wanted, True
             copy = SessionNode.from_dict({**data, "session_id": wanted, "created_ns": node.created_ns})
+            if dry_run:
+                return copy, True
             try:
                 target.save(copy)   # 修订 0：正好有人同时建了这个 ID 时 ConflictError，绝不覆盖
-                return wanted, True
+                return copy, True
             except ConflictError:
                 continue
     return None, False
@@ -655,6 +679,8 @@ def copy_lineage(source: SessionStore, session_id: str, target: SessionStore, *,
         target 里的 A 被续写过      →  target: 根 ─ A（原样）   根 ─ A-<摘要> ─ B
     """
     written: List[str] = []
+    to_write: List[SessionNode] = []
+    placed: Optional[SessionNode] = None
     renamed: Dict[str, str] = {}
     counts: Dict[str, int] = {}
     chain_counts: Dict[str, int] = {}
@@ -668,15 +694,17 @@ def copy_lineage(source: SessionStore, session_id: str, target: SessionStore, *,
             chain_counts[label] = chain_counts.get(label, 0) + count
         if data["parent_id"] in renamed:
             data["parent_id"] = renamed[data["parent_id"]]
-        wanted, wrote = _place(target, node, data, dry_run)
-        if wanted is None:
+        placed, wrote = _place(target, node, data, dry_run)
+        if placed is None:
             raise SpaceError(f"无法复制会话 {node.session_id}：目标里同名的几份都与它内容不同，已全部保留原样；"
                              "请稍后再试，或先删除不要的副本")
         if wrote:
-            written.append(wanted)
-        if wanted != node.session_id:
-            renamed[node.session_id] = wanted
-    return CopyResult(renamed.get(session_id, session_id), written, renamed, counts, chain_counts, len(chain))
+            written.append(placed.session_id)
+            to_write.append(placed)
+        if placed.session_id != node.session_id:
+            renamed[node.session_id] = placed.session_id
+    return CopyResult(renamed.get(session_id, session_id), written, renamed, counts, chain_counts, len(chain),
+                      to_write, placed)
 
 
 # ── 文件夹统计 ──────────────────────────────────────────────────────────────────
@@ -840,10 +868,59 @@ def last_activity(folder: str) -> float:
 
 
 # ── 小 JSON 文件：名字、归档说明 ──────────────────────────────────────────────────────────
+# ── 名字：先截短，再整理；看不见的名字不收 ──────────────────────────────────────────────────────
+MAX_NAME_INPUT = 400   # 名字框收到的字符最多看这么多：更长的直接拒绝，整理（规范化、逐字检查）只花在这么多字上
+# 看不见的字符（Unicode 的 Default_Ignorable_Code_Point 加盲文空白 U+2800）：零宽字符、方向控制、变体选择符，
+# 还有韩文填充符 U+115F U+1160 U+3164 U+FFA0——它们是“字母”（Lo），按类别挡不住，只能列出来
+_IGNORABLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+                        "\u2060-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+                        "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+_EMOJI_JOINERS = "\u200d\ufe0e\ufe0f"   # 把 emoji 连成一个（👨‍👩‍👧、❤️）：留在名字里，但不算看得见的字
+_HIDDEN_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}   # 控制、格式、代理、私用、未分配、行/段分隔
+
+
+def _name_text(name) -> str:
+    return name if isinstance(name, str) else "" if name is None else str(name)
+
+
+def _tidy_name(text: str) -> str:
+    """截到 MAX_NAME_INPUT 个字符，NFC 规范化，空白压成一个空格，去掉看不见的字符，最多 MAX_NAME_CHARS 个字。"""
+    text = unicodedata.normalize("NFC", text[:MAX_NAME_INPUT])
+    kept = []
+    for char in text:
+        if char.isspace():
+            kept.append(" ")
+        elif char in _EMOJI_JOINERS or not (unicodedata.category(char) in _HIDDEN_CATEGORIES or _IGNORABLE.match(char)):
+            kept.append(char)
+    return " ".join("".join(kept).split())[:MAX_NAME_CHARS].strip()
+
+
+def _visible(name: str) -> bool:
+    """至少有一个看得见的字：字母、数字、标点或符号（单独的附加符号、空白、emoji 连接符不算）。"""
+    return any(unicodedata.category(char)[0] in "LNPS" for char in name if char not in _EMOJI_JOINERS)
+
+
+def checked_display_name(name) -> str:
+    """同学要用的名字 -> 整理后的名字；'' = 不要名字。太长的、只有看不见的字符的，SpaceError（中文，什么都没存）。
+
+        '  小明\n<b>  ' -> '小明 <b>'      '\u3164\u3164' -> SpaceError      '   ' -> ''
+    """
+    text = _name_text(name)
+    if len(text) > MAX_NAME_INPUT:   # 先看长度（不碰内容）：200 万个字的名字也只花这一步
+        raise SpaceError(f"名字太长了（{len(text):,} 个字符）：最多 {MAX_NAME_CHARS} 个字，请换一个短一点的名字；"
+                         "原来的名字没有改")
+    cleaned = _tidy_name(text)
+    if text.strip() and not _visible(cleaned):
+        raise SpaceError("名字里没有看得见的字（只有零宽字符、韩文填充符 U+3164 之类的隐形字符或空白）："
+                         "请换一个名字，不想要名字就把框清空；原来的名字没有改")
+    return cleaned
+
+
 def clean_display_name(name) -> str:
-    """'  小明\\n<b>  ' -> '小明 <b>'：压掉换行和控制字符，最多 MAX_NAME_CHARS 个字（仍按不可信的文字显示）。"""
-    text = " ".join(printable(str(name or "")).replace("\\n", " ").replace("\\t", " ").split())
-    return text[:MAX_NAME_CHARS]
+    """显示一个名字（存着的、页面回显的）：和 checked_display_name 一样整理，但不抛异常——
+    太长的先截短再整理，看不见的当作没有名字（''）。"""
+    cleaned = _tidy_name(_name_text(name))
+    return cleaned if _visible(cleaned) else ""
 
 
 def _read_json(path: str) -> dict:

@@ -414,3 +414,66 @@ def test_a_space_too_big_to_judge_says_so_on_the_lesson_page_and_in_the_teacher_
     assert "这个空间的会话太多，无法判题（3 个，上限 2）" in page.hint and not page.solved
     row = classroom.student(teacher, spaces.teacher_secret, spaces.verify(student))
     assert "这个空间的会话太多，无法判题（3 个，上限 2）" in row
+
+
+# ── issue 41 item 12: invisible and huge display names ──────────────────────────────────────────────────
+INVISIBLE_NAMES = {
+    "hangul-filler": "\u3164\u3164\u3164",
+    "choseong-filler": "\u115f",
+    "jungseong-filler": "\u1160",
+    "halfwidth-filler": "\uffa0\uffa0",
+    "zero-width-space": "\u200b\u200b",
+    "joiners-and-marks": "\u200d\u200c\u2060\ufeff",
+    "bidi-controls": "\u202e\u2066\u200f",
+    "variation-selectors": "\ufe0f\ufe00",
+    "braille-blank": "\u2800\u2800",
+    "tag-characters": "\U000e0041\U000e0042",
+    "combining-mark-alone": "\u0301\u0308",
+    "fillers-between-spaces": " \u3164 \u3000 \uffa0 ",
+}
+
+
+@pytest.mark.parametrize("name", INVISIBLE_NAMES.values(), ids=INVISIBLE_NAMES.keys())
+def test_an_invisible_name_is_refused_in_chinese_and_the_saved_name_stays(room, name):
+    spaces, lesson, _ = room
+    token = spaces.new_token()
+    lesson.set_name(token, LessonView(), "小明")
+    profile = Path(spaces.open(token).folder) / ".profile.json"
+    before = profile.read_bytes()
+    page = lesson.set_name(token, LessonView(), name)
+    assert "看得见的字" in page.notice and page.name != name
+    assert profile.read_bytes() == before
+    assert spaces.display_names(spaces.teacher_secret) == {spaces.verify(token): "小明"}
+    with pytest.raises(SpaceError, match="看得见的字"):
+        spaces.set_display_name(token, name)
+
+
+def test_a_huge_name_is_refused_before_any_work_and_the_saved_name_stays(room):
+    spaces, lesson, _ = room
+    token = spaces.new_token()
+    lesson.set_name(token, LessonView(), "小明")
+    page = lesson.set_name(token, LessonView(), "长" * 2_000_000)
+    assert "太长" in page.notice and "2,000,000" in page.notice
+    assert spaces.display_names(spaces.teacher_secret) == {spaces.verify(token): "小明"}
+
+
+def test_invisible_characters_inside_a_visible_name_are_removed(room):
+    spaces, lesson, _ = room
+    token = spaces.new_token()
+    page = lesson.set_name(token, LessonView(), "\u3164小\u200b明\u202e\u115f  同学\uffa0")
+    assert page.name == "小明 同学"
+    assert spaces.display_names(spaces.teacher_secret) == {spaces.verify(token): "小明 同学"}
+    family = lesson.set_name(token, LessonView(), "👨\u200d👩\u200d👧 一家")   # emoji joiners stay inside a name
+    assert family.name == "👨\u200d👩\u200d👧 一家"
+    assert lesson.set_name(token, LessonView(), " \u3000 ").name == ""      # only spaces: no name, as before
+    assert spaces.display_names(spaces.teacher_secret) == {}
+
+
+def test_a_saved_invisible_or_huge_name_shows_as_no_name_in_the_class_view(room):
+    spaces, _, classroom = room
+    filler, huge = spaces.new_token(), spaces.new_token()
+    (Path(spaces.open(filler).folder) / ".profile.json").write_text(json.dumps({"name": "\u3164\u3164"}))
+    (Path(spaces.open(huge).folder) / ".profile.json").write_text(json.dumps({"name": "\u3164" * 500 + "小红"}))
+    # the stored text is cut to MAX_NAME_INPUT characters before it is cleaned: 小红 lies past the cut
+    assert spaces.display_names(spaces.teacher_secret) == {}   # no row shows an empty-looking name
+    assert spaces.display_name(filler) == ""

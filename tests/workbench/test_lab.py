@@ -11,16 +11,19 @@ import inspect
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 import s11_book
 import s11_format
-from s11_workbench import lab
+from s11_workbench import lab, run_folder
 
 CODE_DIR = Path(__file__).resolve().parents[2] / "code"
 CHAPTER = Path(__file__).resolve().parents[2].parent / "shared" / "chapter-8.11.md"   # ../shared from the repo
@@ -297,3 +300,163 @@ def test_the_runner_reports_every_round_and_the_full_session_size(tmp_path):
     report = run_runner(lab.BOOK, tmp_path / "book", rounds=2, messages=20)
     assert report["kind"] == "book" and len(report["rounds"]) == 2
     assert report["session_bytes"] > 20 * len(lab.KILL_MESSAGE_TEXT.encode())
+
+
+# ── issue 41 item 9: stopping the app during a lab run stops the writers, then the run folder goes ──────────
+REPO = Path(__file__).resolve().parents[2]
+LONG_RUN = {"rounds": 400, "messages": 200}   # a kill experiment that outlives every wait below
+APP_DURING_LAB = f"""
+import sys, threading, time
+sys.path[:0] = [{str(REPO)!r}, {str(CODE_DIR)!r}]
+import app
+from s11_workbench import lab
+
+def serve(args):   # app.main() as it is, with a lab run in a worker thread instead of the web server
+    def run():
+        try:
+            lab.run_experiment("kill", rounds={LONG_RUN['rounds']}, messages={LONG_RUN['messages']})
+        except Exception as error:
+            print("lab:", type(error).__name__, error, flush=True)
+    threading.Thread(target=run, daemon=True).start()
+    while True:
+        time.sleep(0.1)
+
+app.serve = serve
+app.main(sys.argv[1:])
+"""
+
+
+def lab_processes(marker: str) -> list[int]:
+    """Live processes (not zombies) whose command line names marker: the lab's runners and their forked writers."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if marker in command and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_for(predicate, seconds: float) -> bool:
+    """Poll predicate until it holds or `seconds` pass (a bound on waiting, not an assertion about speed)."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/cmdline").exists() or not hasattr(os, "fork"),
+                                reason="reads /proc to find the lab's processes")
+
+
+@needs_proc
+def test_removing_the_run_folder_stops_the_lab_writers_first(tmp_path, monkeypatch):
+    folder = run_folder.create(str(tmp_path / "sessions"), parent=str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", folder)
+    outcome = []
+
+    def run():
+        try:
+            outcome.append(lab.run_experiment("kill", **LONG_RUN))
+        except Exception as error:
+            outcome.append(error)
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    assert wait_for(lambda: len(lab_processes(folder)) >= 3, 60), "the kill experiment never started"
+
+    assert run_folder.remove(folder) is True
+    assert not Path(folder).exists()
+    assert wait_for(lambda: not lab_processes(folder), 5), lab_processes(folder)   # runners and writers: all gone
+    worker.join(30)
+    assert len(outcome) == 1 and isinstance(outcome[0], lab.LabError) and "中止" in str(outcome[0])
+    assert not Path(folder).exists()                                              # nothing wrote it back
+
+
+@needs_proc
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_during_a_lab_run_stops_the_writers_and_removes_the_run_folder(tmp_path, stop):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {key: value for key, value in os.environ.items() if key != "GRADIO_TEMP_DIR"}
+    env.update(TMPDIR=str(temp), PYTHONUNBUFFERED="1")
+    app = subprocess.Popen([sys.executable, "-c", APP_DURING_LAB, "--sessions-dir", str(tmp_path / "sessions")],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        assert wait_for(lambda: len(lab_processes(str(temp))) >= 3, 60), "the kill experiment never started"
+        [run] = [path for path in temp.iterdir() if path.name.startswith(run_folder.RUN_ROOT_PREFIX)]
+        app.send_signal(stop)
+        out, _ = app.communicate(timeout=30)
+        assert "已停止" in out.decode("utf-8"), out
+        assert wait_for(lambda: not lab_processes(str(temp)), 5), lab_processes(str(temp))
+        assert not run.exists(), list(run.rglob("*"))
+        assert list(temp.iterdir()) == []
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+        for pid in lab_processes(str(temp)):   # never leave a runaway writer behind a failing test
+            os.kill(pid, signal.SIGKILL)
+
+
+@needs_proc
+def test_a_killed_app_takes_its_lab_writers_along_and_the_next_start_removes_its_folder(tmp_path):
+    temp, sessions = tmp_path / "tmp", tmp_path / "sessions"
+    temp.mkdir()
+    env = {key: value for key, value in os.environ.items() if key != "GRADIO_TEMP_DIR"}
+    env.update(TMPDIR=str(temp), PYTHONUNBUFFERED="1")
+    app = subprocess.Popen([sys.executable, "-c", APP_DURING_LAB, "--sessions-dir", str(sessions)],
+                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_for(lambda: len(lab_processes(str(temp))) >= 3, 60), "the kill experiment never started"
+        [run] = [path for path in temp.iterdir() if path.name.startswith(run_folder.RUN_ROOT_PREFIX)]
+        assert run_folder.remove_leftovers(str(sessions), parent=str(temp)) == [] and run.exists()   # owner alive
+        app.kill()                                                                   # kill -9: no clean-up at all
+        app.wait()
+        assert run.exists() and (run / run_folder.OWNER_FILE).exists()
+        assert wait_for(lambda: not lab_processes(str(temp)), 10), lab_processes(str(temp))
+        assert run_folder.remove_leftovers(str(sessions), parent=str(temp)) == [str(run)]
+        assert list(temp.iterdir()) == []
+    finally:
+        for pid in lab_processes(str(temp)):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_half_removed_run_folder_keeps_its_owner_record_so_the_next_start_removes_it(tmp_path, monkeypatch):
+    sessions = tmp_path / "sessions"
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    folder = Path(tmp_path / "s11_run_left")
+    folder.mkdir()
+    (folder / run_folder.OWNER_FILE).write_text(json.dumps({"pid": gone.pid, "started": None,
+                                                            "sessions_dir": str(sessions.resolve())}))
+    (folder / "gradio").mkdir()
+    (folder / "gradio" / "stuck.bin").write_bytes(b"x")
+    (folder / "gradio" / "upload.jsonl").write_text("transcript")
+    real_unlink = os.unlink
+
+    def stuck(path, *args, **kwargs):   # one file cannot be removed this time (a writer still holds the folder)
+        if os.path.basename(path) == "stuck.bin":
+            raise PermissionError(1, "Operation not permitted")
+        return real_unlink(path, *args, **kwargs)
+    monkeypatch.setattr(os, "unlink", stuck)
+    run_folder.remove(str(folder))
+    assert (folder / run_folder.OWNER_FILE).exists()          # the owner record goes last, so it is still there
+    monkeypatch.setattr(os, "unlink", real_unlink)
+    assert run_folder.remove_leftovers(str(sessions), parent=str(tmp_path)) == [str(folder)]
+    assert not folder.exists()
+
+
+@needs_proc
+def test_a_timed_out_kill_experiment_leaves_no_runner_or_writer_behind(tmp_path, monkeypatch):
+    monkeypatch.setattr(lab, "KILL_RUNNER_TIMEOUT", 1.0)   # the first runner "hangs": the other must not live on
+    folder = str(tmp_path / "lab")
+    with pytest.raises(lab.LabError, match="还没结束"):
+        lab.kill_rounds_in_subprocess(folder, **LONG_RUN)
+    assert wait_for(lambda: not lab_processes(folder), 5), lab_processes(folder)

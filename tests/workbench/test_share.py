@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from s11_session import SessionStore
+from s11_workbench import downloads
 from s11_workbench.explorer import SHELF, Explorer, View
 from s11_workbench.share import MAX_ROWS, Share
 from s11_workbench.spaces import Limits, Spaces
@@ -140,3 +141,60 @@ def test_the_tree_jsonl_imports_through_the_explorer_upload(share, spaces, stude
     assert {s["session_id"] for s in theirs.list_sessions()} == set(ids.values())
     again = explorer.import_upload(friend, View(), str(upload))
     assert "新写入 0" in again.report and "未变化 5" in again.report
+
+
+# ── downloads: the same capped, reused downloads folder as 📤 export (issue 41 item 4) ──────────────────────
+def _files_on_disk(root: Path) -> dict:
+    """Every file under the downloads folder → (inode, mtime, size): a rewrite or a new file changes this."""
+    found = {}
+    for path in root.rglob("*"):
+        if path.is_file():
+            info = path.stat()
+            found[str(path)] = (info.st_ino, info.st_mtime_ns, info.st_size)
+    return found
+
+
+def test_seventy_clicks_by_one_visitor_keep_at_most_the_cap_and_leave_other_visitors_alone(share, spaces, student,
+                                                                                         tmp_path):
+    token, ids = student
+    other = spaces.new_token()
+    theirs = three_branches(spaces.open(other).store)
+    kept = share.download(other, View(session_id=theirs["root"]), "tree", "", []).files
+    before = {path: Path(path).read_bytes() for path in kept}
+    store = spaces.open(token).store
+    for click in range(70):   # the tree changes before every click: each download is new content
+        node = store.load(ids["c"])
+        node.messages.append({"role": "user", "content": f"第 {click} 次修改"})
+        store.save(node)
+        panel = share.download(token, View(session_id=ids["root"]), "tree", "", [])
+        assert panel.files[0] is not None, panel.notice
+        assert f"第 {click} 次修改" in Path(panel.files[1]).read_text(encoding="utf-8")   # the newest content
+    exports = tmp_path / "exports"
+    mine = [path for path in exports.rglob("*.html") if str(path) not in before]
+    assert len(mine) <= downloads.EXPORTS_PER_OWNER
+    assert len(list(exports.rglob("*.jsonl"))) <= downloads.EXPORTS_PER_OWNER + 1
+    assert {path: Path(path).read_bytes() for path in kept} == before   # the other visitor's download is untouched
+
+
+def test_an_unchanged_tree_reuses_the_last_download_and_writes_no_new_bytes(share, student, tmp_path):
+    token, ids = student
+    first = share.download(token, View(session_id=ids["b1"]), "path", "", [])
+    on_disk = _files_on_disk(tmp_path / "exports")
+    again = share.download(token, View(session_id=ids["b1"]), "path", "", [])
+    assert again.files == first.files and again.notice.startswith("✅")
+    assert _files_on_disk(tmp_path / "exports") == on_disk      # same files, same inodes, nothing rewritten
+    unmasked = share.review(token, View(session_id=ids["b1"]), "path", "").rows[0][3]
+    changed = share.download(token, View(session_id=ids["b1"]), "path", "", [unmasked])
+    assert changed.files != first.files                         # another choice is another download
+    assert "alice@example.com" in Path(changed.files[1]).read_text(encoding="utf-8")
+
+
+def test_share_downloads_and_exports_share_one_cap_per_visitor(share, spaces, student, tmp_path):
+    token, ids = student
+    explorer = Explorer(spaces, export_root=str(tmp_path / "exports"))
+    for session_id in ids.values():
+        explorer.export(token, View(session_id=session_id))
+        share.download(token, View(session_id=session_id), "path", "", [])
+    owner = tmp_path / "exports" / f"owner-{spaces.open(token).space_id}"
+    assert len(list(owner.glob("run-*"))) == downloads.EXPORTS_PER_OWNER
+    assert list((tmp_path / "exports").glob("run-*")) == []    # nothing outside the visitor's capped folder

@@ -7,11 +7,13 @@ shelf and the student's space is read back as raw bytes to prove the secrets are
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 
-from s11_session import SessionNode, SessionStore
+from s11_session import SessionError, SessionNode, SessionStore
 from s11_workbench.spaces import Limits, SpaceError, Spaces
 
 SECRET = "teacher-secret-for-copies"
@@ -146,3 +148,87 @@ def test_a_shelf_file_left_unredacted_by_an_older_version_is_redacted_when_forke
     student.fork_from(spaces.shelf(), "old-shelf-node")
     for secret in (EMAIL, str(PHONE)):
         assert secret.encode() not in raw_bytes(Path(student.folder))
+
+
+# ── issue 41 item 8: a fork from the shelf counts the chunk bytes it will write ─────────────────────────────
+def big_messages(total_bytes: int) -> list:
+    """Plain words (nothing a redaction rule masks) in 8 KB messages: the session is stored in chunks (version 4)."""
+    words = ["会话", "分支", "树", "branch", "fork", "node", "保存", "读取"]
+    count = total_bytes // 8_000
+    return [{"role": "user" if number % 2 else "assistant",
+             "content": f"第 {number} 条 " + " ".join(words[(number + k) % len(words)] for k in range(1_600))}
+            for number in range(count)]
+
+
+def test_a_fork_of_a_chunked_shelf_session_past_the_quota_is_refused_and_writes_nothing(tmp_path):
+    spaces = Spaces(tmp_path, teacher_secret=SECRET,
+                    limits=Limits(create_burst=1000, max_bytes=1024 * 1024, min_free_bytes=0))
+    teacher = spaces.open(spaces.new_token())
+    root_id = teacher.store.create_session("大会话", big_messages(2_500_000))
+    spaces.publish(SECRET, teacher.space_id, root_id)
+    shelf_file = Path(spaces.shelf().store.path_of(root_id))
+    assert json.loads(shelf_file.read_text(encoding="utf-8").split("\n", 1)[0])["version"] == 4   # stored in chunks
+    student = spaces.open(spaces.new_token())
+    before = raw_bytes(Path(student.folder))
+
+    with pytest.raises(SpaceError, match="会超过上限 1.0 MB") as refused:
+        student.fork_from(spaces.shelf(), root_id, at=3)
+    asked_mb = float(re.search(r"再写 ([\d.]+) MB", str(refused.value)).group(1))
+    on_shelf_mb = len(raw_bytes(tmp_path / "shelf")) / (1024 * 1024)   # the copy's file and its chunks
+    assert asked_mb >= on_shelf_mb - 0.1                           # the real bytes, chunks included
+
+    assert raw_bytes(Path(student.folder)) == before and student.store.list_sessions() == []
+
+
+def test_the_disk_reserve_is_checked_with_the_chunk_bytes_too(tmp_path, monkeypatch):
+    import s11_workbench.spaces as spaces_module
+
+    spaces = Spaces(tmp_path, teacher_secret=SECRET, limits=Limits(create_burst=1000, min_free_bytes=8_000_000))
+    teacher = spaces.open(spaces.new_token())
+    root_id = teacher.store.create_session("大会话", big_messages(2_500_000))
+    spaces.publish(SECRET, teacher.space_id, root_id)
+    student = spaces.open(spaces.new_token())
+    before = raw_bytes(Path(student.folder))
+    # a disk with 10 MB free and an 8 MB reserve: 2 MB may be written (other helpers' writes must not move it)
+    disk = spaces_module.shutil.disk_usage(student.folder)._replace(free=10_000_000)
+    monkeypatch.setattr(spaces_module.shutil, "disk_usage", lambda path: disk)
+    with pytest.raises(SpaceError, match="服务器磁盘只剩"):
+        student.fork_from(spaces.shelf(), root_id)
+    assert raw_bytes(Path(student.folder)) == before and student.store.list_sessions() == []
+
+
+def test_a_fork_that_fits_still_writes_once_and_is_counted_exactly(tmp_path):
+    spaces = Spaces(tmp_path, teacher_secret=SECRET,
+                    limits=Limits(create_burst=1000, max_bytes=4 * 1024 * 1024, min_free_bytes=0))
+    teacher = spaces.open(spaces.new_token())
+    root_id = teacher.store.create_session("大会话", big_messages(2_500_000))
+    spaces.publish(SECRET, teacher.space_id, root_id)
+    student = spaces.open(spaces.new_token())
+    fork = student.fork_from(spaces.shelf(), root_id, new_messages=[{"role": "user", "content": "我的问题"}])
+    assert student.store.load(fork.session_id).messages[-1]["content"] == "我的问题"
+    assert student.store.load(root_id).messages == spaces.shelf().store.load(root_id).messages
+    newcomer = spaces.open(spaces.new_token())
+    before = raw_bytes(Path(newcomer.folder))
+    with pytest.raises(SessionError, match="分叉位置"):          # a bad fork point: refused before the copy is written
+        newcomer.fork_from(spaces.shelf(), root_id, at=10_000)
+    assert raw_bytes(Path(newcomer.folder)) == before and newcomer.store.list_sessions() == []
+
+
+def test_a_node_created_between_the_count_and_the_copy_is_kept_and_the_copy_takes_a_new_id(spaces, monkeypatch):
+    teacher = spaces.open(spaces.new_token())
+    root_id = teacher.store.create_session("老师的示例", HELLO)
+    spaces.publish(SECRET, teacher.space_id, root_id)
+    student = spaces.open(spaces.new_token())
+    real_save, raced = student.store.save, []
+
+    def save_after_a_rival(node):   # another tab of the same student writes the same id first
+        if not raced:
+            raced.append(True)
+            rival = SessionNode(session_id=root_id, title="另一个标签页", messages=[{"role": "user", "content": "抢先"}])
+            SessionStore(student.folder).save(rival)
+        return real_save(node)
+    monkeypatch.setattr(student.store, "save", save_after_a_rival)
+    fork = student.fork_from(spaces.shelf(), root_id, new_messages=[{"role": "user", "content": "我的问题"}])
+    assert student.store.load(root_id).title == "另一个标签页"             # never overwritten
+    assert fork.parent_id != root_id and student.store.load(fork.parent_id).messages == HELLO
+    assert student.store.load(fork.session_id).messages == HELLO + [{"role": "user", "content": "我的问题"}]
