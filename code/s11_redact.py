@@ -45,7 +45,7 @@ import copy
 import datetime
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 MARKER = "[已脱敏:{label}]"
@@ -514,28 +514,38 @@ def scan_value(value: Any) -> list[Finding]:
     [(('phone',), 'value', '13812345678', '手机号'), (('a@b.io',), 'key', 'a@b.io', '邮箱'), (('passwd',), 'value', 'x', '凭据')]
     """
     findings: list[Finding] = []
-    _scan(value, [], False, findings)
+    for path, part, text, credential in places(value):
+        spans = find(text)
+        if not spans and credential and text.strip() and not _is_reference(text.strip()) and _MARKER_START not in text:
+            spans = [(0, len(text), _CREDENTIAL_LABEL)]   # 名字说它是凭据，值又不是引用：整个遮住
+        findings += [Finding(path, part, start, end, label, text) for start, end, label in spans]
     return findings
 
 
-def _scan(item: Any, path: list, credential: bool, findings: list[Finding]) -> None:
+def places(value: Any) -> Iterator[tuple[tuple, str, str, bool]]:
+    """value 里规则表要看的每个位置：(路径, "value" 或 "key", 文字, 是不是凭据名字下的字符串)。
+    文字是字符串本身、字典的键，或 10 位以上的 JSON 数字的写法。s11_review 在同样的位置上找读者手动加的字符串。
+
+    >>> list(places({"n": [13812345678, 7], "password": "x"}))
+    [(('n',), 'key', 'n', False), (('n', 0), 'value', '13812345678', False), (('password',), 'key', 'password', False), (('password',), 'value', 'x', True)]
+    """
+    return _places(value, [], False)
+
+
+def _places(item: Any, path: list, credential: bool) -> Iterator[tuple[tuple, str, str, bool]]:
     if isinstance(item, str):
-        spans = find(item)
-        if not spans and credential and item.strip() and not _is_reference(item.strip()) and _MARKER_START not in item:
-            spans = [(0, len(item), _CREDENTIAL_LABEL)]
-        findings += [Finding(tuple(path), "value", start, end, label, item) for start, end, label in spans]
+        yield tuple(path), "value", item, credential
     elif isinstance(item, (dict, list, tuple)):
         is_dict = isinstance(item, dict)
         for key, child in item.items() if is_dict else enumerate(item):
             path.append(key)
             named = is_dict and isinstance(key, str)
             if named:
-                findings += [Finding(tuple(path), "key", start, end, label, key) for start, end, label in find(key)]
-            _scan(child, path, named and _is_credential_name(key), findings)
+                yield tuple(path), "key", key, False
+            yield from _places(child, path, named and _is_credential_name(key))
             path.pop()
     elif _is_big_number(item):
-        text = _number_text(item)
-        findings += [Finding(tuple(path), "value", start, end, label, text) for start, end, label in find(text)]
+        yield tuple(path), "value", _number_text(item), False
 
 
 def _is_big_number(item: Any) -> bool:
@@ -552,43 +562,42 @@ def _is_credential_name(name: str) -> bool:
             and not name.lower().endswith(_METADATA_SUFFIXES))
 
 
-def mask_value(value: Any, findings: list[Finding]) -> tuple[Any, dict[str, int]]:
-    """value 的深拷贝（输入从不修改），findings 里的每一处换成标记；返回 (副本, {标签: 处数})。
-    同一个位置上重叠的两处，排在前面的胜出（调用方把规则的命中放在读者手动加的前面）。
+def mask_value(value: Any, findings: list[Finding]) -> tuple[Any, list[Finding]]:
+    """value 的深拷贝（输入从不修改），findings 里的每一处换成它的标记；返回 (副本, 真正遮上的那些 Finding)。
+    同一个位置上重叠的两处，排在前面的胜出、后面的不遮（调用方把规则的命中放在读者手动加的前面）。
     数字命中了就换成字符串；键命中了就换掉键（撞上已有的键时加 " (2)" 这样的后缀，键的顺序不变）。"""
-    places: dict[tuple[tuple, str], list[tuple[int, int, str]]] = {}
+    chosen: dict[tuple[tuple, str], list[Finding]] = {}
     for finding in findings:
-        spans = places.setdefault((finding.path, finding.part), [])
-        if not any(start < finding.end and finding.start < end for start, end, _ in spans):
-            spans.append((finding.start, finding.end, finding.label))
+        spans = chosen.setdefault((finding.path, finding.part), [])
+        if not any(other.start < finding.end and finding.start < other.end for other in spans):
+            spans.append(finding)
     # 只有通向某处命中的容器才逐个看它的孩子；其余的整棵照抄
     on_the_way = {finding.path[:depth] for finding in findings for depth in range(len(finding.path) + 1)}
-    counts: Counter[str] = Counter()
-    return _masked(value, (), places, on_the_way, counts), dict(counts)
+    places = {place: sorted((f.start, f.end, f.label) for f in spans) for place, spans in chosen.items()}
+    applied = [finding for spans in chosen.values() for finding in spans]
+    return _masked(value, (), places, on_the_way), applied
 
 
-def _masked(item: Any, path: tuple, places: dict, on_the_way: set, counts: Counter[str]) -> Any:
+def _masked(item: Any, path: tuple, places: dict, on_the_way: set) -> Any:
     spans = places.get((path, "value"))
     if spans and isinstance(item, str):
-        return _apply(item, sorted(spans), counts)
+        return _apply(item, spans, Counter())
     if spans and _is_big_number(item):
-        return _apply(_number_text(item), sorted(spans), counts)
-    if not isinstance(item, (dict, list, tuple)):
-        return _copy(item)
-    if path not in on_the_way:
+        return _apply(_number_text(item), spans, Counter())
+    if not isinstance(item, (dict, list, tuple)) or path not in on_the_way:
         return _copy(item)
     if not isinstance(item, dict):
-        return [_masked(child, path + (index,), places, on_the_way, counts) for index, child in enumerate(item)]
+        return [_masked(child, path + (index,), places, on_the_way) for index, child in enumerate(item)]
     copied: dict = {}
     for key, child in item.items():
         spans = places.get((path + (key,), "key"))
-        new_key = _apply(key, sorted(spans), counts) if spans else key
+        new_key = _apply(key, spans, Counter()) if spans else key
         if spans and new_key in copied:
             suffix = 2
             while f"{new_key} ({suffix})" in copied:
                 suffix += 1
             new_key = f"{new_key} ({suffix})"
-        copied[new_key] = _masked(child, path + (key,), places, on_the_way, counts)
+        copied[new_key] = _masked(child, path + (key,), places, on_the_way)
     return copied
 
 
@@ -613,8 +622,8 @@ def redact_value(value: Any) -> tuple[Any, dict[str, int]]:
     >>> redact_value({"phone": 13812345678, "a@example.com": 1, "password": "hunter2", "port": 8080})
     ({'phone': '[已脱敏:手机号]', '[已脱敏:邮箱]': 1, 'password': '[已脱敏:凭据]', 'port': 8080}, {'凭据': 1, '邮箱': 1, '手机号': 1})
     """
-    copied, counts = mask_value(value, scan_value(value))
-    return copied, _in_rule_order(counts)
+    copied, applied = mask_value(value, scan_value(value))
+    return copied, _in_rule_order(Counter(finding.label for finding in applied))
 
 
 def redact_all(texts: list) -> list:
