@@ -187,7 +187,8 @@ _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 # ……而且值是数据，不是引用、占位符或代码。
 _LITERALS = frozenset("true false null none nil undefined str int bool bytes string optional any".split())
 _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")   # self.password
-_CODE_WORD = re.compile(r"[a-z_][A-Za-z_]*")        # token=token, api_key=api_key, password=pwd
+# token=token, api_key=api_key, password=pwd, token=accessToken；"gsNXiVmRlMG" 不像标识符，是数据
+_CODE_WORD = re.compile(r"[a-z_][a-z_]*(?:[A-Z][a-z_]+)*")
 _YAML_LINE = re.compile(r"[ \t]*(?:- )?$")          # 名字前面只有缩进（或列表的短横线）
 
 

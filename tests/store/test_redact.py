@@ -494,3 +494,66 @@ def test_a_rule_that_would_claim_text_inside_a_marker_is_refused_with_its_name(m
     assert redact("LRU 与 a@example.com") == "[已脱敏:开头] 与 [已脱敏:邮箱]"
     monkeypatch.setattr(s11_redact, "RULES", RULES)
     assert redact("LRU") == "LRU"   # the refused tables left nothing behind
+
+
+# ── one structured pass: what export masks is what the review lists ─────────────────────────────────────
+
+
+def test_json_in_json_masks_the_inner_value_and_never_claims_the_opening_brace():
+    text = '"SecretString": "{\\"username\\":\\"admin\\",\\"password\\":\\"' + JSON_PASSWORD + '\\"}"'
+    claims = s11_redact.find(text)
+    assert [(text[start:end], label) for start, end, label in claims] == [(JSON_PASSWORD, "凭据")]
+    assert redact(text) == text.replace(JSON_PASSWORD, "[已脱敏:凭据]")
+
+
+def test_scan_value_finds_every_place_redact_value_masks_with_its_path():
+    value = {"input": {"phone": 13812345678, "card": int(CARD), "passwd": "hunter2", "Cookie": f"sessionid={SESSION_ID}",
+                       "a@example.com": [f"key {ALIBABA}"]}}
+    found = [(finding.path, finding.part, finding.found, finding.label) for finding in s11_redact.scan_value(value)]
+    assert found == [(("input", "phone"), "value", "13812345678", "手机号"),
+                     (("input", "card"), "value", CARD, "银行卡号"),
+                     (("input", "passwd"), "value", "hunter2", "凭据"),
+                     (("input", "Cookie"), "value", f"sessionid={SESSION_ID}", "凭据"),
+                     (("input", "a@example.com"), "key", "a@example.com", "邮箱"),
+                     (("input", "a@example.com", 0), "value", ALIBABA, "阿里云密钥")]
+    masked, counts = redact_value(value)
+    assert masked == {"input": {"phone": "[已脱敏:手机号]", "card": "[已脱敏:银行卡号]", "passwd": "[已脱敏:凭据]",
+                                "Cookie": "[已脱敏:凭据]", "[已脱敏:邮箱]": ["key [已脱敏:阿里云密钥]"]}}
+    assert sum(counts.values()) == len(found)
+
+
+def test_a_key_repeated_in_two_dicts_is_masked_and_counted_in_each():
+    redacted, counts = redact_value([{"a@example.com": 1}, {"a@example.com": 2}])
+    assert redacted == [{"[已脱敏:邮箱]": 1}, {"[已脱敏:邮箱]": 2}] and counts == {"邮箱": 2}
+
+
+_structured_pieces = st.sampled_from([
+    "ok", "\n", "手机13812345678", "１３８１２３４５６７８", "a@example.com", "x]", "[已脱敏:邮箱]", "Ｘ", "－",
+    "postgres://app:S3cr3t@db/x", "Authorization: Bearer abcdefghijklmnop1234", "-----BEGIN RSA PRIVATE KEY-----\nMIIE",
+    "card number: 4111 1111 1111 1111", "身份证11010519491231002X", "API_KEY=", "token = abcdef123456XYZ",
+    "a@example.com13812345678",   # the phone is matchable only once the e-mail before it is masked
+    '{\\"password\\":\\"hunter2x\\"}', "Cookie: sessionid=abcdefgh1234", TELEGRAM, "sig=" + SAS_SIGNATURE, "?"])
+_structured_text = st.lists(_structured_pieces | st.text(max_size=5), max_size=6).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_structured_text, max_size=5))
+@example(["a@example.com13812345678", "x a@example.com13812345678 [已脱敏:邮箱]13812345678"])
+def test_each_string_in_a_value_comes_out_as_redact_gives_it_and_redacting_again_changes_nothing(texts):
+    redacted, counts = redact_value({"messages": [{"role": "user", "content": text} for text in texts]})
+    alone = [redact_with_counts(text) for text in texts]
+    assert [message["content"] for message in redacted["messages"]] == [text for text, _ in alone]
+    total = collections.Counter()
+    for _, found in alone:
+        total.update(found)
+    assert counts == s11_redact._in_rule_order(total)
+    for text, _ in alone:
+        assert redact_with_counts(text) == (text, {})
+
+
+@pytest.mark.parametrize(("text", "masked"), [
+    ("Server=db;User Id=sa;Password=gsNXiVmRlMG;", True),     # a random word of mixed case is data
+    ("password = getPassword", False), ("token=accessToken", False), ("token=token", False),
+])
+def test_a_bare_word_after_a_lowercase_name_is_data_only_when_it_is_not_shaped_like_an_identifier(text, masked):
+    assert ("[已脱敏:凭据]" in redact(text)) is masked

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 import pytest
 
-import s11_redact
 from s11_redact import MARKER, RULES, redact_with_counts
 
 UPPER, LOWER, DIGITS = string.ascii_uppercase, string.ascii_lowercase, string.digits
@@ -542,3 +541,62 @@ def test_redaction_only_replaces_spans_with_markers_and_is_stable():
         found = text.find(kept, position)
         assert found != -1
         position = found + len(kept)
+
+
+# ── issue 41 item 7: every planted secret is masked by 📤 export and listed by the share review ──────────────
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    else:
+        yield str(value)
+
+
+def test_every_kind_planted_in_messages_and_tool_calls_is_masked_by_export_and_listed_by_the_review():
+    import s11_export
+    import s11_review
+
+    rng = random.Random(41)
+    planted, messages = [], []
+    for maker in MAKERS * 3:                       # every kind, three spellings each
+        line, secret = maker(rng)
+        planted.append(secret)
+        if len(messages) % 2:                      # half as text, half inside a tool call's input
+            messages.append({"role": "user", "content": line})
+        else:
+            messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{len(messages)}",
+                                                               "name": "bash", "input": {"command": line}}]})
+    number = mobile(rng)                           # JSON numbers and a credential-named key (issue 41 item 3)
+    card = luhn_complete(rng, "4", 16)
+    password = random_token(rng, BASE62, 14)
+    messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": "order", "name": "order",
+                                                       "input": {"phone": int(number), "card": int(card),
+                                                                 "passwd": password}}]})
+    planted += [Planted("json number phone", "手机号", [number]), Planted("json number card", "银行卡号", [card]),
+                Planted("credential-named key", "凭据", [password])]
+    assert len({p.kind.split()[0] for p in planted}) >= 30 and len(planted) >= 100
+
+    view = s11_export.prepare({"session_id": "s1", "title": "planted", "messages": messages})
+    exported = [list(_strings(message)) for message in view.messages]
+    review = s11_review.scan([s11_review.Unit("s1", index + 1, message) for index, message in enumerate(messages)])
+    reviewed, _ = s11_review.apply([s11_review.Unit("s1", index + 1, message) for index, message in enumerate(messages)],
+                                   review)
+    leaked_export, leaked_review, unlisted = [], [], []
+    for index, secret in enumerate(planted):
+        where = min(index, len(messages) - 1)
+        if any(exposed in text for exposed in secret.exposed for text in exported[where]):
+            leaked_export.append(secret.kind)
+        if any(exposed in text for exposed in secret.exposed for text in _strings(reviewed[where])):
+            leaked_review.append(secret.kind)
+        if not any(hit.number == where + 1 and hit.rule == secret.label for hit in review.hits):
+            unlisted.append(secret.kind)
+    assert (leaked_export, leaked_review, unlisted) == ([], [], [])
+    assert reviewed == view.messages          # the review masks exactly what export masks
