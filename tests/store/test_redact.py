@@ -553,7 +553,8 @@ def test_each_string_in_a_value_comes_out_as_redact_gives_it_and_redacting_again
 
 @pytest.mark.parametrize(("text", "masked"), [
     ("Server=db;User Id=sa;Password=gsNXiVmRlMG;", True),     # a random word of mixed case is data
-    ("password = getPassword", False), ("token=accessToken", False), ("token=token", False),
+    ("login(user, password=getPassword)", False), ("call(token=accessToken, retries=3)", False),
+    ("f(token=token)", False), ("f(password=gsNXiVmRlMG)", True),
 ])
 def test_a_bare_word_after_a_lowercase_name_is_data_only_when_it_is_not_shaped_like_an_identifier(text, masked):
     assert ("[已脱敏:凭据]" in redact(text)) is masked
