@@ -68,7 +68,6 @@ class Rule(NamedTuple):
 # 第一个数字写在后顾断言前面，re 就能跳过所有不是数字的字符。
 _FIRST_DIGIT = r"[0-9](?<![0-9A-Za-z][0-9])(?<![0-9][.,][0-9])"
 _NUMBER_END = r"(?![0-9A-Za-z])(?![.,][0-9])"
-_WORD_START = r"(?<![A-Za-z0-9_-])"       # 令牌前缀必须在单词开头："sk-…" 算，"task-…" 永远不算
 _WORD_END = r"(?![A-Za-z0-9_-])"
 
 
@@ -243,6 +242,12 @@ def _credential_ok(match: re.Match[str]) -> bool:
         not text[match.end():len(text) if line_end == -1 else line_end].strip()
 
 
+def _aws_secret_ok(match: re.Match[str]) -> bool:
+    # secret_access_key，或前面紧挨着 aws（aws_secret_key）：只写 "secret_key" 的是别的服务的凭据
+    before = match.string[max(0, match.start() - 4):match.start()].lower()
+    return bool(match.group("access")) or before.endswith(("aws", "aws_", "aws-", "aws "))
+
+
 def _escaped_credential_ok(match: re.Match[str]) -> bool:
     # 转义过的 JSON 里，名字整个在两个 \" 之间：直接读它
     return _is_credential_name(match.group("name")) and not _is_reference(match.group("secret"))
@@ -270,55 +275,64 @@ _CARD_NUMBER = (_FIRST_DIGIT + r"(?:[0-9]{14,18}"                               
 # 第一个字母用普通的字符类，re 就能快速跳到候选位置。
 _CREDENTIAL_NAME = r"(?P<word>[PpSsTtKk](?i:ass|ecret|oken|ey)(?=(?P<rest>[A-Za-z0-9_.-]{0,64}))(?P=rest))"
 
+def _token(pattern: str) -> re.Pattern[str]:
+    """固定前缀的令牌，前缀必须在单词开头（"sk-…" 算，"task-…" 永远不算）。这个断言写在第一个字符（或字符类）
+    之后：正则以普通字符开头，re 就能直接跳到它出现的地方，而不必在文本的每个位置都先试一遍后顾断言。
+
+    >>> [m.group() for m in _token("sk-[a-z0-9]{4}").finditer("sk-ab12 task-cd34")]
+    ['sk-ab12']
+    """
+    first = pattern.index("]") + 1 if pattern.startswith("[") else 1
+    return re.compile(pattern[:first] + r"(?<![A-Za-z0-9_-][\s\S])" + pattern[first:])
+
+
 # 顺序有讲究：具体的形状在前。各行看的是同一份文本；重叠时排在前面的行胜出。
 RULES: list[Rule] = [
     Rule("private_key", "私钥", re.compile(                # 没有结尾的块（被截断的工具输出）一直遮到文本末尾
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
         r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)")),
-    Rule("jwt", "JWT", re.compile(
-        _WORD_START + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")),
+    Rule("jwt", "JWT", _token(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")),
     Rule("slack_webhook", "Slack Webhook", re.compile(
         r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/-]{20,})")),
     Rule("discord_webhook", "Discord Webhook", re.compile(   # 遮住频道 id 和令牌，留下 discord.com/api/webhooks/
         r"discord(?:app)?\.com/api/webhooks/(?P<secret>[0-9]{17,20}/[A-Za-z0-9_-]{40,100})" + _WORD_END)),
-    Rule("sk_api_key", "API密钥", re.compile(                # OpenAI、Anthropic（sk-ant-）、DeepSeek……
-        _WORD_START + r"sk-[A-Za-z0-9_-]{20,}"), _random_secret),
-    Rule("stripe_key", "Stripe密钥", re.compile(_WORD_START + r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}")),
-    Rule("aws_access_key", "AWS密钥", re.compile(_WORD_START + r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Za-z])")),
-    Rule("aws_secret_key", "AWS密钥", re.compile(            # 紧跟在名字后面的 40 个 base64 字符
-        r"(?i:aws[ _-]?secret[ _-]?(?:access[ _-]?)?key|secret[ _-]?access[ _-]?key)[\"']?[ \t]*[:=][ \t]*[\"']?"
-        r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])")),
-    Rule("alibaba_access_key", "阿里云密钥", re.compile(     # 阿里云 AccessKey ID：LTAI + 12–30 个字母数字
-        _WORD_START + r"LTAI(?P<tail>[A-Za-z0-9]{12,30})(?![A-Za-z0-9])"), _mixed_tail),
-    Rule("google_api_key", "Google密钥", re.compile(_WORD_START + r"AIza[0-9A-Za-z_-]{35}" + _WORD_END)),
-    Rule("github_token", "GitHub令牌", re.compile(
-        _WORD_START + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
-    Rule("gitlab_token", "GitLab令牌", re.compile(_WORD_START + r"glpat-[A-Za-z0-9_-]{20,}")),
-    Rule("huggingface_token", "Hugging Face令牌", re.compile(_WORD_START + r"hf_[A-Za-z0-9]{30,}"), _random_secret),
-    Rule("npm_token", "npm令牌", re.compile(_WORD_START + r"npm_[A-Za-z0-9]{36}"), _random_secret),
-    Rule("slack_token", "Slack令牌", re.compile(_WORD_START + r"xox[abprs]-[A-Za-z0-9-]{15,}")),
-    Rule("twilio_api_key", "Twilio密钥", re.compile(_WORD_START + r"SK(?P<tail>[0-9a-f]{32})(?![0-9A-Za-z])"),
+    Rule("sk_api_key", "API密钥", _token(                    # OpenAI、Anthropic（sk-ant-）、DeepSeek……
+        r"sk-[A-Za-z0-9_-]{20,}"), _random_secret),
+    Rule("stripe_key", "Stripe密钥", _token(r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}")),
+    Rule("aws_access_key", "AWS密钥", _token(r"A(?:KIA|SIA)[0-9A-Z]{16}(?![0-9A-Za-z])")),
+    Rule("aws_secret_key", "AWS密钥", re.compile(            # (aws_)secret_access_key / aws_secret_key 后面的 40 个 base64 字符
+        r"[Ss](?i:ecret)[ _-]?(?P<access>(?i:access)[ _-]?)?(?i:key)[\"']?[ \t]*[:=][ \t]*[\"']?"
+        r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"), _aws_secret_ok),
+    Rule("alibaba_access_key", "阿里云密钥", _token(         # 阿里云 AccessKey ID：LTAI + 12–30 个字母数字
+        r"LTAI(?P<tail>[A-Za-z0-9]{12,30})(?![A-Za-z0-9])"), _mixed_tail),
+    Rule("google_api_key", "Google密钥", _token(r"AIza[0-9A-Za-z_-]{35}" + _WORD_END)),
+    Rule("github_token", "GitHub令牌", _token(r"g(?:h[pousr]_[A-Za-z0-9]{30,}|ithub_pat_[A-Za-z0-9_]{30,})")),
+    Rule("gitlab_token", "GitLab令牌", _token(r"glpat-[A-Za-z0-9_-]{20,}")),
+    Rule("huggingface_token", "Hugging Face令牌", _token(r"hf_[A-Za-z0-9]{30,}"), _random_secret),
+    Rule("npm_token", "npm令牌", _token(r"npm_[A-Za-z0-9]{36}"), _random_secret),
+    Rule("slack_token", "Slack令牌", _token(r"xox[abprs]-[A-Za-z0-9-]{15,}")),
+    Rule("twilio_api_key", "Twilio密钥", _token(r"SK(?P<tail>[0-9a-f]{32})(?![0-9A-Za-z])"),
          _mixed_tail),
-    Rule("digitalocean_token", "DigitalOcean令牌", re.compile(_WORD_START + r"do[opr]_v1_[0-9a-f]{64}(?![0-9A-Za-z])")),
+    Rule("digitalocean_token", "DigitalOcean令牌", _token(r"do[opr]_v1_[0-9a-f]{64}(?![0-9A-Za-z])")),
     Rule("telegram_bot_token", "Telegram令牌", re.compile(   # <机器人 id>:<35 个字符>；URL 里写成 /bot123…:AA…
-        r"(?:(?<![0-9A-Za-z])|(?<=bot))[0-9]{8,10}:(?P<tail>[A-Za-z0-9_-]{35})" + _WORD_END), _mixed_tail),
+        r"[0-9](?:(?<![0-9A-Za-z][0-9])|(?<=bot[0-9]))[0-9]{7,9}:(?P<tail>[A-Za-z0-9_-]{35})" + _WORD_END), _mixed_tail),
     Rule("azure_key", "Azure密钥", re.compile(
         r"(?:Account|SharedAccess)Key=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})")),
     Rule("azure_sas", "Azure SAS签名", re.compile(          # ?sv=…&sig=<URL 编码的 base64>；先写 "sig="，re 能直接跳到它
         r"sig=(?<=[?&]sig=)(?P<secret>(?:[A-Za-z0-9+/]|%[0-9A-Fa-f]{2}){20,}={0,2})"), _mixed_secret),
     Rule("cookie", "Cookie", re.compile(                     # Cookie: / Set-Cookie: 后面的整串 name=value（到行尾或引号）
-        r"(?<![A-Za-z0-9_])[Cc](?i:ookie)[\"']?[ \t]*:[ \t]*[\"']?"
+        r"[Cc](?<![A-Za-z0-9_][Cc])(?i:ookie)[\"']?[ \t]*:[ \t]*[\"']?"
         r"(?P<secret>[^\s=;\"']{1,64}=[^\n\"']{8,})")),
     Rule("bearer_token", "Bearer令牌", re.compile(           # Bearer x、BEARER x、bearer  x（保留这个词本身）
-        r"(?<![A-Za-z])(?i:bearer)[ \t]+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"), _mixed_secret),
+        r"[Bb](?<![A-Za-z][Bb])(?i:earer)[ \t]+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"), _mixed_secret),
     Rule("auth_header", "认证信息", re.compile(              # Authorization: Basic … / token … / Digest …
-        r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic|token|digest)[ \t]+"
+        r"[Aa](?i:uthorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic|token|digest)[ \t]+"
         r"(?P<secret>[A-Za-z0-9._~+/=-]{8,})"), _not_a_reference),
     Rule("url_password", "密码", re.compile(                 # postgres://app:S3cr3t@host → 只遮 S3cr3t
         r"://[^\s:/?#@]*:(?P<secret>[^\s/?#@]+)@"), _not_a_reference),
     Rule("json_in_json", _CREDENTIAL_LABEL, re.compile(      # 字符串里的 JSON：{\"password\":\"hunter2\"}（一层或多层转义）
-        r"(?P<quote>\\+\")(?P<name>[A-Za-z0-9_.-]{1,64})(?P=quote)[ \t]*:[ \t]*(?P=quote)"
-        r"(?P<secret>(?:(?!(?P=quote))[^\n\\])+)(?P=quote)"), _escaped_credential_ok),
+        r"\\(?P<more>\\*)\"(?P<name>[A-Za-z0-9_.-]{1,64})\\(?P=more)\"[ \t]*:[ \t]*\\(?P=more)\""
+        r"(?P<secret>[^\n\\\"]+)\\(?P=more)\""), _escaped_credential_ok),
     Rule("credential", _CREDENTIAL_LABEL, re.compile(        # API_KEY=…, "password": "…", JWT_SECRET: …
         _CREDENTIAL_NAME + r"""["']?[ \t]*[:=][ \t]*"""
         r"""(?P<quote>["'`])?(?P<secret>(?(quote)(?:(?!(?P=quote))[^\n])+|[^\s"'`,;()\[\]{}]+))"""),
@@ -332,7 +346,7 @@ RULES: list[Rule] = [
         r"[ -]?[0-9]{3}[0-9Xx]" + _NUMBER_END), _id_number_ok),
     Rule("bank_card", "银行卡号", re.compile(_CARD_NUMBER), _card_ok),
     Rule("bank_card_after_word", "银行卡号", re.compile(    # 卡号 / 银行卡 / card number：任意 15–19 位数字
-        r"(?:卡|(?i:card))[^0-9\n]{0,20}?(?P<secret>" + _CARD_NUMBER + ")"), _luhn_ok),
+        r"(?:卡|[Cc](?i:ard))[^0-9\n]{0,20}?(?P<secret>" + _CARD_NUMBER + ")"), _luhn_ok),
     Rule("cn_mobile", "手机号", re.compile(
         # 以 "1[3-9][0-9]" 开头：re 从一个 "1" 跳到下一个 "1"，然后才由后顾断言检查这三个字符前面是什么
         # （断言里的 "..." 就是这三个字符）——非字母数字、+86、0086 或电话字样（Tel13812345678），
