@@ -12,7 +12,6 @@
 
 关键洞察：正则只负责“长得像”，校验函数和上下文负责“真的是”；导出和复核共用同一趟结构化扫描，
 所以复核表列出的，正是导出会遮住的——一处不多，一处不少。
-
 扩展：在 RULES 里插入一行 Rule（越具体越靠前），再在 tests/store/test_redact.py 的 CASES 里给它一个真阳性
 和一个假阳性样例（测试会检查每一行都有）。
 
@@ -43,8 +42,10 @@ from __future__ import annotations
 import bisect
 import copy
 import datetime
+import itertools
 import os
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -122,12 +123,18 @@ def looks_random(token: str) -> bool:
     (True, False)
     """
     longest = max((run for run in re.split(r"[^A-Za-z0-9]", token)), key=len)
-    kinds = any(c.isupper() for c in longest) + any(c.islower() for c in longest) + any(c.isdigit() for c in longest)
-    return len(longest) >= 16 and kinds >= 2
+    return len(longest) >= 16 and _kinds(longest) >= 2
+
+
+def _kinds(token: str) -> int:
+    """大写、小写、数字三类字符里出现了几类。"""
+    return any(c.isupper() for c in token) + any(c.islower() for c in token) + any(c.isdigit() for c in token)
 
 
 def _secret(match: re.Match[str]) -> str:
-    return match.group("secret") if "secret" in match.re.groupindex else match.group()
+    # 名为 secret 的组（要遮的部分）或 tail 组（固定前缀之后的随机部分），否则整个匹配
+    names = match.re.groupindex
+    return match.group("secret" if "secret" in names else "tail" if "tail" in names else 0)
 
 
 def _random_secret(match: re.Match[str]) -> bool:
@@ -135,9 +142,8 @@ def _random_secret(match: re.Match[str]) -> bool:
 
 
 def _mixed_secret(match: re.Match[str]) -> bool:
-    # Bearer 令牌中间可能有点和短横线；正文（"Bearer authentication"）里只有一类字母。
-    token = _secret(match)
-    return any(c.isupper() for c in token) + any(c.islower() for c in token) + any(c.isdigit() for c in token) >= 2
+    # 正文（"Bearer authentication"、"LTAIabcdefghijklmnop"）里只有一类字母；令牌至少混着两类
+    return _kinds(_secret(match)) >= 2
 
 
 def _id_number_ok(match: re.Match[str]) -> bool:
@@ -208,12 +214,6 @@ def _is_reference(value: str) -> bool:
 # "SecretString": "{\"password\":\"…\"}"：名字是凭据，值却是一份嵌在字符串里的 JSON 的开头（"{\"），
 # 它里面的键值对由 json_in_json 那一行去遮；把 "{\" 当成密码遮住，复核表里就是一条毫无意义的命中。
 _EMBEDDED_JSON = ("{\\", "[\\", "{", "[")
-
-
-def _mixed_tail(match: re.Match[str]) -> bool:
-    # 固定前缀后面的部分要像随机串（大写、小写、数字至少两类）："LTAIabcdefghijklmnop" 这样的单词不算
-    tail = match.group("tail")
-    return any(c.isupper() for c in tail) + any(c.islower() for c in tail) + any(c.isdigit() for c in tail) >= 2
 
 
 def _not_a_reference(match: re.Match[str]) -> bool:
@@ -305,7 +305,7 @@ RULES: list[Rule] = [
         r"[Ss](?i:ecret)[ _-]?(?P<access>(?i:access)[ _-]?)?(?i:key)[\"']?[ \t]*[:=][ \t]*[\"']?"
         r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"), _aws_secret_ok),
     Rule("alibaba_access_key", "阿里云密钥", _token(         # 阿里云 AccessKey ID：LTAI + 12–30 个字母数字
-        r"LTAI(?P<tail>[A-Za-z0-9]{12,30})(?![A-Za-z0-9])"), _mixed_tail),
+        r"LTAI(?P<tail>[A-Za-z0-9]{12,30})(?![A-Za-z0-9])"), _mixed_secret),
     Rule("google_api_key", "Google密钥", _token(r"AIza[0-9A-Za-z_-]{35}" + _WORD_END)),
     Rule("github_token", "GitHub令牌", _token(r"g(?:h[pousr]_[A-Za-z0-9]{30,}|ithub_pat_[A-Za-z0-9_]{30,})")),
     Rule("gitlab_token", "GitLab令牌", _token(r"glpat-[A-Za-z0-9_-]{20,}")),
@@ -313,10 +313,10 @@ RULES: list[Rule] = [
     Rule("npm_token", "npm令牌", _token(r"npm_[A-Za-z0-9]{36}"), _random_secret),
     Rule("slack_token", "Slack令牌", _token(r"xox[abprs]-[A-Za-z0-9-]{15,}")),
     Rule("twilio_api_key", "Twilio密钥", _token(r"SK(?P<tail>[0-9a-f]{32})(?![0-9A-Za-z])"),
-         _mixed_tail),
+         _mixed_secret),
     Rule("digitalocean_token", "DigitalOcean令牌", _token(r"do[opr]_v1_[0-9a-f]{64}(?![0-9A-Za-z])")),
     Rule("telegram_bot_token", "Telegram令牌", re.compile(   # <机器人 id>:<35 个字符>；URL 里写成 /bot123…:AA…
-        r"[0-9](?:(?<![0-9A-Za-z][0-9])|(?<=bot[0-9]))[0-9]{7,9}:(?P<tail>[A-Za-z0-9_-]{35})" + _WORD_END), _mixed_tail),
+        r"[0-9](?:(?<![0-9A-Za-z][0-9])|(?<=bot[0-9]))[0-9]{7,9}:(?P<tail>[A-Za-z0-9_-]{35})" + _WORD_END), _mixed_secret),
     Rule("azure_key", "Azure密钥", re.compile(
         r"(?:Account|SharedAccess)Key=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})")),
     Rule("azure_sas", "Azure SAS签名", re.compile(          # ?sv=…&sig=<URL 编码的 base64>；先写 "sig="，re 能直接跳到它
@@ -390,34 +390,21 @@ def find(text: str) -> list[tuple[int, int, str]]:
     """
     found = _claims(text)
     while found:
-        masked, starts = _masked_with_starts(text, found)
-        more = _claims(masked)
+        more = _claims(_apply(text, found, Counter()))
         if not more:
             break
-        found = sorted(found + [_to_original(claim, found, starts) for claim in more])
+        # 过了第 i 个标记，遮好的文本比原文多出 grown[i] 个字符；那个标记在遮好的文本里结束于 ends[i]
+        grown = list(itertools.accumulate(len(MARKER.format(label=label)) - (end - start) for start, end, label in found))
+        ends = [end + extra for (_, end, _), extra in zip(found, grown)]
+        found = sorted(found + [_shifted_back(claim, ends, grown) for claim in more])
     return found
 
 
-def _masked_with_starts(text: str, claims: list[tuple[int, int, str]]) -> tuple[str, list[int]]:
-    """遮好的文本，以及每个标记在遮好的文本里的起点。"""
-    starts, length, position = [], 0, 0
-    for start, end, label in claims:
-        length += start - position
-        starts.append(length)
-        length += len(MARKER.format(label=label))
-        position = end
-    return _apply(text, claims, Counter()), starts
-
-
-def _to_original(claim: tuple[int, int, str], claims: list[tuple[int, int, str]],
-                 starts: list[int]) -> tuple[int, int, str]:
+def _shifted_back(claim: tuple[int, int, str], ends: list[int], grown: list[int]) -> tuple[int, int, str]:
     start, end, label = claim
-    before = bisect.bisect_right(starts, start) - 1      # 它前面最近的那个标记
-    if before < 0:
-        return claim
-    marker_end = starts[before] + len(MARKER.format(label=claims[before][2]))
-    shift = claims[before][1] - marker_end               # 那个标记之后，遮好的文本与原文差这么多
-    return start + shift, end + shift, label
+    before = bisect.bisect_right(ends, start) - 1      # 它前面最近的那个标记
+    extra = grown[before] if before >= 0 else 0
+    return start - extra, end - extra, label
 
 
 def _apply(text: str, claims: list[tuple[int, int, str]], counts: Counter[str]) -> str:
@@ -652,19 +639,12 @@ def redact_value(value: Any) -> tuple[Any, dict[str, int]]:
     return copied, _in_rule_order(Counter(finding.label for finding in applied))
 
 
-def redact_all(texts: list) -> list:
-    """[redact(t) if isinstance(t, str) else t for t in texts]：导出的分支路径一次给出几个字段。
-
-    >>> redact_all(["a@example.com", 3, None])
-    ['[已脱敏:邮箱]', 3, None]
-    """
-    return [redact(text) if isinstance(text, str) else text for text in texts]
-
-
-# 加速：s11_fast.redact 先挑出可能有秘密的字符串，结果与上面的 _find_all 相同（tests/fast 拿这里作 oracle）。
-# S11_PLAIN=1 关掉它；找不到它（只拷了这一个文件）时就用上面的。
+# 加速（像 heapq 换上 _heapq）：s11_fast.redact 先挑出可能有秘密的字符串，结果与上面的 _find_all 相同
+# （tests/fast 拿这里作 oracle）。S11_PLAIN=1 关掉它；没有 s11_fast 这个目录时就用上面的。
 if not os.environ.get("S11_PLAIN"):
     try:
-        from s11_fast.redact import find_all as _find_all  # noqa: F811
+        from s11_fast.redact import accelerate
     except ImportError:
         pass
+    else:
+        _find_all = accelerate(sys.modules[__name__])

@@ -1,1 +1,1 @@
-"""s11_fast — speed code beside the plain modules, each swapped in at one seam and switched off by S11_PLAIN=1."""
+"""s11_fast — 放在朴素模块旁边的加速代码：每个模块在一处换上它，S11_PLAIN=1 时关掉。"""

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 import s11_redact
 from s11_fast import redact as fast
 
+find_all = s11_redact._find_all   # the accelerated one, unless S11_PLAIN=1 (then this file checks the plain one)
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
 from test_redact import CASES  # noqa: E402
 from test_redact_corpus import build_corpus  # noqa: E402
@@ -38,14 +40,14 @@ def test_every_built_in_row_has_a_necessary_condition():
 @pytest.mark.parametrize("number", range(len(EXAMPLES)), ids=lambda number: f"case-{number}")
 def test_each_rule_case_alone_and_among_others(number):
     texts = [EXAMPLES[number]]
-    assert fast.find_all(texts) == plain(texts)
+    assert find_all(texts) == plain(texts)
     texts = ["ok", EXAMPLES[number], EXAMPLES[number - 1], ""]
-    assert fast.find_all(texts) == plain(texts)
+    assert find_all(texts) == plain(texts)
 
 
 def test_a_corpus_cut_into_lines_gives_the_plain_result_and_skips_lines_without_a_condition():
     lines = build_corpus(seed=5, target_chars=200_000, secret_every=6).text.split("\n")
-    found = fast.find_all(lines)
+    found = find_all(lines)
     assert found == plain(lines)
     chosen = fast._candidates(lines)
     assert sum(map(bool, found)) > 100 and {index for index, spans in enumerate(found) if spans} <= chosen
@@ -67,7 +69,7 @@ _texts = st.lists(st.lists(_pieces | st.text(max_size=6), max_size=6).map("".joi
 @example(["手机１３８１２３４５６７８"])               # full-width digits: the plain path converts them first
 @example(["a@example.com13812345678"])               # a second round after the first masks
 def test_fast_gives_what_the_plain_module_gives(texts):
-    assert fast.find_all(texts) == plain(texts)
+    assert find_all(texts) == plain(texts)
 
 
 def test_the_unsure_characters_are_all_that_ignorecase_reads_as_ascii_letters():
@@ -80,7 +82,12 @@ def test_a_changed_rule_table_falls_back_to_the_plain_path(monkeypatch):
     acme = s11_redact.Rule("acme", "ACME密钥", re.compile(r"acme_[0-9a-f]{12}"))
     monkeypatch.setattr(s11_redact, "RULES", s11_redact.RULES + [acme])
     texts = ["key acme_0123456789ab", "nothing here"]
-    assert fast.find_all(texts) == plain(texts) == [[(4, 21, "ACME密钥")], []]
+    assert find_all(texts) == plain(texts) == [[(4, 21, "ACME密钥")], []]
+
+
+def test_the_seam_took_the_accelerator_unless_s11_plain_is_set():
+    import os
+    assert find_all.__module__ == ("s11_redact" if os.environ.get("S11_PLAIN") else "s11_fast.redact")
 
 
 @pytest.mark.parametrize(("environment", "module"), [({"S11_PLAIN": "1"}, "s11_redact"), ({}, "s11_fast.redact")])
