@@ -430,9 +430,9 @@ def _halfwidth(text: str) -> str:
     return text.translate(_HALFWIDTH)
 
 
-def _claims(text: str) -> list[tuple[int, int, str]]:
-    """每一行都用在同一份文本上：排好序的 (start, end, label)；重叠时排在前面的行胜出，标记从不被认领。"""
-    rules = _checked_rules()
+def _claims(text: str, rules: list[Rule] | None = None) -> list[tuple[int, int, str]]:
+    """每一行（或只是 rules 这几行）都用在同一份文本上：排好序的 (start, end, label)；重叠时排在前面的行胜出。"""
+    rules = _checked_rules() if rules is None else rules
     text = _halfwidth(text)
     claims: list[tuple[int, int, str]] = []
     if _MARKER_START in text:   # 文本里已有的标记先占位：哪一行都不能认领它们的一部分

@@ -64,41 +64,54 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
     def find_all(texts: list[str]) -> list[list[tuple[int, int, str]]]:
         if tuple(plain.RULES) != built_in:   # 学生改过规则表：新行的必要条件这里不知道
             return [plain.find(text) for text in texts]
-        chosen = _candidates(texts)
-        return [plain.find(text) if index in chosen else [] for index, text in enumerate(texts)]
+        found: list[list[tuple[int, int, str]]] = [[] for _ in texts]
+        for index, names in _candidates(texts).items():
+            # 先只跑条件出现了的那几行（别的行在这个字符串里匹配不到任何东西）；真有命中时再交给完整的 find：
+            # 遮过之后的第二轮、重叠时谁胜出，都由它按整张表来定
+            if names is _EVERY or plain._claims(texts[index], [rule for rule in built_in if rule.name in names]):
+                found[index] = plain.find(texts[index])
+        return found
     return find_all
 
 
-def _candidates(texts: list[str]) -> set[int]:
-    """可能有命中的字符串的下标。"""
+_EVERY = frozenset({"*"})   # 拿不准的字符串：整张表都跑
+
+
+def _candidates(texts: list[str]) -> dict[int, frozenset[str] | set[str]]:
+    """可能有命中的字符串的下标 → 在它里面出现了必要条件的那些行的名字。"""
     joined = "\n".join(texts)                       # 没有哪个必要条件含换行，所以不会跨过两个字符串
     ends = list(itertools.accumulate(len(text) + 1 for text in texts))   # 各字符串之后那个换行的下一位
     folded = joined.encode("latin-1", "replace").lower()
-    chosen: set[int] = set()
+    chosen: dict[int, frozenset[str] | set[str]] = {}
 
-    def take(position: int) -> int:
-        """position 所在的字符串选中；返回它的末尾：同一个字符串里的其余出现不必再找。"""
+    def take(position: int, names) -> int:
+        """position 所在的字符串记下这几行；返回它的末尾：同一个字符串里的其余出现不必再找。"""
         index = bisect.bisect_right(ends, position)
-        chosen.add(index)
+        rows = chosen.setdefault(index, set())
+        if rows is not _EVERY:
+            rows.update(names)
         return ends[index]
 
-    for needle in itertools.chain.from_iterable(_NEEDLES.values()):
-        position = folded.find(needle)
-        while position != -1:
-            position = folded.find(needle, take(position))
-    for pattern in itertools.chain.from_iterable(_SHAPES.values()):
-        match = pattern.search(folded)
-        while match:
-            match = pattern.search(folded, take(match.start()))
+    for name, needles in _NEEDLES.items():
+        for needle in needles:
+            position = folded.find(needle)
+            while position != -1:
+                position = folded.find(needle, take(position, (name,)))
+    for name, patterns in _SHAPES.items():
+        for pattern in patterns:
+            match = pattern.search(folded)
+            while match:
+                match = pattern.search(folded, take(match.start(), (name,)))
     skeleton = folded.translate(_SKELETON)
     for shape in _NUMBER_SHAPES:
         position = skeleton.find(shape)
         while position != -1:
-            position = skeleton.find(shape, take(position))
-    for literal in itertools.chain.from_iterable(_EXACT.values()):
-        position = joined.find(literal)
-        while position != -1:
-            position = joined.find(literal, take(position))
+            position = skeleton.find(shape, take(position, _NUMBER_RULES))
+    for name, literals in _EXACT.items():
+        for literal in literals:
+            position = joined.find(literal)
+            while position != -1:
+                position = joined.find(literal, take(position, (name,)))
     # str.isascii() 不用扫描：只在含非 ASCII 字符的字符串里找全角数字和那几个字母
-    chosen.update(index for index, text in enumerate(texts) if not text.isascii() and _UNSURE.search(text))
+    chosen.update((index, _EVERY) for index, text in enumerate(texts) if not text.isascii() and _UNSURE.search(text))
     return chosen
