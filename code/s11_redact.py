@@ -270,11 +270,11 @@ _CARD_NUMBER = (_FIRST_DIGIT + r"(?:[0-9]{14,18}"                               
                 r"|[0-9]{3}(?P<amex>[ .-])[0-9]{6}(?P=amex)[0-9]{5})"                      # Amex 4-6-5
                 + _NUMBER_END)
 
-# 凭据的名字：从敏感词开始匹配（"cookie" 只在 JSON 的键名里算：文本里的 Cookie 头由 cookie 那一行管）（DB_PASSWORD 从 PASSWORD 处匹配上），完整的名字由校验函数去读。
-# 名字的其余部分“吃进就不吐回”（先行断言 + 反向引用，等于 3.11 的占有量词 *+，3.10 也能用）：长单词上不会回溯；
-# 最多 64 个字符：否则 "keykeykey…" 里每个 key 都要扫到单词末尾，是平方级的。
-# 第一个字母用普通的字符类，re 就能快速跳到候选位置。
+# 凭据的名字：从敏感词开始匹配（DB_PASSWORD 从 PASSWORD 处匹配上），完整的名字由校验函数去读（"cookie" 只在 JSON
+# 的键名里算：文本里的 Cookie 头归 cookie 那一行）。名字的其余部分“吃进就不吐回”（先行断言 + 反向引用，等于占有量词）：
+# 长单词上不会回溯；最多 64 个字符：否则 "keykeykey…" 里每个 key 都要扫到单词末尾，是平方级的。
 _CREDENTIAL_NAME = r"(?P<word>[PpSsTtKk](?i:ass|ecret|oken|ey)(?=(?P<rest>[A-Za-z0-9_.-]{0,64}))(?P=rest))"
+
 
 def _token(pattern: str) -> re.Pattern[str]:
     """固定前缀的令牌，前缀必须在单词开头（"sk-…" 算，"task-…" 永远不算）。这个断言写在第一个字符（或字符类）
