@@ -308,8 +308,9 @@ def _view(session: dict, lineage: list[dict] | None, redact: bool) -> _View:
     if redact:
         (title, messages, source), counts = s11_redact.redact_value([title, messages, source])
         # 祖先会话的标题也要脱敏，但计数算在它们自己的导出里，不算在这一份里。路径只显示标题、ID 和条数：
-        # 只留这几项，短文本的脱敏结果记在 redact_short 里（同一条路径上的祖先每次导出都一样）
-        fields = s11_redact.redact_shorts([entry.get(key) for entry in path for key in _PATH_FIELDS])
+        # 只留这几项
+        fields = [s11_redact.redact(value) if isinstance(value, str) else value
+                  for value in (entry.get(key) for entry in path for key in _PATH_FIELDS)]
         path = [dict(zip(_PATH_FIELDS, fields[start:start + len(_PATH_FIELDS)]))
                 for start in range(0, len(fields), len(_PATH_FIELDS))]
     return _View(str(session.get("session_id") or ""), title, session.get("parent_id"),

@@ -4,30 +4,29 @@
          │  （每条消息只出现一次：继承来的前缀算在最先有它的那个节点上）
          ▼
     scan(units, added=("内部主机名", "ORD-*"))
-         │  每个字符串跑一遍 s11_redact 的规则表（拼成一批跑，和 redact_value 一样快），
-         │  再找读者自己加的字符串 / 模式（"*" = 一段字母、数字或 _ . -）
+         │  每个 unit 走一趟 s11_redact.scan_value（导出用的同一趟：字符串、键、长数字、凭据名字下的值），
+         │  再在同样那些位置上找读者自己加的字符串 / 模式（"*" = 一段字母、数字或 _ . -）
          ▼
     Review：hits = [Hit(编号, 规则, 原文, 上下文, 节点, 第几条)]，counts = {规则: 处数}
          │  读者：保留遮盖（默认，全部） / 揭开误报（unmask={编号…}） / 加一个自己的字符串再 scan
          ▼
-    apply(units, review, unmask) ──► 遮好的深拷贝（输入从不修改） + Manifest（每条规则遮了几处、
+    apply(units, review, unmask) ──► s11_redact.mask_value：遮好的深拷贝（输入从不修改） + Manifest（每条规则遮了几处、
                                       手动加了什么遮了几处、揭开了几处；导出页面顶部的清单就是它）
 
 关键洞察：规则表只回答“长得像”，只有读者知道“在这里是不是”：把每一处命中连同上下文摆出来，
 决定权交给读者，但默认仍然是“表里找到的全部遮住”；决定只活在这一次导出的参数里，从不写回仓库或规则表。
 
-保证：不揭开也不添加时，遮盖结果与 s11_redact.redact_value 相同（同一张表、同一份原文）；
+保证：不揭开也不添加时，遮盖结果与 s11_redact.redact_value 逐字相同（同一趟扫描、同一个遮盖函数），
+每一处被遮的地方都在表里列着（工具调用里的 {"phone": 13812345678, "passwd": "…"} 也一样）；
 揭开一处只改这一处，添加一个字符串只改它命中的那些地方（已被规则遮住的地方不重复遮，也不重复计数）；
 Manifest 里的数字就是页面里标记的个数。编号只由节点、第几条和命中在这一条里的序号决定，
 所以读者加了字符串重新检查后，已揭开的编号仍指同一处。
 
-不做：脱敏之后因为相邻文字变成 "]" 才能匹配的第二轮命中（redact() 会再跑一遍；这里少见的这种情况不列出）；
-读者写的正则（服务器上跑任意正则有回溯风险：模式只支持 "*"，代表一段字母、数字或 _ . -）。和 s11_redact 一样，这是尽力而为。
+不做：读者写的正则（服务器上跑任意正则有回溯风险：模式只支持 "*"，代表一段字母、数字或 _ . -）。和 s11_redact 一样，这是尽力而为。
 """
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
@@ -40,7 +39,6 @@ FOUND_CHARS = 60                # 命中的原文最多显示多少字
 MAX_ADDED = 50                  # 一次导出最多加多少个字符串
 MIN_ADDED_CHARS = 2             # 太短的字符串（"a"）会把整页遮烂
 MAX_ADDED_CHARS = 200
-BATCH_CHARS = 4_000_000         # 拼成一批跑规则表的文字上限（大导出分几批，内存有界）
 WHERE_NAMES = {0: "标题", -1: "来源"}
 
 
@@ -65,7 +63,8 @@ class Review(NamedTuple):
     hits: list[Hit]                    # 给读者看的命中（不含已被规则遮住的手动命中）
     counts: dict[str, int]             # 规则标签 → 命中数（按规则表顺序，手动的在最后）
     added: tuple[str, ...]             # 读者加的字符串（清理过的）
-    spans: dict[tuple[str, int], list[tuple[int, int, int, str, str]]]   # 内部：每个 unit 的每处 (槽, 起, 止, 编号, 标签)
+    spans: dict[tuple[str, int], list[tuple[s11_redact.Finding, str]]]   # 内部：每个 unit 的每处 (Finding, 编号)
+    added_items: dict[s11_redact.Finding, str]                         # 内部：手动命中 → 读者加的哪一个字符串
 
 
 class Manifest(NamedTuple):
@@ -138,46 +137,6 @@ def _added_spans(text: str, items: Sequence[tuple[str, Any]]) -> list[tuple[int,
 
 
 # ── 扫描 ────────────────────────────────────────────────────────────────────────────────────
-def _slots(value: Any) -> tuple[Any, list[tuple[Any, Any]]]:
-    """value 的深拷贝，以及其中每个字符串所在的 (容器, 键)。"""
-    slots: list[tuple[Any, Any]] = []
-    box = s11_redact._copy_noting_strings([value], slots)
-    return box, slots
-
-
-def _rule_claims(strings: list[str]) -> list[list[tuple[int, int, str]]]:
-    """每个字符串上规则表的认领 [(起, 止, 标签)]：拼成批跑（分隔符没有哪条规则跨得过去），再按偏移拆回。"""
-    result: list[list[tuple[int, int, str]]] = [[] for _ in strings]
-    separator = s11_redact._BATCH_SEPARATOR
-    batch: list[int] = []
-    size = 0
-
-    def run(indexes: list[int]) -> None:
-        if not indexes:
-            return
-        joined = separator.join(strings[i] for i in indexes)
-        starts, position = [], 0
-        for i in indexes:
-            starts.append(position)
-            position += len(strings[i]) + len(separator)
-        for start, end, label in s11_redact._claims(joined):
-            which = bisect.bisect_right(starts, start) - 1
-            offset = starts[which]
-            result[indexes[which]].append((start - offset, end - offset, label))
-
-    for index, text in enumerate(strings):
-        if "\0" in text:   # 自己就含分隔符里的字符：单独跑
-            run([index])
-            continue
-        batch.append(index)
-        size += len(text)
-        if size >= BATCH_CHARS:
-            run(batch)
-            batch, size = [], 0
-    run(batch)
-    return result
-
-
 def _context(text: str, start: int, end: int) -> str:
     found = text[start:end]
     if len(found) > FOUND_CHARS:
@@ -189,48 +148,54 @@ def _context(text: str, start: int, end: int) -> str:
     return " ".join(f"{lead}{before}«{found}»{after}{tail}".split())
 
 
+def _hit(finding: s11_redact.Finding, hit_id: str, rule: str, unit: Unit, added: str = "") -> Hit:
+    return Hit(hit_id, rule, _clip(finding.found), _context(finding.text, finding.start, finding.end), unit.node_id,
+               unit.number, added)
+
+
 def scan(units: Sequence[Unit], added: Iterable[str] | str | None = ()) -> Review:
-    """列出 units 里规则表的每一处命中，以及读者加的每个字符串的命中（已被规则遮住的不列）。
+    """列出 units 里规则表的每一处命中（s11_redact.scan_value：字符串、键、长数字、凭据名字下的值——导出遮的正是这些），
+    以及读者加的每个字符串在同样那些位置上的命中（已被规则遮住的不列）。
 
     >>> review = scan([Unit("n1", 1, {"role": "user", "content": "mail a@example.com, order ORD-77"})], ["ORD-*"])
     >>> [(hit.hit_id, hit.rule, hit.found) for hit in review.hits], review.counts
     ([('n1-1.1', '邮箱', 'a@example.com'), ('n1-1+1', '手动', 'ORD-77')], {'邮箱': 1, '手动': 1})
+    >>> [(hit.rule, hit.found) for hit in scan([Unit("n1", 2, {"input": {"phone": 13812345678, "passwd": "x"}})]).hits]
+    [('手机号', '13812345678'), ('凭据', 'x')]
     """
     items = clean_added(added)
     patterns = [(item, _added_pattern(item) if "*" in item else None) for item in items]
-    strings: list[str] = []
-    owners: list[tuple[int, int]] = []      # 第几个字符串 → (第几个 unit, 它在 unit 里是第几个槽)
-    for which, unit in enumerate(units):
-        for slot, (container, key) in enumerate(_slots(unit.value)[1]):
-            strings.append(container[key])
-            owners.append((which, slot))
-    claims = _rule_claims(strings)
     hits: list[Hit] = []
-    spans: dict[tuple[str, int], list[tuple[int, int, int, str, str]]] = {}
-    ordinal: dict[int, list[int]] = {}
-    for index, text in enumerate(strings):
-        which, slot = owners[index]
-        unit = units[which]
-        counters = ordinal.setdefault(which, [0, 0])
+    spans: dict[tuple[str, int], list[tuple[s11_redact.Finding, str]]] = {}
+    added_items: dict[s11_redact.Finding, str] = {}
+    for unit in units:
         where = spans.setdefault((unit.node_id, unit.number), [])
-        ruled = claims[index]
-        for start, end, label in ruled:
-            counters[0] += 1
-            hit_id = f"{unit.node_id}-{unit.number}.{counters[0]}"
-            where.append((slot, start, end, hit_id, label))
-            hits.append(Hit(hit_id, label, _clip(text[start:end]), _context(text, start, end), unit.node_id,
-                            unit.number))
-        if not patterns:
-            continue
-        taken = [(start, end) for start, end, _ in ruled]
+        ruled = s11_redact.scan_value(unit.value)
+        for number, finding in enumerate(ruled, 1):
+            hit_id = f"{unit.node_id}-{unit.number}.{number}"
+            where.append((finding, hit_id))
+            hits.append(_hit(finding, hit_id, finding.label, unit))
+        if patterns:
+            hits += _added_hits(unit, ruled, patterns, where, added_items)
+    return Review(hits, count_hits(hits), items, spans, added_items)
+
+
+def _added_hits(unit: Unit, ruled: list[s11_redact.Finding], patterns, where: list, added_items: dict) -> list[Hit]:
+    """读者加的字符串在规则看的同一批位置上的命中；与规则命中重叠的记下（规则那一处被揭开时由它来遮），但不列出。"""
+    taken: dict[tuple, list[tuple[int, int]]] = {}
+    for finding in ruled:
+        taken.setdefault((finding.path, finding.part), []).append((finding.start, finding.end))
+    hits, number = [], 0
+    for path, part, text, _ in s11_redact.places(unit.value):
         for start, end, item in _added_spans(text, patterns):
-            counters[1] += 1
-            hit_id = f"{unit.node_id}-{unit.number}+{counters[1]}"
-            where.append((slot, start, end, hit_id, ADDED_LABEL + "\0" + item))
-            if not any(s < end and start < e for s, e in taken):   # 规则已经遮住的地方不再列出
-                hits.append(Hit(hit_id, ADDED_LABEL, _clip(text[start:end]), _context(text, start, end),
-                                unit.node_id, unit.number, item))
-    return Review(hits, count_hits(hits), items, spans)
+            number += 1
+            hit_id = f"{unit.node_id}-{unit.number}+{number}"
+            finding = s11_redact.Finding(path, part, start, end, ADDED_LABEL, text)
+            where.append((finding, hit_id))
+            added_items.setdefault(finding, item)
+            if not any(s < end and start < e for s, e in taken.get((path, part), ())):
+                hits.append(_hit(finding, hit_id, ADDED_LABEL, unit, item))
+    return hits
 
 
 def _clip(text: str) -> str:
@@ -258,7 +223,7 @@ def where_text(hit: Hit) -> str:
 
 # ── 遮盖 ────────────────────────────────────────────────────────────────────────────────────
 def apply(units: Sequence[Unit], review: Review, unmask: Iterable[str] = ()) -> tuple[list[Any], Manifest]:
-    """按 review 遮好每个 unit（深拷贝，输入不变）：除了 unmask 里的编号，规则命中全部遮住；
+    """按 review 遮好每个 unit（s11_redact.mask_value：深拷贝，输入不变）：除了 unmask 里的编号，规则命中全部遮住；
     手动命中在没有被（仍然遮着的）规则命中覆盖时遮住。返回 (遮好的值, 清单)。"""
     unmasked = set(unmask)
     masked_counts: dict[str, int] = {}
@@ -266,46 +231,28 @@ def apply(units: Sequence[Unit], review: Review, unmask: Iterable[str] = ()) -> 
     out = []
     released = 0
     for unit in units:
-        box, slots = _slots(unit.value)
-        per_slot: dict[int, list[tuple[int, int, str]]] = {}
-        for slot, start, end, hit_id, label in review.spans.get((unit.node_id, unit.number), []):
+        chosen = []
+        for finding, hit_id in review.spans.get((unit.node_id, unit.number), []):
             if hit_id in unmasked:
                 released += 1
-                continue
-            per_slot.setdefault(slot, []).append((start, end, label, hit_id))
-        for slot, found in per_slot.items():
-            container, key = slots[slot]
-            container[key] = _mask(container[key], found, masked_counts, added_counts)
-        out.append(box[0])
+            else:
+                chosen.append(finding)
+        # 规则的命中排在手动的前面：同一处重叠时规则胜出（mask_value 的规矩）
+        chosen.sort(key=lambda finding: finding.label == ADDED_LABEL)
+        value, applied = s11_redact.mask_value(unit.value, chosen)
+        for finding in applied:
+            if finding.label == ADDED_LABEL:
+                item = review.added_items[finding]
+                added_counts[item] = added_counts.get(item, 0) + 1
+            else:
+                masked_counts[finding.label] = masked_counts.get(finding.label, 0) + 1
+        out.append(value)
     return out, Manifest(_in_order(masked_counts), added_counts, released, True)
-
-
-def _mask(text: str, found: list[tuple[int, int, str, str]], masked: dict[str, int], added: dict[str, int]) -> str:
-    """把认领的区间换成标记：规则命中先占位，手动命中只填还空着的地方（先出现的胜出）。"""
-    ruled = sorted((start, end, label) for start, end, label, _ in found if "\0" not in label)
-    chosen = list(ruled)
-    taken = [(start, end) for start, end, _ in ruled]
-    for start, end, label, _ in sorted(item for item in found if "\0" in item[2]):
-        if not any(s < end and start < e for s, e in taken):
-            chosen.append((start, end, label))
-            taken.append((start, end))
-    pieces, position = [], 0
-    for start, end, label in sorted(chosen):
-        if label.startswith(ADDED_LABEL + "\0"):
-            item = label.split("\0", 1)[1]
-            added[item] = added.get(item, 0) + 1
-            label = ADDED_LABEL
-        else:
-            masked[label] = masked.get(label, 0) + 1
-        pieces += [text[position:start], s11_redact.MARKER.format(label=label)]
-        position = end
-    pieces.append(text[position:])
-    return "".join(pieces)
 
 
 def unredacted(units: Sequence[Unit]) -> tuple[list[Any], Manifest]:
     """读者选择不脱敏：原样的深拷贝，清单写明“未脱敏”。"""
-    return [_slots(unit.value)[0][0] for unit in units], Manifest({}, {}, 0, False)
+    return [s11_redact.mask_value(unit.value, [])[0] for unit in units], Manifest({}, {}, 0, False)
 
 
 def added_summary(manifest: Manifest) -> list[tuple[int, int, int]]:

@@ -23,6 +23,7 @@ CODE = REPO / "code"
 
 # Lowest first. A module may import only modules of a lower layer (or, inside one package, its siblings).
 LAYERS = [
+    ["s11_fast"],               # speed code beside the plain modules: imports nothing of ours (each seam passes itself)
     ["s11_text", "s11_redact", "s11_workspace", "s11_book"],
     ["s11_storage", "s11_chains"],   # s11_chains: the branch path's trusted chains (stdlib only)
     ["s11_format"],

@@ -51,6 +51,15 @@ PEM_BODY = "MIIEowIBAAKCAQEA7bq3xY"
 PEM = "-----BEGIN " + "RSA PRIVATE KEY-----\n" + PEM_BODY + "\n-----END RSA PRIVATE KEY-----"
 PGP_BODY = "lQOYBGQx2dIBCADK7pD3"
 PGP = "-----BEGIN PGP " + "PRIVATE KEY BLOCK-----\n\n" + PGP_BODY + "\n=AbCd\n-----END PGP PRIVATE KEY BLOCK-----"
+ALIBABA = "LTAI" + "5tQ8xKp2Rv7mNw3Z"                                        # Alibaba Cloud AccessKey ID
+TWILIO = "SK" + "2b7c1e9f0a3d4c5b" + "8e6f7a9b0c1d2e3f"
+TELEGRAM = "5123456789" + ":" + "AAH" + "dqTcvCH1vGWJxfSeofSAs0K5PALDsaw4"    # bot id : 35 characters
+DIGITALOCEAN = "dop_" + "v1_" + "a1b2c3d4e5f6" * 5 + "a1b2"
+DIGITALOCEAN_OAUTH = "doo_" + "v1_" + "0f9e8d7c6b5a" * 5 + "4321"
+DISCORD_PATH = "1122334455667788" + "99/" + "Xy7Qm2Lp9Rt4Vn8Kc3Hs6Jd1-Wm2Np5Qr8Tv0Yb_E4Fg7Hk2Lm5Nq8Rs1Uv4Xz7Ab0Cd3Ef6Gh9"
+SAS_SIGNATURE = "J7Gz%2FXq3Lp9Rt4Vn8Kc3" + "Hs6Jd1Wm2Np5Qr8Tv0Yb%2BE%3D"   # URL-encoded base64
+SESSION_ID = "8f3k2j4h5g" + "6f7d8s9a0q"
+JSON_PASSWORD = "hunter2-" + "Xy7Qm2"
 UNIONPAY_19 = with_luhn_check("622202123456789012")                        # 62: a UnionPay prefix
 ICBC_19 = with_luhn_check("955880123456789012")                            # 9558: no issuer prefix in the table
 AMEX = "378282246310005"                                                   # American Express's test number
@@ -68,6 +77,49 @@ CASES = {
     "jwt": (
         [(f"token={JWT}", "eyJzdWIiOiIxMjM0NTY3ODkwIn0"), (f"Authorization: Bearer {JWT}", "dozjgNryP4J3")],
         ["header eyJhbGciOiJIUzI1NiJ9 only", "file.eyJ.txt"],
+    ),
+    "discord_webhook": (
+        [(f"curl -X POST https://discord.com/api/webhooks/{DISCORD_PATH}", DISCORD_PATH),
+         (f"WEBHOOK=https://discordapp.com/api/webhooks/{DISCORD_PATH}", DISCORD_PATH)],
+        ["https://discord.com/api/webhooks/<id>/<token>", "https://discord.com/developers/docs/resources/webhook"],
+    ),
+    "alibaba_access_key": (
+        [(f"ALIBABA_CLOUD_ACCESS_KEY_ID={ALIBABA}", ALIBABA), (f"阿里云 AccessKey ID：{ALIBABA}，别外传", ALIBABA),
+         (f'"AccessKeyId": "{ALIBABA}"', ALIBABA)],
+        ["LTAI is the prefix of Alibaba Cloud AccessKey IDs", "LTAIabcdefghijklmnop", "XLTAI5tQ8xKp2Rv7mNw3Z"],
+    ),
+    "twilio_api_key": (
+        [(f"TWILIO_API_KEY={TWILIO}", TWILIO), (f"client = Client('{TWILIO}', secret)", TWILIO)],
+        ["SKU-1234567890 is out of stock", "SK" + "0" * 32, "SK" + "abcdef" * 5 + "ab"],
+    ),
+    "digitalocean_token": (
+        [(f"export DIGITALOCEAN_ACCESS_TOKEN={DIGITALOCEAN}", DIGITALOCEAN), (f"doctl auth init -t {DIGITALOCEAN_OAUTH}",
+                                                                          DIGITALOCEAN_OAUTH)],
+        ["dop_v1_ is the prefix of DigitalOcean personal tokens", "dop_v1_" + "g" * 64],
+    ),
+    "telegram_bot_token": (
+        [(f"curl https://api.telegram.org/bot{TELEGRAM}/sendMessage", TELEGRAM), (f"机器人令牌 {TELEGRAM}", TELEGRAM)],
+        ["1732867200:" + "a" * 35, "at 12:30:45 the bot 123456789 answered", "x5123456789:" + TELEGRAM.split(":")[1]],
+    ),
+    "azure_sas": (
+        [("https://shop.blob.core.windows.net/c/a.txt?sv=2022-11-02&ss=b&sp=r&se=2026-01-01T00%3A00%3A00Z&sig="
+          + SAS_SIGNATURE, SAS_SIGNATURE), (f"?sp=racwdl&sig={SAS_SIGNATURE}&spr=https", SAS_SIGNATURE)],
+        ["https://shop.blob.core.windows.net/c/a.txt?sv=2022-11-02&sig=<signature>", "the sig= parameter signs it",
+         "x.png?sig=short"],
+    ),
+    "cookie": (
+        [(f"Cookie: sessionid={SESSION_ID}; csrftoken=Zx9", SESSION_ID),
+         (f"Set-Cookie: PHPSESSID={SESSION_ID}; Path=/; HttpOnly", SESSION_ID),
+         (f"curl -H 'Cookie: session={SESSION_ID}' https://example.com", SESSION_ID)],
+        ["Cookie: <none>", "the Cookie header carries the sessionid", "Set-Cookie: theme=dark",
+         "cookie_jar = requests.cookies.RequestsCookieJar()"],
+    ),
+    "json_in_json": (
+        [('"SecretString": "{\\"username\\":\\"admin\\",\\"password\\":\\"' + JSON_PASSWORD + '\\"}"', JSON_PASSWORD),
+         ('{"data": {"config.json": "{\\"db\\": {\\"token\\": \\"' + JSON_PASSWORD + '\\"}}"}}', JSON_PASSWORD),
+         ('"text": "{\\\\\\"api_key\\\\\\":\\\\\\"' + JSON_PASSWORD + '\\\\\\"}"', JSON_PASSWORD)],
+        ['"SecretString": "{\\"username\\":\\"admin\\",\\"region\\":\\"us-east-1\\"}"',
+         '{\\"password\\":\\"${DB_PASSWORD}\\"}', '{\\"token_type\\":\\"Bearer\\"}'],
     ),
     "slack_webhook": (
         [(f"curl -X POST https://hooks.slack.com/services/{SLACK_HOOK_PATH}", SLACK_HOOK_PATH)],
@@ -305,197 +357,13 @@ def test_overlapping_rows_mask_once_with_the_most_specific_label(text, counts):
     assert redact_with_counts(text)[1] == counts
 
 
-# ── hints: where each row looks ─────────────────────────────────────────────────────────────
-
-
-def test_hints_never_hide_a_match(monkeypatch):
-    # Run the table once with its hints and once scanning everything: the results must be identical.
-    texts = [text for _, text, _ in POSITIVES] + [text for _, text in NEGATIVES]
-    texts.append("\n".join(texts))
-    with_hints = [redact_with_counts(text) for text in texts]
-    monkeypatch.setattr(s11_redact, "RULES", [rule._replace(hints=()) for rule in RULES])
-    assert [redact_with_counts(text) for text in texts] == with_hints
-
-
-class _CountingPattern:
-    """Stands in for a rule's compiled pattern and counts the scans the engine asks of it."""
-
-    def __init__(self, pattern, scans):
-        self.pattern, self.groupindex, self.scans = pattern, pattern.groupindex, scans
-
-    def finditer(self, *args):
-        self.scans.append(self.pattern.pattern[:20])
-        return self.pattern.finditer(*args)
-
-
-def test_every_row_has_a_hint_so_plain_chat_text_runs_no_pattern_at_all(monkeypatch):
-    # The chapter's own messages (Chinese prose, identifiers, numbers shorter than four digits) give no row a
-    # window, so redacting them costs the hints alone. Each kind of trigger still brings its row back.
-    scans = []
-    monkeypatch.setattr(s11_redact, "RULES", [rule._replace(pattern=_CountingPattern(rule.pattern, scans))
-                                              for rule in RULES])
-    s11_redact._table()
-    scans.clear()   # building the table tries each pattern on the markers once; redacting must scan nothing
-    chat = "服务连续运行 3 天后，内存占用从 200MB 涨到 3GB。已检查 cache_store.py：`_listeners.append(cb)` 从不移除回调。"
-    assert redact_with_counts(chat) == (chat, {}) and scans == []
-    for trigger, label in [("postgres://app:S3cr3t@10.0.0.5/db", "密码"), ("手机13812345678请回电", "手机号"),
-                           ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----", "私钥"),
-                           (f"https://hooks.slack.com/services/{SLACK_HOOK_PATH}", "Slack Webhook")]:
-        scans.clear()
-        assert label in redact_with_counts(chat + "\n" + trigger)[1] and scans
-
-
-# The phone row looks only at 11-digit runs and 3-4-4 groups (_long_numbers' windows), not at every line with a year
-# or a port. Whatever the digits, separators and prefixes around a number, the row must claim what it claims when it
-# scans the whole text.
-_phone_pieces = st.sampled_from(["138", "1234", "5678", "13812345678", "0086", "+86", "Tel", "phone", "Mobile", "1",
-                                 "0", "9", " ", "-", ".", ",", "a", "\n", "１３８", "2024-11-30", ":8080"])
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.lists(_phone_pieces | st.text("0123456789 .-+", max_size=6), max_size=14).map("".join))
-@example("电话 +86-138-1234-5678")
-@example("0086138 1234 5678 和 Tel13812345678")
-@example("卡 4111 1111 1111 1111 后 138.1234.5678")
-def test_the_phone_row_finds_in_its_windows_what_it_finds_in_the_whole_text(text):
-    phone = next(rule for rule in RULES if rule.name == "cn_mobile")
-    index = s11_redact._HintIndex(s11_redact._halfwidth(text))
-    everywhere = list(s11_redact._matches(phone, index.text, [(0, len(index.text))], [], []))
-    assert list(s11_redact._matches(phone, index.text, index.windows(phone.hints), [], [])) == everywhere
-
-
-def test_years_ports_and_line_numbers_give_the_phone_row_no_window_and_a_log_of_timestamps_one():
-    log = "\n".join(f"{line:>5}\t2024-11-30 GET :8080/items/{line} 200" for line in range(1, 400))
-    assert s11_redact.mobile_numbers(s11_redact._HintIndex(log)) == []
-    index = s11_redact._HintIndex(log + "\n回电 138 1234 5678")
-    assert [index.text[start:end].strip() for start, end in s11_redact.mobile_numbers(index)] == ["138 1234 5678"]
-    stamps = "\n".join(f"{1732867200123 + line} ok" for line in range(s11_redact._MOBILE_WINDOWS + 1))
-    assert s11_redact.mobile_numbers(s11_redact._HintIndex(stamps)) == [(0, len(stamps))]
-
-
-def test_a_log_of_millisecond_timestamps_keeps_the_number_walk_bounded_and_still_finds_cards_and_phones():
-    # 13-digit timestamps on every line are runs only the phone row could want. Past _MOBILE_WINDOWS of them the
-    # walk stops recording them (the phone row scans the whole text) and looks only for 15+ digit runs.
-    stamps = "\n".join(f"{1732867200123 + line} GET /items" for line in range(3 * s11_redact._MOBILE_WINDOWS))
-    text = f"{stamps}\n卡号 4111111111111111，身份证 11010519491231002X，电话 13812345678"
-    runs = s11_redact._long_numbers(s11_redact._HintIndex(text))
-    assert len(runs) == s11_redact._MOBILE_WINDOWS + 2   # the first 5,000 stamps, the card, the ID number
-    assert redact_with_counts(text)[1] == {"身份证号": 1, "银行卡号": 1, "手机号": 1}
-
-
-# Some function hints declare needles: strings one of which must be in the text for the hint to give any window.
-# The engine skips the row without calling the hint when none is there, so each declaration must be true.
-_needle_pieces = st.sampled_from(["key", "KEY", "Pass", "secret", "token", "TOKEN", "=", ": ", "_", "a", "1", "\n",
-                                  "://", "private key", "PRIVATE KEY", "-----BEGIN ", "ſ", "K", "é", "@", " "])
-_needle_text = st.lists(_needle_pieces | st.text(max_size=5), max_size=12).map("".join)
-
-
-@settings(max_examples=400, deadline=None)
-@given(_needle_text)
-@example("DB_PASSWORD=hunter2\napi key: abc")
-@example("-----BEGIN RSA PRIVATE KEY-----\nMIIE")
-def test_a_hint_gives_windows_only_where_one_of_its_needles_is(text):
-    hinted = [hint for rule in RULES for hint in rule.hints if hasattr(hint, "needles")]
-    assert {hint.__name__ for hint in hinted} == {"assignments", "urls", "private_key_blocks"}
-    index = s11_redact._HintIndex(text)
-    for hint in hinted:
-        if hint(index):
-            assert any(needle.encode() in index.folded for needle in hint.needles), hint.__name__
-
-
-@settings(max_examples=400, deadline=None)
-@given(_needle_text)
-@example("secret=1 token=2 key=3 pass=4")
-def test_assignments_skipping_the_words_found_absent_gives_the_same_windows(text):
-    # _indexed_claims tells the index which string hints it found; assignments then runs only those words' patterns.
-    alone = s11_redact.assignments(s11_redact._HintIndex(text))
-    index = s11_redact._HintIndex(text)
-    s11_redact._indexed_claims(index)
-    assert index.present is not None and s11_redact.assignments(index) == alone
-
-
-# Long texts look for the string hints in a shorter copy first (bytes no needle has are deleted): a needle missing
-# there is missing from the text. Pieces that the copy deletes ("key 1=", "to?ken") make needles that appear only
-# in the copy, so the answer must still come from the text itself.
-_present_pieces = st.sampled_from(["key", "=", " ", "1", "to", "ken", "汉", "@", "eyJ", "bear", "er", ":/", "/",
-                                   "\n", "Private", "KEY", "card", "x"])
-
-
-@pytest.mark.parametrize("left_for_copy", [0, 99], ids=["short copy", "each needle in the text"])
-@settings(max_examples=300, deadline=None)
-@given(text=st.lists(_present_pieces | st.text(max_size=3), max_size=16).map("".join))
-@example(text="key 1= to汉ken bear\ner :/ /")
-@example(text="private 1 key")
-@example(text="-----BEGIN RSA PRIVATE KEY-----")
-def test_the_short_copy_finds_exactly_the_hints_the_text_has(left_for_copy, text):
-    table = s11_redact._table()
-    folded = s11_redact._HintIndex(text).folded
-    expected = {hint for hint, needle in zip(table.ascii_hints, table.ascii_needles) if needle in folded}
-    with pytest.MonkeyPatch.context() as patch:   # the long-text path on short texts: a 4-byte probe first
-        patch.setattr(s11_redact, "_SHORT_COPY_FROM", 0)
-        patch.setattr(s11_redact, "_PROBE_BYTES", 4)
-        patch.setattr(s11_redact, "_SHORT_COPY_NEEDLES", left_for_copy)
-        assert s11_redact._ascii_present(folded, table) == expected
-
-
-def test_a_long_text_takes_the_short_copy_and_still_redacts_the_same(monkeypatch):
-    # 300 KB of log with a secret at the very end and decoys that only the short copy contains.
-    secret = "sk-proj-Xy7Qm2Lp9Rt4Vn8Kc3Hs6Jd1"
-    text = "2026-12-03 18:33:28 GET /health 200 key 1= to汉ken\n" * 6000 + f"export API_TOKEN={secret}\n"
-    assert len(text) > s11_redact._SHORT_COPY_FROM
-    copies = []
-    real = s11_redact._short_copy
-    monkeypatch.setattr(s11_redact, "_short_copy", lambda folded, table: copies.append(len(folded)) or
-                        real(folded, table))
-    redacted, counts = redact_with_counts(text)
-    assert copies == [len(text)]
-    assert secret not in redacted and redacted.endswith("export API_TOKEN=[已脱敏:API密钥]\n")
-    assert counts == {"API密钥": 1} and redacted.count("key 1= to汉ken") == 6000
-    copies.clear()
-    monkeypatch.setattr(s11_redact, "_SHORT_COPY_FROM", len(text) + 1)   # the plain search: the same answer
-    assert redact_with_counts(text) == (redacted, counts) and copies == []
-
-
-def test_a_long_text_whose_needles_show_early_is_not_copied(monkeypatch):
-    # Real code and logs name "key", "token", "://"... in their first lines: the copy would not pay for itself.
-    head = "token: abc\nsee https://example.com key=1 bearer x authorization card @ eyJ secret hooks.slack.com\n"
-    text = head + "plain log line 2026-12-03 without any hint\n" * 8000
-    copies = []
-    monkeypatch.setattr(s11_redact, "_short_copy", lambda folded, table: copies.append(1) or b"")
-    assert redact_with_counts(text)[0].endswith("without any hint\n") and copies == []
-
-
-_digit_pieces = st.sampled_from(["0", "1234", "5678", " ", "-", ".", "4111 1111 1111 1111", "110105-1949-1231-002X",
-                                 "371449-635398-431", "11010519491231002X", "2024113012345678", "a", "\n"])
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.lists(_digit_pieces | st.text("0123456789 .-", max_size=8), max_size=12).map("".join))
-def test_long_number_runs_are_the_same_when_grouped_shapes_are_looked_for_only_after_one_find(text):
-    # _long_numbers looks for the grouped shapes only when the skeleton has "000-0000", which they all contain.
-    def every_shape(index):
-        skeleton, runs = index.spans(s11_redact._digit_skeleton), []
-        for shape in s11_redact._NUMBER_SHAPES:
-            position = skeleton.find(shape)
-            while position != -1:
-                group_end = s11_redact._ZEROS.match(skeleton, position).end()
-                window_end = skeleton.find(b" ", position)
-                window_end = len(skeleton) if window_end == -1 else window_end
-                runs.append((skeleton.rfind(b" ", 0, position) + 1, min(window_end + 2, len(skeleton)), position,
-                             group_end - position))
-                position = skeleton.find(shape, group_end if shape == s11_redact._NUMBER_SHAPES[0] else window_end)
-        return sorted(runs)
-    assert all(s11_redact._GROUPED in shape for shape in s11_redact._NUMBER_SHAPES[1:])
-    assert s11_redact._long_numbers(s11_redact._HintIndex(text)) == every_shape(s11_redact._HintIndex(text))
-
-
-def test_a_new_row_needs_only_a_pattern_and_hints_narrow_where_it_looks(monkeypatch):
+def test_a_new_row_needs_only_a_name_a_label_and_a_pattern(monkeypatch):
     acme_key = re.compile(r"acme_[0-9a-f]{12}")
     text = "first line acme_0123456789ab\nsecond line ACME: acme_ba9876543210"
+    assert redact_with_counts(text) == (text, {})
     monkeypatch.setattr(s11_redact, "RULES", RULES + [s11_redact.Rule("acme", "ACME密钥", acme_key)])
-    assert redact_with_counts(text)[1] == {"ACME密钥": 2}
-    monkeypatch.setattr(s11_redact, "RULES", RULES + [s11_redact.Rule("acme", "ACME密钥", acme_key, hints=("first",))])
-    assert redact(text) == "first line [已脱敏:ACME密钥]\nsecond line ACME: acme_ba9876543210"
+    assert redact(text) == "first line [已脱敏:ACME密钥]\nsecond line ACME: [已脱敏:ACME密钥]"
+    assert redact_value({"acme_0123456789ab": 1})[0] == {"[已脱敏:ACME密钥]": 1}
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -613,84 +481,6 @@ def test_docstring_examples_hold():
     assert doctest.testmod(s11_redact).failed == 0
 
 
-# The shortcut for short id-shaped text (session ids, short titles without spaces): every such text the
-# shortcut lets through must be one the full rules leave alone.
-_ID_PIECES = st.sampled_from(["sk-", "sk_live_", "AKIA", "AIza", "ghp_", "glpat-", "hf_", "npm_", "xoxb-", "card",
-                              "eyJ", "1", "13812345678", "4111", "110101", "X", "-", "_", "a", "Z9"])
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.one_of(st.from_regex(r"[A-Za-z0-9_-]{0,19}", fullmatch=True),
-                 st.lists(_ID_PIECES, max_size=8).map("".join),
-                 st.from_regex(r"[0-9]{0,19}", fullmatch=True)))
-def test_id_shaped_text_the_shortcut_skips_is_text_no_rule_matches(text):
-    if s11_redact._nothing_can_match(text):
-        assert s11_redact._claims(text) == []
-        assert redact(text) == text
-
-
-@pytest.mark.parametrize("text", ["13812345678", "x13812345678", "AKIA" + "A" * 16, "card4111111111111111"])
-def test_id_shaped_text_that_does_hold_a_secret_still_goes_through_the_rules(text):
-    assert not s11_redact._nothing_can_match(text) or s11_redact._claims(text) == []
-    if s11_redact._claims(text):
-        assert redact(text) != text
-
-
-def test_a_rule_added_later_also_applies_to_short_id_shaped_text_and_remembered_titles(monkeypatch):
-    assert s11_redact.redact_short("acme_0123456789ab") == "acme_0123456789ab"
-    monkeypatch.setattr(s11_redact, "RULES", RULES + [s11_redact.Rule("acme", "ACME密钥", re.compile(r"acme_[0-9a-f]{12}"))])
-    assert s11_redact.redact_short("acme_0123456789ab") == "[已脱敏:ACME密钥]"   # the memo is not stale
-    assert redact("acme_0123456789ab") == "[已脱敏:ACME密钥]"
-
-
-# redact_value looks at the common export shape ([title, chapter-style messages, source]) as one batch first and,
-# when no row claims anything, returns a plain copy. The result must be what the general walk gives, always.
-_pieces = st.sampled_from(["服务内存从 200MB 涨到 3GB", "方案 A：LRU", "ok", "", "\0", "key=", "@", "card",
-                           "手机13812345678", "postgres://app:S3cr3t@db/x", "token: abcdefghijklmnopqrstuv",
-                           "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2", "1234", "2026-12-03", "a@example.com"])
-_plain_text = st.lists(_pieces | st.text(max_size=8), max_size=4).map("".join)
-_plain_keys = st.sampled_from(["role", "content", "name", "password", "api_key", "token", "a@example.com", "b@x.io",
-                              "卡", "[已脱敏:邮箱]"])
-_plain_shape = st.lists(_plain_text | st.lists(st.dictionaries(_plain_keys, _plain_text, max_size=3), max_size=4),
-                        max_size=3)
-
-
-@settings(max_examples=400, deadline=None)
-@given(_plain_shape)
-def test_the_plain_shape_shortcut_gives_what_the_general_walk_gives(value):
-    original = copy.deepcopy(value)
-    fast = redact_value(value)
-    assert value == original
-    real = s11_redact._plain_texts
-    try:
-        s11_redact._plain_texts = lambda value: None
-        general = redact_value(value)
-    finally:
-        s11_redact._plain_texts = real
-    assert repr(fast) == repr(general)
-    copied = fast[0]
-    for mine, theirs in zip(copied, value):   # a copy all the way down, even when nothing changed
-        assert mine is not theirs or type(mine) is str
-        if type(mine) is list:
-            assert all(a is not b for a, b in zip(mine, theirs))
-
-
-def test_the_plain_shape_skips_the_general_walk_unless_a_key_names_a_credential_or_content_has_blocks(monkeypatch):
-    walks = []
-    real = s11_redact._copy_noting
-    monkeypatch.setattr(s11_redact, "_copy_noting", lambda found, value: walks.append(1) or real(found, value))
-    chat = ["修复登录服务内存泄漏", [{"role": "user", "content": "服务内存从 200MB 涨到 3GB"}], ""]
-    assert redact_value(chat) == (chat, {}) and walks == []
-    phone = ["x", [{"role": "user", "content": "手机13812345678", "a@example.com": "k"}], ""]
-    assert redact_value(phone) == (["x", [{"role": "user", "content": "手机[已脱敏:手机号]", "[已脱敏:邮箱]": "k"}], ""],
-                                   {"邮箱": 1, "手机号": 1}) and walks == []   # claims are masked in the batch
-    for walked in (["x", [{"role": "user", "password": "hunter2"}], ""],          # a credential's name
-                   ["x", [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], ""]):   # blocks
-        walks.clear()
-        redact_value(walked)
-        assert walks
-
-
 def test_a_rule_that_would_claim_text_inside_a_marker_is_refused_with_its_name(monkeypatch):
     # Its own marker "[已脱敏:LRU]" holds "LRU": each pass would mask the marker again, without end.
     monkeypatch.setattr(s11_redact, "RULES", RULES + [s11_redact.Rule("lru", "LRU", re.compile("LRU"))])
@@ -706,198 +496,65 @@ def test_a_rule_that_would_claim_text_inside_a_marker_is_refused_with_its_name(m
     assert redact("LRU") == "LRU"   # the refused tables left nothing behind
 
 
-# _redact_batch first asks _plainly_nothing: a few scans that prove the built-in table can claim nothing in a short
-# text. Each built-in row must be guarded by one of its conditions, and the answer must agree with the whole table.
-def test_every_built_in_row_is_guarded_by_a_condition_the_quick_check_looks_at():
-    table = s11_redact._table()
-    sources = {s11_redact._prefixed_words, s11_redact._long_numbers}
-    for gate in table.gates:
-        assert gate.strings is not None or gate.source in sources, gate.rule.name
-    assert all(b"0000" in shape for shape in s11_redact._NUMBER_SHAPES)   # every long number has 0000
+# ── one structured pass: what export masks is what the review lists ─────────────────────────────────────
 
 
-_quick_pieces = st.sampled_from(["服务内存从 200MB 涨到 3GB", "方案 A：LRU", "123", "4567", "12 34", "１２３４", "Ｘ",
-                                 "a" * 19, "b" * 20, "abcdefghij_klmnopqrst", "key", "KEY=", "@", "://", "card", "卡",
-                                 "eyJ", "Bearer ", "sk-", "\n", "\0", "private KEY", "token", "PassWord", "é", "😀"])
+def test_json_in_json_masks_the_inner_value_and_never_claims_the_opening_brace():
+    text = '"SecretString": "{\\"username\\":\\"admin\\",\\"password\\":\\"' + JSON_PASSWORD + '\\"}"'
+    claims = s11_redact.find(text)
+    assert [(text[start:end], label) for start, end, label in claims] == [(JSON_PASSWORD, "凭据")]
+    assert redact(text) == text.replace(JSON_PASSWORD, "[已脱敏:凭据]")
 
 
-@settings(max_examples=500, deadline=None)
-@given(st.lists(_quick_pieces | st.text(max_size=6), max_size=10).map("".join))
-@example("手机 138 1234 5678")
-@example("card 4111-1111-1111-1111")
-@example("id AKIAIOSFODNN7EXAMPLE ok")   # a 20-character token: the shortest long word
-@example("手机１３８１２３４５６７８")   # full-width digits
-def test_the_quick_check_says_nothing_only_where_the_whole_table_without_hints_claims_nothing(text):
-    if not s11_redact._plainly_nothing(text):
-        return
-    saved = s11_redact.RULES
-    s11_redact.RULES = [rule._replace(hints=()) for rule in RULES]
-    try:
-        assert s11_redact._claims(text) == []
-    finally:
-        s11_redact.RULES = saved
+def test_scan_value_finds_every_place_redact_value_masks_with_its_path():
+    value = {"input": {"phone": 13812345678, "card": int(CARD), "passwd": "hunter2", "Cookie": f"sessionid={SESSION_ID}",
+                       "a@example.com": [f"key {ALIBABA}"]}}
+    found = [(finding.path, finding.part, finding.found, finding.label) for finding in s11_redact.scan_value(value)]
+    assert found == [(("input", "phone"), "value", "13812345678", "手机号"),
+                     (("input", "card"), "value", CARD, "银行卡号"),
+                     (("input", "passwd"), "value", "hunter2", "凭据"),
+                     (("input", "Cookie"), "value", f"sessionid={SESSION_ID}", "凭据"),
+                     (("input", "a@example.com"), "key", "a@example.com", "邮箱"),
+                     (("input", "a@example.com", 0), "value", ALIBABA, "阿里云密钥")]
+    masked, counts = redact_value(value)
+    assert masked == {"input": {"phone": "[已脱敏:手机号]", "card": "[已脱敏:银行卡号]", "passwd": "[已脱敏:凭据]",
+                                "Cookie": "[已脱敏:凭据]", "[已脱敏:邮箱]": ["key [已脱敏:阿里云密钥]"]}}
+    assert sum(counts.values()) == len(found)
 
 
-def test_chapter_text_takes_the_quick_check_and_a_changed_table_does_not(monkeypatch):
-    built = []
-    real = s11_redact._HintIndex
-    monkeypatch.setattr(s11_redact, "_HintIndex", lambda text, *more: built.append(text) or real(text, *more))
-    chat = ["修复登录服务内存泄漏", "服务连续运行 3 天后，内存占用从 200MB 一路涨到 3GB，帮我定位根因。", "role", "content"]
-    assert s11_redact._redact_batch(chat) == (chat, {}) and built == []
-    assert s11_redact._redact_batch(chat + ["电话 13812345678"])[1] == {"手机号": 1} and built
-    monkeypatch.setattr(s11_redact, "RULES", RULES + [s11_redact.Rule("lru", "缓存策略", re.compile("LRU"))])
-    built.clear()
-    assert s11_redact._redact_batch(["方案 A：LRU"]) == (["方案 A：[已脱敏:缓存策略]"], {"缓存策略": 1}) and built
+def test_a_key_repeated_in_two_dicts_is_masked_and_counted_in_each():
+    redacted, counts = redact_value([{"a@example.com": 1}, {"a@example.com": 2}])
+    assert redacted == [{"[已脱敏:邮箱]": 1}, {"[已脱敏:邮箱]": 2}] and counts == {"邮箱": 2}
 
 
-# Exports of chapter-shaped sessions remember the texts the quick check found clean (forks carry their parent's
-# messages; a class runs the same demo), so the next export of the same text looks it up instead of scanning it.
-def test_texts_found_clean_are_looked_up_next_time_and_forgotten_when_the_rules_change(monkeypatch):
-    s11_redact._clean_texts.clear()
-    calls = []
-    quick = s11_redact._plainly_nothing
-    monkeypatch.setattr(s11_redact, "_plainly_nothing", lambda text: calls.append(text) or quick(text))
-    session = ["标题", [{"role": "user", "content": "方案 A：LRU 缓存"}, {"role": "assistant", "content": "好的"}], ""]
-    assert redact_value(session) == (session, {}) and len(calls) == 1
-    calls.clear()
-    copied, counts = redact_value(session)
-    assert (copied, counts, calls) == (session, {}, []) and copied[1][0] is not session[1][0]   # still a copy
-    # one new message: only it is checked, the remembered ones are not joined again
-    session[1].append({"role": "user", "content": "再试一次"})
-    assert redact_value(session) == (session, {}) and calls == ["再试一次"]
-    # a secret next to remembered texts is still masked
-    session[1].append({"role": "user", "content": "电话 13812345678"})
-    assert redact_value(session)[1] == {"手机号": 1}
-    # a new row that claims a remembered text: the memory is dropped with the old table
-    monkeypatch.setattr(s11_redact, "RULES", RULES + [s11_redact.Rule("lru", "缓存策略", re.compile("LRU"))])
-    assert redact_value(session)[0][1][0]["content"] == "方案 A：[已脱敏:缓存策略] 缓存"
-    assert "方案 A：LRU 缓存" not in s11_redact._clean_texts
-    assert s11_redact._clean_size == [0]   # the count restarts with the new table, so the bound stays exact
-
-
-def test_the_memory_of_clean_texts_is_bounded(monkeypatch):
-    s11_redact._clean_texts.clear()
-    monkeypatch.setattr(s11_redact, "_CLEAN_CHARS", 1_000)
-    for number in range(50):
-        redact_value(["t", [{"role": "user", "content": f"第 {number} 条：" + "好" * 95}], ""])
-        assert sum(map(len, s11_redact._clean_texts)) <= 1_000
-    assert any("第 49 条" in text for text in s11_redact._clean_texts)
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(_quick_pieces | st.deferred(lambda: _batch_pieces), max_size=4).map("".join), min_size=1,
-                max_size=6))
-@example(["好的", "电话 13812345678"])
-@example(["１２３４", "Ｘa@example.com"])
-def test_an_export_that_remembers_clean_texts_redacts_as_a_fresh_one_does(contents):
-    session = ["标题", [{"role": "user", "content": text} for text in contents], ""]
-    first = redact_value(copy.deepcopy(session))
-    assert redact_value(copy.deepcopy(session)) == first   # now partly from memory
-    s11_redact._clean_texts.clear()
-    assert redact_value(copy.deepcopy(session)) == first
-    assert first[0] == ["标题", [{"role": "user", "content": redact(text)} for text in contents], ""]
-
-
-# _copy_noting recognises the exact JSON types first. Whatever it meets, it must record what the plain isinstance walk
-# records, in the same order, and copy what that walk copies.
-def _reference_copy_noting(found, value):
-    is_dict = isinstance(value, dict)
-    items = value.items() if is_dict else enumerate(value)
-    copied = {} if is_dict else [None] * len(value)
-    if is_dict:
-        found.dicts.append(copied)
-    for key, item in items:
-        if is_dict and isinstance(key, str):
-            found.keys[key] = None
-        if isinstance(item, str):
-            copied[key] = item
-            found.strings.append((copied, key))
-            if is_dict and isinstance(key, str) and s11_redact._is_credential_name(key):
-                found.credentials.append((copied, key))
-        elif isinstance(item, (dict, list, tuple)):
-            copied[key] = _reference_copy_noting(found, item)
-        else:
-            copied[key] = copy.deepcopy(item)
-            if type(item) in (int, float) and abs(item) >= s11_redact._BIG_NUMBER and item == item:
-                found.numbers.append((copied, key))
-    return copied
-
-
-class _Text(str):
-    pass
-
-
-class _Mapping(dict):
-    pass
-
-
-_walk_leaves = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5),
-                         st.sampled_from(["a@example.com", _Text("x@example.com"), 13812345678, 1e12, True]),
-                         st.builds(collections.Counter, st.text(max_size=2)), st.builds(bytearray, st.binary(max_size=3)))
-_walk_keys = st.one_of(st.sampled_from(["role", "content", "password", "api_key", _Text("token"), "卡"]),
-                       st.text(max_size=4), st.integers(), st.none())
-_walk_values = st.recursive(_walk_leaves, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.lists(inner, max_size=3).map(tuple),
-    st.dictionaries(_walk_keys, inner, max_size=3), st.dictionaries(_walk_keys, inner, max_size=2).map(_Mapping)),
-    max_leaves=12)
-
-
-def _noted(found):
-    where = lambda slots: [(type(container).__name__, key) for container, key in slots]   # noqa: E731
-    return (where(found.strings), where(found.numbers), where(found.credentials), list(found.keys),
-            [type(mapping).__name__ for mapping in found.dicts])
+_structured_pieces = st.sampled_from([
+    "ok", "\n", "手机13812345678", "１３８１２３４５６７８", "a@example.com", "x]", "[已脱敏:邮箱]", "Ｘ", "－",
+    "postgres://app:S3cr3t@db/x", "Authorization: Bearer abcdefghijklmnop1234", "-----BEGIN RSA PRIVATE KEY-----\nMIIE",
+    "card number: 4111 1111 1111 1111", "身份证11010519491231002X", "API_KEY=", "token = abcdef123456XYZ",
+    "a@example.com13812345678",   # the phone is matchable only once the e-mail before it is masked
+    '{\\"password\\":\\"hunter2x\\"}', "Cookie: sessionid=abcdefgh1234", TELEGRAM, "sig=" + SAS_SIGNATURE, "?"])
+_structured_text = st.lists(_structured_pieces | st.text(max_size=5), max_size=6).map("".join)
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(_walk_values, max_size=3))
-def test_the_walk_records_and_copies_what_the_isinstance_walk_does(value):
-    ours, reference = s11_redact._Found(), s11_redact._Found()
-    copied, expected = s11_redact._copy_noting(ours, value), _reference_copy_noting(reference, value)
-    assert _noted(ours) == _noted(reference)
-    assert repr(copied) == repr(expected)
-    # nothing mutable is shared with the input
-    originals = {id(item) for item in _containers(value)}
-    assert not originals & {id(item) for item in _containers(copied)}
-
-
-def _containers(value):
-    if isinstance(value, (dict, list, tuple, collections.Counter, bytearray)):
-        yield value
-        if isinstance(value, (list, tuple)):
-            for item in value:
-                yield from _containers(item)
-        elif isinstance(value, dict):
-            for item in value.values():
-                yield from _containers(item)
-
-
-# redact_value redacts all of a value's strings as one batch (joined by a separator no row can match across).
-# Whatever the batch does to save time, each string must come out as redacting it alone gives, counts summed.
-_batch_pieces = st.sampled_from([
-    "ok", "\n", "\0", "\n\0\n", "手机13812345678", "１３８１２３４５６７８", "a@example.com", "x]", "[已脱敏:邮箱]",
-    "postgres://app:S3cr3t@db/x", "Authorization: Bearer abcdefghijklmnop1234", "-----BEGIN RSA PRIVATE KEY-----\nMIIE",
-    "-----END RSA PRIVATE KEY-----", "card number: 4111 1111 1111 1111", "身份证11010519491231002X", "API_KEY=",
-    "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2", "token = abcdef123456XYZ", " ", "服务内存从 200MB 涨到 3GB",
-    "a@example.com13812345678",   # the phone is matchable only once the e-mail before it is masked
-    "Ｘ", "－", "１２３４", "身份证１１０１０５１９４９１２３１００２Ｘ"])   # full-width X and dash count only beside full-width digits
-_batch_strings = st.lists(st.lists(_batch_pieces | st.text(max_size=6), max_size=5).map("".join), max_size=8)
-
-
-@settings(max_examples=500, deadline=None)
-@given(_batch_strings)
-@example(["ok", "a@example.com13812345678手机", ""])   # one batch, and a second pass after the first masks
-@example(["a@example.com", "x\n\0", "手机13812345678"])   # a string holding "\0": each string on its own
-@example(["ok 1234", "手机１３８１２３４５６７８", "abc"])   # full-width digits are looked for in the non-ASCII strings
-@example(["\0"])
-@example(["\n\0\n", "a@example.com13812345678"])
-@example(["１２３４", "Ｘa@example.com"])   # digits in another string do not turn this full-width X into an ASCII one
-@example(["１２３４ a@example.com", "Ｘa@example.com"])   # ... nor in the second look after the masks
-def test_a_batch_of_strings_is_redacted_as_each_string_alone(strings):
-    pieces, counts = s11_redact._redact_batch(list(strings))
-    alone = [redact_with_counts(string) for string in strings]
-    assert pieces == [text for text, _ in alone]
-    total = {}
+@given(st.lists(_structured_text, max_size=5))
+@example(["a@example.com13812345678", "x a@example.com13812345678 [已脱敏:邮箱]13812345678"])
+def test_each_string_in_a_value_comes_out_as_redact_gives_it_and_redacting_again_changes_nothing(texts):
+    redacted, counts = redact_value({"messages": [{"role": "user", "content": text} for text in texts]})
+    alone = [redact_with_counts(text) for text in texts]
+    assert [message["content"] for message in redacted["messages"]] == [text for text, _ in alone]
+    total = collections.Counter()
     for _, found in alone:
-        for label, count in found.items():
-            total[label] = total.get(label, 0) + count
-    assert counts == s11_redact._in_rule_order(collections.Counter(total))
+        total.update(found)
+    assert counts == s11_redact._in_rule_order(total)
+    for text, _ in alone:
+        assert redact_with_counts(text) == (text, {})
+
+
+@pytest.mark.parametrize(("text", "masked"), [
+    ("Server=db;User Id=sa;Password=gsNXiVmRlMG;", True),     # a random word of mixed case is data
+    ("login(user, password=getPassword)", False), ("call(token=accessToken, retries=3)", False),
+    ("f(token=token)", False), ("f(password=gsNXiVmRlMG)", True),
+])
+def test_a_bare_word_after_a_lowercase_name_is_data_only_when_it_is_not_shaped_like_an_identifier(text, masked):
+    assert ("[已脱敏:凭据]" in redact(text)) is masked

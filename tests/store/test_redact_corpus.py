@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 import pytest
 
-import s11_redact
 from s11_redact import MARKER, RULES, redact_with_counts
 
 UPPER, LOWER, DIGITS = string.ascii_uppercase, string.ascii_lowercase, string.digits
@@ -282,6 +281,68 @@ def _card(rng):
     return line, Planted(f"card {issuer} {style}", "银行卡号", [written])
 
 
+def _alibaba(rng):
+    key = "LTAI" + random_token(rng, BASE62, rng.randint(12, 30))
+    line = rng.choice(["ALIBABA_CLOUD_ACCESS_KEY_ID={}", "阿里云 AccessKey ID：{}，别外传", '"AccessKeyId": "{}",',
+                       "aliyun configure set --access-key-id {}"]).format(key)
+    return line, Planted("alibaba cloud access key", "阿里云密钥", [key[4:]])
+
+
+def _twilio(rng):
+    key = "SK" + pick(rng, HEX[:10], 6) + pick(rng, HEX[10:], 4) + pick(rng, HEX, 22)   # a digit and a letter
+    line = rng.choice(["TWILIO_API_KEY={}", "client = Client('{}', api_secret, account_sid)"]).format(key)
+    return line, Planted("twilio api key", "Twilio密钥", [key[2:]])
+
+
+def _telegram(rng):
+    token = f"{rng.randint(10_000_000, 9_999_999_999)}:AA" + random_token(rng, BASE64URL, 33)
+    line = rng.choice(["curl https://api.telegram.org/bot{}/getMe", "TELEGRAM_BOT_TOKEN={}", "机器人令牌 {}"]).format(token)
+    return line, Planted("telegram bot token", "Telegram令牌", [token.split(":")[1]])
+
+
+def _digitalocean(rng):
+    token = rng.choice(["dop", "doo", "dor"]) + "_v1_" + pick(rng, HEX, 64)
+    line = rng.choice(["export DIGITALOCEAN_ACCESS_TOKEN={}", "doctl auth init -t {}", "{}"]).format(token)
+    return line, Planted(f"digitalocean {token[:3]}", "DigitalOcean令牌", [token[7:]])
+
+
+def _discord_webhook(rng):
+    secret = f"{pick(rng, DIGITS, 18)}/{random_token(rng, BASE64URL, 68)}"
+    host = rng.choice(["discord.com", "discordapp.com"])
+    return (f"curl -H 'Content-Type: application/json' -d @m.json https://{host}/api/webhooks/{secret}",
+            Planted("discord webhook", "Discord Webhook", [secret.split("/")[1]]))
+
+
+def _azure_sas(rng):
+    signature = "".join(rng.choice([rng.choice(BASE62), rng.choice(BASE62), "%2B", "%2F"]) for _ in range(40)) + "%3D"
+    url = (f"https://shop.blob.core.windows.net/backups/db.bak?sv=2022-11-02&ss=b&srt=o&sp=r"
+           f"&se=2026-01-01T00%3A00%3A00Z&spr=https&sig={signature}")
+    return rng.choice(["azcopy copy '{}' .", "SAS URL: {}"]).format(url), Planted("azure sas sig", "Azure SAS签名",
+                                                                               [signature])
+
+
+def _cookie(rng):
+    value = random_token(rng, BASE62, rng.randint(20, 40))
+    name = rng.choice(["sessionid", "PHPSESSID", "JSESSIONID", "_session", "connect.sid"])
+    line = rng.choice(["Cookie: {}={}; theme=dark", "Set-Cookie: {}={}; Path=/; HttpOnly; Secure",
+                       "curl -H 'Cookie: {}={}' https://app.example.com/me"]).format(name, value)
+    return line, Planted(f"cookie {name}", "Cookie", [value])
+
+
+def _json_in_json(rng):
+    value = random_token(rng, BASE62 + "!#%^*-", rng.randint(10, 24))
+    name = rng.choice(["password", "api_key", "token", "client_secret"])
+    inner = json.dumps({"username": "admin", name: value, "host": "db.internal"})
+    line = rng.choice([                                                      # what agents print every day
+        lambda: json.dumps({"Name": "prod/db", "SecretString": inner}),     # aws secretsmanager get-secret-value
+        lambda: json.dumps({"kind": "ConfigMap", "data": {"app.json": inner}}),          # kubectl get cm -o json
+        lambda: json.dumps({"content": [{"type": "text", "text": json.dumps({"result": inner})}]}),   # MCP, 2 levels
+    ])()
+    return line, Planted(f"json-in-json {name}", "凭据", [value])
+
+
+NEW_KINDS = [_alibaba, _twilio, _telegram, _digitalocean, _discord_webhook, _azure_sas, _cookie, _json_in_json]   # issue 41
+
 MAKERS = [_pem, _pgp, _jwt, _bearer, _auth_header, _sk_key, _stripe, _aws_access, _aws_secret,
           _prefixed("google api key", "Google密钥", "AIza", BASE64URL, 35),
           _prefixed("github classic", "GitHub令牌", "ghp_", BASE62, 36),
@@ -291,7 +352,7 @@ MAKERS = [_pem, _pgp, _jwt, _bearer, _auth_header, _sk_key, _stripe, _aws_access
           _prefixed("hugging face", "Hugging Face令牌", "hf_", UPPER + LOWER, 34),
           _prefixed("npm", "npm令牌", "npm_", BASE62, 36),
           _prefixed("slack bot", "Slack令牌", "xoxb-", DIGITS + "-" + BASE62, 50),
-          _slack_webhook, _azure, _url_password, _env_line, _config_field, _email, _phone, _id, _card]
+          _slack_webhook, _azure, _url_password, _env_line, _config_field, _email, _phone, _id, _card, *NEW_KINDS]
 
 
 # ── ordinary text with look-alikes ──────────────────────────────────────────────────────────
@@ -469,14 +530,6 @@ def test_every_spelling_of_phones_and_cards_is_planted(corpus):
     assert {kind.split()[2] for kind in kinds if kind.startswith("card ")} == {"word", "spaces", "dashes", "dots", "bare"}
 
 
-def test_hints_find_exactly_what_scanning_everything_finds(monkeypatch):
-    # Issue 10: the prefilters make redaction fast but must not miss anything the table would find.
-    text = build_corpus(seed=4, target_chars=150_000, secret_every=3).text
-    with_hints = redact_with_counts(text)
-    monkeypatch.setattr(s11_redact, "RULES", [rule._replace(hints=()) for rule in RULES])
-    assert redact_with_counts(text) == with_hints
-
-
 def test_redaction_only_replaces_spans_with_markers_and_is_stable():
     text = build_corpus(seed=3, target_chars=60_000).text
     once, counts = redact_with_counts(text)
@@ -488,3 +541,62 @@ def test_redaction_only_replaces_spans_with_markers_and_is_stable():
         found = text.find(kept, position)
         assert found != -1
         position = found + len(kept)
+
+
+# ── issue 41 item 7: every planted secret is masked by 📤 export and listed by the share review ──────────────
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    else:
+        yield str(value)
+
+
+def test_every_kind_planted_in_messages_and_tool_calls_is_masked_by_export_and_listed_by_the_review():
+    import s11_export
+    import s11_review
+
+    rng = random.Random(41)
+    planted, messages = [], []
+    for maker in MAKERS * 3:                       # every kind, three spellings each
+        line, secret = maker(rng)
+        planted.append(secret)
+        if len(messages) % 2:                      # half as text, half inside a tool call's input
+            messages.append({"role": "user", "content": line})
+        else:
+            messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{len(messages)}",
+                                                               "name": "bash", "input": {"command": line}}]})
+    number = mobile(rng)                           # JSON numbers and a credential-named key (issue 41 item 3)
+    card = luhn_complete(rng, "4", 16)
+    password = random_token(rng, BASE62, 14)
+    messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": "order", "name": "order",
+                                                       "input": {"phone": int(number), "card": int(card),
+                                                                 "passwd": password}}]})
+    planted += [Planted("json number phone", "手机号", [number]), Planted("json number card", "银行卡号", [card]),
+                Planted("credential-named key", "凭据", [password])]
+    assert len({p.kind.split()[0] for p in planted}) >= 30 and len(planted) >= 100
+
+    view = s11_export.prepare({"session_id": "s1", "title": "planted", "messages": messages})
+    exported = [list(_strings(message)) for message in view.messages]
+    review = s11_review.scan([s11_review.Unit("s1", index + 1, message) for index, message in enumerate(messages)])
+    reviewed, _ = s11_review.apply([s11_review.Unit("s1", index + 1, message) for index, message in enumerate(messages)],
+                                   review)
+    leaked_export, leaked_review, unlisted = [], [], []
+    for index, secret in enumerate(planted):
+        where = min(index, len(messages) - 1)
+        if any(exposed in text for exposed in secret.exposed for text in exported[where]):
+            leaked_export.append(secret.kind)
+        if any(exposed in text for exposed in secret.exposed for text in _strings(reviewed[where])):
+            leaked_review.append(secret.kind)
+        if not any(hit.number == where + 1 and hit.rule == secret.label for hit in review.hits):
+            unlisted.append(secret.kind)
+    assert (leaked_export, leaked_review, unlisted) == ([], [], [])
+    assert reviewed == view.messages          # the review masks exactly what export masks

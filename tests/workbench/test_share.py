@@ -3,13 +3,19 @@ the space token re-checked, the shelf, and the tree JSONL imported through the e
 
 from __future__ import annotations
 
+import collections
+import copy
 import json
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+import s11_redact
+import s11_review
 from s11_session import SessionStore
 from s11_workbench import downloads
 from s11_workbench.explorer import SHELF, Explorer, View
@@ -198,3 +204,81 @@ def test_share_downloads_and_exports_share_one_cap_per_visitor(share, spaces, st
     owner = tmp_path / "exports" / f"owner-{spaces.open(token).space_id}"
     assert len(list(owner.glob("run-*"))) == downloads.EXPORTS_PER_OWNER
     assert list((tmp_path / "exports").glob("run-*")) == []    # nothing outside the visitor's capped folder
+
+
+# ── issue 41 item 3: the review scans and masks exactly what 📤 export masks ───────────────────────────────
+
+TOOL_SECRETS = {"phone": 13812345678, "card": 4111111111111111, "passwd": "hunter2-Xy7Qm2", "sk": "LTAI" + "5tQ8xKp2Rv7mNw3Z"}
+
+
+def test_a_tool_calls_numbers_and_credential_named_values_are_listed_and_masked_in_all_three_downloads(share, spaces):
+    token = spaces.new_token()
+    store = spaces.open(token).store
+    root = store.create_session("调用工具", [
+        {"role": "user", "content": "帮我下单"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "order",
+                                           "input": {"phone": 13812345678, "card": 4111111111111111,
+                                                     "passwd": TOOL_SECRETS["passwd"], "note": TOOL_SECRETS["sk"],
+                                                     "count": 2}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": '{"SecretString": "{\\"password\\":\\"hunter2-Xy7Qm2\\"}"}'}]},
+    ])
+    panel = share.review(token, View(session_id=root), "tree", "")
+    assert sorted((row[0], row[2]) for row in panel.rows) == sorted([
+        ("手机号", f"节点 {root} · 第 2 条"), ("银行卡号", f"节点 {root} · 第 2 条"), ("凭据", f"节点 {root} · 第 2 条"),
+        ("阿里云密钥", f"节点 {root} · 第 2 条"), ("凭据", f"节点 {root} · 第 3 条")])
+    assert not any("«{\\»" in row[1] for row in panel.rows)          # no meaningless `{\` hit for SecretString
+    done = share.download(token, View(session_id=root), "tree", "", [])
+    for path in done.files:
+        text = Path(path).read_text(encoding="utf-8")
+        assert "13812345678" not in text and "4111111111111111" not in text, path
+        assert "hunter2-Xy7Qm2" not in text and TOOL_SECRETS["sk"] not in text, path
+    line = json.loads(Path(done.files[2]).read_text(encoding="utf-8").splitlines()[1])
+    tool_input = line["messages"][1]["content"][0]["input"]
+    assert tool_input == {"phone": "[已脱敏:手机号]", "card": "[已脱敏:银行卡号]", "passwd": "[已脱敏:凭据]",
+                          "note": "[已脱敏:阿里云密钥]", "count": 2}
+    head = json.loads(Path(done.files[2]).read_text(encoding="utf-8").splitlines()[0])
+    assert sum(head["manifest"]["masked"].values()) == len(panel.rows) == 5
+    # unticking the card keeps that number, and only it, as it was written
+    card = next(row[3] for row in panel.rows if row[0] == "银行卡号")
+    again = share.download(token, View(session_id=root), "tree", "", [card])
+    line = json.loads(Path(again.files[2]).read_text(encoding="utf-8").splitlines()[1])
+    assert line["messages"][1]["content"][0]["input"]["card"] == 4111111111111111
+    assert line["messages"][1]["content"][0]["input"]["phone"] == "[已脱敏:手机号]"
+
+
+_json_leaves = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+    st.sampled_from([13812345678, 4111111111111111, 2024113012345678, 1.3812345678e10, "a@example.com", "hunter2",
+                     "${DB_PASSWORD}", "", "电话 13812345678", "postgres://app:S3cr3t@db/x", "[已脱敏:邮箱]",
+                     "a@example.com13812345678", '{\\"token\\":\\"tok-8f7e6d5c4b\\"}', "db01.corp.example"]),
+    st.text(max_size=6))
+_json_keys = st.one_of(st.sampled_from(["role", "content", "password", "passwd", "api_key", "token_type", "phone",
+                                        "a@example.com", "b@example.com", "13812345678", "Cookie"]), st.text(max_size=4))
+_json_values = st.recursive(_json_leaves, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(_json_keys, inner, max_size=4)), max_leaves=16)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_json_values, min_size=1, max_size=3), st.sampled_from([(), ("db01.corp.example",), ("*@example.com",)]))
+def test_for_any_json_value_the_review_masks_what_redact_value_masks_and_lists_every_masked_place(values, added):
+    units = [s11_review.Unit("n1", number, value) for number, value in enumerate(values, 1)]
+    before = copy.deepcopy(values)
+    review = s11_review.scan(units, ())
+    masked, manifest = s11_review.apply(units, review)
+    expected = [s11_redact.redact_value(value) for value in values]
+    assert repr(masked) == repr([value for value, _ in expected])
+    total = collections.Counter()
+    for _, counts in expected:
+        total.update(counts)
+    assert manifest.masked == s11_redact._in_rule_order(total)
+    assert len(review.hits) == sum(manifest.masked.values())       # every masked place is a row, and every row masks
+    assert values == before                                          # the input is never touched
+    # with strings of the reader's own: rule places stay as export masks them, the rest only fills free text
+    with_added = s11_review.scan(units, added)
+    masked_added, manifest_added = s11_review.apply(units, with_added)
+    assert manifest_added.masked == manifest.masked
+    listed_added = [hit for hit in with_added.hits if hit.rule == s11_review.ADDED_LABEL]
+    assert len(listed_added) >= sum(manifest_added.added.values())
+    if not added:
+        assert repr(masked_added) == repr(masked)

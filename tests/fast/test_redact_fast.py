@@ -1,0 +1,105 @@
+"""s11_fast.redact against its oracle, the plain s11_redact: for any list of strings, find_all gives exactly
+[s11_redact.find(t) for t in texts]; S11_PLAIN=1 switches it off; a changed rule table falls back to the plain path.
+
+Fake secrets are glued together at runtime; none of them is a real credential.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import s11_redact
+from s11_fast import redact as fast
+
+find_all = s11_redact._find_all   # the accelerated one, unless S11_PLAIN=1 (then this file checks the plain one)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
+from test_redact import CASES  # noqa: E402
+from test_redact_corpus import build_corpus  # noqa: E402
+
+CODE = Path(__file__).resolve().parents[2] / "code"
+EXAMPLES = [text for positives, negatives in CASES.values() for text in [t for t, _ in positives] + negatives]
+
+
+def plain(texts):
+    return [s11_redact.find(text) for text in texts]
+
+
+def test_every_built_in_row_has_a_necessary_condition():
+    covered = set(fast._NEEDLES) | set(fast._SHAPES) | set(fast._EXACT) | set(fast._NUMBER_RULES)
+    assert {rule.name for rule in s11_redact.RULES} == covered
+
+
+@pytest.mark.parametrize("number", range(len(EXAMPLES)), ids=lambda number: f"case-{number}")
+def test_each_rule_case_alone_and_among_others(number):
+    texts = [EXAMPLES[number]]
+    assert find_all(texts) == plain(texts)
+    texts = ["ok", EXAMPLES[number], EXAMPLES[number - 1], ""]
+    assert find_all(texts) == plain(texts)
+
+
+def test_a_corpus_cut_into_lines_gives_the_plain_result_and_skips_lines_without_a_condition():
+    lines = build_corpus(seed=5, target_chars=200_000, secret_every=6).text.split("\n")
+    found = find_all(lines)
+    assert found == plain(lines)
+    chosen = fast._candidates(lines)
+    assert sum(map(bool, found)) > 100 and {index for index, spans in enumerate(found) if spans} <= set(chosen)
+    assert "Author: bot" in lines and lines.index("Author: bot") not in chosen
+
+
+_pieces = st.sampled_from([
+    *EXAMPLES, "ok", "\n", " ", "=", ": ", "key", "KEY", "Pass", "secret", "token", "@", "://", "1", "0", "-", ".",
+    "13812345678", "１３８１２３４５６７８", "Ｘ", "－", "4111 1111 1111 1111", "110105-1949-1231-002X", "[已脱敏:邮箱]",
+    "paſſword=hunter2x", "\u212aey=abc123XYZ", "İ", "ı", "ſ", "\u212a", "a@example.com13812345678", "bot", "12345678:",
+    "\\\"", "sig=", "SK", "LTAI", "eyJ", "sk-", "xoxb-", "dop_v1_", "Cookie: ", "Bearer ", "卡号 "])
+_texts = st.lists(st.lists(_pieces | st.text(max_size=6), max_size=6).map("".join), max_size=6)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_texts)
+@example(["paſſword=hunter2x"])                     # re's IGNORECASE reads ſ as s: the folded copy cannot
+@example(["\u212aey=abc123XYZ"])                     # ... and the Kelvin sign as k
+@example(["手机１３８１２３４５６７８"])               # full-width digits: the plain path converts them first
+@example(["a@example.com13812345678"])               # a second round after the first masks
+def test_fast_gives_what_the_plain_module_gives(texts):
+    assert find_all(texts) == plain(texts)
+
+
+def test_the_unsure_characters_are_all_that_ignorecase_reads_as_ascii_letters():
+    # Any character outside ASCII that a case-insensitive pattern matches as a-z must send its string to the rules.
+    folds = [chr(code) for code in range(0x80, 0x110000) if re.fullmatch("(?i)[a-z]", chr(code))]
+    assert all(fast._UNSURE.search(char) for char in folds)
+
+
+def test_a_changed_rule_table_falls_back_to_the_plain_path(monkeypatch):
+    acme = s11_redact.Rule("acme", "ACME密钥", re.compile(r"acme_[0-9a-f]{12}"))
+    monkeypatch.setattr(s11_redact, "RULES", s11_redact.RULES + [acme])
+    texts = ["key acme_0123456789ab", "nothing here"]
+    assert find_all(texts) == plain(texts) == [[(4, 21, "ACME密钥")], []]
+
+
+def test_the_seam_took_the_accelerator_unless_s11_plain_is_set():
+    import os
+    assert find_all.__module__ == ("s11_redact" if os.environ.get("S11_PLAIN") else "s11_fast.redact")
+
+
+@pytest.mark.parametrize(("environment", "module"), [({"S11_PLAIN": "1"}, "s11_redact"), ({}, "s11_fast.redact")])
+def test_s11_plain_switches_the_accelerator_off_and_both_give_the_same_export(environment, module):
+    program = ("import json, s11_redact; "
+               "value = {'input': {'phone': 13812345678, 'passwd': 'x'}, 'text': 'mail a@example.com; ok'}; "
+               "print(s11_redact._find_all.__module__); print(json.dumps(s11_redact.redact_value(value), "
+               "ensure_ascii=False))")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(CODE), **environment}
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    used, result = done.stdout.splitlines()
+    assert used == module
+    assert result == ('[{"input": {"phone": "[已脱敏:手机号]", "passwd": "[已脱敏:凭据]"}, '
+                      '"text": "mail [已脱敏:邮箱]; ok"}, {"凭据": 1, "邮箱": 1, "手机号": 1}]')
