@@ -209,7 +209,7 @@ class Budget:
 
     def shown(self, value: float) -> str:
         if self.unit == "s":
-            return f"{value * 1000:.1f} ms" if value < 10 else f"{value:.1f} s"
+            return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
         if self.unit == "x":
             return f"{value:.2f}×"
         if self.unit in ("MiB", "B"):
