@@ -199,7 +199,7 @@ class Budget:
     name: str
     figure: Optional[float]
     limit: float
-    unit: str = "s"   # "s" prints milliseconds, "x" a multiple, "MiB" / "B" sizes, "" a plain count
+    unit: str = "s"   # "s" prints milliseconds, "x" a multiple, "MiB" / "KiB" / "B" sizes, "" a plain count
 
     @property
     def verdict(self) -> str:
@@ -212,7 +212,7 @@ class Budget:
             return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
         if self.unit == "x":
             return f"{value:.2f}×"
-        if self.unit in ("MiB", "B"):
+        if self.unit in ("MiB", "KiB", "B"):
             return f"{value:.1f} {self.unit}"
         return f"{value:g}"
 

@@ -332,7 +332,7 @@ TRANSCRIPTS = (("Claude Code, linear", ClaudeWriter, 0, {}), ("Claude Code, rewi
                ("Gemini CLI json document", GeminiWriter, 0, {"document": True}))
 
 
-def formats_section(work: Path, megabytes: int, runs: int, only: str | None = None) -> List[c.Budget]:
+def formats_section(work: Path, megabytes: float, runs: int, only: str | None = None) -> List[c.Budget]:
     rows, budgets = [], []
     words = [word.strip().lower() for word in only.split(",")] if only else []
     for name, writer, branch_every, options in TRANSCRIPTS:
@@ -340,13 +340,13 @@ def formats_section(work: Path, megabytes: int, runs: int, only: str | None = No
             continue
         path = work / f"{len(rows)}.{'json' if options else 'jsonl'}"
         started = time.perf_counter()
-        path.write_text(writer(random.Random(11), branch_every).build(megabytes * 1024 * 1024, **options),
+        path.write_text(writer(random.Random(11), branch_every).build(int(megabytes * 1024 * 1024), **options),
                         encoding="utf-8")
         print(f"generated {name}: {c.human_bytes(path.stat().st_size)} in {time.perf_counter() - started:.1f} s",
               flush=True)
         row, full_ratio = measure(name, path, work, runs)
         rows.append(row)
-        budgets.append(c.Budget(f"import of a {megabytes} MB transcript, {name}, × json.loads", full_ratio,
+        budgets.append(c.Budget(f"import of a {megabytes:g} MB transcript, {name}, × json.loads", full_ratio,
                                 TARGET_RATIO, "x"))
         # nothing is deleted between rows: on an ext4 mounted with `discard` (this VM), creating files in the
         # minute after a big delete costs ~1 ms each instead of ~0.02 ms, and the next row would pay for
@@ -475,15 +475,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 MB transcripts and 1 MB hostile shapes, one run each")
     parser.add_argument("--only", choices=("formats", "hostile"), help="run one section")
+    parser.add_argument("--megabytes", type=float, help="size of each transcript (default 20, --quick 2)")
     parser.add_argument("--code", help="import s11_import from this code/ folder instead (before / after)")
     parser.add_argument("--memory-mb", default="6,32", help="sizes of the memory rows (default 6,32)")
     parser.add_argument("--hostile-mb", default="2,4", help="sizes of the hostile timing rows (default 2,4)")
     parser.add_argument("--scratch", help="folder for the transcripts and stores (default: benchmarks/)")
     parser.add_argument("--formats", help="only the transcripts whose name contains one of these words (comma list)")
     args = parser.parse_args()
-    megabytes = 2 if args.quick else 20
+    megabytes = args.megabytes or (2 if args.quick else 20)
     runs = 1 if args.quick else 3
-    sizes = [0.25, 0.5] if args.quick else [float(size) for size in args.hostile_mb.split(",")]
+    sizes = [1.0] if args.quick else [float(size) for size in args.hostile_mb.split(",")]
     memory_sizes = [0.5] if args.quick else [float(size) for size in args.memory_mb.split(",")]
     c.print_header("bench_import — Claude Code / Pi / Codex CLI / Gemini CLI transcripts → session tree",
                    {"sizes": f"{megabytes} MB each, median of {runs} run(s), fsync on",

@@ -90,8 +90,9 @@ def share_section(work: Path, nodes: int, runs: int) -> list:
         leaf = build(SessionStore(spaces.open(token).folder, durable=False), nodes)
         built = time.perf_counter() - started
         view = explorer.select(token, View(), leaf).view
-        for click, call in (("review", lambda: share.review(token, view, "tree")),
-                            ("download", lambda: share.download(token, view, "tree"))):
+        clicks = (("review", lambda token=token, view=view: share.review(token, view, "tree")),
+                  ("download", lambda token=token, view=view: share.download(token, view, "tree")))
+        for click, call in clicks:
             panel = call()
             if panel.notice.startswith("⚠️"):
                 raise SystemExit(f"share refused: {panel.notice}")
@@ -137,11 +138,13 @@ def write(chunks, path: Path) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 MB, 5 branches, one run")
-    parser.add_argument("--megabytes", type=float, default=20)
-    parser.add_argument("--branches", type=int, default=23)
+    parser.add_argument("--megabytes", type=float, help="size of the imported transcript (default 20, --quick 2)")
+    parser.add_argument("--branches", type=int, help="branches of the imported tree (default 23, --quick 5)")
     parser.add_argument("--nodes", type=int, help="nodes of the shared trees (default 1,000, --quick 40)")
     args = parser.parse_args()
-    megabytes, branches, runs = (2, 5, 1) if args.quick else (args.megabytes, args.branches, 3)
+    megabytes = args.megabytes or (2 if args.quick else 20)
+    branches = args.branches or (5 if args.quick else 23)
+    runs = 1 if args.quick else 3
     nodes = args.nodes or (40 if args.quick else 1000)
     c.print_header("whole-tree export of an imported transcript", {"transcript": f"{megabytes:g} MB Claude Code",
                                                                    "branches asked": branches, "runs": runs})
