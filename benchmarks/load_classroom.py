@@ -647,12 +647,13 @@ def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[d
 
     total = len(run.calls)
     print(f"{total} actions (+ page clicks) in {run.minutes:g} min steady after the burst\n")
+    lesson = f" ({run.students} students, {run.minutes:g} min)"   # the budgets are for 50 students, 30 minutes
     budgets = [
-        c.Budget("errors", float(error_count), 0, ""),
+        c.Budget("errors" + lesson, float(error_count), 0, ""),
         c.Budget("damaged spaces (a load fails or check() reports)", float(len(checks["damaged"])), 0, ""),
         c.Budget("isolation breaches", float(len(result["breaches"])), 0, ""),
-        c.Budget("server-side p95, worst action", worst_p95, TARGET_SERVER_P95_S),
-        c.Budget(f"server RSS drift after a {run.warmup:g}-min warm-up",
+        c.Budget("server-side p95, worst action" + lesson, worst_p95, TARGET_SERVER_P95_S),
+        c.Budget(f"server RSS drift after a {run.warmup:g}-min warm-up" + lesson,
                  drift["drift"] / 2**20 if drift else None, TARGET_RSS_DRIFT / 2**20, "MiB"),
         c.Budget("server RSS growth, start → end of the run (a project budget)",
                  (end_rss - start_rss) / 2**20 if end_rss else None, TARGET_RSS_GROWTH / 2**20, "MiB"),
