@@ -4,11 +4,14 @@
                ├─> machine_report()     nproc, CPU, Python, filesystem of /tmp and of the repo
                ├─> time_runs(fn, n)     wall-clock seconds of n runs -> median / p95
                ├─> print_table()        aligned columns, CJK counted as two cells
+               ├─> Budget / report()    one absolute budget per line: PASS or MISS and the figure
                ├─> AppProcess           `python app.py --port <free>` until it answers HTTP 200
                └─> proc_status(pid)     VmRSS / VmHWM of a process, from /proc/<pid>/status
 
 Key insight: a benchmark number means nothing without the machine and the filesystem under it
-(fsync on ext4 vs tmpfs differs by orders of magnitude), so every script prints them first.
+(fsync on ext4 vs tmpfs differs by orders of magnitude), so every script prints them first; and a figure
+only answers a question when it is held against an absolute budget a user feels, so every script ends with
+one `PASS` or `MISS` line per budget (never a ratio to the chapter's printed store).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import time
 import unicodedata
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -181,6 +185,51 @@ def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[obje
     if note:
         print(note)
     print(flush=True)
+
+
+# ---------------------------------------------------------------- budgets
+
+@dataclass
+class Budget:
+    """One absolute budget and what was measured against it.
+
+    Budget("8.11 click handler, median", 0.0061, 0.030, "s")  ->  PASS  8.11 click handler, median  6.1 ms ≤ 30 ms
+    `figure` None means "not measured in this run" and prints SKIP.
+    """
+    name: str
+    figure: Optional[float]
+    limit: float
+    unit: str = "s"   # "s" prints milliseconds, "x" a multiple, "MiB" / "KiB" / "B" sizes, "" a plain count
+
+    @property
+    def verdict(self) -> str:
+        if self.figure is None:
+            return "SKIP"
+        return "PASS" if self.figure <= self.limit else "MISS"
+
+    def shown(self, value: float) -> str:
+        if self.unit == "s":
+            return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
+        if self.unit == "x":
+            return f"{value:.2f}×"
+        if self.unit in ("MiB", "KiB", "B"):
+            return f"{value:.1f} {self.unit}"
+        return f"{value:g}"
+
+    def line(self) -> str:
+        figure = "not measured" if self.figure is None else self.shown(self.figure)
+        return f"{self.verdict}  {self.name}: {figure} (budget ≤ {self.shown(self.limit)})"
+
+
+def report(budgets: Sequence[Budget], note: str = "") -> bool:
+    """Print the budgets block every script ends with; True when none is missed."""
+    print("## budgets (absolute; PASS / MISS)")
+    for budget in budgets:
+        print(budget.line())
+    if note:
+        print(note)
+    print(flush=True)
+    return all(budget.verdict != "MISS" for budget in budgets)
 
 
 # ---------------------------------------------------------------- the app as a subprocess

@@ -1,7 +1,11 @@
-"""bench_tree_export.py — exporting a whole imported tree: a 20 MB Claude Code transcript with 23 branches.
+"""bench_tree_export.py — sharing whole trees: 1,000-node trees through the share panel, and a 20 MB imported tree.
 
-    python benchmarks/bench_tree_export.py            # 20 MB, 23 branches; median of 3 runs
-    python benchmarks/bench_tree_export.py --quick    # 2 MB, 5 branches, one run (a smoke test)
+    python benchmarks/bench_tree_export.py            # 1,000-node trees; 20 MB, 23 branches; median of 3 runs
+    python benchmarks/bench_tree_export.py --quick    # 40-node trees; 2 MB, 5 branches; one run (a smoke test)
+
+    Budget (absolute, PASS / MISS at the end): sharing the whole tree of a 1,000-node tree takes ≤ 1 s per click —
+    the share panel's "check what will be masked" (Share.review) and "make the downloads" (Share.download: HTML,
+    Markdown and JSONL), for a 1,000-deep fork chain and for a bushy tree of 1,000 nodes.
 
     generated transcript (bench_import's ClaudeWriter, a /rewind every N turns) ──> import_file(store)
     store ──> gather()        load every node once, keep only each node's own messages (prefix compared)
@@ -40,6 +44,66 @@ import s11_import  # noqa: E402
 import s11_tree_export as te  # noqa: E402
 from s11_import import tree_jsonl  # noqa: E402
 from s11_session import SessionStore  # noqa: E402
+from s11_workbench.explorer import Explorer, View  # noqa: E402
+from s11_workbench.share import Share  # noqa: E402
+from s11_workbench.spaces import Limits, Spaces  # noqa: E402
+
+SHARE_BUDGET_S = 1.0   # issue 40: whole-tree share of a 1,000-node tree ≤ 1 s
+ROOMY = Limits(creates_per_minute=100_000, create_burst=100_000, min_free_bytes=0)
+
+
+def chain(store: SessionStore, nodes: int) -> str:
+    """A fork chain `nodes` deep: each node forks its parent after the parent's last message and adds one."""
+    node_id = store.create_session("深链", [{"role": "user", "content": "第 0 层：从这里开始"}])
+    for depth in range(1, nodes):
+        node_id = store.fork(node_id, [{"role": "assistant" if depth % 2 else "user",
+                                        "content": f"第 {depth} 层：换个思路，联系 dev{depth}@corp-mail.example"}]
+                            ).session_id
+    return node_id
+
+
+def bushy(store: SessionStore, nodes: int) -> str:
+    """`nodes` nodes, each forked from a random earlier node at a random message, two new messages each."""
+    rng = random.Random(7)
+    ids = [store.create_session("茂密的树", [{"role": "user" if i % 2 == 0 else "assistant",
+                                            "content": f"第 {i} 条：排查 cache_store 内存泄漏"} for i in range(6)])]
+    lengths = [6]
+    while len(ids) < nodes:
+        parent = rng.randrange(len(ids))
+        at = rng.randint(1, lengths[parent])
+        new = [{"role": "user", "content": f"分支 {len(ids)}：试试方案 {rng.randint(1, 99)}"},
+               {"role": "assistant", "content": f"好的，卡号 4111 1111 1111 1111 只是测试数据（{len(ids)}）"}]
+        ids.append(store.fork(ids[parent], new, at=at).session_id)
+        lengths.append(at + 2)
+    return ids[-1]
+
+
+def share_section(work: Path, nodes: int, runs: int) -> list:
+    """Both share clicks on the whole tree, for each shape, through the workbench's own logic (no gradio)."""
+    spaces = Spaces(work / "spaces", limits=ROOMY)
+    explorer = Explorer(spaces, export_root=str(work / "exports"), upload_root=str(work / "uploads"))
+    share = Share(spaces, export_root=str(work / "exports"))
+    rows, budgets = [], []
+    for shape, build in (("fork chain", chain), ("bushy tree", bushy)):
+        token = spaces.new_token()
+        started = time.perf_counter()
+        leaf = build(SessionStore(spaces.open(token).folder, durable=False), nodes)
+        built = time.perf_counter() - started
+        view = explorer.select(token, View(), leaf).view
+        clicks = (("review", lambda token=token, view=view: share.review(token, view, "tree")),
+                  ("download", lambda token=token, view=view: share.download(token, view, "tree")))
+        for click, call in clicks:
+            panel = call()
+            if panel.notice.startswith("⚠️"):
+                raise SystemExit(f"share refused: {panel.notice}")
+            median = c.median(c.time_runs(call, runs))
+            rows.append([f"{nodes:,}-node {shape}", click, c.ms(median, 0), f"{built:.1f}"])
+            budgets.append(c.Budget(f"whole-tree share of a {nodes:,}-node {shape}, {click} click", median,
+                                    SHARE_BUDGET_S))
+    c.print_table(f"share panel, whole tree, median of {runs}", ["tree", "click", "median ms", "built in s"], rows,
+                  note="review = Share.review (gather + scan every rule hit); download = Share.download "
+                       "(gather + review + prepare + HTML, Markdown and JSONL files).")
+    return budgets
 
 
 def transcript(path: Path, megabytes: float, branches: int) -> int:
@@ -74,14 +138,19 @@ def write(chunks, path: Path) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 MB, 5 branches, one run")
-    parser.add_argument("--megabytes", type=float, default=20)
-    parser.add_argument("--branches", type=int, default=23)
+    parser.add_argument("--megabytes", type=float, help="size of the imported transcript (default 20, --quick 2)")
+    parser.add_argument("--branches", type=int, help="branches of the imported tree (default 23, --quick 5)")
+    parser.add_argument("--nodes", type=int, help="nodes of the shared trees (default 1,000, --quick 40)")
     args = parser.parse_args()
-    megabytes, branches, runs = (2, 5, 1) if args.quick else (args.megabytes, args.branches, 3)
+    megabytes = args.megabytes or (2 if args.quick else 20)
+    branches = args.branches or (5 if args.quick else 23)
+    runs = 1 if args.quick else 3
+    nodes = args.nodes or (40 if args.quick else 1000)
     c.print_header("whole-tree export of an imported transcript", {"transcript": f"{megabytes:g} MB Claude Code",
                                                                    "branches asked": branches, "runs": runs})
     work = Path(tempfile.mkdtemp(prefix=".bench-tree-export-", dir=Path(__file__).resolve().parent))
     try:
+        budgets = share_section(work, nodes, runs)
         source = work / "session.jsonl"
         started = time.perf_counter()
         transcript(source, megabytes, branches)
@@ -140,6 +209,7 @@ def main() -> None:
             note=f"sum of every node's full history (compact JSON): {c.human_bytes(node_bytes)} (what printing every "
                  f"node's whole path would cost);\ntracemalloc peak of one whole HTML export: {c.human_bytes(peak)} "
                  f"({peak / size:.1f}× the transcript)")
+        c.report(budgets)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

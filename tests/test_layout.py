@@ -5,7 +5,10 @@
 - no library module builds an argument parser: the one command line is code/s11_cli.py;
 - one home per idea: exactly one printable(), one table of OS errors, one tree walker;
 - code/ is a folder of lessons, not a package;
-- one language rule for comments: Chinese in code/ and app.py, English in tests/, benchmarks/ and scripts/.
+- one language rule for comments: Chinese in code/ and app.py, English in tests/, benchmarks/ and scripts/;
+- the README is a front door (≤ 250 lines, every tab and all four agents on its first screen), the manual lives in
+  docs/ one page per topic, and every link and code path they name exists;
+- every benchmark script ends with absolute budgets (PASS / MISS) and uses the public API only.
 """
 
 from __future__ import annotations
@@ -238,3 +241,84 @@ def test_comments_in_tests_benchmarks_and_scripts_are_english():
                 if CJK.search(QUOTED.sub("", text)):
                     chinese.append(f"{path.relative_to(REPO)}:{line}: {text[:60]!r}")
     assert chinese == []
+
+
+# ── the README is a front door; the manual is in docs/ ──────────────────────────────────────
+README = REPO / "README.md"
+DOCS = REPO / "docs"
+FIRST_SCREEN = 40
+DOC_PAGES = ["store", "explorer", "classroom", "sharing", "import", "converge", "exercises", "performance"]
+AGENTS = ["Claude Code", "Pi", "Codex CLI", "Gemini CLI"]
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+CODE_PATH = re.compile(r"`((?:code|benchmarks|tests|scripts|exercises|examples)/[\w./-]*[\w/])`")
+
+
+def tab_labels() -> list[str]:
+    """The LABEL of every *_tab module (each tab or panel of the page), read with ast."""
+    labels = []
+    for path in sorted((CODE / "s11_workbench").glob("*_tab.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if (isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "LABEL" for t in node.targets)
+                    and isinstance(node.value, ast.Constant)):
+                labels.append(node.value.value)
+    return labels
+
+
+def markdown_files() -> list[Path]:
+    return [README, *sorted(DOCS.glob("*.md")), REPO / "benchmarks" / "README.md"]
+
+
+def test_the_readme_fits_in_250_lines():
+    assert len(README.read_text(encoding="utf-8").splitlines()) <= 250
+
+
+def test_the_first_screen_names_every_tab_and_all_four_agents():
+    first = "\n".join(README.read_text(encoding="utf-8").splitlines()[:FIRST_SCREEN])
+    labels = tab_labels()
+    assert len(labels) >= 5   # the 8.11 tab, the explorer, the lesson, the lab, the teacher's class panel
+    missing = [name for name in labels + AGENTS if name not in first]
+    assert missing == []
+
+
+def test_the_manual_has_one_page_per_topic_and_the_readme_links_each():
+    readme = README.read_text(encoding="utf-8")
+    for page in DOC_PAGES:
+        assert (DOCS / f"{page}.md").is_file(), page
+        assert f"](docs/{page}.md" in readme, page
+
+
+@pytest.mark.parametrize("path", markdown_files(), ids=lambda path: path.relative_to(REPO).as_posix())
+def test_every_link_and_code_path_in_the_docs_exists(path):
+    text = path.read_text(encoding="utf-8")
+    missing = [target for target in LINK.findall(text)
+               if "://" not in target and not (path.parent / target).exists()]
+    missing += [name for name in CODE_PATH.findall(text) if not (REPO / name.rstrip("/")).exists()]
+    assert missing == []
+
+
+def test_the_readme_has_no_dated_benchmark_tables():
+    assert not re.search(r"20\d\d-\d\d-\d\d", README.read_text(encoding="utf-8"))
+
+
+# ── benchmarks: absolute budgets, public API ────────────────────────────────────────────────
+BENCH_SCRIPTS = sorted([*(REPO / "benchmarks").glob("bench_*.py"), REPO / "benchmarks" / "load_classroom.py"])
+
+
+@pytest.mark.parametrize("path", BENCH_SCRIPTS, ids=lambda path: path.name)
+def test_every_benchmark_ends_with_its_budgets_and_uses_public_names_only(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Attribute) and node.func.attr == "report"]
+    assert calls, "print the budgets with _common.report()"
+    ours = {name.split(".")[0] for name in MODULES}
+    private = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ours:
+            private += [alias.name for alias in node.names if alias.name.startswith("_")]
+            assert node.module != "s11_book", "no comparison with the chapter's printed store"
+        if isinstance(node, ast.Import):
+            assert "s11_book" not in [alias.name for alias in node.names], "no comparison with the printed store"
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                and isinstance(node.value, ast.Name) and node.value.id in ours):
+            private.append(f"{node.value.id}.{node.attr}")
+    assert private == []

@@ -474,6 +474,6 @@ def test_a_saved_invisible_or_huge_name_shows_as_no_name_in_the_class_view(room)
     filler, huge = spaces.new_token(), spaces.new_token()
     (Path(spaces.open(filler).folder) / ".profile.json").write_text(json.dumps({"name": "\u3164\u3164"}))
     (Path(spaces.open(huge).folder) / ".profile.json").write_text(json.dumps({"name": "\u3164" * 500 + "小红"}))
-    # the stored text is cut to MAX_NAME_INPUT characters before it is cleaned: 小红 lies past the cut
+    # the stored text is cut to MAX_NAME_INPUT characters before it is cleaned: the visible name lies past the cut
     assert spaces.display_names(spaces.teacher_secret) == {}   # no row shows an empty-looking name
     assert spaces.display_name(filler) == ""
