@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-import s11_chunks
 import s11_tree
 from s11_session import InvalidMessage, SessionNode, SessionStore
 from store_layouts import chunk_files
