@@ -68,7 +68,7 @@ import os
 import re
 import stat
 import threading
-from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import s11_tree
 from s11_format import (
@@ -123,15 +123,23 @@ class StoredChunk:
     """磁盘上的一块：名字（内容的 sha256）、条数、字节；读出的消息第一次要用时才解析（messages()）。
     内容由名字唯一决定，所以同一块的读出值处处相同；它们是新的对象，与任何节点的 messages 不共用。"""
 
-    __slots__ = ("name", "count", "data", "_messages")
+    __slots__ = ("name", "count", "data", "_messages", "_labels")
 
-    def __init__(self, name: str, count: int, data: bytes, messages: Optional[List[Any]] = None):
-        self.name, self.count, self.data, self._messages = name, count, data, messages
+    def __init__(self, name: str, count: int, data: bytes):
+        self.name, self.count, self.data = name, count, data
+        self._messages: Optional[List[Any]] = None
+        self._labels: Optional[List[list]] = None
 
     def messages(self) -> List[Any]:
         if self._messages is None:
             self._messages = parse_json_lines(self.data, self.count, self.name)
         return self._messages
+
+    def labels(self) -> List[list]:
+        """块里带标签的消息 [[块里的第几条（1 起）, 标签], …]（s11_tree.message_labels），算一次。"""
+        if self._labels is None:
+            self._labels = s11_tree.message_labels(self.messages())
+        return self._labels
 
 
 class Plan(NamedTuple):
@@ -252,7 +260,7 @@ def _unchanged_chunks(stored: Iterable[StoredChunk], messages: List[Any]) -> _Ba
                 break
         except Exception:   # 调用方自己的类型比较时出错：不照用，整份重新检查、编码（会说清哪里不对）
             break
-        labels += [[number + start, label] for number, label in s11_tree.message_labels(chunk.messages())]
+        labels += [[number + start, label] for number, label in chunk.labels()]
         reused.append(chunk)
         start = end
     return _Base(reused, start, [], start, labels)
@@ -313,10 +321,13 @@ def head_of(raw: bytes) -> Optional[Tuple[Any, int]]:
 
 
 def decode_node(raw: bytes, path: str, read_chunk: Optional[Callable[[str, int, int, str], bytes]] = None,
-                batch: Optional[Batch] = None, stored: Optional[List[StoredChunk]] = None) -> Dict[str, Any]:
+                batch: Optional[Batch] = None, stored: Optional[List[StoredChunk]] = None,
+                skip: Sequence[str] = ()) -> Dict[str, Any]:
     """会话文件的字节 → 字典。version 1–3 交给 s11_format.decode_session；version 4 核对头、索引、尾部，
     read_chunk 给出时按索引读每一块拼出完整的 messages（检查每一条），否则只给头和索引（保存前核对修订号用）。
-    stored：给出时把读到的每一块记进去（节点下次保存照用）。batch：这一批里读过的块不再读、不再解析。"""
+    stored：给出时把读到的每一块记进去（节点下次保存照用）。batch：这一批里读过的块不再读、不再解析。
+    skip：开头这几块的名字（整棵树导出时父节点的块）；与它们逐个相同的开头几块不读，messages 从其后开始，
+    data["skipped"] 是没读的条数（块按内容命名：名字相同，消息就相同）。"""
     found = head_of(raw)
     if found is None or not isinstance(found[0], dict) or found[0].get("version") not in CHUNKED_VERSIONS:
         if found is not None:
@@ -337,8 +348,14 @@ def decode_node(raw: bytes, path: str, read_chunk: Optional[Callable[[str, int, 
     if read_chunk is None:   # 不读块：尾部照样解析、检查，坏了的文件不会被当成好的覆盖
         check_fields({**data, "messages": own}, path, message_count=head["message_count"])
         return data
-    messages, first = [], 1
-    for name, count in refs:
+    skipped = 0
+    for (name, _), shared in zip(refs, skip):
+        if name != shared:
+            break
+        skipped += 1
+    data["skipped"] = sum(count for _, count in refs[:skipped])
+    messages, first = [], data["skipped"] + 1
+    for name, count in refs[skipped:]:
         known = batch.parsed.get(name) if batch is not None else None
         if known is None or known[1].count != count:
             part = read_chunk(name, first, first + count - 1, head["session_id"])
@@ -350,7 +367,7 @@ def decode_node(raw: bytes, path: str, read_chunk: Optional[Callable[[str, int, 
         messages += known[0]
         first += count
     data["messages"] = messages + own
-    check_fields(data, path)
+    check_fields(data, path, message_count=head["message_count"])
     return data
 
 
@@ -411,14 +428,14 @@ class ChunkStore:
         return os.path.join(self.folder, name + CHUNK_SUFFIX)
 
     # 读 ──────────────────────────────────────────────────────────────────────────────────
-    def read(self, path: str, batch: Optional[Batch] = None) -> Loaded:
+    def read(self, path: str, batch: Optional[Batch] = None, skip: Sequence[str] = ()) -> Loaded:
         """读一个会话文件（任何版本）和它的全部块（逐块核对 sha256）。块缺了而会话文件在此期间被换掉（别人刚保存
         或删除），就重读一次；会话文件不存在抛 FileNotFoundError。batch 见 decode_node。"""
         for attempt in range(3):
             raw, info = _read(path)
             stored: List[StoredChunk] = []
             try:
-                data = decode_node(raw, path, self._read_chunk, batch, stored)
+                data = decode_node(raw, path, self._read_chunk, batch, stored, skip)
             except ChunkError as exc:
                 if not exc.missing or attempt == 2 or _unchanged(path, info):
                     raise

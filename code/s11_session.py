@@ -180,6 +180,20 @@ class SessionStore:
         node._stored = found.stored   # 磁盘上的块：续写后保存只编码新的部分（见 s11_chunks）
         return node, summary
 
+    def load_after(self, session_id: str, known_chunks: List[str]) -> Optional[Tuple[SessionNode, int, List[str]]]:
+        """整棵树导出用的 load()：开头与 known_chunks（父节点的块名，按顺序）逐个相同的块不读——块按内容命名，
+        名字相同，消息就相同。返回 (节点, 没读的条数 k, 它自己的块名)：节点的 messages 只有第 k 条之后的那些。
+        深的分支链因此每块只读一次，而不是每个节点把整段历史再读一遍。不存在返回 None。"""
+        path = self._path(session_id)
+        try:
+            found = self._chunks.read(path, skip=known_chunks)
+        except FileNotFoundError:
+            return None
+        if found.data["session_id"] != session_id:
+            raise CorruptSession(f"{path}：文件里的 session_id 是 {found.data['session_id']}，与文件名不一致")
+        names = [name for name, _ in found.data.get("chunks", [])]
+        return SessionNode.from_dict(found.data), found.data.get("skipped", 0), names
+
     def list_sessions(self) -> List[Dict[str, Any]]:
         """📋 返回全部会话摘要（按创建时间倒序；读不了的条目跳过并记日志，用 check() 查看）。
         只检查摘要用到的字段：消息本身坏了的文件照样列出，load() 时抛 CorruptSession（s11_format.decode_listing）"""
