@@ -437,9 +437,10 @@ class SessionStore:
                                  f"{printable(repr(session.revision)[:40])}")
         payload = {"version": FORMAT_VERSION, "revision": session.revision + 1, **session.to_dict(),
                    "created_ns": session.created_ns}
-        s11_converge.check_converged_from(session)
-        return payload, s11_chunks.plan(payload, threshold=self.chunk_threshold, chunk_bytes=self.chunk_bytes,
-                                        batch=batch, stored=getattr(session, "_stored", ()))
+        plan = s11_chunks.plan(payload, threshold=self.chunk_threshold, chunk_bytes=self.chunk_bytes,
+                               batch=batch, stored=getattr(session, "_stored", ()))
+        s11_converge.check_converged_from(session)   # 字段类型上面已查过；这里查收敛来源不是它自己
+        return payload, plan
 
     def _write_new_chunks(self, path: str, session: SessionNode, chunks: List[Tuple[str, bytes]],
                           batch: Optional[s11_chunks.Batch] = None) -> None:
