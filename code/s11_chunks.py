@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import bisect
 import concurrent.futures
+import contextlib
 import hashlib
 import logging
 import os
@@ -94,10 +95,10 @@ from s11_format import (
 )
 from s11_storage import (
     PendingWrite,
+    abandoned_temps,
     entry_kind,
     fsync_dir,
     read_regular_file,
-    remove_abandoned_temps,
     temp_file_problem,
 )
 
@@ -584,7 +585,7 @@ class ChunkStore:
         if not stat.S_ISDIR(os.lstat(self.folder).st_mode):
             raise ChunkError(f"{self.folder} 不是文件夹（{entry_kind(self.folder)}）；仓库不往里写块，请手动处理", "")
 
-    def referenced(self) -> Set[str]:
+    def referenced(self, ignore: Iterable[str] = ()) -> Set[str]:
         """所有可能还要用的块：活的会话、回收站里的副本、正在写（或被中断留下）的临时会话文件里引用的。
 
         只读每个文件的头两行（version 1–3 的文件只读到第一行就知道它不引用块）；读不懂的行也照样认出块名，
@@ -597,19 +598,26 @@ class ChunkStore:
             except (FileNotFoundError, NotADirectoryError):
                 continue
             for entry in entries:
-                if entry.endswith((".json", ".tmp")):
-                    found.update(_references(os.path.join(folder, entry)))
+                path = os.path.join(folder, entry)
+                if entry.endswith((".json", ".tmp")) and path not in ignore:
+                    found.update(_references(path))
         return found
 
+    def leftovers(self) -> Tuple[List[str], List[str]]:
+        """目录锁里：(被中断留下、没人要了的临时文件, 没有任何会话引用的块名)。块的引用不算那些临时文件的——
+        它们一删，只有它们引用的块也就没人要了。.chunks 不是真正的文件夹时没有块可删（从不跟随链接）。"""
+        temps = abandoned_temps(self.storage_dir) + abandoned_temps(self.folder)
+        candidates = self.names()
+        return temps, sorted(candidates - self.referenced(ignore=set(temps))) if candidates else []
+
     def remove_orphans(self) -> int:
-        """目录锁里：先删掉被中断留下、没人要了的临时文件（会话的、块的），再删没有任何会话引用的块，
-        返回删了几块。先列块、再收集引用，见模块文档。.chunks 不是真正的文件夹时什么都不删。"""
-        remove_abandoned_temps(self.storage_dir)
-        if not self.names():
-            return 0
-        remove_abandoned_temps(self.folder)
+        """目录锁里：先删掉 leftovers() 里的临时文件，再删没人引用的块，返回删了几块。先列块、再收集引用，见模块文档。"""
+        temps, orphans = self.leftovers()
+        for path in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
         removed = 0
-        for name in sorted(self.names() - self.referenced()):
+        for name in orphans:
             try:
                 os.remove(self.path_of(name))
                 removed += 1
@@ -620,6 +628,11 @@ class ChunkStore:
         if removed and self.durable:
             fsync_dir(self.folder)
         return removed
+
+    def leftover_bytes(self) -> int:
+        """目录锁里：remove_orphans() 会释放多少字节。"""
+        temps, orphans = self.leftovers()
+        return sum(_size(path) for path in temps + [self.path_of(name) for name in orphans])
 
     # 体检 ────────────────────────────────────────────────────────────────────────────────
     def problems(self, session_paths: List[str], lock: Any) -> List[Tuple[str, str, str]]:
@@ -756,6 +769,13 @@ def _unchanged(path: str, info: os.stat_result) -> bool:
         raise
     except OSError:
         return True
+
+
+def _size(path: str) -> int:
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return 0
 
 
 def _key(info: os.stat_result) -> Tuple[int, int, int]:

@@ -312,6 +312,11 @@ class SessionStore:
         with self._lock:
             return self._chunks.remove_orphans()
 
+    def leftover_bytes(self) -> int:
+        """清空回收站 / remove_orphan_chunks() 还会释放多少字节：被中断留下、没人要了的临时文件，和没人引用的块。"""
+        with self._lock:
+            return self._chunks.leftover_bytes()
+
     def bytes_to_write(self, nodes: List[SessionNode]) -> int:
         """依次保存这批节点会让仓库目录（普通文件）增加多少字节，什么都不写：会话文件按新旧大小之差，
         新块每块只算一次（共用的也只算一次）。与随后 save_many(nodes) 或逐个 save() 的实际增长相同，

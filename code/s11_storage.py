@@ -236,26 +236,17 @@ def temp_file_problem(path: str) -> List[Tuple[str, str]]:
     return []
 
 
-def remove_abandoned_temps(folder: str) -> int:
-    """删掉 folder 里没人要了的临时文件（is_abandoned_temp：没有写入者锁着、也有一阵没动），返回删了几个。
+def abandoned_temps(folder: str) -> List[str]:
+    """folder 里没人要了的临时文件（is_abandoned_temp：没有写入者锁着、也有一阵没动）的路径。
 
     kill -9 留下的临时会话文件引用着块，它不走，那些块就一直算“有人要”，占着空间删不掉（issue 41 item 10）。
-    正在写的那一份被 flock 着，不会被删。不是普通文件的条目（链接、目录）从不删除。调用方持有目录锁。"""
+    正在写的那一份被 flock 着，不算。不是普通文件的条目（链接、目录）从不算进来。"""
     try:
         names = sorted(os.listdir(folder))
     except (FileNotFoundError, NotADirectoryError):
-        return 0
-    removed = 0
-    for name in names:
-        path = os.path.join(folder, name)
-        if not name.endswith(TMP_SUFFIX) or entry_kind(path) != "普通文件" or not is_abandoned_temp(path):
-            continue
-        try:
-            os.remove(path)
-            removed += 1
-        except FileNotFoundError:
-            pass
-    return removed
+        return []
+    paths = [os.path.join(folder, name) for name in names if name.endswith(TMP_SUFFIX)]
+    return [path for path in paths if entry_kind(path) == "普通文件" and is_abandoned_temp(path)]
 
 
 # ── 目录锁 ─────────────────────────────────────────────────────────────────────────────────────
