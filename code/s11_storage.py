@@ -122,7 +122,10 @@ class PendingWrite:
 
     def __init__(self, path: str, data: bytes, durable: bool = True):
         self.path = path
-        fd, self.temp_path = _create_temp(path)
+        # 同一目录才能用 os.replace 原子地换名；mkstemp：O_EXCL 新建、不跟随链接、权限 0600、重名就换一个。
+        # 绝对路径：之后 chdir，commit() 照样找得到它
+        folder, name = os.path.split(os.path.abspath(path))
+        fd, self.temp_path = tempfile.mkstemp(prefix=f".{name}.", suffix=TMP_SUFFIX, dir=folder)
         self._fd: Optional[int] = fd
         self.committed = False
         try:
@@ -173,13 +176,6 @@ class PendingWrite:
 
     def __exit__(self, *exc_info) -> None:
         self.discard()
-
-
-def _create_temp(path: str) -> Tuple[int, str]:
-    """在 path 所在目录新建临时文件 .<文件名>.<随机>.tmp（tempfile.mkstemp：O_EXCL 新建、不跟随链接、权限 0600）。
-    同一目录才能用 os.replace 原子地换名；绝对路径：之后 chdir，commit() 照样找得到它。"""
-    folder, name = os.path.split(os.path.abspath(path))
-    return tempfile.mkstemp(prefix=f".{name}.", suffix=TMP_SUFFIX, dir=folder)
 
 
 def fsync_dir(folder: str) -> None:

@@ -1405,7 +1405,7 @@ def _refuse(text: str) -> Callable:
 
 def _folder_stamps(folder: str) -> dict:
     """仓库目录和它下面一层子目录（.trash、块目录）里每个条目的 (inode, 大小, 修改时间)：只 stat，不打开文件。
-    三个数拼成一个整数（s11_storage.stat_key）：一个班上万个文件时，比元组少占一半多内存。"""
+    （s11_storage.stat_key，与仓库的摘要缓存同一个键）。"""
     stamps: dict = {}
     pending = [folder]
     while pending:

@@ -324,3 +324,9 @@ def test_a_symlinked_chunks_folder_is_reported_and_never_followed(store, tmp_pat
     store.remove_orphan_chunks()
     store.empty_trash()
     assert stray.exists() and folder.is_symlink() and len(list(elsewhere.iterdir())) > 1
+
+
+def test_the_files_a_reader_opens_stay_short_with_the_chapters_class_first():
+    lines = {name: (CODE / f"{name}.py").read_text("utf-8").splitlines() for name in ("s11_session", "s11_format")}
+    assert len(lines["s11_format"]) <= 500 and len(lines["s11_session"]) <= 600
+    assert any(line.startswith("class SessionNode") for line in lines["s11_session"][:80])
