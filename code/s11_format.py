@@ -156,8 +156,8 @@ def validate_messages(messages: Any, where: str = "", start: int = 0) -> None:
 
 
 # ── 🪆 嵌套深度：只数括号，不递归 ──────────────────────────────────────────────────────────────
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')          # 一个 JSON 字符串（含转义）
-_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
+_NOT_STRUCTURE = bytes(byte for byte in range(256) if byte not in b'"[]{}')
+_STRING = re.compile(rb'"[^"]*"')
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 
 
@@ -165,10 +165,12 @@ def too_deep(raw: bytes, limit: int) -> bool:
     """JSON 字节里的容器是否嵌套超过 limit 层（最外层算第 1 层）。一遍线性扫描，与任何解析器的递归上限无关。
 
     b'{"a":[1,[]]}' 有 3 层：too_deep(它, 2) -> True；字符串里的括号不算：b'["[[[["]' 只有 1 层。
-    括号总数不超过 limit 就不可能更深（几乎所有字节到此为止）；否则去掉字符串，只留括号，累加 +1 / -1。"""
+    括号总数不超过 limit 就不可能更深（几乎所有消息到此为止）。否则先去掉转义的反斜杠和引号（\\\\、\\"：JSON 的
+    字符串从左到右两个一组地读它们），只留引号和括号，再去掉 "…"（字符串里的括号），累加 +1 / -1。"""
     if raw.count(b"[") + raw.count(b"{") <= limit:
         return False
-    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    structure = raw.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
+    brackets = _STRING.sub(b"", structure)
     return max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0) > limit
 
 
