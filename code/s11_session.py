@@ -26,8 +26,9 @@ export_markdown / delete，然后是章节之外的方法，最后是 demo_tree_
   * 分叉 + 收敛：compare / converge / label（version 5 的 converged_from）... s11_converge
   * 体检：check() 列出的坏文件、残留、缺了或坏了的块 .............. s11_check
 
-保证：每次 save() 全有或全无，kill -9 之后每个文件要么是上一次的、要么是这一次的；读不懂的文件（截断的、
-更新版本的、FIFO、符号链接）原样保留并报告，从不覆盖；块缺了或坏了，load() 抛 ChunkError 点名那一块。
+保证：每次 save() 全有或全无，kill -9 之后每个文件要么是上一次的、要么是这一次的；save() 写之前跑 load()
+跑的同一个字段检查（s11_format.check_fields），所以写下的每个文件别的进程都读得了；读不懂的文件（截断的、
+更新版本的、嵌套太深的、FIFO、符号链接）原样保留并报告，从不覆盖；块缺了或坏了，load() 抛 ChunkError 点名那一块。
 已知限制：小会话每次保存重写整个文件（大会话重写头和不到 64 KiB 的尾部）；不做跨机器同步与合并；
 不加密（导出前脱敏）；list_sessions() 的摘要按 (inode, 大小, 修改时间) 缓存，同一时钟刻内被原地改写成同样
 大小的文件可能短暂显示旧摘要（修订号核对不受影响，它总是读文件）；durable=False（不 fsync）只用于基准测试。
