@@ -434,7 +434,7 @@ class ChunkStore:
         或删除），就重读一次；会话文件不存在抛 FileNotFoundError。batch 见 decode_node。"""
         for attempt in range(3):
             raw, info = _read(path)
-            stored: Sequence[StoredChunk] = ()
+            stored: List[StoredChunk] = []
             try:
                 data = decode_node(raw, path, self._read_chunk, batch, stored, skip)
             except ChunkError as exc:
