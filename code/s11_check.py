@@ -6,7 +6,9 @@
 一个 *.json 条目读不了（corrupt / unreadable / newer_version）、文件名与 session_id 不一致（stray_file）、
 父节点或收敛来源不在仓库里（missing_parent / missing_converged）、被中断留下的临时文件（temp_file）、
 缺了、坏了或没人引用的块（missing_chunk / damaged_chunk / orphan_chunk，见 s11_chunks.ChunkStore.problems）。
-扫描途中消失的文件不算问题；正在写的临时文件不算残留。
+.chunks 是符号链接（或别的不是文件夹的东西）报 unreadable，从不跟随它。扫描途中消失的文件不算问题；
+正在写的临时文件不算残留。check() 只报告；修复是 remove_orphan_chunks() / empty_trash()：它们先删掉没人要了的
+临时文件（s11_storage.abandoned_temps），再删只被它们引用的块。
 
 本模块只依赖标准库和 s11_format / s11_storage；它读仓库用的是 SessionStore 自己的摘要读取（每条消息都检查）。
 """

@@ -35,11 +35,23 @@
   * 清理没人引用的块（remove_orphans，empty_trash / delete(purge=True) 之后也跑）只在目录锁里进行：
     先列出块，再收集引用——活的会话、回收站里的副本、正在写的临时会话文件。正在写的保存就靠它的临时文件
     保住要用的块（宽限期 = 临时文件还在的这段时间，不靠时钟），再加上面锁内的确认，清理永远删不掉一块
-    已提交的会话引用的块。被 kill -9 留下的临时文件会一直保住它的块，直到有人删掉它（check() 会报告）。
+    已提交的会话引用的块。被 kill -9 留下的临时文件保住它的块，直到清理把它删掉（见下）。
   * 磁盘上某块坏了（内容与名字不符）而保存恰好要用它：用正确的字节原子地换掉它（内容由名字唯一决定），
     引用它的其他会话也就好了；不是普通文件的块（符号链接、FIFO、目录）不打开、不覆盖，保存抛错。
   * 缓存有界：每个仓库对象记住最多 VERIFIED_LIMIT 个“确认过内容”的块（名字 → inode、大小、修改时间），
     只用来在保存时跳过重读；读档永远核对 sha256。
+  * 被 kill -9 留下的临时文件（没有写入者锁着、也有一阵没动）在清空回收站、check 后的清理里先被删掉
+    （s11_storage.remove_abandoned_temps），它们保住的块随后才算没人引用。
+
+三处让代价随“新的部分”而不是随全部历史增长（其余都是最直接的写法）：
+  * 保存一条续写的消息（plan 的 stored）：load() / save() 在节点上记下磁盘上的块（名字、条数、字节）。再次保存时，
+    消息列表开头与某几块读出的消息逐条相等（== 在 C 里比，原地改过的消息比得出来），就照用这几块，只编码、
+    只算 sha256 从最后一个切点起的部分：切点只由前面的消息决定，所以照用的块不变。块里读出的消息第一次要比的
+    时候才解析一次（与节点的 messages 是不同的对象）。别的情形（前面的消息改了、换了列表）整份重新规划。
+    值相等就算没变：把 1 原地改成 1.0 或 True 不会被发现（块里仍是 1）。
+  * 导入（Batch）：一批保存里同一个消息对象只检查、编码一次，父节点在这一批里规划过时子节点照搬它的切点和块，
+    同一块只读、只解析一次——导入一棵共享前缀的树，CPU 随新内容增长，而不是随每个节点的长度之和。
+  * 体检（problems）：每块只核对、只解析检查一次，每个会话只解析它自己的头、索引和尾部，深的分支链不再平方增长。
 
 限制：原地改了前面某条消息再保存，这条之后的切点会移动，其后的块都要重写（CPU 和写下的字节都与其后的长度
 成正比）；续写与分叉不受影响。块只在同一个仓库目录里共享。不压缩、不加密。
@@ -50,15 +62,14 @@ from __future__ import annotations
 
 import bisect
 import concurrent.futures
+import contextlib
 import hashlib
-import itertools
 import logging
-import operator
 import os
 import re
 import stat
 import threading
-from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import s11_tree
 from s11_format import (
@@ -69,24 +80,30 @@ from s11_format import (
     ChunkError,
     CorruptSession,
     InvalidMessage,
-    SessionFile,
+    SessionError,
     check_fields,
     decode_listing,
     decode_session,
     encode_line,
     encode_message_lines,
     encode_session,
-    fingerprint,
     newer_head,
     parse_json,
     parse_json_lines,
     unreadable,
     validate_messages,
 )
-from s11_storage import PendingWrite, entry_kind, fsync_dir, read_regular_file, temp_file_problem
+from s11_storage import (
+    PendingWrite,
+    abandoned_temps,
+    entry_kind,
+    fsync_dir,
+    read_regular_file,
+    temp_file_problem,
+)
 
-__all__ = ["CHUNK_DIR", "CHUNK_BYTES", "BIG_SESSION_BYTES", "VERIFIED_LIMIT", "Plan", "Batch", "BatchScope", "ChunkStore",
-           "plan", "cut_points", "head_of", "decode_node"]
+__all__ = ["CHUNK_DIR", "CHUNK_BYTES", "BIG_SESSION_BYTES", "VERIFIED_LIMIT", "Plan", "Batch", "StoredChunk",
+           "Loaded", "ChunkStore", "plan", "cut_points", "head_of", "decode_node"]
 
 log = logging.getLogger(__name__)
 
@@ -99,92 +116,76 @@ WRITE_GROUP = 64                 # 一次最多同时打开这么多个块的临
 SYNC_THREADS = 16                # 一起 fsync 时最多用这么多线程
 _CHUNK_NAME = re.compile(r"[0-9a-f]{64}" + re.escape(CHUNK_SUFFIX))
 _REFERENCE = re.compile(rb'\[\s*"([0-9a-f]{64})"\s*,')   # 索引行里的 ["<sha256>", 条数]
-_SUMMARY_FIELDS = ("version", "revision", "session_id", "title", "parent_id", "created_at", "created_ns",
-                   "fork_point", "source", "message_count", "first_added")
+_HEAD_FIELDS = ("revision", "session_id", "title", "parent_id", "created_at", "created_ns", "fork_point", "source")
 
 
 # ── 写：一个会话 → 会话文件的字节 + 它引用的块 ───────────────────────────────────────────────
+class StoredChunk:
+    """磁盘上的一块：名字（内容的 sha256）、条数、字节；读出的消息第一次要用时才解析（messages()）。
+    内容由名字唯一决定，所以同一块的读出值处处相同；它们是新的对象，与任何节点的 messages 不共用。"""
+
+    __slots__ = ("name", "count", "data", "_messages", "_labels")
+
+    def __init__(self, name: str, count: int, data: bytes):
+        self.name, self.count, self.data = name, count, data
+        self._messages: Optional[List[Any]] = None
+        self._labels: Optional[List[list]] = None
+
+    def messages(self) -> List[Any]:
+        if self._messages is None:
+            self._messages = parse_json_lines(self.data, self.count, self.name)
+        return self._messages
+
+    def labels(self) -> List[list]:
+        """块里带标签的消息 [[块里的第几条（1 起）, 标签], …]（s11_tree.message_labels），算一次。"""
+        if self._labels is None:
+            self._labels = s11_tree.message_labels(self.messages())
+        return self._labels
+
+
 class Plan(NamedTuple):
     """save() 要写的全部：会话文件的字节，和它按顺序引用的块 [(名字, 字节)]（version 3 没有块）。
-    head：version 4 文件的头（摘要要用的 message_count、first_added、labels 都在里面），version 3 为 None。"""
+    head：version 4 文件的头（摘要要用的 message_count、first_added、labels 都在里面），version 3 为 None。
+    stored：保存之后节点在磁盘上的块（下一次保存照用它们，见模块文档）。"""
     raw: bytes
     chunks: List[Tuple[str, bytes]]
     head: Optional[Dict[str, Any]] = None
+    stored: Sequence[StoredChunk] = ()
 
 
 class Batch:
-    """一批保存（save_many、bytes_to_write、fork）共用的记忆：同一个消息对象只检查、编码一次，同一串对象只切一次块；
-    父节点已在这一批里规划过时，子节点继承的前缀（同一批对象）连切点、块和标签一起照搬，只算后面新的部分；
-    write_costs 规划过的节点随后 save 时字段没变、消息是同一批对象，就直接用那份 Plan（SessionStore._plan）；
-    这一批里确认过在盘上的块，锁外不再逐个查看（锁里的 ensure() 照样查）；这一批里读过的块（decode_node）再被
-    别的节点引用时不再读、不再解析：这些节点的消息是同一批对象（与分叉继承父节点的对象一样，别原地改）。
-
+    """一批保存（导入器的 SessionStore.batch()、save_many、write_costs）共用的记忆，见模块文档：
+    lines：id(消息) → (消息, 一行字节)；chunks：这一串消息对象的 id → 块；planned：会话 ID → 这一批里为它
+    规划的结果（子节点照搬）；present：这一批里确认过在盘上的块；parsed：块名 → 这一批里读出（检查过）的消息和那一块。
     只在一次调用之内可信（调用之间调用方可能原地改了消息），所以单个 save() 从不用它。"""
 
     def __init__(self) -> None:
-        self.lines: Dict[int, Tuple[Any, bytes]] = {}                # id(消息) → (消息, 一行字节)
-        self.chunks: Dict[Tuple[int, ...], Tuple[str, bytes]] = {}   # 这一块里每条消息的 id → (名字, 字节)
-        self.planned: Dict[str, "_Planned"] = {}                     # 会话 ID → 这一批里为它算好的东西
-        self.plans: Dict[str, Tuple[str, List[Any], Plan]] = {}      # 会话 ID → (冻下的字段, 消息, Plan)
-        self.present: set = set()                                    # 这一批里写下或核对过、确实在盘上的块
-        self.parsed: Dict[str, List[Any]] = {}                       # 块名 → 这一批里从它读出（核对过）的消息
-
-    def keep_plan(self, payload: Dict[str, Any], plan: Plan) -> None:
-        """write_costs 为一个节点算好的 Plan：随后同一批里保存它时，字段和消息都没变就直接用（known_plan）。"""
-        fields = _frozen_fields(payload)
-        if fields is not None:
-            self.plans[payload["session_id"]] = (fields, list(payload["messages"]), plan)
-
-    def known_plan(self, payload: Dict[str, Any]) -> Optional[Plan]:
-        """keep_plan 记下的 Plan，只要除消息以外的字段冻下来一样、消息是同一批对象（逐个 is）；否则 None。"""
-        known = self.plans.get(payload["session_id"])
-        if known is None:
-            return None
-        messages = payload["messages"]
-        if len(known[1]) != len(messages) or not all(map(operator.is_, messages, known[1])) \
-                or _frozen_fields(payload) != known[0]:
-            return None
-        return known[2]
-
-
-def _frozen_fields(payload: Dict[str, Any]) -> Optional[str]:
-    """要保存的字典里除消息以外的部分，冻成一个字符串：两次相同，就会编码出同样的字节。
-
-    用 repr 而不是 ==：1 == True、(1,) 与 [1] 写出来不同，repr 分得开；原地改过的 source 或工作区快照
-    也看得出来（比的是当时冻下的字符串）。repr 出错（调用方自己的类型）：None，不复用。"""
-    try:
-        return repr([(key, value) for key, value in payload.items() if key != "messages"])
-    except Exception:
-        return None
-
-
-class BatchScope:
-    """with BatchScope(local)：最外层的那个在 local.current 放一个新 Batch、退出时丢掉，里层的什么都不做。
-    （SessionStore 的 save_many / batch / fork 用它；与 contextlib.contextmanager 写的同一件事，只是每次分叉少一个生成器。）"""
-
-    __slots__ = ("_local", "_outermost")
-
-    def __init__(self, local: threading.local):
-        self._local = local
-        self._outermost = False
-
-    def __enter__(self) -> None:
-        if getattr(self._local, "current", None) is None:
-            self._local.current = Batch()
-            self._outermost = True
-
-    def __exit__(self, *exc_info) -> None:
-        if self._outermost:
-            self._local.current = None
+        self.lines: Dict[int, Tuple[Any, bytes]] = {}
+        self.chunks: Dict[Tuple[int, ...], StoredChunk] = {}
+        self.planned: Dict[str, "_Planned"] = {}
+        self.present: set = set()
+        self.parsed: Dict[str, Tuple[List[Any], StoredChunk]] = {}
 
 
 class _Planned(NamedTuple):
     messages: List[Any]
-    lines: List[bytes]
-    sizes: List[int]
-    ends: List[int]
-    chunks: List[Tuple[str, bytes]]
+    lines: List[bytes]            # 每条消息的一行字节（整个节点）
+    ends: List[int]               # 每块的结束位置
+    chunks: List[StoredChunk]
     labels: List[list]
+
+
+class _Base(NamedTuple):
+    """规划时可以照用的开头：前 start 条是 chunks 这几块；lines 是第 start 到 checked 条已经编码好的行；
+    前 checked 条已经检查过；labels 是前 checked 条里的标签。"""
+    chunks: List[StoredChunk]
+    start: int
+    lines: List[bytes]
+    checked: int
+    labels: List[list]
+
+
+_NOTHING = _Base([], 0, [], 0, [])
 
 
 def cut_points(sizes: Iterable[int], chunk_bytes: float, start: int = 0) -> List[int]:
@@ -203,98 +204,110 @@ def cut_points(sizes: Iterable[int], chunk_bytes: float, start: int = 0) -> List
 
 
 def plan(payload: Dict[str, Any], *, threshold: float = BIG_SESSION_BYTES, chunk_bytes: float = CHUNK_BYTES,
-         batch: Optional[Batch] = None) -> Plan:
-    """要保存的字典（SessionStore._plan 拼好的）→ Plan。先检查、编码每条消息，出错时什么都没写。"""
+         batch: Optional[Batch] = None, stored: Iterable[StoredChunk] = ()) -> Plan:
+    """要保存的字典（SessionStore._plan 拼好的）→ Plan。先检查（与 load() 相同的 check_fields）、编码，
+    出错时抛 InvalidMessage，什么都没写。stored：节点上次读到或写下时磁盘上的块（见模块文档）。"""
     sid, messages = payload["session_id"], payload["messages"]
+    base = _NOTHING
+    if isinstance(messages, list):
+        base = _inherited(payload, batch) if batch is not None else _unchanged_chunks(stored, messages)
+    try:
+        check_fields(payload, f"会话 {sid}", start=base.checked)
+    except CorruptSession as exc:
+        raise InvalidMessage(str(exc)) from None
     converged = "converged_from" in payload   # 收敛节点写 version 5（布局不变），其余照旧 3 / 4
-    plain_version = CONVERGE_VERSION if converged else PLAIN_VERSION
-    memo = batch.lines if batch is not None else None
-    parent, keep = _inherited(payload, batch)
-    validate_messages(messages, f"会话 {sid}：", memo, start=keep)
-    plain = None
-    if parent is None and _text_chars(messages, threshold) < threshold:   # 文字的字符数 ≤ 紧凑 JSON 的字节数
-        plain = encode_session({**payload, "version": plain_version}, sid)
-        if len(plain) < threshold:   # 整个 indent=2 文件都比阈值短，消息的紧凑 JSON 只会更短：小会话，不必逐条编码
-            return Plan(plain, [])
     where = f"会话 {sid} 的"
-    lines = encode_message_lines(messages[keep:], where, memo, first=keep + 1)
-    sizes = [len(line) + 1 for line in lines]
-    ends: List[int] = []
-    chunks: List[Tuple[str, bytes]] = []
-    if parent is not None:   # 前 keep 条与父节点是同一批对象：切点只由前面决定，照搬不超过 keep 的那些
-        lines, sizes = parent.lines[:keep] + lines, parent.sizes[:keep] + sizes
-        kept = bisect.bisect_right(parent.ends, keep)
-        ends, chunks = parent.ends[:kept], parent.chunks[:kept]
-    start = ends[-1] if ends else 0
-    if sum(sizes) >= threshold:
-        for end in cut_points(sizes[start:], chunk_bytes, start):
-            chunks.append(_chunk(lines, messages, start, end, batch))
-            ends.append(start := end)
-    else:
-        ends, chunks = [], []
-    if parent is not None:   # 标签同理：前 keep 条的照搬，只看新的那些
-        labels = [item for item in parent.labels if item[0] <= keep]
-        labels += [[number + keep, label] for number, label in s11_tree.message_labels(messages[keep:])]
-    else:
-        labels = s11_tree.message_labels(messages) if batch is not None or ends else []
+    lines = base.lines + encode_message_lines(messages[base.checked:], where,
+                                              batch.lines if batch is not None else None, base.checked + 1)
+    sizes = [len(line) + 1 for line in lines]   # lines[i] 是第 base.start + i 条
+    chunks, start = list(base.chunks), base.start
+    for end in cut_points(sizes, chunk_bytes, base.start):
+        chunks.append(_chunk(lines[start - base.start:end - base.start], messages, start, end, batch))
+        start = end
+    labels = base.labels + [[number + base.checked, label]
+                            for number, label in s11_tree.message_labels(messages[base.checked:])]
     if batch is not None:
-        batch.planned[sid] = _Planned(messages, lines, sizes, ends, chunks, labels)
-    if not ends:   # 小会话：章节的自带全部消息的文件，和以前逐字节相同
-        return Plan(plain or encode_session({**payload, "version": plain_version}, sid), [])
+        done = batch.planned.get(payload["parent_id"]) if base.start else None
+        batch.planned[sid] = _Planned(messages, (done.lines[:base.start] if done else []) + lines,
+                                      _ends(chunks), chunks, labels)
+    total = sum(len(chunk.data) for chunk in base.chunks) + sum(sizes)
+    if not chunks or total < threshold:   # 小会话：章节的自带全部消息的文件
+        return Plan(encode_session({**payload, "version": CONVERGE_VERSION if converged else PLAIN_VERSION}, sid), [])
     head = {"version": CONVERGE_VERSION if converged else CHUNKED_VERSION,
-            **{key: payload[key] for key in _SUMMARY_FIELDS[1:9]},
-            "message_count": len(lines), "first_added": s11_tree.first_added(messages, payload["fork_point"])}
+            **{key: payload[key] for key in _HEAD_FIELDS},
+            "message_count": len(messages), "first_added": s11_tree.first_added(messages, payload["fork_point"])}
     if converged:
         head["converged_from"] = payload["converged_from"]
     if labels:   # 会话树只读头就能显示标签；旧程序不认识这个键也无妨
         head["labels"] = labels
-    index = {"workspace": payload["workspace"], "chunks": [[name, end - begin] for (name, _), begin, end
-                                                            in zip(chunks, [0] + ends, ends)],
-             "tail": len(lines) - ends[-1]}
-    body = b"".join([encode_line(index, where, "工作区快照"), b"\n", *(line + b"\n" for line in lines[ends[-1]:])])
+    index = {"workspace": payload["workspace"], "chunks": [[chunk.name, chunk.count] for chunk in chunks],
+             "tail": len(messages) - start}
+    body = b"".join([encode_line(index, where, "工作区快照"), b"\n",
+                     *(line + b"\n" for line in lines[start - base.start:])])
     head["body_bytes"] = len(body)
-    return Plan(encode_line(head, where, "标题或 source") + b"\n" + body, chunks, head)
+    return Plan(encode_line(head, where, "标题或 source") + b"\n" + body,
+                [(chunk.name, chunk.data) for chunk in chunks], head, chunks)
 
 
-def _inherited(payload: Dict[str, Any], batch: Optional[Batch]) -> Tuple[Optional[_Planned], int]:
-    """(父节点在这一批里的规划, 继承的条数)：只有前 fork_point 条真是父节点的同一批对象时才算（逐个比 is）。"""
-    parent = batch.planned.get(payload["parent_id"]) if batch is not None and payload["parent_id"] else None
-    keep = payload["fork_point"]
-    if parent is None or type(keep) is not int or not 0 < keep <= min(len(parent.messages), len(payload["messages"])):
-        return None, 0
-    if not all(map(operator.is_, itertools.islice(payload["messages"], keep), parent.messages)):
-        return None, 0
-    return parent, keep
-
-
-def _text_chars(messages: List[Dict[str, Any]], enough: float) -> int:
-    """消息里文字的字符数（content 字符串和内容块里的字符串值），数到 enough 为止；它不超过紧凑 JSON 的字节数。
-
-    [{"content": "你好"}, {"content": [{"type": "text", "text": "hi"}]}] -> 2 + 4 + 2 = 8"""
-    total = 0
-    for message in messages:
-        content = message.get("content")
-        if type(content) is str:
-            total += len(content)
-        elif type(content) is list:
-            total += sum(len(value) for block in content for value in block.values() if type(value) is str)
-        if total >= enough:
+def _unchanged_chunks(stored: Iterable[StoredChunk], messages: List[Any]) -> _Base:
+    """磁盘上开头的几块，只要它们读出的消息与 messages 的开头逐条相等（==，在 C 里比）就照用。"""
+    reused: List[StoredChunk] = []
+    labels: List[list] = []
+    start = 0
+    for chunk in stored:
+        end = start + chunk.count
+        try:
+            if end > len(messages) or messages[start:end] != chunk.messages():
+                break
+        except Exception:   # 调用方自己的类型比较时出错：不照用，整份重新检查、编码（会说清哪里不对）
             break
-    return total
+        labels += [[number + start, label] for number, label in chunk.labels()]
+        reused.append(chunk)
+        start = end
+    return _Base(reused, start, [], start, labels)
 
 
-def _chunk(lines: List[bytes], messages: List[Any], start: int, end: int, batch: Optional[Batch]) -> Tuple[str, bytes]:
+def _inherited(payload: Dict[str, Any], batch: Batch) -> _Base:
+    """父节点在这一批里规划过、前 fork_point 条真是它的同一批对象（逐个比 is）时，照搬不超过 fork_point 的块。"""
+    parent = batch.planned.get(payload["parent_id"]) if payload["parent_id"] else None
+    keep, messages = payload["fork_point"], payload["messages"]
+    if parent is None or type(keep) is not int or not 0 < keep <= min(len(parent.messages), len(messages)):
+        return _NOTHING
+    if any(mine is not theirs for mine, theirs in zip(messages[:keep], parent.messages)):
+        return _NOTHING
+    kept = bisect.bisect_right(parent.ends, keep)
+    start = parent.ends[kept - 1] if kept else 0
+    return _Base(parent.chunks[:kept], start, parent.lines[start:keep], keep,
+                 [item for item in parent.labels if item[0] <= keep])
+
+
+def _ends(chunks: List[StoredChunk]) -> List[int]:
+    ends, position = [], 0
+    for chunk in chunks:
+        position += chunk.count
+        ends.append(position)
+    return ends
+
+
+def _chunk(lines: List[bytes], messages: List[Any], start: int, end: int, batch: Optional[Batch]) -> StoredChunk:
     key = tuple(map(id, messages[start:end])) if batch is not None else None
     if key is not None and key in batch.chunks:
         return batch.chunks[key]   # 这一批里前缀相同的节点：同一串消息对象，同一块
-    data = b"\n".join(lines[start:end]) + b"\n"
-    found = (hashlib.sha256(data).hexdigest(), data)
+    data = b"\n".join(lines) + b"\n"
+    found = StoredChunk(hashlib.sha256(data).hexdigest(), end - start, data)
     if key is not None:
         batch.chunks[key] = found   # key 里的 id 在这一批里有效：消息对象被 batch.lines 一直引用着
     return found
 
 
 # ── 读：会话文件的字节 → 字典 ────────────────────────────────────────────────────────────────
+class Loaded(NamedTuple):
+    """读一次会话文件得到的全部：升级、检查过的内容，当时的 fstat，它引用的块（version 3 为空）。"""
+    data: Dict[str, Any]
+    info: os.stat_result
+    stored: List[StoredChunk]
+
+
 def head_of(raw: bytes) -> Optional[Tuple[Any, int]]:
     """多行文件的第一行（JSON 对象）和它后面换行符的位置；version 1–3 的单个 JSON 文档返回 None。
 
@@ -309,19 +322,19 @@ def head_of(raw: bytes) -> Optional[Tuple[Any, int]]:
 
 
 def decode_node(raw: bytes, path: str, read_chunk: Optional[Callable[[str, int, int, str], bytes]] = None,
-                batch: Optional[Batch] = None, checked: bool = False) -> Dict[str, Any]:
+                batch: Optional[Batch] = None, stored: Optional[List[StoredChunk]] = None,
+                skip: Sequence[str] = ()) -> Dict[str, Any]:
     """会话文件的字节 → 字典。version 1–3 交给 s11_format.decode_session；version 4 核对头、索引、尾部，
-    read_chunk 给出时按索引读每一块拼出完整的 messages，否则只给头和索引（保存前核对修订号用）。
-    batch：把每条消息读到的那一行、每一块的名字记进去，紧接着的保存（fork）原样复用，不再编码、算 sha256。
-    checked：这几个字节调用方已经完整检查过（见 decode_session）；只对 version 1–3 起作用——version 4 的消息在
-    块里，块不在这几个字节之内，照样逐块核对、检查。"""
+    read_chunk 给出时按索引读每一块拼出完整的 messages（检查每一条），否则只给头和索引（保存前核对修订号用）。
+    stored：给出时把读到的每一块记进去（节点下次保存照用）。batch：这一批里读过的块不再读、不再解析。
+    skip：开头这几块的名字（整棵树导出时父节点的块）；与它们逐个相同的开头几块不读，messages 从其后开始，
+    data["skipped"] 是没读的条数（块按内容命名：名字相同，消息就相同）。"""
     found = head_of(raw)
-    if found is None or not isinstance(found[0], dict):
-        return decode_session(raw, path, checked=checked)
+    if found is None or not isinstance(found[0], dict) or found[0].get("version") not in CHUNKED_VERSIONS:
+        if found is not None:
+            newer_head(found[0], path)
+        return decode_session(raw, path)   # 比如多了一行的 version 3 文件：照常报告它坏在哪里
     head, newline = found
-    newer_head(head, path)
-    if head.get("version") not in CHUNKED_VERSIONS:
-        return decode_session(raw, path, checked=checked)   # 比如多了一行的 version 3 文件：照常报告它坏在哪里
     _check_head(head, len(raw) - newline - 1, path)
     second = raw.find(b"\n", newline + 1)
     if second < 0:
@@ -332,68 +345,44 @@ def decode_node(raw: bytes, path: str, read_chunk: Optional[Callable[[str, int, 
     if tail_bytes.count(b"\n") != tail or (tail and not tail_bytes.endswith(b"\n")):
         raise CorruptSession(f"会话文件已损坏：{path}：尾部应有 {tail} 条消息，实际行数不符")
     data = {**head, "workspace": index.get("workspace"), "chunks": refs}
-    if read_chunk is None:   # 不读块：尾部（不到一块）照样解析、检查，坏了的文件不会被当成好的覆盖
-        check_fields({**data, "messages": _messages(tail_bytes, tail, path)}, path, message_count=head["message_count"])
+    own = parse_json_lines(tail_bytes, tail, path)
+    if read_chunk is None:   # 不读块：尾部照样解析、检查，坏了的文件不会被当成好的覆盖
+        check_fields({**data, "messages": own}, path, message_count=head["message_count"])
         return data
-    if batch is not None:   # 导入器再导入一棵树时逐个读 23 个共用前缀的节点：每块只读、解析、检查一次
-        data["messages"], checked = _batch_messages(batch, refs, tail_bytes, tail, head["session_id"], path,
-                                                    read_chunk)
-        check_fields(data, path, every_message=not checked)   # 有一块没通过：整份再查一遍，报出与批外相同的错误
-        return data
-    parts, first = [], 1
-    for name, count in refs:
-        parts.append(read_chunk(name, first, first + count - 1, head["session_id"]))
+    skipped = 0
+    for (name, _), shared in zip(refs, skip):
+        if name != shared:
+            break
+        skipped += 1
+    data["skipped"] = sum(count for _, count in refs[:skipped])
+    messages, first = [], data["skipped"] + 1
+    for name, count in refs[skipped:]:
+        known = batch.parsed.get(name) if batch is not None else None
+        if known is None or known[1].count != count:
+            part = read_chunk(name, first, first + count - 1, head["session_id"])
+            known = (parse_json_lines(part, count, path), StoredChunk(name, count, part))
+            if batch is not None:
+                _remember_lines(batch, known)
+        if stored is not None:   # 节点上记下的块：读出的消息用到时才另外解析一份（不与 messages 共用对象）
+            stored.append(known[1])
+        messages += known[0]
         first += count
-    data["messages"] = _messages(b"".join([*parts, tail_bytes]), head["message_count"], path)
-    check_fields(data, path)
+    data["messages"] = messages + own
+    check_fields(data, path, message_count=head["message_count"])
     return data
 
 
-def _batch_messages(batch: Batch, refs: List[Tuple[str, int]], tail_bytes: bytes, tail: int, session_id: str,
-                    path: str, read_chunk: Callable[[str, int, int, str], bytes]) -> Tuple[List[Any], bool]:
-    """decode_node 在一批里：(完整的消息列表, 每条消息是否都已检查过)。
-
-    这一批读过的块直接用当时读出、检查过的消息（同一批对象），其余的逐块读（核对 sha256）、解析、检查，记进
-    batch.parsed（没通过检查的不记）；每条消息读到的那一行、每块的名字也记进去，紧接着的保存（fork）原样复用。
-    值与不在批里时逐字相同（块的内容由名字决定）；消息是共用的对象。"""
-    messages: List[Any] = []
-    first, checked = 1, True
-    for name, count in refs:
-        known = batch.parsed.get(name)
-        if known is None or len(known) != count:
-            part = read_chunk(name, first, first + count - 1, session_id)
-            known = _messages(part, count, path)
-            if _valid(known):
-                _remember_lines(batch, known, [part], [(name, count)])
-                batch.parsed[name] = known
-            else:
-                checked = False
-        messages += known
-        first += count
-    own = _messages(tail_bytes, tail, path)
-    checked = _valid(own) and checked
-    if checked:
-        _remember_lines(batch, own, [tail_bytes], [("", tail)])
-    return messages + own, checked
-
-
-def _valid(messages: List[Any]) -> bool:
+def _remember_lines(batch: Batch, known: Tuple[List[Any], StoredChunk]) -> None:
+    """这一批里读出的一块：消息检查过才记下（紧接着的保存原样照用它们的行和块）。"""
+    messages, chunk = known
     try:
         validate_messages(messages)
     except InvalidMessage:
-        return False
-    return True
-
-
-def _remember_lines(batch: Batch, messages: List[Any], parts: List[bytes], refs: List[Tuple[str, int]]) -> None:
-    position = 0
-    for part, (name, count) in zip(parts, refs):
-        block = messages[position:position + count]
-        for message, line in zip(block, part.split(b"\n")):
-            batch.lines[id(message)] = (message, line)
-        if name:
-            batch.chunks[tuple(map(id, block))] = (name, part)
-        position += count
+        return
+    batch.parsed[chunk.name] = known
+    for message, line in zip(messages, chunk.data.split(b"\n")):
+        batch.lines[id(message)] = (message, line)
+    batch.chunks[tuple(map(id, messages))] = chunk
 
 
 def _check_head(head: Dict[str, Any], body_bytes: int, path: str) -> None:
@@ -424,14 +413,6 @@ def _is_ref(ref: Any) -> bool:
             and _CHUNK_NAME.fullmatch(ref[0] + CHUNK_SUFFIX) is not None and type(ref[1]) is int and ref[1] > 0)
 
 
-def _messages(lines: bytes, count: int, path: str) -> List[Any]:
-    """每行一条消息的字节 → 列表，一次 json.loads：b'{"a":1}\\n{"b":2}\\n' -> [{"a": 1}, {"b": 2}]"""
-    messages = parse_json_lines(lines, count, path) if lines else []
-    if len(messages) != count:
-        raise CorruptSession(f"会话文件已损坏：{path}：应有 {count} 条消息，读出 {len(messages)} 条")
-    return messages
-
-
 # ── 块所在的文件夹：读、写、确认、清理、体检 ──────────────────────────────────────────────────
 class ChunkStore:
     """一个仓库目录下的 .chunks/。加锁由调用方（SessionStore）负责：ensure() 与 remove_orphans() 必须在
@@ -448,20 +429,19 @@ class ChunkStore:
         return os.path.join(self.folder, name + CHUNK_SUFFIX)
 
     # 读 ──────────────────────────────────────────────────────────────────────────────────
-    def read(self, path: str, batch: Optional[Batch] = None, checked: Any = None) -> SessionFile:
-        """读一个会话文件（任何版本）和它的全部块。块缺了而会话文件在此期间被换掉（别人刚保存或删除），
-        就重读一次；会话文件不存在抛 FileNotFoundError。batch 见 decode_node。
-        checked：调用方完整检查过的那几个字节的指纹（s11_format.fingerprint）；读到的字节正是它们时不再检查（decode_node）。"""
+    def read(self, path: str, batch: Optional[Batch] = None, skip: Sequence[str] = ()) -> Loaded:
+        """读一个会话文件（任何版本）和它的全部块（逐块核对 sha256）。块缺了而会话文件在此期间被换掉（别人刚保存
+        或删除），就重读一次；会话文件不存在抛 FileNotFoundError。batch 见 decode_node。"""
         for attempt in range(3):
             raw, info = _read(path)
-            seen = fingerprint(raw)
+            stored: List[StoredChunk] = []
             try:
-                data = decode_node(raw, path, self._read_chunk, batch, checked=checked is not None and seen == checked)
+                data = decode_node(raw, path, self._read_chunk, batch, stored, skip)
             except ChunkError as exc:
                 if not exc.missing or attempt == 2 or _unchanged(path, info):
                     raise
                 continue
-            return SessionFile(data, info, seen)
+            return Loaded(data, info, stored)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def read_summary(self, path: str, info: Optional[os.stat_result],
@@ -605,7 +585,7 @@ class ChunkStore:
         if not stat.S_ISDIR(os.lstat(self.folder).st_mode):
             raise ChunkError(f"{self.folder} 不是文件夹（{entry_kind(self.folder)}）；仓库不往里写块，请手动处理", "")
 
-    def referenced(self) -> Set[str]:
+    def referenced(self, ignore: Iterable[str] = ()) -> Set[str]:
         """所有可能还要用的块：活的会话、回收站里的副本、正在写（或被中断留下）的临时会话文件里引用的。
 
         只读每个文件的头两行（version 1–3 的文件只读到第一行就知道它不引用块）；读不懂的行也照样认出块名，
@@ -618,17 +598,26 @@ class ChunkStore:
             except (FileNotFoundError, NotADirectoryError):
                 continue
             for entry in entries:
-                if entry.endswith((".json", ".tmp")):
-                    found.update(_references(os.path.join(folder, entry)))
+                path = os.path.join(folder, entry)
+                if entry.endswith((".json", ".tmp")) and path not in ignore:
+                    found.update(_references(path))
         return found
 
-    def remove_orphans(self) -> int:
-        """目录锁里：删掉没有任何会话引用的块，返回删了几块。先列块、再收集引用，见模块文档。"""
+    def leftovers(self) -> Tuple[List[str], List[str]]:
+        """目录锁里：(被中断留下、没人要了的临时文件, 没有任何会话引用的块名)。块的引用不算那些临时文件的——
+        它们一删，只有它们引用的块也就没人要了。.chunks 不是真正的文件夹时没有块可删（从不跟随链接）。"""
+        temps = abandoned_temps(self.storage_dir) + abandoned_temps(self.folder)
         candidates = self.names()
-        if not candidates:
-            return 0
+        return temps, sorted(candidates - self.referenced(ignore=set(temps))) if candidates else []
+
+    def remove_orphans(self) -> int:
+        """目录锁里：先删掉 leftovers() 里的临时文件，再删没人引用的块，返回删了几块。先列块、再收集引用，见模块文档。"""
+        temps, orphans = self.leftovers()
+        for path in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
         removed = 0
-        for name in sorted(candidates - self.referenced()):
+        for name in orphans:
             try:
                 os.remove(self.path_of(name))
                 removed += 1
@@ -640,14 +629,24 @@ class ChunkStore:
             fsync_dir(self.folder)
         return removed
 
+    def leftover_bytes(self) -> int:
+        """目录锁里：remove_orphans() 会释放多少字节。"""
+        temps, orphans = self.leftovers()
+        return sum(_size(path) for path in temps + [self.path_of(name) for name in orphans])
+
     # 体检 ────────────────────────────────────────────────────────────────────────────────
     def problems(self, session_paths: List[str], lock: Any) -> List[Tuple[str, str, str]]:
         """check() 的块部分：[(种类, 路径, 中文说明)]。
 
-        * 每个 version 4 会话完整读一遍（每块只核对一次）：missing_chunk / damaged_chunk，引用它的每个会话各报一条；
-          索引、尾部坏了报 corrupt；
+        * .chunks 是符号链接（或别的不是文件夹的东西）：报 unreadable，从不跟随它去读、去删；
+        * 每个 version 4 会话：头、索引、尾部各读一遍，引用的每块在这次体检里只核对、只解析检查一次（memo），
+          所以深的分支链的体检随存下的东西增长：missing_chunk / damaged_chunk，引用它的每个会话各报一条；
+          索引、尾部、块里的消息坏了报 corrupt；
         * .chunks/ 里没人引用的块报 orphan_chunk——在目录锁里再确认一遍，正在保存的不会被误报；
         * .chunks/ 里被中断留下的临时文件报 temp_file，不是块的东西报 stray_file / unreadable。"""
+        if os.path.lexists(self.folder) and not stat.S_ISDIR(os.lstat(self.folder).st_mode):
+            return [("unreadable", self.folder, f"块目录 {CHUNK_DIR} 是{entry_kind(self.folder)}，不是文件夹；"
+                                                "仓库不跟随它读块、也不删除它，请手动处理")]
         problems: List[Tuple[str, str, str]] = []
         memo: Dict[str, Any] = {}
         for path in session_paths:
@@ -672,43 +671,57 @@ class ChunkStore:
                 problems.append(("unreadable", path, f"名字像块，却是{entry_kind(path)}；仓库不打开、不删除它"))
         return problems
 
-    def _node_problems(self, path: str, memo: Dict[str, Optional[ChunkError]]) -> List[Tuple[str, str, str]]:
-        """一个会话文件的块和索引；memo 记着这次体检里每块的结论（None = 完好），共用的块只核对一次。"""
+    def _node_problems(self, path: str, memo: Dict[str, Any]) -> List[Tuple[str, str, str]]:
+        """一个会话文件的块、索引和尾部。memo：块名 → 这次体检里的结论（条数，或 ChunkError / CorruptSession）。"""
         try:
             raw, _ = _read(path)
             found = head_of(raw)
             if found is None or not isinstance(found[0], dict) or found[0].get("version") not in CHUNKED_VERSIONS:
-                return []
+                return []   # version 1–3：check() 的会话部分已经逐条检查过
             _check_head(found[0], len(raw) - found[1] - 1, path)
-        except (OSError, CorruptSession):
-            return []   # 会话本身读不了：check() 的会话部分已经报告
-        out: List[Tuple[str, str, str]] = []
-
-        def read_chunk(name: str, first: int, last: int, session_id: str) -> bytes:
-            if name not in memo:
-                try:
-                    return self._read_chunk(name, first, last, session_id)
-                except ChunkError as exc:
-                    memo[name] = exc
-                finally:
-                    memo.setdefault(name, None)
-            error = memo[name]
-            if error is None:
-                try:
-                    return read_regular_file(self.path_of(name))[0]   # 这次体检里核对过了
-                except OSError:
-                    error = memo[name] = ChunkError("", name, missing=True)
-            kind = "missing_chunk" if error.missing else "damaged_chunk"
-            out.append((kind, path, f"会话 {session_id} 的第 {first}–{last} 条消息所在的块 {self.path_of(name)} "
-                                    + ("不存在" if error.missing else "读不出来或已损坏") + "；load() 会拒绝这个会话"))
-            return b"{}\n" * (last - first + 1)   # 占位，接着检查后面的块
-
+        except (OSError, SessionError):
+            return []   # 会话本身读不了：check() 的会话部分已经报告（它读头）
         try:
-            decode_node(raw, path, read_chunk)
-        except CorruptSession as exc:
-            if not out:
-                out.append(("corrupt", path, str(exc)))
+            decode_node(raw, path)   # 索引、尾部（尾部的消息逐条检查），不读块
+        except SessionError as exc:
+            return [("corrupt", path, str(exc))]
+        head, newline = found
+        second = raw.find(b"\n", newline + 1)
+        refs, _ = _check_index(parse_json(raw[newline + 1:second], path), head, path)
+        out: List[Tuple[str, str, str]] = []
+        first = 1
+        for name, count in refs:
+            where = f"会话 {head['session_id']} 的第 {first}–{first + count - 1} 条消息所在的块 {self.path_of(name)}"
+            if name not in memo:
+                memo[name] = self._chunk_verdict(name, count, head["session_id"])
+            verdict = memo[name]
+            if isinstance(verdict, ChunkError):
+                out.append(("missing_chunk" if verdict.missing else "damaged_chunk", path,
+                            where + ("不存在" if verdict.missing else "读不出来或已损坏") + "；load() 会拒绝这个会话"))
+            elif isinstance(verdict, SessionError):
+                out.append(("corrupt", path, f"{where}：{verdict}"))
+            elif verdict != count:
+                out.append(("damaged_chunk", path, f"{where} 与会话的索引不符：块里有 {verdict} 条，索引说 {count} 条"))
+            first += count
         return out
+
+    def _chunk_verdict(self, name: str, count: int, session_id: str) -> Any:
+        """一块的结论：它的条数（核对过 sha256、每条消息都检查过），或者说明它哪里不对的错误。"""
+        path = self.path_of(name)
+        try:
+            raw, _ = read_regular_file(path)
+        except FileNotFoundError:
+            return ChunkError(f"块 {path} 不存在", name, missing=True)
+        except OSError as exc:
+            return ChunkError(f"块 {path} 读不出来：{unreadable(path, exc)}", name)
+        if hashlib.sha256(raw).hexdigest() != name:
+            return ChunkError(f"块 {path} 已损坏：内容与名字里的 sha256 对不上", name)
+        lines = raw.count(b"\n")
+        try:
+            validate_messages(parse_json_lines(raw, lines, path))
+        except SessionError as exc:
+            return exc
+        return lines
 
 
 # ── 小工具 ─────────────────────────────────────────────────────────────────────────────────
@@ -756,6 +769,13 @@ def _unchanged(path: str, info: os.stat_result) -> bool:
         raise
     except OSError:
         return True
+
+
+def _size(path: str) -> int:
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return 0
 
 
 def _key(info: os.stat_result) -> Tuple[int, int, int]:

@@ -21,18 +21,17 @@ export_markdown / delete，然后是章节之外的方法，最后是 demo_tree_
   * 写入中断也不坏：临时文件 + fsync + os.replace、目录锁 ... s11_storage
   * 不丢轮次：锁内核对磁盘上的 revision，过期的节点抛 ConflictError ... SessionStore._check_revision
   * 删除可恢复：.trash/ 的样子 ................................ s11_trash
-  * 大会话只写新的部分：version 4 的块、清理没人引用的块 ........ s11_chunks（布局写在它的文档里）
+  * 大会话只写新的部分：version 4 的块、续写只编码新的、清理没人引用的块 ... s11_chunks（布局写在它的文档里）
   * 会话树、导出前脱敏、会话 ≠ 代码 ............................ s11_tree、s11_export + s11_redact、s11_workspace
-  * 导出页头的分支路径：刚核对过、目录也没变的祖先链不再逐个 lstat ... s11_chains
   * 分叉 + 收敛：compare / converge / label（version 5 的 converged_from）... s11_converge
   * 体检：check() 列出的坏文件、残留、缺了或坏了的块 .............. s11_check
 
-保证：每次 save() 全有或全无，kill -9 之后每个文件要么是上一次的、要么是这一次的；读不懂的文件（截断的、
-更新版本的、FIFO、符号链接）原样保留并报告，从不覆盖；块缺了或坏了，load() 抛 ChunkError 点名那一块。
+保证：每次 save() 全有或全无，kill -9 之后每个文件要么是上一次的、要么是这一次的；save() 写之前跑 load()
+跑的同一个字段检查（s11_format.check_fields），所以写下的每个文件别的进程都读得了；读不懂的文件（截断的、
+更新版本的、嵌套太深的、FIFO、符号链接）原样保留并报告，从不覆盖；块缺了或坏了，load() 抛 ChunkError 点名那一块。
 已知限制：小会话每次保存重写整个文件（大会话重写头和不到 64 KiB 的尾部）；不做跨机器同步与合并；
 不加密（导出前脱敏）；list_sessions() 的摘要按 (inode, 大小, 修改时间) 缓存，同一时钟刻内被原地改写成同样
-大小的文件可能短暂显示旧摘要（修订号核对不受影响）；导出的分支路径在目录没有变动时沿用 1 秒内核对过的祖先，
-别的程序不换名、原地改写的祖先最多 1 秒后才出现在路径上（s11_chains）；durable=False（不 fsync）只用于基准测试。
+大小的文件可能短暂显示旧摘要（修订号核对不受影响，它总是读文件）；durable=False（不 fsync）只用于基准测试。
 """
 
 from __future__ import annotations
@@ -46,7 +45,6 @@ import time
 import uuid
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-import s11_chains  # 导出的分支路径：刚核对过的祖先链
 import s11_check  # 体检：check() 列出的问题
 import s11_chunks  # 大会话的块
 import s11_converge  # 对比、收敛、标签
@@ -57,7 +55,7 @@ import s11_workspace  # 会话 ≠ 代码：保存时记下工作区，恢复前
 from s11_format import (  # noqa: F401  这些名字也从本模块导出：章节读者只需 import s11_session
     FORMAT_VERSION, MAX_NESTING, MIGRATIONS, ChunkError, ConflictError, CorruptSession, InvalidMessage,
     InvalidSessionId, SessionError, SessionNotFound, UnreadableSession, UnsupportedVersion, encode_session,
-    fingerprint, is_session_name, migrate, unreadable, validate_messages, validate_session_id)
+    is_session_name, migrate, unreadable, validate_messages, validate_session_id)
 from s11_check import Problem  # noqa: F401  check() 的结果，也从本模块导出
 from s11_redact import redact  # noqa: F401  导出前脱敏：redact(text) -> str
 from s11_storage import DirectoryLock, PendingWrite, entry_kind, fsync_dir, read_regular_file, stat_key
@@ -69,7 +67,6 @@ __all__ = ["SessionNode", "SessionStore", "demo_tree_branching", "Problem", "ROL
            "ChunkError", "UnsupportedVersion", "ConflictError", "SessionNotFound"]
 
 log = logging.getLogger(__name__)
-_REVISION = s11_tree.SUMMARY_KEYS.index("revision")   # 摘要缓存的元组里修订号在第几格
 ROLE_ICONS = s11_export.ROLE_ICONS   # 角色 → 图标，导出与工作台共用一份
 
 
@@ -132,14 +129,8 @@ class SessionStore:
         self._lock = DirectoryLock(self.storage_dir)
         self._chunks = s11_chunks.ChunkStore(self.storage_dir, durable)
         self._batch = threading.local()           # save_many() 期间本线程的 s11_chunks.Batch
-        # 两个缓存都按路径，每个会话文件一条；list_sessions() 顺手丢掉目录里已经没有的文件的条目
-        self._summary_cache: Dict[str, Tuple[int, tuple]] = {}   # 路径 → (stat_key, 摘要的值)
-        # 路径 → (读到或写下的字节的指纹（s11_format.fingerprint）, 修订号)。只记完整检查过的字节（自己编码写下的，
-        # 或 load / 保存前核对时整份解析、检查过的）：_load 读回同样的字节时据此跳过检查
-        self._known: Dict[str, Tuple[Any, int]] = {}
-        # 最近给只读调用方（分支路径）拼过的摘要字典：路径 → (缓存里那个值的元组, 字典)，最多 _RECENT 条
-        self._recent: Dict[str, Tuple[tuple, Dict[str, Any]]] = {}
-        self._chains = s11_chains.TrustedChains(self.storage_dir)   # 导出的分支路径最近核对过的祖先链
+        # 路径 → ((inode, 大小, 修改时间), 摘要)：唯一的缓存，list_sessions() 顺手丢掉目录里已经没有的文件的条目
+        self._summary_cache: Dict[str, Tuple[tuple, Dict[str, Any]]] = {}
 
     def _path(self, session_id: str) -> str:
         return self._file_of(validate_session_id(session_id))   # 📛 拼路径之前先检查 ID
@@ -159,11 +150,11 @@ class SessionStore:
                 info = pending.stat()   # 改名之后 path 就是这个文件：缓存键与随后 lstat(path) 得到的相同
                 pending.commit()
         # version 4：摘要要的消息条数、first_added、标签在头里都已算好，不必再过一遍全部消息
-        self._remember(path, payload if plan.head is None else {**payload, "messages": None, **plan.head},
-                       info, fingerprint(plan.raw))
+        self._remember(path, payload if plan.head is None else {**payload, "messages": None, **plan.head}, info)
         if self.durable:
             fsync_dir(self.storage_dir)   # 让改名本身也落盘
         session.revision = payload["revision"]
+        session._stored = plan.stored   # 磁盘上的块：下一次保存只编码其后的部分（见 s11_chunks）
 
     def create_session(self, title: str, messages: Optional[List[Dict[str, Any]]] = None) -> str:
         """🆕 新建根会话并立即存档，返回 session_id"""
@@ -177,22 +168,32 @@ class SessionStore:
         return loaded and loaded[0]
 
     def _load(self, session_id: str) -> Optional[Tuple[SessionNode, Dict[str, Any]]]:
-        """load() 本身，另外给出这次读到的摘要（缓存里的那一份，只读）：导出拿它当分支路径的最后一段。"""
+        """load() 本身，另外给出这次读到的摘要：导出拿它当分支路径的最后一段。"""
         path = self._path(session_id)
-        known = self._known.get(path)   # 本仓库上次写下或读过（都完整检查过）的字节：原样读回来时不必再查一遍
         try:   # 大会话：逐块核对 sha256 后拼回完整的消息列表
-            found = self._chunks.read(path, getattr(self._batch, "current", None), known and known[0])
+            found = self._chunks.read(path, getattr(self._batch, "current", None))
         except FileNotFoundError:
             return None
-        revision, cached = found.data.get("revision", 0), self._summary_cache.get(path)
-        if cached is not None and cached[0] == stat_key(found.info) and cached[1][_REVISION] == revision:
-            self._known[path] = (found.fingerprint, revision)   # 摘要就是刚存下（或刚读过）的那份：不必重算
-            summary = dict(zip(s11_tree.SUMMARY_KEYS, cached[1]))
-        else:
-            summary = self._remember(path, found.data, found.info, found.fingerprint)   # 随后的 save() 不必再解析一遍
+        summary = self._remember(path, found.data, found.info)
         if found.data["session_id"] != session_id:   # 被复制或改名的文件：存回去会写到另一个文件上
             raise CorruptSession(f"{path}：文件里的 session_id 是 {found.data['session_id']}，与文件名不一致")
-        return SessionNode.from_dict(found.data), summary
+        node = SessionNode.from_dict(found.data)
+        node._stored = found.stored   # 磁盘上的块：续写后保存只编码新的部分（见 s11_chunks）
+        return node, summary
+
+    def load_after(self, session_id: str, known_chunks: List[str]) -> Optional[Tuple[SessionNode, int, List[str]]]:
+        """整棵树导出用的 load()：开头与 known_chunks（父节点的块名，按顺序）逐个相同的块不读——块按内容命名，
+        名字相同，消息就相同。返回 (节点, 没读的条数 k, 它自己的块名)：节点的 messages 只有第 k 条之后的那些。
+        深的分支链因此每块只读一次，而不是每个节点把整段历史再读一遍。不存在返回 None。"""
+        path = self._path(session_id)
+        try:
+            found = self._chunks.read(path, skip=known_chunks)
+        except FileNotFoundError:
+            return None
+        if found.data["session_id"] != session_id:
+            raise CorruptSession(f"{path}：文件里的 session_id 是 {found.data['session_id']}，与文件名不一致")
+        names = [name for name, _ in found.data.get("chunks", [])]
+        return SessionNode.from_dict(found.data), found.data.get("skipped", 0), names
 
     def list_sessions(self) -> List[Dict[str, Any]]:
         """📋 返回全部会话摘要（按创建时间倒序；读不了的条目跳过并记日志，用 check() 查看）。
@@ -215,17 +216,17 @@ class SessionStore:
     def fork(self, parent_id: str, new_messages: Optional[List[Dict[str, Any]]] = None, *,
              at: Optional[int] = None, title: Optional[str] = None) -> SessionNode:
         """🌿 分叉：继承父会话前 at 条（默认全部）历史并追加新消息，生成指向父节点的子分支"""
-        with self._batch_scope():   # load 与 save 之间没有调用方的代码：父节点的编码和块名原样复用
-            parent = self.load(parent_id)
-            if parent is None:
-                raise SessionNotFound(f"❌ 未找到父会话: {parent_id}，无法分叉！")
-            keep = len(parent.messages) if at is None else at
-            if isinstance(keep, bool) or not isinstance(keep, int) or not 0 <= keep <= len(parent.messages):
-                raise SessionError(f"分叉位置 at={at!r} 无效：会话 {parent_id} 只有 {len(parent.messages)} 条消息")
-            child = SessionNode(title=title or f"{parent.title} · 分支", parent_id=parent.session_id,
-                                messages=list(parent.messages[:keep]) + list(new_messages or []),
-                                fork_point=keep)
-            self.save(child)   # 新 ID、修订 0：分叉永远不会冲突
+        parent = self.load(parent_id)
+        if parent is None:
+            raise SessionNotFound(f"❌ 未找到父会话: {parent_id}，无法分叉！")
+        keep = len(parent.messages) if at is None else at
+        if isinstance(keep, bool) or not isinstance(keep, int) or not 0 <= keep <= len(parent.messages):
+            raise SessionError(f"分叉位置 at={printable(repr(at)[:40])} 无效：会话 {parent_id} 有 "
+                               f"{len(parent.messages)} 条消息，at 必须是 0 到 {len(parent.messages)} 的整数")
+        child = SessionNode(title=title or f"{parent.title} · 分支", parent_id=parent.session_id,
+                            messages=list(parent.messages[:keep]) + list(new_messages or []), fork_point=keep)
+        child._stored = parent._stored   # 继承的前缀就是父节点的块：不再编码、不再算 sha256
+        self.save(child)   # 新 ID、修订 0：分叉永远不会冲突
         return child
 
     def export_markdown(self, session_id: str, *, redact: bool = True) -> str:
@@ -233,7 +234,7 @@ class SessionStore:
         loaded = self._load(session_id)
         if loaded is None:
             return f"(未找到会话: {session_id})"
-        session, summary = loaded   # 路径的最后一段就是刚读到的摘要：不必再 lstat 一次；祖先的摘要只读、不复制
+        session, summary = loaded   # 路径的最后一段就是刚读到的摘要：不必再 lstat 一次
         return s11_export.render_markdown(session.to_dict(), self._lineage(session_id, summary), redact=redact)
 
     def delete(self, session_id: str, *, purge: bool = False) -> bool:
@@ -312,6 +313,11 @@ class SessionStore:
         with self._lock:
             return self._chunks.remove_orphans()
 
+    def leftover_bytes(self) -> int:
+        """清空回收站 / remove_orphan_chunks() 还会释放多少字节：被中断留下、没人要了的临时文件，和没人引用的块。"""
+        with self._lock:
+            return self._chunks.leftover_bytes()
+
     def bytes_to_write(self, nodes: List[SessionNode]) -> int:
         """依次保存这批节点会让仓库目录（普通文件）增加多少字节，什么都不写：会话文件按新旧大小之差，
         新块每块只算一次（共用的也只算一次）。与随后 save_many(nodes) 或逐个 save() 的实际增长相同，
@@ -320,11 +326,11 @@ class SessionStore:
 
     def write_costs(self, nodes: List[SessionNode]) -> List[int]:
         """bytes_to_write 按节点拆开：第 i 项是依次保存到第 i 个节点时它新增的字节（一块新块算在第一个用它的节点上）。
-        在 batch() 之内调用时共用那一批的编码：随后在同一个 batch() 里 save 这些节点不必再编码一遍。"""
+        在 batch() 之内调用时共用那一批的编码（同一消息对象只编码一次）。"""
         batch, counted, costs = getattr(self._batch, "current", None) or s11_chunks.Batch(), set(), []
         for node in nodes:
             path = self._path(node.session_id)
-            plan = self._plan(node, batch, remember=True)[1]
+            plan = self._plan(node, batch)[1]
             fresh = [chunk for chunk in plan.chunks if chunk[0] not in counted]
             counted.update(name for name, _ in fresh)
             costs.append(len(plan.raw) - _size(path) + self._chunks.bytes_to_add(fresh))
@@ -348,9 +354,17 @@ class SessionStore:
             for node in nodes:
                 self.save(node)
 
-    def _batch_scope(self) -> s11_chunks.BatchScope:
-        """在这之内，本线程的 load / save 共用一个 s11_chunks.Batch（同一消息对象只编码一次）。"""
-        return s11_chunks.BatchScope(self._batch)
+    @contextlib.contextmanager
+    def _batch_scope(self) -> Iterator[None]:
+        """在这之内，本线程的 load / save 共用一个 s11_chunks.Batch（同一消息对象只编码一次）；里层的什么都不做。"""
+        if getattr(self._batch, "current", None) is not None:
+            yield
+            return
+        self._batch.current = s11_chunks.Batch()
+        try:
+            yield
+        finally:
+            self._batch.current = None
 
     def children(self, session_id: str) -> List[Dict[str, Any]]:
         """直接子分支的摘要，按创建先后排序。"""
@@ -360,31 +374,18 @@ class SessionStore:
     def lineage(self, session_id: str) -> List[Dict[str, Any]]:
         """从根到该节点的摘要链。沿 parent_id 逐个读文件（不扫描整个目录，深度多少就读多少个）；
         祖先已删除或读不了时，从能找到的最上层开始。"""
-        return [dict(summary) for summary in self._lineage(session_id)]
+        return self._lineage(session_id)
 
     def _lineage(self, session_id: str, leaf: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
-        """lineage() 本身，只是摘要不复制（缓存里的那几份，只读）；leaf：调用方刚读到的本节点摘要。
-        有 leaf 时（导出）先看 s11_chains：刚核对过、目录也没变的祖先链不再逐个 lstat。"""
-        if leaf is not None and leaf["parent_id"]:
-            key = (session_id, leaf["parent_id"])
-            trusted = self._chains.get(key, self._summary_cache)
-            if trusted is not None:
-                return [*trusted, leaf]
-            folder_ns = self._chains.folder_time()   # 走之前看：走的过程中有任何改名，目录的时间都会晚于它
-            chain = self._walk(session_id, leaf)
-            self._chains.keep(key, folder_ns, chain[:-1], self._summary_cache, self._file_of)
-            return chain
-        return self._walk(session_id, leaf)
-
-    def _walk(self, session_id: str, leaf: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
-        """沿 parent_id 一个一个祖先 lstat、取摘要（缓存命中时不读文件）。"""
+        """lineage() 本身：沿 parent_id 一个一个祖先取摘要（缓存命中时只 lstat，不读文件）。
+        leaf：调用方刚读到的本节点摘要（导出），路径的最后一段不必再看一次。"""
         chain: List[Dict[str, Any]] = [leaf] if leaf is not None else []
         current: Optional[str] = validate_session_id(session_id) if leaf is None else leaf["parent_id"]
         seen: set = set() if leaf is None else {session_id}
         while current and current not in seen:   # seen 挡住人为改坏的环
             seen.add(current)
             try:   # 第一个 ID 上面已经检查过；之后的 parent_id 都来自检查过的文件
-                chain.append(self._summary(self._file_of(current), copy=False))
+                chain.append(self._summary(self._file_of(current)))
             except FileNotFoundError:
                 break
             except SessionError as exc:
@@ -429,31 +430,22 @@ class SessionStore:
         """已经检查过的 ID（比如从文件里读出、经 s11_format 检查过的 parent_id）→ 路径。"""
         return self._prefix + checked_id + ".json"   # = os.path.join(storage_dir, …)，少一次函数调用（路径上每个祖先一次）
 
-    def _plan(self, session: SessionNode, batch: Optional[s11_chunks.Batch] = None,
-              remember: bool = False) -> Tuple[Dict[str, Any], Any]:
-        """校验节点、拼出要写的字典，再编码成要写的字节和块（s11_chunks.plan：小会话 version 3，大会话 version 4）。
-        version 与 revision 放在最前面，打开文件第一眼就能看到。
-        remember（write_costs 用）：把这份 Plan 记进 batch，随后同一批里保存这个节点时字段、消息都没变就直接用。
-        session_id 由调用方先经 _path() 检查过（save、write_costs 都是先拼路径）。"""
+    def _plan(self, session: SessionNode, batch: Optional[s11_chunks.Batch] = None) -> Tuple[Dict[str, Any], Any]:
+        """拼出要写的字典，再交给 s11_chunks.plan：它先跑 load() 跑的同一个 check_fields（坏字段抛 InvalidMessage，
+        写明会话和字段，什么都没写），再编码成要写的字节和块（小会话 version 3，大会话 version 4）。
+        version 与 revision 放在最前面，打开文件第一眼就能看到。session_id 由调用方先经 _path() 检查过。"""
         if session.parent_id is not None:
-            validate_session_id(session.parent_id)
-        if not isinstance(session.title, str):
-            raise InvalidMessage(f"会话 {session.session_id} 的 title 必须是字符串")
-        if not isinstance(session.messages, list):
-            validate_messages(session.messages, f"会话 {session.session_id}：")   # 抛出“messages 必须是列表”
-        if session.source is not None and not isinstance(session.source, dict):
-            raise InvalidMessage(f"会话 {session.session_id}：source 必须是字典或 None")
-        s11_converge.check_converged_from(session)
+            validate_session_id(session.parent_id)   # InvalidSessionId，与拼路径时一样
         if self.workspace is not None:
             session.workspace = s11_workspace.snapshot(self.workspace, exclude=[self.storage_dir])
+        if isinstance(session.revision, bool) or not isinstance(session.revision, int):
+            raise InvalidMessage(f"会话 {session.session_id}：revision 必须是整数，收到 "
+                                 f"{printable(repr(session.revision)[:40])}")
         payload = {"version": FORMAT_VERSION, "revision": session.revision + 1, **session.to_dict(),
                    "created_ns": session.created_ns}
-        known = batch.known_plan(payload) if batch is not None else None
-        if known is not None:   # 同一批里 write_costs 已为这个节点算过同样的东西（导入器先算字节、再保存）：照用
-            return payload, known
-        plan = s11_chunks.plan(payload, threshold=self.chunk_threshold, chunk_bytes=self.chunk_bytes, batch=batch)
-        if remember and batch is not None:
-            batch.keep_plan(payload, plan)
+        plan = s11_chunks.plan(payload, threshold=self.chunk_threshold, chunk_bytes=self.chunk_bytes,
+                               batch=batch, stored=getattr(session, "_stored", ()))
+        s11_converge.check_converged_from(session)   # 字段类型上面已查过；这里查收敛来源不是它自己
         return payload, plan
 
     def _write_new_chunks(self, path: str, session: SessionNode, chunks: List[Tuple[str, bytes]],
@@ -473,34 +465,24 @@ class SessionStore:
         """锁内：磁盘上这份文件现在的修订号必须等于节点读入时的修订号，否则 ConflictError。
 
         读的是文件本身，不是 (inode, 大小, 修改时间) 缓存——ext4 会复用 inode，粗粒度时钟下两次同样大小的
-        保存看起来一模一样。字节与本实例上次读到或写下的完全相同（s11_format.fingerprint：小文件比长度和 SipHash，
-        大文件比 sha256）时，修订号就是当时那个；
-        否则完整解析（坏文件、新版本文件在这里抛错，所以绝不会被覆盖）。"""
+        保存看起来一模一样。大会话只读头、索引和尾部（不到一块），与会话多长无关。"""
         try:
             raw, _ = read_regular_file(path)
         except FileNotFoundError:
             on_disk = 0
         except OSError as exc:
             raise unreadable(path, exc) from None
-        else:
-            seen = fingerprint(raw)
-            known = self._known.get(path)
-            if known is not None and known[0] == seen:
-                on_disk = known[1]
-            else:
-                data = s11_chunks.decode_node(raw, path)   # 不读块：只要修订号，以及确认文件没坏
-                self._known[path] = (seen, data["revision"])
-                on_disk = data["revision"]
+        else:   # 每次都完整检查（不读块）：坏文件、新版本文件在这里抛错，所以绝不会被覆盖
+            on_disk = s11_chunks.decode_node(raw, path)["revision"]
         if on_disk != session.revision:
             raise ConflictError(
                 f"会话 {session.session_id} 在你读入（修订 {session.revision}）之后已被保存为修订 "
                 f"{on_disk}；请重新 load() 后再追加，否则会抹掉别人的消息")
 
-    def _summary(self, path: str, entry: Optional[os.DirEntry] = None, copy: bool = True,
+    def _summary(self, path: str, entry: Optional[os.DirEntry] = None,
                  every_message: bool = False) -> Dict[str, Any]:
-        """一个文件的摘要；按 (inode, 大小, 修改时间) 缓存，目录很大时 list 不必每次重新解析。
+        """一个文件的摘要（一份新的字典）；按 (inode, 大小, 修改时间) 缓存，目录很大时 list 不必每次重新解析。
         entry：list_sessions() 的目录项，它已说明是普通文件时第一次读就不必先 lstat。
-        copy=False：调用方只读、不交给外面；刚读的那一份不再复制，缓存命中时给最近拼过的那个字典（_recent_summary）。
         every_message：check() 用——不看缓存，重读文件并逐条检查消息（列表只检查摘要用到的字段）。"""
         cached = None if every_message else self._summary_cache.get(path)
         info = None
@@ -512,36 +494,17 @@ class SessionStore:
             except OSError as exc:
                 raise unreadable(path, exc) from None
             if cached and cached[0] == stat_key(info):
-                return dict(zip(s11_tree.SUMMARY_KEYS, cached[1])) if copy else self._recent_summary(path, cached[1])
-        data, info = self._chunks.read_summary(path, info, every_message)   # 大会话只读第一行；不算指纹（只有 save 需要）
-        summary = self._remember(path, data, info, None)
-        return dict(summary) if copy else summary
+                return dict(cached[1])
+        data, info = self._chunks.read_summary(path, info, every_message)   # 大会话只读第一行
+        return self._remember(path, data, info)
 
-    def _recent_summary(self, path: str, values: tuple) -> Dict[str, Any]:
-        """缓存命中、调用方只读时的摘要字典：同一个值的元组（_remember 每次都存一个新的）拼过就不再拼。
-        深的分支每次导出都要走一遍同样的祖先，一个祖先省下 ~0.8 µs（拼 12 个键的字典）。"""
-        recent = self._recent.get(path)
-        if recent is not None and recent[0] is values:
-            return recent[1]
-        if len(self._recent) >= _RECENT:
-            self._recent.clear()   # 满了就整个清掉：一步完成，别的线程同时在用也不会出错；下次用到再拼
-        summary = dict(zip(s11_tree.SUMMARY_KEYS, values))
-        self._recent[path] = (values, summary)
-        return summary
-
-    def _remember(self, path: str, data: Dict[str, Any], info: os.stat_result,
-                  seen: Any) -> Dict[str, Any]:
+    def _remember(self, path: str, data: Dict[str, Any], info: os.stat_result) -> Dict[str, Any]:
         summary = s11_tree.summary_of(data)
-        # 缓存里只存值的元组（字段顺序 s11_tree.SUMMARY_KEYS）：比一个字典少占 ~330 字节，一个班上万个会话时省下几 MB
-        self._summary_cache[path] = (stat_key(info), tuple(summary.values()))   # summary_of 按这个顺序写
-        if seen is not None:
-            self._known[path] = (seen, summary["revision"])
-        return summary
+        self._summary_cache[path] = (stat_key(info), summary)
+        return dict(summary)
 
     def _forget(self, path: str) -> None:
         self._summary_cache.pop(path, None)
-        self._known.pop(path, None)
-        self._recent.pop(path, None)
 
     def _prune(self, present: set) -> None:
         for path in [path for path in self._summary_cache if path not in present]:
@@ -560,11 +523,6 @@ class SessionStore:
             s11_trash.move_to_trash(self.storage_dir, path, session_id)
         return True
 
-
-# SessionStore._recent 的上限：32 层深的一条分支路径放得下。一条约 0.6 KB（12 个键的字典 + 路径字符串），
-# 课堂的服务器每个空间一个仓库：50 个空间最多约 1 MB。之前是 256，随全班新建的会话一直涨到约 8 MB
-# （2026-12-04 的 30 分钟课堂压测：热身后漂移 +23.2 MiB，超出 20 MiB 的目标，其中约 1/5 是它）
-_RECENT = 32
 
 _ns_lock = threading.Lock()
 _last_ns = 0

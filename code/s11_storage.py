@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import errno
 import os
-import random
 import stat
+import tempfile
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -45,9 +45,6 @@ TEMP_GRACE_SECONDS_WITHOUT_LOCKS = 3600.0      # 没有 flock 可查时，只有
 
 _READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
                | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
-_TEMP_FLAGS = (os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-               | getattr(os, "O_BINARY", 0))   # 与 tempfile.mkstemp 相同：只新建、不跟随链接
-_TEMP_ATTEMPTS = 100                           # 同名临时文件已存在时换名重试几次（tempfile 也是 10000 次以内）
 _LOCK_FLAGS = (os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
                | getattr(os, "O_BINARY", 0))
 _KIND_NAMES = {stat.S_IFDIR: "目录", stat.S_IFIFO: "命名管道（FIFO）", stat.S_IFSOCK: "套接字",
@@ -125,7 +122,10 @@ class PendingWrite:
 
     def __init__(self, path: str, data: bytes, durable: bool = True):
         self.path = path
-        fd, self.temp_path = _create_temp(path)
+        # 同一目录才能用 os.replace 原子地换名；mkstemp：O_EXCL 新建、不跟随链接、权限 0600、重名就换一个。
+        # 绝对路径：之后 chdir，commit() 照样找得到它
+        folder, name = os.path.split(os.path.abspath(path))
+        fd, self.temp_path = tempfile.mkstemp(prefix=f".{name}.", suffix=TMP_SUFFIX, dir=folder)
         self._fd: Optional[int] = fd
         self.committed = False
         try:
@@ -176,34 +176,6 @@ class PendingWrite:
 
     def __exit__(self, *exc_info) -> None:
         self.discard()
-
-
-_temp_names = random.Random()   # 临时文件名的随机部分；fork 出的子进程重新播种，不与父进程撞名
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_temp_names.seed)
-
-
-def _create_temp(path: str) -> Tuple[int, str]:
-    """在 path 所在目录新建临时文件 .<文件名>.<12 位十六进制>.tmp（权限 0600），返回 (fd, 路径)。
-
-    与 tempfile.mkstemp(prefix=".<文件名>.", suffix=".tmp", dir=目录) 做的事相同（O_EXCL 新建、不跟随链接、
-    重名就换一个），只是少了它每次的参数整理和逐字抽取随机名：每次保存省下约 8 微秒。"""
-    cut = path.rfind("/") if os.sep == "/" and path.startswith("/") else -1
-    if cut >= 0:   # POSIX 的绝对路径（仓库给的都是）：直接切开，与 os.path.split + join 结果相同，少两次函数调用
-        prefix = f"{path[:cut + 1]}.{path[cut + 1:]}."
-    else:
-        folder, name = os.path.split(path)
-        if not os.path.isabs(folder):   # mkstemp 也返回绝对路径：之后 chdir，commit() 照样找得到它
-            folder = os.path.abspath(folder or ".")
-        prefix = os.path.join(folder, f".{name}.")
-    draw, flags = _temp_names.getrandbits, _TEMP_FLAGS
-    for _ in range(_TEMP_ATTEMPTS):
-        temp_path = f"{prefix}{draw(48):012x}{TMP_SUFFIX}"
-        try:
-            return os.open(temp_path, flags, 0o600), temp_path
-        except FileExistsError:
-            continue
-    raise FileExistsError(errno.EEXIST, "找不到没被占用的临时文件名", prefix + "*" + TMP_SUFFIX)
 
 
 def fsync_dir(folder: str) -> None:
@@ -260,20 +232,22 @@ def temp_file_problem(path: str) -> List[Tuple[str, str]]:
     return []
 
 
+def abandoned_temps(folder: str) -> List[str]:
+    """folder 里没人要了的临时文件（is_abandoned_temp：没有写入者锁着、也有一阵没动）的路径。
+
+    kill -9 留下的临时会话文件引用着块，它不走，那些块就一直算“有人要”，占着空间删不掉（issue 41 item 10）。
+    正在写的那一份被 flock 着，不算。不是普通文件的条目（链接、目录）从不算进来。"""
+    try:
+        names = sorted(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    paths = [os.path.join(folder, name) for name in names if name.endswith(TMP_SUFFIX)]
+    return [path for path in paths if entry_kind(path) == "普通文件" and is_abandoned_temp(path)]
+
+
 # ── 目录锁 ─────────────────────────────────────────────────────────────────────────────────────
 _thread_locks: Dict[Any, threading.Lock] = {}
 _thread_locks_guard = threading.Lock()
-
-
-def _folder_key(folder: str) -> Any:
-    """同一个目录（不管经过哪条路径、哪个符号链接）得到同一个键：(设备号, inode)，一次 stat。
-    os.path.realpath 要对路径上的每一段各 lstat 一次，新建的仓库第一次保存时它占了好几十微秒。
-    目录不在了（stat 失败）就退回 realpath：接下来打开 .lock 会照常报错。"""
-    try:
-        info = os.stat(folder)
-    except OSError:
-        return os.path.realpath(folder)
-    return info.st_dev, info.st_ino
 
 
 class DirectoryLock:
@@ -290,7 +264,7 @@ class DirectoryLock:
 
     def __enter__(self) -> "DirectoryLock":
         if self._thread_lock is None:
-            key = _folder_key(self.folder)
+            key = os.path.realpath(self.folder)   # 同一个目录，不管经过哪条路径、哪个符号链接
             with _thread_locks_guard:   # 同一目录的所有实例共用一把线程锁
                 self._thread_lock = _thread_locks.setdefault(key, threading.Lock())
         self._thread_lock.acquire()
@@ -314,10 +288,6 @@ class DirectoryLock:
         self._thread_lock.release()
 
 
-_LOW64 = (1 << 64) - 1
-
-
-def stat_key(info: os.stat_result) -> int:
-    """(inode, 大小, 修改时间) 拼成的一个整数（各占 64 位，一一对应；1970 年以前的负修改时间取低 64 位补码），
-    只用来比较“这个文件变了没有”：一个班上万个文件时，比三个数的元组少占 ~120 字节。"""
-    return info.st_ino << 128 | info.st_size << 64 | (info.st_mtime_ns & _LOW64)
+def stat_key(info: os.stat_result) -> Tuple[int, int, int]:
+    """(inode, 大小, 修改时间)：只用来比较“这个文件变了没有”（摘要缓存、浏览器的缓存都用它）。"""
+    return info.st_ino, info.st_size, info.st_mtime_ns

@@ -114,37 +114,48 @@ def gather(store, node_id: str, scope: str = "tree") -> Gathered:
         start = root_of(node_id, forest.by_id) if scope == "tree" else node_id
         above = store.lineage(node_id)[:-1] if scope == "subtree" else []
     nodes: list[TreeNode] = []
-    stack: list[tuple[TreeNode, list]] = []   # 当前路径上的祖先：(节点, 完整历史)
+    stack: list[tuple] = []   # 当前路径上的祖先：(节点, 它的块名, 读到的消息, 读到的消息从第几条起)
     for step in walk(forest, start):
         del stack[step.depth:]
-        node = store.load(step.node["session_id"])
-        if node is None:   # 走到一半被删掉了：它的分支挂不上，也一并跳过
-            stack.append((None, []))
+        above_node = stack[-1] if stack and stack[-1][0] is not None and \
+            stack[-1][0].session_id == step.node["parent_id"] else None
+        loaded = store.load_after(step.node["session_id"], above_node[1] if above_node else [])
+        if loaded is None:   # 走到一半被删掉了：它的分支挂不上，也一并跳过
+            stack.append((None, [], [], 0))
             continue
-        parent = stack[-1] if stack and stack[-1][0] is not None and \
-            stack[-1][0].session_id == node.parent_id else None
-        full = [item if isinstance(item, dict) else {"content": item} for item in node.messages]
-        own_from = 0
-        if parent is not None and isinstance(node.fork_point, int) and not isinstance(node.fork_point, bool):
-            above_full = parent[1]
-            limit = max(0, min(node.fork_point, len(above_full), len(full)))
-            while own_from < limit and full[own_from] == above_full[own_from]:
-                own_from += 1
-            full = above_full[:own_from] + full[own_from:]   # 共用祖先的消息对象：内存随不同的内容增长
+        node, skipped, chunk_names = loaded
+        part = [item if isinstance(item, dict) else {"content": item} for item in node.messages]
+        own_from = _own_from(store, node, skipped, part, above_node)
         extra = {key: value for key, value in node.to_dict().items() if key not in _KNOWN}
         record = TreeNode(node.session_id, str(node.title), node.parent_id, node.fork_point, str(node.created_at or ""),
-                          int(getattr(node, "created_ns", 0) or 0), len(full), own_from, step.depth, step.last,
-                          full[own_from:], node.source, node.workspace, _converged(node),
+                          int(getattr(node, "created_ns", 0) or 0), skipped + len(part), own_from, step.depth,
+                          step.last, part[own_from - skipped:], node.source, node.workspace, _converged(node),
                           _segments(own_from, stack), extra)
         nodes.append(record)
-        stack.append((record, full))
+        stack.append((record, chunk_names, part, skipped))
     return Gathered(scope, node_id, nodes, above)
+
+
+def _own_from(store, node, skipped: int, part: list, above_node) -> int:
+    """前几条与父节点逐条相同（算在祖先头上）。没读的 skipped 条在父节点相同的块里，一定相同；其后逐条比到
+    fork_point 为止（不到一块）。父节点读到的消息不够靠前（它分叉得更早）时，整份读一次父节点来比。"""
+    if above_node is None or not isinstance(node.fork_point, int) or isinstance(node.fork_point, bool):
+        return 0
+    parent, _, parent_part, parent_from = above_node
+    if parent_from > skipped:
+        loaded = store.load(parent.session_id)
+        parent_part, parent_from = (list(loaded.messages) if loaded is not None else []), 0
+    limit = max(0, min(node.fork_point, parent_from + len(parent_part), skipped + len(part)))
+    own_from = skipped
+    while own_from < limit and part[own_from - skipped] == parent_part[own_from - parent_from]:
+        own_from += 1
+    return own_from
 
 
 def _segments(own_from: int, stack: list) -> tuple:
     """前 own_from 条分别印在哪个祖先那里：沿路径往上，每个祖先自己的那一段。"""
     found, bound = [], own_from
-    for ancestor, _ in reversed(stack):
+    for ancestor, *_ in reversed(stack):
         if bound <= 0 or ancestor is None or len(found) >= SEGMENTS_SHOWN:
             break
         if ancestor.own_from < bound:

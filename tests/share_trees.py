@@ -76,6 +76,12 @@ class ConvergedStore:
             node.converged_from = list(self.sources)
         return node
 
+    def load_after(self, session_id, known_chunks):   # the whole-tree export reads each node's own part
+        loaded = self.store.load_after(session_id, known_chunks)
+        if loaded is not None and session_id == self.node_id:
+            loaded[0].converged_from = list(self.sources)
+        return loaded
+
 
 class Page(HTMLParser):
     """Everything the tests need from an exported page: tags, ids, links, attributes, text per element id."""

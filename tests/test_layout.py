@@ -28,7 +28,7 @@ CODE = REPO / "code"
 LAYERS = [
     ["s11_fast"],               # speed code beside the plain modules: imports nothing of ours (each seam passes itself)
     ["s11_text", "s11_redact", "s11_workspace", "s11_book"],
-    ["s11_storage", "s11_chains"],   # s11_chains: the branch path's trusted chains (stdlib only)
+    ["s11_storage"],
     ["s11_format"],
     ["s11_trash", "s11_tree", "s11_export"],
     ["s11_chunks", "s11_converge", "s11_check"],

@@ -831,12 +831,13 @@ class Explorer:
         def action(space, own):
             store = space.writable().store
             copies = s11_trash.entries(store.storage_dir)
-            if not copies:
+            leftovers = store.leftover_bytes()   # 被 kill -9 留下的临时文件、没人引用的块：清空时一并释放
+            if not copies and not leftovers:
                 raise ExplorerError("回收站是空的，没有要清空的")
             ids = {entry.session_id for entry in copies}
-            size = human_size(sum(entry.size for entry in copies))
-            text = (f"🧹 确认清空回收站？将永久删除 {len(ids)} 个会话的 {len(copies)} 份副本，至少释放 {size}"
-                    "（大会话独用的块随之删除，另算）。删除后不能恢复。")
+            size = human_size(sum(entry.size for entry in copies) + leftovers)
+            text = (f"🧹 确认清空回收站？将永久删除 {len(ids)} 个会话的 {len(copies)} 份副本和中断留下的残留，"
+                    f"至少释放 {size}（大会话独用的块随之删除，另算）。删除后不能恢复。")
             fingerprint = tuple(sorted(entry.path for entry in copies))
             return dataclasses.replace(view, pending=("empty_trash", "", fingerprint, text)), "", {}
         return self._act(token, view, teacher, action, asks=True, area="trash")
@@ -1404,7 +1405,7 @@ def _refuse(text: str) -> Callable:
 
 def _folder_stamps(folder: str) -> dict:
     """仓库目录和它下面一层子目录（.trash、块目录）里每个条目的 (inode, 大小, 修改时间)：只 stat，不打开文件。
-    三个数拼成一个整数（s11_storage.stat_key）：一个班上万个文件时，比元组少占一半多内存。"""
+    （s11_storage.stat_key，与仓库的摘要缓存同一个键）。"""
     stamps: dict = {}
     pending = [folder]
     while pending:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-import s11_chunks
 import s11_tree
 from s11_session import InvalidMessage, SessionNode, SessionStore
 from store_layouts import chunk_files
@@ -90,27 +89,6 @@ def test_a_child_inherits_its_parents_labels_and_adds_its_own(tmp_path):
                       "c": [[11, "父的标签"]]}
 
 
-class PlanCounter:
-    def __init__(self, monkeypatch):
-        self.calls = []
-        real = s11_chunks.plan
-
-        def counting(payload, **kwargs):
-            self.calls.append(payload["session_id"])
-            return real(payload, **kwargs)
-        monkeypatch.setattr(s11_chunks, "plan", counting)
-
-
-def test_each_node_is_planned_once_when_write_costs_comes_first(tmp_path, monkeypatch):
-    store, nodes = SessionStore(tmp_path / "s"), random_tree(0)
-    counter = PlanCounter(monkeypatch)
-    with store.batch():
-        store.write_costs(nodes)
-        for node in nodes:
-            store.save(node)
-    assert sorted(counter.calls) == sorted(node.session_id for node in nodes)
-
-
 def change_title(node):
     node.title = "改过的标题"
 
@@ -132,16 +110,14 @@ def true_for_one(node):
 
 
 @pytest.mark.parametrize("change", [change_title, append_message, replace_message, edit_source_in_place, true_for_one])
-def test_a_node_changed_between_write_costs_and_save_is_planned_again(tmp_path, monkeypatch, change):
+def test_a_node_changed_between_write_costs_and_save_is_saved_as_changed(tmp_path, change):
     store = SessionStore(tmp_path / "s")
     node = SessionNode("n", "会话", messages=[msg(i) for i in range(1500)], source={"agent": "pi", "turns": 1,
                                                                                    "active_end": False})
-    counter = PlanCounter(monkeypatch)
     with store.batch():
         store.write_costs([node])
         change(node)
         store.save(node)
-    assert counter.calls == ["n", "n"]
     reference = SessionStore(tmp_path / "ref")
     twin = SessionNode("n", node.title, messages=list(node.messages), source=dict(node.source),
                        created_at=node.created_at)

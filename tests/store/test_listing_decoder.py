@@ -80,25 +80,16 @@ def test_for_well_formed_messages_the_listing_and_the_full_decode_agree(fields, 
     b'null',
 ], ids=["big-int", "big-negative", "lone-surrogate", "nan", "deep", "inf", "bom", "messages-string",
         "messages-null", "hostile-id", "newer", "version-bool", "fork-point-past-end", "array", "null"])
-def test_the_values_orjson_reads_differently_are_read_as_json_reads_them(raw):
-    if raw.count(b"[") > 1000:   # json cannot read it; the list can (it reads only the header's fields)
-        assert listing_summary(raw)["session_id"] == ID
-        with pytest.raises(CorruptSession, match="嵌套"):
-            strict_summary(raw)
+def test_odd_values_are_read_by_the_listing_exactly_as_load_reads_them(raw):
+    if raw.count(b"[") > 1000:   # nested past the limit: both refuse it before any parser sees it
+        for decode in (listing_summary, strict_summary):
+            with pytest.raises(CorruptSession, match="嵌套超过"):
+                decode(raw)
         return
     strict, listing = outcome(strict_summary, raw), outcome(listing_summary, raw)
     assert strict[0] == listing[0]
     if strict[0] == "ok":
         assert listing[1] == strict[1]
-
-
-def test_without_orjson_the_listing_reads_the_same(monkeypatch):
-    raw = json.dumps({"session_id": ID, "title": "无 orjson", "revision": 2 ** 70,
-                      "messages": [{"role": "user", "content": "a", "label": "书签"}]}).encode()
-    with_orjson = listing_summary(raw)
-    monkeypatch.setattr(s11_format, "_orjson", None)
-    assert listing_summary(raw) == with_orjson == strict_summary(raw)
-    assert with_orjson["revision"] == 2 ** 70 and with_orjson["labels"] == [[1, "书签"]]
 
 
 @pytest.mark.parametrize("bad", [
@@ -128,22 +119,29 @@ def test_a_file_whose_only_fault_is_a_message_is_listed_refused_on_load_and_repo
     assert open(path, "rb").read() == evidence
 
 
-def test_a_deeply_nested_content_at_the_fork_point_is_listed_as_text_and_refused_on_load(tmp_path):
+@pytest.mark.parametrize("levels", [90, 150])
+def test_a_deeply_nested_content_at_the_fork_point_is_listed_as_text_or_skipped_past_the_limit(tmp_path, levels):
     store = SessionStore(tmp_path)
     sid = store.create_session("深", [{"role": "user", "content": "a"}])
     path = store.path_of(sid)
     deep = {"role": "user", "content": {"a": 1}}
-    for _ in range(150):
+    for _ in range(levels):
         deep["content"] = {"a": deep["content"]}
     data = json.loads(open(path, encoding="utf-8").read())
     data["messages"].append(deep)
     data["fork_point"] = 1
     open(path, "w", encoding="utf-8").write(json.dumps(data, ensure_ascii=False, indent=2))
-    [listed] = fresh_list(tmp_path)
-    assert listed["message_count"] == 2
-    assert listed["first_added"].startswith("{'a': {'a':") and listed["first_added"].endswith("…")   # text only
-    with pytest.raises(CorruptSession, match=sid):
+    past_the_limit = levels + 4 > s11_format.MAX_FILE_NESTING   # file, messages, message, content's own dicts
+    listed = fresh_list(tmp_path)
+    if past_the_limit:   # refused before any parser reads it, the same in the list, load() and check()
+        assert listed == []
+        assert [p.kind for p in SessionStore(tmp_path).check()] == ["corrupt"]
+    else:
+        assert listed[0]["message_count"] == 2
+        assert listed[0]["first_added"].startswith("{'a': {'a':") and listed[0]["first_added"].endswith("…")
+    with pytest.raises(CorruptSession, match=sid) as refused:
         SessionStore(tmp_path).load(sid)
+    assert ("嵌套超过" in str(refused.value)) == past_the_limit
 
 
 def test_a_hand_written_file_without_messages_lists_and_loads_as_empty(tmp_path):

@@ -279,3 +279,31 @@ def test_an_empty_window_start_goes_to_the_end(explorer, spaces):
     view = explorer.window(token, explorer.select(token, View(), session_id).view, 3).view
     assert view.start == 2
     assert explorer.window(token, view, None).view.start is None and explorer.window(token, view, " ").view.start is None
+
+
+def test_emptying_the_trash_frees_what_a_killed_save_left_even_when_no_copy_is_in_it(explorer, spaces):
+    """Issue 41 item 10: a temp file left by kill -9 during a big save pinned its chunks for good."""
+    import fcntl
+    import os
+    import time
+    token = spaces.new_token()
+    space = spaces.open(token)
+    big = [{"role": "user", "content": f"{i} " + "长" * 400} for i in range(300)]   # over 64 KiB: chunked
+    session_id = space.store.create_session("大会话", big)
+    path = Path(space.store.path_of(session_id))
+    temp = path.with_name(f".{path.name}.k9x2.tmp")
+    temp.write_bytes(path.read_bytes())   # what the killed writer left: it names every chunk
+    with open(temp, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)   # the writer was still alive while the session was purged
+        space.store.delete(session_id, purge=True)
+    os.utime(temp, (time.time() - 3600, time.time() - 3600))   # killed an hour ago
+    chunks = list((Path(space.folder) / ".chunks").glob("*.jsonl"))
+    pinned = temp.stat().st_size + sum(chunk.stat().st_size for chunk in chunks)
+    assert chunks and trash_files(space) == []
+
+    asked = explorer.ask_empty_trash(token, View())
+    assert "确认清空回收站" in asked.confirm and human_size(pinned) in asked.confirm
+    done = explorer.confirm(token, asked.view)
+    assert not temp.exists() and list((Path(space.folder) / ".chunks").glob("*.jsonl")) == []
+    assert f"释放了 {human_size(pinned)}" in done.notice
+    assert "回收站是空的" in explorer.ask_empty_trash(token, done.view).notice
