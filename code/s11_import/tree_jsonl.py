@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,8 +46,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import s11_review
 import s11_tree_export
 from s11_converge import MAX_LABEL_CHARS, check_converged_from
-from s11_format import MAX_NESTING, SessionError, UnsupportedVersion, validate_session_id
-from s11_format import _too_deep as nested_deeper_than  # 仓库保存时用的同一个扫描：线性、不递归
+from s11_format import MAX_NESTING, SessionError, UnsupportedVersion, too_deep, validate_session_id
 from s11_session import SessionNode, SessionStore
 from s11_text import human_size, printable
 from s11_tree import message_labels
@@ -176,28 +174,9 @@ def _read_head(raw: bytes, name: str) -> dict:
 
 def _too_deep(raw: bytes) -> bool:
     """这一行比仓库存得下的更深吗？与会话文件同一种数法（行的对象第 1 层，messages 第 2 层，消息第 3 层），
-    所以一条消息最多 MAX_NESTING 层。在 json.loads 之前问：它在十万层的行上会 RecursionError。
-    线性、不递归：括号不多的行（几乎全部）直接放行；其余只数括号的深度，恰好在边界上的才交给 s11_format 的扫描
-    （仓库保存时的同一个判断；测试拿它当对照）。"""
-    limit = MAX_NESTING + 2
-    if raw.count(b"[") + raw.count(b"{") <= limit:
-        return False
-    # 括号的深度 D：去掉转义和字符串后只剩括号，逐个加减（都在 C 里；仓库那个扫描在几十 MB、满是中文的行上要几秒）。
-    # 仓库数的是元素的层数，在 D - 1 与 D 之间（最深的容器是空的就是 D - 1），所以只有 D = limit + 1 时要它来判断
-    skeleton = _STRING_BYTES.sub(b"", _ESCAPE.sub(b"", raw)).translate(_SQUARE, _NOT_BRACKETS)
-    if _OPENERS in skeleton:   # limit + 2 个连着的左括号：一定太深（十万层的行就是这样），不必逐个数
-        return True
-    depth = max(accumulate(map(_STEP.__getitem__, skeleton)), default=0)
-    if depth != limit + 1:
-        return depth > limit
-    return nested_deeper_than(raw.decode("utf-8", "replace"), limit)
-
-
-_ESCAPE = re.compile(rb"\\.", re.DOTALL)   # 合法的 JSON 里反斜杠只在字符串里：去掉它和它转义的字符
-_STRING_BYTES = re.compile(rb'"[^"]*"')     # 之后剩下的引号都是字符串的边界
-_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
-_SQUARE = bytes.maketrans(b"{}", b"[]")
-_OPENERS = b"[" * (MAX_NESTING + 4)
+    用仓库读文件时的同一个扫描（s11_format.too_deep：线性、不递归）。在 json.loads 之前问：它在十万层的行上会
+    RecursionError。"""
+    return too_deep(raw, MAX_NESTING + 2)
 _STEP = [1 if byte == ord("[") else -1 if byte == ord("]") else 0 for byte in range(256)]
 
 

@@ -382,31 +382,3 @@ def test_nesting_is_counted_like_the_store_and_brackets_in_strings_do_not_count(
     assert target.load("root0001").messages == at_limit[0]["messages"]   # the store reads back what it took
     past = [row("root0001"), row("kid00001", "root0001", messages=[nested(MAX_NESTING + 1)])]
     assert f"第 3 行：嵌套超过 {MAX_NESTING} 层" in refused(tree_file(tmp_path / "past.jsonl", past), tmp_path)
-
-
-def random_document(rng, depth: int, empty: bool):
-    """A JSON value `depth` containers deep, mixing lists and objects, with brackets, quotes and backslashes inside
-    its strings; the innermost container is empty or not (the store does not count an empty one as a level)."""
-    value: object = [] if empty else ['s[{\\"]}', 1, {"k": "v"}]
-    for _ in range(depth - 1):
-        value = [value, 'x]\\\\"'] if rng.random() < 0.5 else {'k{"': value, "n": None}
-    return value
-
-
-def test_the_line_depth_scan_agrees_with_the_store_s_scan_around_the_limit():
-    """The importer's bracket scan (bytes, C-level) against s11_format's (the store's rule) as the oracle: lines from
-    5 levels under the limit to 5 over it, lists and objects mixed, strings full of brackets and escapes."""
-    import random
-
-    from s11_format import MAX_NESTING
-    from s11_format import _too_deep as stores_scan
-    rng = random.Random(41)
-    verdicts = set()
-    for depth in range(MAX_NESTING - 5, MAX_NESTING + 6):
-        for empty in (True, False):
-            for _ in range(4):
-                line = json.dumps({"session_id": "a", "messages": [random_document(rng, depth, empty)]})
-                expected = stores_scan(line, MAX_NESTING + 2)
-                assert tree_jsonl._too_deep(line.encode()) is expected, (depth, empty)
-                verdicts.add(expected)
-    assert verdicts == {True, False}
