@@ -25,6 +25,7 @@ import re
 from collections import deque
 from typing import Callable, Dict, Iterable, List, Optional, TypeVar
 
+from . import usage
 from .transcript import Entry, Transcript, line_list, plain_text
 
 __all__ = ["repair", "follow_compact_boundaries", "chain_loose_roots", "Tree", "merge_streams", "split_sidechains",
@@ -247,6 +248,9 @@ def _absorb(group: Entry, part: Entry, first_blocks: Dict[str, list]) -> None:
         first_blocks[group.uid] = blocks[:1]
         message["content"] = _visible(blocks)
     message["content"].extend(_visible(_blocks(part.message["content"])))
+    usage.add(message, part.message.get("usage"), part.message.get("duration_ms"))   # 每次调用只记了一次：相加
+    if part.message.get("interrupted"):
+        message["interrupted"] = part.message["interrupted"]
     group.last_seq = max(group.last_seq, part.seq)
 
 

@@ -164,7 +164,8 @@ def _read_all(paths: List[str], max_bytes: int) -> Tuple[Transcript, int]:
             t.file_label, t.file_agent = f"{prefix}{os.path.basename(companion.path)} ", companion.agent
             t.agents[companion.agent] = {**t.agents.get(companion.agent, {}), **companion.info}
             try:
-                size += read_lines(companion.path, t, max_bytes, dispatch, dispatch_document)
+                size += _read_compressed(companion.path, t, max_bytes) if compressed.is_compressed(companion.path) \
+                    else read_lines(companion.path, t, max_bytes, dispatch, dispatch_document)
             except (SessionError, OSError) as exc:   # 一个坏的子代理文件不拖累整个会话
                 reason = str(exc) if isinstance(exc, SessionError) else os_error_reason(exc)
                 t.warnings.append(f"子代理文件 {os.path.basename(companion.path)} 没有读：{reason}")

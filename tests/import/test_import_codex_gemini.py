@@ -319,11 +319,13 @@ def test_other_files_of_these_agents_are_refused_by_name(tmp_path, store, name, 
     assert os.listdir(store.storage_dir) == []
 
 
-def test_a_compressed_rollout_is_refused_with_what_to_do(tmp_path, store):
+def test_a_broken_compressed_rollout_is_refused_and_names_the_file(tmp_path, store):
+    """Issue 44: valid .jsonl.zst files import now (tests/import/test_import_codex_zst.py); a broken one is refused."""
     path = tmp_path / "rollout.jsonl.zst"
     path.write_bytes(b"\x28\xb5\x2f\xfd" + os.urandom(100))
-    with pytest.raises(UnsupportedFormat, match="zstd 压缩文件：先解压"):
+    with pytest.raises(UnsupportedFormat, match="rollout.jsonl.zst 不是有效的 zstd 压缩文件"):
         import_file(path, store)
+    assert store.list_sessions() == []
 
 
 def test_a_broken_pretty_printed_document_names_the_line(tmp_path, store):
