@@ -269,9 +269,13 @@ def _message_rows(message: dict, number: int, tool_names: dict, clean: Callable[
                 if part.kind == "tool_call":
                     calls.append((len(rows), part.caption))
                 rows.append(_thought(_PART_TITLES[part.kind](part), fenced(text)))
+    if isinstance(message.get("expanded"), str):   # 用户打的是 /init 这样的命令：代理展开后的全文点开就能看
+        rows.append(_thought("📜 代理展开后的全文", fenced(fold(clean(message["expanded"])))))
     collapse = message.get("role") == "system" or message.get("meta")
     if collapse:
-        title = f"#{number} {'🧠 系统提示' if message.get('role') == 'system' else '⚙️ 代理注入的文字'}"
+        kind = "🧠 系统提示" if message.get("role") == "system" else "⚙️ 代理注入的文字"
+        kind = f"ℹ️ 界面提示（{literal_inline(str(message['notice']), 20)}）" if message.get("notice") else kind
+        title = f"#{number} {kind}"
         head = [_thought(("📍 " if focus else "") + title, "\n\n".join(body) or "（空）")]
     elif body or not rows:
         head = [{"role": role, "content": "\n\n".join([header, *body]) if body else f"{header}\n\n（空消息）"}]
