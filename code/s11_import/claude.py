@@ -25,6 +25,7 @@ import os
 import re
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
+from . import usage
 from .convert import TEXT_LIMIT
 from .transcript import Entry, Transcript, as_list, is_prompt, text_or_none
 
@@ -81,7 +82,28 @@ def _message(t: Transcript, obj: dict, line: int, sub: int) -> None:
     _note_spawn(t, obj, entry)
     t.note_tool_calls(message, entry.uid)
     _note_session(t, obj)
-    t.add(entry)
+    if t.add(entry) and role == "assistant":
+        _note_usage(t, entry, body)
+
+
+_USAGE_NAMES = {"input": "input_tokens", "output": "output_tokens", "cache_read": "cache_read_input_tokens",
+                "cache_write": "cache_creation_input_tokens"}
+
+
+def _note_usage(t: Transcript, entry: Entry, body: dict) -> None:
+    """message.usage：一次 API 调用分几行写出时每行都带着它（后面的是最终数字）——只记在第一行上，
+    后来的行更新那一份；这样合并流式分段时相加不会重复。"""
+    spent = usage.normalised(body.get("usage"), _USAGE_NAMES)
+    if not spent:
+        return
+    holders = t.state.setdefault("usage_of", {})
+    key = entry.stream or entry.uid
+    holder = t.entries.get(holders.get(key, ""))
+    if holder is None or holder.message is None:
+        holders[key] = entry.uid
+        entry.message["usage"] = spent
+    else:
+        holder.message["usage"] = spent
 
 
 def _fields(t: Transcript, obj: dict, body: dict, role: str, uid: str) -> dict:
@@ -142,7 +164,20 @@ def _link(t: Transcript, obj: dict, line: int, sub: int) -> None:
     if subtype == "compact_boundary":
         entry.logical = text_or_none(obj.get("logicalParentUuid"))
     _note_session(t, obj)
-    t.add(entry)
+    if t.add(entry) and subtype == "turn_duration":
+        _note_duration(t, parent, obj.get("durationMs"))
+
+
+def _note_duration(t: Transcript, parent: Optional[str], duration: Any) -> None:
+    """system turn_duration：这一轮花了多久，记在它挂着的那条消息上（往上找最近的消息，最多 20 步）。"""
+    for _ in range(20):
+        entry = t.entries.get(parent or "")
+        if entry is None:
+            return
+        if entry.message is not None:
+            usage.add(entry.message, None, duration)
+            return
+        parent = entry.parent
 
 
 def _mirror(t: Transcript, obj: dict, data: dict, line: int, sub: int) -> None:
@@ -261,12 +296,12 @@ def subagent_files(path: str, t: Transcript) -> Iterator[Companion]:
     folder, stem = os.path.dirname(path), os.path.splitext(os.path.basename(path))[0]
     subagents = os.path.join(folder, stem, "subagents")
     for name in _names(subagents):
-        if _is_agent_name(name, t):
+        if _is_agent_name(name, t, subagents):
             yield Companion(os.path.join(subagents, name), name[6:-6], _meta_info(subagents, name))
     workflows = os.path.join(subagents, "workflows")
     for run in _names(workflows):
         for where, name in _walk(os.path.join(workflows, run)):
-            if _is_agent_name(name, t):
+            if _is_agent_name(name, t, where):
                 info = {**_meta_info(where, name), "run": run}
                 yield Companion(os.path.join(where, name), name[6:-6], info)
     sessions = set(t.sessions) | {stem}
@@ -275,9 +310,7 @@ def subagent_files(path: str, t: Transcript) -> Iterator[Companion]:
             continue
         beside = os.path.join(folder, name)
         if agent_session(beside) in sessions or name[6:-6] in t.spawned:
-            if name.startswith("agent-acompact"):
-                t.drop("subagent:acompact")
-            else:
+            if _is_agent_name(name, t, folder):
                 yield Companion(beside, name[6:-6], _meta_info(folder, name))
 
 
@@ -306,13 +339,30 @@ def _walk(folder: str, depth: int = 4) -> Iterator[Tuple[str, str]]:
                 yield where, name
 
 
-def _is_agent_name(name: str, t: Transcript) -> bool:
+def _is_agent_name(name: str, t: Transcript, folder: str = "") -> bool:
     if not (name.startswith("agent-") and name.endswith(".jsonl")):
         return False
     if name.startswith("agent-acompact"):
         t.drop("subagent:acompact")
         return False
+    if folder and is_warmup(os.path.join(folder, name)):
+        t.drop("subagent:warmup（2.0 版预热用的代理文件，不导入）")
+        return False
     return True
+
+
+_WARMUP = re.compile(rb'"content"\s*:\s*(?:"Warmup"|\[\s*\{\s*"type"\s*:\s*"text"\s*,\s*"text"\s*:\s*"Warmup"\s*\}\s*\])')
+
+
+def is_warmup(path: str) -> bool:
+    """Claude Code 2.0.x 在会话旁边写的“预热”代理文件：第一条用户消息就是一个词 Warmup，没有哪次 Task 调用启动它。
+    只看第一行（开头 16 KB）。"""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.read(16384).split(b"\n", 1)[0]
+    except OSError:
+        return False
+    return b'"isSidechain"' in first and bool(_WARMUP.search(first))
 
 
 def _meta_info(folder: str, name: str) -> Dict[str, Any]:

@@ -94,7 +94,7 @@ CLAUDE, PI, CODEX, GEMINI = "claude-code", "pi", "codex", "gemini-cli"
 FORMATS: Tuple[Format, ...] = (
     Format(CLAUDE, "Claude Code", claude.sniff, claude.READERS, claude.ids, claude.active_hints, claude.origin,
            unknown=claude.unknown, title_keys=("custom-title", "ai-title"),
-           repairs=(graph.follow_compact_boundaries, graph.chain_loose_roots),
+           repairs=(graph.bridge_gaps, graph.follow_compact_boundaries, graph.chain_loose_roots),
            reshape=(graph.merge_streams, graph.split_sidechains, graph.linearise),
            companion_files=claude.subagent_files, owner_of=claude.owner_of, finish=claude.finish),
     Format(PI, "Pi", pi.sniff, pi.READERS, pi.ids, pi.active_hints, pi.origin, title_keys=("session_info",)),
