@@ -47,7 +47,8 @@ class Panel:
             # 快要被 Agent 删掉的会话（Claude Code / Gemini CLI 的保留期限、Codex 压缩和归档的）：一键全部保留
             self.risk_note = gr.Markdown("", elem_id="s11x-agents-risk-note")
             self.risk_table = gr.Dataframe(headers=RISK_HEADERS, datatype="str", interactive=False, max_height=240,
-                                           wrap=True, elem_id="s11x-agents-risk", label="🛟 快要被删掉的会话")
+                                           wrap=True, column_widths=["16%", "34%", "34%", "16%"],
+                                           elem_id="s11x-agents-risk", label="🛟 快要被删掉的会话")
             self.keep_button = gr.Button("🛟 全部保留", elem_id="s11x-agents-keep")
         self.risk = gr.State(AtRisk())
         self.listing = gr.State(Listing())

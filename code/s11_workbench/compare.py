@@ -276,7 +276,7 @@ def usage_table(result: dict) -> str:
     lines = ["💰 **花费**（A、B 并排）", "", "| | " + " | ".join(name for name, _ in columns) + " |",
              "| --- |" + " ---: |" * len(columns)]
     for name, key in rows:
-        if key in ("cache_write", "reasoning") and not any(getattr(total, key) for total in sums):
+        if key in ("cache_read", "cache_write", "reasoning") and not any(getattr(total, key) for total in sums):
             continue
         lines.append(f"| {name} | " + " | ".join(cell(total, key) for total in sums) + " |")
     return "\n".join(lines)
