@@ -5,6 +5,8 @@ Transcripts are built with tests/import/test_import.Claude (shapes from real 2.0
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from test_import import Claude, nodes, own_texts, text
 from test_import_claude_layouts import agent_log, spawning_session
@@ -98,3 +100,32 @@ def test_pi_usage_is_kept_per_reply(tmp_path, store):
                                            pi_msg("a1", "u1", "assistant", text("你好！"), usage=figures)])
     (node,) = nodes(store, import_file(path, store))
     assert node.messages[1]["usage"] == {"input": 1200, "output": 80, "cache_read": 300, "cache_write": 40}
+
+
+def parent_and_pointer_fork(folder: Path, first_parent=None) -> Path:
+    Claude(session="parent-sess").user("u1", None, "缓存用哪种方案？").assistant("a1", "u1", text("A 或 B")) \
+        .user("u2", "a1", "用 A").assistant("a2", "u2", text("A 做好了")).write(folder / "parent-sess.jsonl")
+    fork = Claude(session="fork-sess").raw({"type": "fork-context-ref", "sessionId": "fork-sess",
+                                            "forkedFrom": {"sessionId": "parent-sess", "messageUuid": "a1"}})
+    fork.user("u3", first_parent, "改用 B").assistant("a3", "u3", text("B 做好了"))
+    return fork.write(folder / "fork-sess.jsonl")
+
+
+@pytest.mark.parametrize("first_parent", [None, "a1"], ids=["pointer-only", "parent-uuid-in-the-other-file"])
+def test_a_fork_pointer_is_hydrated_from_the_session_it_names(tmp_path, store, first_parent):
+    fork = parent_and_pointer_fork(tmp_path, first_parent)
+    report = import_file(fork, store)
+    original, forked = nodes(store, report)   # one tree: the fork hangs where it left the session it names
+    assert own_texts(original) == ["缓存用哪种方案？", "A 或 B", "用 A", "A 做好了"]
+    assert (forked.parent_id, forked.fork_point, own_texts(forked)) == (original.session_id, 2, ["改用 B", "B 做好了"])
+    assert forked.source["active_end"] and report.active_id == forked.session_id and "分叉会话" in forked.title
+    assert any("已把那个会话一起读进来" in w for w in report.warnings) and report.root_ids == [original.session_id]
+
+
+def test_a_fork_pointer_whose_session_is_gone_is_named(tmp_path, store):
+    fork = parent_and_pointer_fork(tmp_path)
+    (tmp_path / "parent-sess.jsonl").unlink()
+    report = import_file(fork, store)
+    (node,) = nodes(store, report)
+    assert own_texts(node) == ["改用 B", "B 做好了"]
+    assert any("parent-sess.jsonl 不在这里" in w for w in report.warnings)
