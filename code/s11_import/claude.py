@@ -27,7 +27,7 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from . import usage
 from .convert import TEXT_LIMIT
-from .transcript import Entry, Transcript, as_list, is_prompt, text_or_none
+from .transcript import Entry, Transcript, as_list, is_prompt, plain_text, text_or_none
 
 __all__ = ["READERS", "sniff", "unknown", "ids", "active_hints", "origin", "subagent_files", "owner_of", "finish",
            "Companion", "METADATA"]
@@ -115,7 +115,17 @@ def _fields(t: Transcript, obj: dict, body: dict, role: str, uid: str) -> dict:
     for flag, key in (("isMeta", "meta"), ("isCompactSummary", "summary"), ("isSidechain", "subagent")):
         if obj.get(flag):
             message[key] = True
+    if role == "user" and _injected(message):
+        message["meta"] = True
     return message
+
+
+def _injected(message: dict) -> bool:
+    """整条都包在 <system-reminder> 里的用户消息是 Claude Code 自己写的（2.1.267 起 /fork 的工作区说明
+    也可能这样到来），不是用户打的字：不开分支、不当标题。"""
+    text = plain_text(message).strip()
+    return text.startswith("<system-reminder>") and text.endswith("</system-reminder>") and \
+        text.count("<system-reminder>") == 1
 
 
 def _note_spawn(t: Transcript, obj: dict, entry: Entry) -> None:

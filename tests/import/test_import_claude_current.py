@@ -129,3 +129,16 @@ def test_a_fork_pointer_whose_session_is_gone_is_named(tmp_path, store):
     (node,) = nodes(store, report)
     assert own_texts(node) == ["改用 B", "B 做好了"]
     assert any("parent-sess.jsonl 不在这里" in w for w in report.warnings)
+
+
+def test_the_fork_worktree_briefing_is_not_a_typed_prompt_in_either_shape(tmp_path, store):
+    log = Claude(session="fork-sess")
+    log.raw({"type": "attachment", "uuid": "env", "parentUuid": None, "sessionId": "fork-sess", "isSidechain": False,
+             "timestamp": "2026-09-10T10:00:00.000Z",
+             "attachment": {"type": "environment", "snapshot": {"isWorktree": True, "cwd": "/repo/.wt/fork-1"}}})
+    log.user("b1", "env", "<system-reminder>\nYou are working in a new git worktree at /repo/.wt/fork-1 on branch "
+                          "fork-1, forked from the original session.\n</system-reminder>")
+    log.user("u1", "b1", "在这个分支里试方案 B").assistant("a1", "u1", text("好"))
+    (node,) = nodes(store, import_file(log.write(tmp_path / "fork-sess.jsonl"), store))
+    assert node.title == "在这个分支里试方案 B" and node.messages[0]["meta"] is True
+    assert own_texts(node)[1:] == ["在这个分支里试方案 B", "好"]
