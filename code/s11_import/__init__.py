@@ -42,8 +42,9 @@
 
 加一种格式 = 一个新文件（照 claude.py / pi.py / codex.py / gemini.py 的样子）+ formats.FORMATS 里的一行。
 
-不做：Codex 的分叉文件和子代理线程、Gemini 的子代理文件不挂到父会话下（各自一棵树，来源里记着
-forked_from / parent_thread）；Claude Code 的 queue-operation（工作中插入的输入）不当消息；
+不做：Codex 的分叉文件和子代理线程（session_meta 里的 forked_from_id / parent_thread_id）、Gemini 的子代理文件
+不挂到父会话下（各自一棵树，来源里记着 forked_from / parent_thread；rollout_reference / fork_reference 指着的文件
+会读进来）；Claude Code 的 queue-operation（工作中插入的输入）不当消息；
 活动端移动到另一条旧分支后，上一次导入时那条分支的旧节点保留不动（警告里会点名）。
 本包不打印、不读命令行参数（命令行是 s11_cli 的 import / agents 子命令）；只依赖仓库和它下面的模块
 （s11_session、s11_format、s11_text）。包里的引用只朝下、没有环，自上而下是：

@@ -4,6 +4,7 @@
         Claude Code   <根>/projects/<项目>/*.jsonl     ~/.claude                 CLAUDE_CONFIG_DIR
         Pi            <根>/sessions/<cwd>/*.jsonl      ~/.pi/agent               PI_CODING_AGENT_DIR
         Codex CLI     <根>/sessions/YYYY/MM/DD/*.jsonl ~/.codex                  CODEX_HOME
+                      （也列 .jsonl.zst 和 <根>/archived_sessions/ 里的）
         Gemini CLI    <根>/tmp/<项目>/chats/session-*  ~/.gemini                 GEMINI_CLI_HOME（代替的是家目录）
 
     list_agent_sessions(home)  ──► [AgentSession(格式, 项目, 标题, 大小, 最后修改, 路径)]，最新的在前

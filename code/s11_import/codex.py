@@ -6,8 +6,12 @@
         reasoning（summary[].text，content[].text）          思考；encrypted_content 从不保存
         function_call / custom_tool_call / local_shell_call / web_search_call    工具调用（arguments 是 JSON 字符串）
         function_call_output / custom_tool_call_output       工具输出（按 call_id 配对）→ role "tool"
-    {"type": "event_msg", "payload": {"type": …}}   界面的镜像（user_message、agent_message、token_count……）：
-        不当对话读（否则每句话出现两次），只用 thread_rolled_back（回滚）
+    {"type": "event_msg", "payload": {"type": …}}   界面的镜像（user_message、agent_message……）：按类型计数，但
+        user_message / agent_message 在没读到过同一句时当消息（剪裁过的 rollout 只剩这一份，见 _add 的去重）；
+        item_completed（0.151 起的“分页”会话：UserMessage / AgentMessage / Reasoning 只写在这里）当消息；
+        thread_rolled_back 回滚；turn_aborted 在最后一条消息上记 interrupted；token_count（累计值）的差记成回复的 usage
+    {"type": "rollout_reference" | "fork_reference", "payload": {rollout_path, thread_id, segment_id …}}
+        之前的历史在另一个 rollout 文件里：只在这个文件的 Codex 文件夹里找（referenced_files），找不到就在报告里点名
     {"type": "turn_context" | "compacted", …}        每轮的设置（模型、cwd）；压缩摘要（作为一条 summary 消息）
     旧版（2025 年年中）：第一行是没有 type 的文件头 {"id", "timestamp", "instructions"}，之后是裸的
         {"type": "message", "role": …} 这样的条目和 {"record_type": "state"}——先换成上面的样子再读
@@ -16,6 +20,7 @@
 同一次回复（stream 相同，建图时合成一条消息）；thread_rolled_back {num_turns: N} 撤掉最后 N 轮用户输入，
 之后的对话从撤掉的第一轮之前接着长——这是用户造成的真分支；活动端是最后写下的那条消息（回滚之后是回滚到的位置）；
 AGENTS.md、<environment_context> 这类注入的“用户消息”和 developer 消息标成 meta（不是提问，不当标题）；
+MCP 工具的结果（{"content": [{"type": "text"…}], "isError"} 的 JSON 文本）取出文字；
 来源里记 cli_version、cwd、git（仓库地址里的用户名密码去掉）、派生自哪个会话。
 """
 
