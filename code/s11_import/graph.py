@@ -114,31 +114,38 @@ def follow_compact_boundaries(t: Transcript, orphans: set) -> None:
 
 
 def bridge_gaps(t: Transcript, orphans: set) -> None:
-    """记录缺了几行（父条目不在文件里），但同一会话在文件里更早已经有消息：接回文件里的上一条消息，一个会话还是
-    一棵树；缺口处插一条提示消息（notice "gap"），浏览器和导出里看得见“这里缺了记录”。会话的第一条缺父
-    （从已经删掉的文件续接来的）仍然是根。"""
+    """记录缺了几行（父条目不在文件里），但同一个文件（子代理文件按它自己）里更早已经有消息：接回文件里的上一条
+    消息，一个会话还是一棵树——中途换了 sessionId（续接）也一样；缺口处插一条提示消息（notice "gap"），浏览器
+    和导出里看得见“这里缺了记录”。文件的第一条就缺父（从已经删掉的文件续接来的）仍然是根。"""
     missing = t.state.get("missing_parents", {})
-    previous: Dict[Optional[str], Entry] = {}
+    previous: Dict[tuple, Entry] = {}
     bridged: List[Entry] = []
     for entry in list(t.order):
-        if entry.uid in orphans and not entry.sidechain and entry.session in previous:
-            gap = Entry(f"gap-{entry.uid}", previous[entry.session].uid, entry.line, "message",
-                        {"role": "system", "notice": "gap", "content": [{"type": "text", "text":
-                         f"（这里缺了记录：下一条的父条目 {str(missing.get(entry.uid, '?'))[:60]} 不在文件里，"
-                         f"按文件顺序接在上一条消息后面）"}]}, entry.session)
-            gap.seq = gap.last_seq = entry.seq
-            gap.home, gap.label_file = entry.home, entry.label_file
-            gap.message["id"] = gap.uid
-            t.entries[gap.uid] = gap
-            t.order.append(gap)
-            entry.parent = gap.uid
+        key = (entry.home, entry.label_file, entry.sidechain, entry.agent)
+        if entry.uid in orphans and key in previous:
+            _insert_gap(t, entry, previous[key], missing.get(entry.uid))
             bridged.append(entry)
-        if entry.kind == "message" and not entry.sidechain:
-            previous[entry.session] = entry
+        if entry.kind == "message":
+            previous[key] = entry
     if bridged:
         orphans -= {entry.uid for entry in bridged}
-        t.warnings.append(f"其中 {len(bridged)} 处缺口之前同一会话还有消息：已接回上一条消息（第 {_lines(bridged)} 行），"
+        t.warnings.append(f"其中 {len(bridged)} 处缺口之前同一文件里还有消息：已接回上一条消息（第 {_lines(bridged)} 行），"
                           f"缺口处插了一条提示")
+
+
+def _insert_gap(t: Transcript, entry: Entry, before: Entry, missing: Optional[str]) -> None:
+    gap = Entry(f"gap-{entry.uid}", before.uid, entry.line, "message",
+                {"role": "system", "notice": "gap", "content": [{"type": "text", "text":
+                 f"（这里缺了记录：下一条的父条目 {str(missing or '?')[:60]} 不在文件里，按文件顺序接在上一条消息后面）"}]},
+                entry.session, entry.sidechain)
+    gap.seq = gap.last_seq = entry.seq
+    gap.home, gap.label_file, gap.agent = entry.home, entry.label_file, entry.agent
+    gap.message["id"] = gap.uid
+    if entry.sidechain:
+        gap.message["subagent"] = True
+    t.entries[gap.uid] = gap
+    t.order.append(gap)
+    entry.parent = gap.uid
 
 
 def chain_loose_roots(t: Transcript, orphans: set) -> None:

@@ -142,3 +142,13 @@ def test_the_fork_worktree_briefing_is_not_a_typed_prompt_in_either_shape(tmp_pa
     (node,) = nodes(store, import_file(log.write(tmp_path / "fork-sess.jsonl"), store))
     assert node.title == "在这个分支里试方案 B" and node.messages[0]["meta"] is True
     assert own_texts(node)[1:] == ["在这个分支里试方案 B", "好"]
+
+
+def test_a_gap_across_a_session_id_change_in_one_file_is_bridged_too(tmp_path, store):
+    log = Claude(session="s-1").user("u1", None, "一").assistant("a1", "u1", text("二"))
+    log.session = "s-2"   # resumed in the same stream, and the line it continued from is missing
+    log.user("u2", "gone", "三").assistant("a2", "u2", text("四"))
+    report = import_file(log.write(tmp_path / "s.jsonl"), store)
+    assert len(report.root_ids) == 1
+    texts = [text for node in nodes(store, report) for text in own_texts(node)]
+    assert texts[:2] == ["一", "二"] and texts[-2:] == ["三", "四"]
