@@ -334,7 +334,9 @@ def _event(t: Transcript, obj: dict, line: int, sub: int) -> None:
 
 def _user_message(t: Transcript, event: dict, obj: dict, line: int, sub: int) -> None:
     words = event.get("message")
-    if not isinstance(words, str) or not words.strip():
+    if not isinstance(words, str) or not words.strip() or event.get("kind") not in (None, "plain"):
+        return   # kind user_instructions / environment_context：注入内容的镜像，不是用户打的字
+    if words.lstrip().lower().startswith(_CONTEXT_MARKERS):
         return
     message = {"role": "user", "content": [t.convert.text_block("text", "text", words, TEXT_LIMIT)]}
     _stamp(message, obj)

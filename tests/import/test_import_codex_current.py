@@ -190,3 +190,16 @@ def test_a_reference_never_reads_a_file_outside_the_codex_folder(tmp_path, store
     assert own_texts(nodes(store, report)[0]) == ["我的提问", "我的回答"]
     assert "别人的秘密" not in json.dumps([store.load(i).messages for i in report.node_ids], ensure_ascii=False)
     assert any("fork_reference" in w and "没有导入" in w for w in report.warnings)
+
+
+def test_event_mirrors_of_injected_context_are_never_taken_for_prompts(tmp_path, store):
+    log = Codex()
+    log.item(type="message", role="user", content=[{"type": "input_text", "text": "<environment_context>\n"
+                                                    "<cwd>/x</cwd>\n</environment_context>"}])
+    log.put("event_msg", {"type": "user_message", "message": "<environment_context>\n<cwd>/x</cwd>\n"
+                                                             "</environment_context>", "kind": "environment_context"})
+    log.put("event_msg", {"type": "user_message", "message": "# AGENTS.md instructions for /x", "kind": "plain"})
+    log.user("真正的提问").assistant("好")
+    (node,) = nodes(store, import_file(log.write(tmp_path / "rollout-e.jsonl"), store))
+    assert [m.get("meta", False) for m in node.messages] == [True, False, False]
+    assert own_texts(node)[1:] == ["真正的提问", "好"] and node.title == "真正的提问"
