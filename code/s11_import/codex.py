@@ -496,6 +496,11 @@ def _reference(t: Transcript, obj: dict, line: int, sub: int) -> None:
     t.drop(str(kind_name))
     payload = _payload(obj)
     named = _named(payload)
+    looked = t.state["reference_lookups"] = t.state.get("reference_lookups", 0) + 1
+    if looked > _MAX_REFERENCES:   # 每个引用都要找一遍文件夹：引用多得不合常理时只计数
+        if looked == _MAX_REFERENCES + 1:
+            t.warnings.append(f"引用其它 rollout 的行超过 {_MAX_REFERENCES} 个：从第 {line} 行起不再去找它们指向的文件")
+        return
     path = _locate(t, payload)
     if path is None:
         t.warnings.append(f"第 {line} 行的 {kind_name} 指向 {named}，这个文件不在导入的文件夹里（或它的 Codex 文件夹里）："

@@ -203,3 +203,14 @@ def test_event_mirrors_of_injected_context_are_never_taken_for_prompts(tmp_path,
     (node,) = nodes(store, import_file(log.write(tmp_path / "rollout-e.jsonl"), store))
     assert [m.get("meta", False) for m in node.messages] == [True, False, False]
     assert own_texts(node)[1:] == ["真正的提问", "好"] and node.title == "真正的提问"
+
+
+def test_thousands_of_reference_lines_are_bounded_and_reported(tmp_path, store):
+    log = Codex()
+    for number in range(2000):
+        log.put("rollout_reference", {"thread_id": f"t-{number:08d}", "rollout_path": f"/nowhere/rollout-{number}.jsonl"})
+    log.user("提问").assistant("回答")
+    report = import_file(log.write(tmp_path / "rollout-many.jsonl"), store)
+    assert own_texts(nodes(store, report)[0]) == ["提问", "回答"] and report.dropped["rollout_reference"] == 2000
+    assert sum("不再去找" in w for w in report.warnings) == 1
+    assert sum("rollout_reference 指向" in w for w in report.warnings) == 64
