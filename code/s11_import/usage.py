@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, Iterable, Mapping, Optional
 
-__all__ = ["USAGE_KEYS", "normalised", "add", "Totals", "totals", "describe"]
+__all__ = ["USAGE_KEYS", "normalised", "add", "Totals", "totals", "node_totals", "branch_totals", "describe"]
 
 USAGE_KEYS = ("input", "output", "cache_read", "cache_write", "reasoning")
 _TOOL_BLOCKS = ("tool_use", "toolCall")
@@ -93,6 +93,16 @@ def totals(messages: Iterable[dict]) -> Totals:
             result.tool_calls += sum(1 for block in content if isinstance(block, dict)
                                      and block.get("type") in _TOOL_BLOCKS)
     return result
+
+
+def node_totals(node) -> Totals:
+    """这个节点自己的花费：分叉处之后的消息（SessionNode 或有 messages / fork_point 的对象）。"""
+    return totals(node.messages[node.fork_point or 0:])
+
+
+def branch_totals(node) -> Totals:
+    """从根到这个节点的整条分支：节点里存着分叉处之前的全部消息，所以就是它的全部消息。"""
+    return totals(node.messages)
 
 
 def describe(total: Totals) -> str:
