@@ -130,6 +130,8 @@ def _response_item(t: Transcript, obj: dict, line: int, sub: int) -> None:
         return t.skip(line, f"{kind_name} 条目缺少必要的字段", f"{kind_name} 条目不完整")
     if isinstance(obj.get("timestamp"), str):
         message["timestamp"] = obj["timestamp"]
+    if message.get("meta") and plain_text(message).lstrip().startswith("<turn_aborted>"):
+        _turn_aborted(t, {"reason": "interrupted"}, obj, line, sub)   # 新版把“被打断”写成一条注入的用户消息
     _add(t, line, sub, message, assistant_side=kind_name in _CALLS or kind_name == "reasoning" or
          (kind_name == "message" and message["role"] == "assistant"))
 

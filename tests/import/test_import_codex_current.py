@@ -214,3 +214,13 @@ def test_thousands_of_reference_lines_are_bounded_and_reported(tmp_path, store):
     assert own_texts(nodes(store, report)[0]) == ["提问", "回答"] and report.dropped["rollout_reference"] == 2000
     assert sum("不再去找" in w for w in report.warnings) == 1
     assert sum("rollout_reference 指向" in w for w in report.warnings) == 64
+
+
+def test_an_interruption_written_as_a_turn_aborted_message_marks_the_reply_too(tmp_path, store):
+    log = Codex().user("重构").think("先看看")
+    log.item(type="message", role="user", content=[{"type": "input_text", "text": "<turn_aborted>\nThe user interrupted"
+                                                                                 " the previous turn.\n</turn_aborted>"}])
+    log.user("重构").assistant("好")   # the same words again after the interruption are a new prompt
+    (node,) = nodes(store, import_file(log.write(tmp_path / "rollout-ta.jsonl"), store))
+    assert [m.get("interrupted") for m in node.messages] == [None, "interrupted", None, None, None]
+    assert node.messages[2]["meta"] is True and own_texts(node)[3:] == ["重构", "好"]
