@@ -1338,6 +1338,10 @@ def _details(store, node: SessionNode, read_only: bool, clean: Callable[[str], s
     if node.fork_point is not None and node.parent_id:
         facts.append(f"🌿 前 {node.fork_point} 条继承自父会话 `{node.parent_id}`，之后 "
                      f"{len(node.messages) - node.fork_point} 条是本分支新增的")
+    from s11_import import usage  # 和导入一样按需加载
+    whole = usage.branch_totals(node)
+    if whole.recorded:   # 导入的 Agent 会话记着 token 数：这个节点自己花的、从根到它一共花的
+        facts.append(f"💰 本节点：{usage.describe(usage.node_totals(node))}\n\n💰 整条分支：{usage.describe(whole)}")
     return "\n\n".join(facts)
 
 

@@ -203,3 +203,22 @@ def test_compare_says_when_no_usage_was_recorded(spaces, student):
     token, ids = student
     shown = Comparer(spaces).compare(token, View(), ids["branch_a_id"], ids["branch_b_id"])
     assert "两边都没有记录 token 数" in shown.summary and "| 输入 token" not in shown.summary
+
+
+def test_the_explorer_details_show_a_nodes_and_its_branchs_usage(spaces):
+    from s11_session import SessionNode
+    from s11_workbench.explorer import Explorer
+    token = spaces.new_token()
+    store = spaces.open(token).store
+    first = [{"role": "user", "content": "问"},
+             {"role": "assistant", "content": "答", "usage": {"input": 1000, "output": 20}}]
+    store.save(SessionNode(session_id="root", title="根", messages=first))
+    store.save(SessionNode(session_id="kid", title="分支", parent_id="root", fork_point=2, messages=[
+        *first, {"role": "user", "content": "再问"},
+        {"role": "assistant", "content": "再答", "usage": {"input": 3000, "output": 70, "cache_read": 2500},
+         "duration_ms": 4000}]))
+    page = Explorer(spaces).select(token, View(), "kid")
+    assert "💰 本节点：输入 3,000 · 输出 70 · 缓存读 2,500 · 工具调用 0 次 · 耗时 4.0 秒" in page.details
+    assert "💰 整条分支：输入 4,000 · 输出 90 · 缓存读 2,500" in page.details
+    plain = Explorer(spaces).select(token, View(), "root")
+    assert "💰 本节点：输入 1,000 · 输出 20" in plain.details
