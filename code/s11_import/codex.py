@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from . import usage
@@ -136,11 +137,13 @@ def _response_item(t: Transcript, obj: dict, line: int, sub: int) -> None:
          (kind_name == "message" and message["role"] == "assistant"))
 
 
-def _add(t: Transcript, line: int, sub: int, message: dict, assistant_side: bool) -> Optional[str]:
-    """把一条消息接在当前位置后面。同一句话已经从另一处读到过（旧版的 event_msg 镜像、新版的 item_completed
-    和 response_item 各写一遍）就不再加：用户输入比“上一句还没被回答的输入”，回答比“这一轮已经有的回答”。"""
+def _add(t: Transcript, line: int, sub: int, message: dict, assistant_side: bool,
+         source: str = "response") -> Optional[str]:
+    """把一条消息接在当前位置后面。同一句话两处都写了（旧版的 event_msg 镜像、新版的 item_completed 和
+    response_item；source 说是哪一处）只留先读到的：用户输入比“上一句还没被回答的输入”，回答和思考在这一轮里
+    和另一处一对一地配对——同一处把同一句话说两遍，两遍都留着。"""
     said = _said(message)
-    if _repeated(t, message, said, assistant_side):
+    if _repeated(t, message, said, assistant_side, source):
         return None
     uid, parent = _uid(t, line, sub), t.state.get("tip")   # = ids()，少一次调用
     message["id"] = uid
@@ -158,7 +161,7 @@ def _add(t: Transcript, line: int, sub: int, message: dict, assistant_side: bool
     if not t.add(entry):
         return None
     t.state["tip"] = uid
-    _remember(t, message, said, assistant_side, entry.prompt, uid)
+    _remember(t, message, said, assistant_side, entry.prompt, source)
     for reference in t.state.get("references", []):
         if reference.get("after") is None and reference.get("waiting"):
             reference["after"], reference["waiting"] = uid, False   # 引用之后的第一条消息：接在引用的历史后面
@@ -166,27 +169,43 @@ def _add(t: Transcript, line: int, sub: int, message: dict, assistant_side: bool
 
 
 def _said(message: dict) -> str:
-    return " ".join(plain_text(message).split())
+    """消息里的文字和思考，空白压成一个空格：比较“是不是同一句话”用。"""
+    texts = [str(block.get("text") or block.get("thinking") or "") for block in as_list(message["content"])
+             if isinstance(block, dict) and block.get("type") in ("text", "thinking")]
+    return " ".join(" ".join(texts).split())
 
 
-def _repeated(t: Transcript, message: dict, said: str, assistant_side: bool) -> bool:
+def _reply_key(message: dict, said: str) -> Optional[tuple]:
+    if message["role"] != "assistant" or not said:
+        return None
+    kinds = sorted({str(block.get("type")) for block in as_list(message["content"]) if isinstance(block, dict)})
+    return tuple(kinds), said
+
+
+def _repeated(t: Transcript, message: dict, said: str, assistant_side: bool, source: str) -> bool:
     if not said:
         return False
     if not assistant_side and is_prompt(message):
         asked = t.state.get("asked")
         return bool(asked) and (asked == said or asked.endswith(said) or said.endswith(asked))
-    if assistant_side and message["role"] == "assistant" and said in t.state.get("answers", ()):
+    key = _reply_key(message, said) if assistant_side else None
+    if key is None:
+        return False
+    other = t.state.setdefault("replies", {}).setdefault("event" if source == "response" else "response", Counter())
+    if other[key] > 0:   # 另一处写过的同一句：配对，用掉它
+        other[key] -= 1
         return True
     return False
 
 
-def _remember(t: Transcript, message: dict, said: str, assistant_side: bool, prompt: bool, uid: str) -> None:
+def _remember(t: Transcript, message: dict, said: str, assistant_side: bool, prompt: bool, source: str) -> None:
     if prompt:
-        t.state["asked"], t.state["answers"] = said, set()
+        t.state["asked"], t.state["replies"] = said, {}
     elif assistant_side:
         t.state["asked"] = None
-        if said and message["role"] == "assistant":
-            t.state.setdefault("answers", set()).add(said)
+        key = _reply_key(message, said)
+        if key is not None:
+            t.state.setdefault("replies", {}).setdefault(source, Counter())[key] += 1
 
 
 def _message(t: Transcript, item: dict) -> Optional[dict]:
@@ -342,7 +361,7 @@ def _user_message(t: Transcript, event: dict, obj: dict, line: int, sub: int) ->
         return
     message = {"role": "user", "content": [t.convert.text_block("text", "text", words, TEXT_LIMIT)]}
     _stamp(message, obj)
-    if _add(t, line, sub, message, assistant_side=False):
+    if _add(t, line, sub, message, assistant_side=False, source="event"):
         t.drop("event_msg:user_message（只有这一份，当提问读）")
 
 
@@ -352,7 +371,7 @@ def _agent_message(t: Transcript, event: dict, obj: dict, line: int, sub: int) -
         return
     message = {"role": "assistant", "content": [t.convert.text_block("text", "text", words, TEXT_LIMIT)]}
     _stamp(message, obj)
-    if _add(t, line, sub, message, assistant_side=True):
+    if _add(t, line, sub, message, assistant_side=True, source="event"):
         t.drop("event_msg:agent_message（只有这一份，当回答读）")
 
 
@@ -381,7 +400,7 @@ def _item_completed(t: Transcript, event: dict, obj: dict, line: int, sub: int) 
     started, finished = event.get("started_at_ms"), event.get("completed_at_ms")
     if side and isinstance(started, int) and isinstance(finished, int) and finished >= started > 0:
         usage.add(message, None, finished - started)
-    _add(t, line, sub, message, assistant_side=side)
+    _add(t, line, sub, message, assistant_side=side, source="event")
 
 
 def _item_parts(t: Transcript, content: Any) -> List[dict]:

@@ -224,3 +224,17 @@ def test_an_interruption_written_as_a_turn_aborted_message_marks_the_reply_too(t
     (node,) = nodes(store, import_file(log.write(tmp_path / "rollout-ta.jsonl"), store))
     assert [m.get("interrupted") for m in node.messages] == [None, "interrupted", None, None, None]
     assert node.messages[2]["meta"] is True and own_texts(node)[3:] == ["重构", "好"]
+
+
+def test_the_same_reply_said_twice_from_one_source_is_kept_twice_and_mirrors_pair_one_to_one(tmp_path, store):
+    log = Codex().user("跑两次测试")
+    log.item(type="message", role="assistant", content=[{"type": "output_text", "text": "完成。"}])
+    log.put("event_msg", {"type": "agent_message", "message": "完成。"})
+    log.call("c1", "pytest", "ok")
+    log.item(type="message", role="assistant", content=[{"type": "output_text", "text": "完成。"}])
+    log.put("event_msg", {"type": "agent_message", "message": "完成。"})
+    log.think("再想想")
+    completed(log, "Reasoning", [], summary_text=["再想想"], raw_content=[])   # the paginated copy of that thought
+    (node,) = nodes(store, import_file(log.write(tmp_path / "rollout-twice.jsonl"), store))
+    said = " ".join(own_texts(node))   # a turn's reasoning, calls and replies merge into one message per stream
+    assert said.count("完成。") == 2 and said.count("再想想") == 1
