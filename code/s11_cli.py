@@ -14,6 +14,7 @@
                                             import PATH…       导入 Claude Code / Pi / Codex / Gemini 的记录（文件或文件夹）
                                             import --agent-folders [--limit N]   导入本机 Agent 文件夹里最新的会话
                                             agents [--folder DIR] [--limit N]   列出本机 Agent 文件夹里的会话
+                                            keep [--home DIR] [--list]   保留 Agent 快要删掉的会话（打印一行总结）
                                             empty-trash        清空回收站
                                             demo               跑一遍书里的演示（同 python code/s11_session.py）
     python code/s11_cli.py --dir gradio_sessions class list | show SPACE | remove-idle --hours H | empty-trash
@@ -270,6 +271,23 @@ def cmd_agents(args) -> int:
     return 0
 
 
+def cmd_keep(args) -> int:
+    """Claude Code / Gemini CLI 快到保留期限的会话、Codex 压缩和归档的会话：全部导入仓库（再跑一次什么都不写），
+    打印一行总结（给 cron 之类的定时任务）；--list 只列出来，不导入。有会话没能导入时退出码 1。"""
+    if args.list:
+        listing = s11_import.at_risk(args.home)
+        for item in listing.sessions:
+            say(f"{item.session.agent}：{printable(item.reason)}  {_clip(item.session.title, 40)}  "
+                f"{printable(item.session.path)}")
+        say(f"共 {len(listing.sessions)} 个快要被删掉的会话；保留它们：python code/s11_cli.py keep")
+        return 0
+    summary = s11_import.keep(args.home, store_of(args))
+    say(summary.line())
+    for path, reason in summary.failed:
+        complain(f"{printable(path)}：{printable(reason)}")
+    return EXIT_PROBLEMS if summary.failed else 0
+
+
 def _clip(text: str, width: int) -> str:
     """按显示宽度截短（汉字占两格），放得进表格的一列。"""
     text = printable(text)
@@ -388,7 +406,7 @@ def cmd_class_restore_archive(args) -> int:
 COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": cmd_demo, "tree": cmd_tree, "show": cmd_show, "export": cmd_export, "check": cmd_check,
     "compare": cmd_compare, "converge": cmd_converge, "label": cmd_label,
-    "import": cmd_import, "agents": cmd_agents, "empty-trash": cmd_empty_trash,
+    "import": cmd_import, "agents": cmd_agents, "keep": cmd_keep, "empty-trash": cmd_empty_trash,
     "class list": cmd_class_list, "class show": cmd_class_show, "class remove-idle": cmd_class_remove_idle,
     "class empty-trash": cmd_class_empty_trash, "class archive": cmd_class_archive,
     "class archives": cmd_class_archives, "class restore-archive": cmd_class_restore_archive,
@@ -490,6 +508,10 @@ def build_parser() -> argparse.ArgumentParser:
                                        "CODEX_HOME、GEMINI_CLI_HOME 照样生效）")
     agents.add_argument("--folder", help="改为列出这个文件夹里的会话（任何一种 Agent 的）")
     agents.add_argument("--limit", type=int, default=50, help="最多列几个（默认 50，最新的在前）")
+    keeper = _subcommand(sub, "keep", "保留 Agent 快要删掉的会话（Claude Code / Gemini CLI 快到保留期限的、"
+                                      "Codex 压缩和归档的）：全部导入仓库，打印一行总结", "keep")
+    keeper.add_argument("--home", help="在这个家目录下找 Agent 文件夹（默认 ~）")
+    keeper.add_argument("--list", action="store_true", help="只列出快要被删掉的会话，不导入")
     _subcommand(sub, "empty-trash", "清空回收站（被删会话的副本全部真正删除）", "empty-trash")
     classroom = _subcommand(sub, "class", "课后管理学生空间（--dir 是工作台的 --sessions-dir）", "class")
     rooms = classroom.add_subparsers(title="class 的子命令", metavar="命令", parser_class=ChineseParser)

@@ -17,6 +17,8 @@
     pipeline.py  SessionNode(id = sha256(格式, 会话文件名, 会话 ID, 分支第一条消息)[:12]) ─► store.save()
                  import_folder：一个 Claude Code 项目文件夹里续接 / 分叉同一段历史的文件读进同一棵树
     report.py    ImportReport：写了哪些节点、跳过了哪几行、为什么（describe() 是中文报告）
+    rescue.py    快要被 Agent 删掉的会话（Claude Code / Gemini CLI 的保留期限、Codex 压缩和归档的）：列出、全部保留
+    usage.py     每条消息的 token / 工具调用 / 耗时，按节点、按分支加总（compressed.py：Codex 的 .jsonl.zst）
     agents.py    本机的 Agent 文件夹（~/.claude/projects、~/.pi/agent/sessions、~/.codex/sessions、
                  ~/.gemini/tmp/*/chats）里有哪些会话：只读开头、有上限、不跟符号链接；“跟随”一个会话
 
@@ -40,12 +42,13 @@
 
 加一种格式 = 一个新文件（照 claude.py / pi.py / codex.py / gemini.py 的样子）+ formats.FORMATS 里的一行。
 
-不做：Codex 的分叉文件和子代理线程、Gemini 的子代理文件不挂到父会话下（各自一棵树，来源里记着
-forked_from / parent_thread）；Claude Code 的 queue-operation（工作中插入的输入）不当消息；
+不做：Codex 的分叉文件和子代理线程（session_meta 里的 forked_from_id / parent_thread_id）、Gemini 的子代理文件
+不挂到父会话下（各自一棵树，来源里记着 forked_from / parent_thread；rollout_reference / fork_reference 指着的文件
+会读进来）；Claude Code 的 queue-operation（工作中插入的输入）不当消息；
 活动端移动到另一条旧分支后，上一次导入时那条分支的旧节点保留不动（警告里会点名）。
 本包不打印、不读命令行参数（命令行是 s11_cli 的 import / agents 子命令）；只依赖仓库和它下面的模块
 （s11_session、s11_format、s11_text）。包里的引用只朝下、没有环，自上而下是：
-agents；pipeline；tree_jsonl（本项目自己的会话树 JSONL：原样复原，不走格式表）；plan、lines；report；formats；claude、pi、codex、gemini、graph；transcript；convert。
+rescue；agents；pipeline；tree_jsonl（本项目自己的会话树 JSONL：原样复原，不走格式表）；plan、lines；report；formats；claude、pi、codex、gemini、graph；transcript；convert。
 """
 
 from .agents import (
@@ -81,6 +84,7 @@ from .report import (
     TranscriptTooLarge,
     UnsupportedFormat,
 )
+from .rescue import AtRisk, KeepSummary, RiskListing, at_risk, keep
 from .transcript import SKIPPED_KEPT
 
 __all__ = ["import_file", "WriteBudget", "NO_BUDGET", "import_folder", "find_transcripts", "list_examples", "ImportReport", "FolderReport",
@@ -88,4 +92,5 @@ __all__ = ["import_file", "WriteBudget", "NO_BUDGET", "import_folder", "find_tra
            "EXAMPLES_DIR", "DEFAULT_MAX_BYTES", "TOOL_OUTPUT_LIMIT", "TEXT_LIMIT", "SKIPPED_KEPT",
            "MAX_COPIED_MESSAGES", "FORMAT_NAMES", "CLAUDE", "PI", "CODEX", "GEMINI",
            "AGENT_FOLDERS", "AgentSession", "AgentListing", "FollowState", "agent_roots", "list_agent_sessions",
-           "list_folder_sessions", "import_agent_session", "follow"]
+           "list_folder_sessions", "import_agent_session", "follow", "at_risk", "keep", "AtRisk", "RiskListing",
+           "KeepSummary"]

@@ -4,6 +4,7 @@
         Claude Code   <根>/projects/<项目>/*.jsonl     ~/.claude                 CLAUDE_CONFIG_DIR
         Pi            <根>/sessions/<cwd>/*.jsonl      ~/.pi/agent               PI_CODING_AGENT_DIR
         Codex CLI     <根>/sessions/YYYY/MM/DD/*.jsonl ~/.codex                  CODEX_HOME
+                      （也列 .jsonl.zst 和 <根>/archived_sessions/ 里的）
         Gemini CLI    <根>/tmp/<项目>/chats/session-*  ~/.gemini                 GEMINI_CLI_HOME（代替的是家目录）
 
     list_agent_sessions(home)  ──► [AgentSession(格式, 项目, 标题, 大小, 最后修改, 路径)]，最新的在前
@@ -30,6 +31,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from s11_session import SessionStore
 
+from . import compressed
 from .formats import CLAUDE, CODEX, FORMAT_NAMES, GEMINI, PI, dispatch
 from .lines import DEFAULT_MAX_BYTES
 from .pipeline import companion_owner, import_file, looks_like_transcript, sniff_format
@@ -80,12 +82,20 @@ def _pi(root: str) -> Iterator[Tuple[str, str]]:
             yield path, os.path.basename(project)
 
 
+def _is_rollout(name: str) -> bool:
+    """rollout-*.jsonl，或 Codex 0.137 起闲置 7 天后压缩成的 rollout-*.jsonl.zst。"""
+    return name.startswith("rollout-") and name.endswith((".jsonl", ".jsonl.zst"))
+
+
 def _codex(root: str) -> Iterator[Tuple[str, str]]:
-    for year in _dirs(os.path.join(root, "sessions")):
-        for month in _dirs(year):
-            for day in _dirs(month):
-                for path in _files(day, lambda name: name.startswith("rollout-") and name.endswith(".jsonl")):
-                    yield path, ""
+    """sessions/YYYY/MM/DD/ 下的 rollout，和平放在 archived_sessions/ 里的归档会话；同一个会话压缩前后的两份只列没压缩的。"""
+    folders = [day for year in _dirs(os.path.join(root, "sessions")) for month in _dirs(year) for day in _dirs(month)]
+    for folder in folders + [os.path.join(root, "archived_sessions")]:
+        found = _files(folder, _is_rollout)
+        present = set(found)
+        for path in found:
+            if not (path.endswith(compressed.ZST_SUFFIX) and path[:-len(compressed.ZST_SUFFIX)] in present):
+                yield path, ""
 
 
 def _gemini(root: str) -> Iterator[Tuple[str, str]]:
@@ -218,8 +228,11 @@ _SESSION_ID = re.compile(rb'"sessionId"\s*:\s*("(?:[^"\\]|\\.){1,200}")')
 def _summary(path: str, kind: str) -> Optional[Tuple[str, str, Optional[str], Optional[str]]]:
     """(格式, 标题, cwd, 会话 ID)：把文件开头的完整行交给它的格式去读，标题的取法和导入时一样。"""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(HEAD_BYTES)
+        if path.endswith(compressed.ZST_SUFFIX):   # 只解出开头 HEAD_BYTES 字节
+            head = compressed.head(path, HEAD_BYTES)
+        else:
+            with open(path, "rb") as handle:
+                head = handle.read(HEAD_BYTES)
     except OSError:
         return None
     if head.lstrip()[:1] in (b"{", b"[") and head.lstrip().split(b"\n", 1)[0].strip() in (b"{", b"["):

@@ -25,8 +25,9 @@ import os
 import re
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
+from . import usage
 from .convert import TEXT_LIMIT
-from .transcript import Entry, Transcript, as_list, is_prompt, text_or_none
+from .transcript import Entry, Transcript, as_list, is_prompt, plain_text, text_or_none
 
 __all__ = ["READERS", "sniff", "unknown", "ids", "active_hints", "origin", "subagent_files", "owner_of", "finish",
            "Companion", "METADATA"]
@@ -81,7 +82,28 @@ def _message(t: Transcript, obj: dict, line: int, sub: int) -> None:
     _note_spawn(t, obj, entry)
     t.note_tool_calls(message, entry.uid)
     _note_session(t, obj)
-    t.add(entry)
+    if t.add(entry) and role == "assistant":
+        _note_usage(t, entry, body)
+
+
+_USAGE_NAMES = {"input": "input_tokens", "output": "output_tokens", "cache_read": "cache_read_input_tokens",
+                "cache_write": "cache_creation_input_tokens"}
+
+
+def _note_usage(t: Transcript, entry: Entry, body: dict) -> None:
+    """message.usage：一次 API 调用分几行写出时每行都带着它（后面的是最终数字）——只记在第一行上，
+    后来的行更新那一份；这样合并流式分段时相加不会重复。"""
+    spent = usage.normalised(body.get("usage"), _USAGE_NAMES)
+    if not spent:
+        return
+    holders = t.state.setdefault("usage_of", {})
+    key = entry.stream or entry.uid
+    holder = t.entries.get(holders.get(key, ""))
+    if holder is None or holder.message is None:
+        holders[key] = entry.uid
+        entry.message["usage"] = spent
+    else:
+        holder.message["usage"] = spent
 
 
 def _fields(t: Transcript, obj: dict, body: dict, role: str, uid: str) -> dict:
@@ -93,7 +115,17 @@ def _fields(t: Transcript, obj: dict, body: dict, role: str, uid: str) -> dict:
     for flag, key in (("isMeta", "meta"), ("isCompactSummary", "summary"), ("isSidechain", "subagent")):
         if obj.get(flag):
             message[key] = True
+    if role == "user" and _injected(message):
+        message["meta"] = True
     return message
+
+
+def _injected(message: dict) -> bool:
+    """整条都包在 <system-reminder> 里的用户消息是 Claude Code 自己写的（2.1.267 起 /fork 的工作区说明
+    也可能这样到来），不是用户打的字：不开分支、不当标题。"""
+    text = plain_text(message).strip()
+    return text.startswith("<system-reminder>") and text.endswith("</system-reminder>") and \
+        text.count("<system-reminder>") == 1
 
 
 def _note_spawn(t: Transcript, obj: dict, entry: Entry) -> None:
@@ -119,7 +151,24 @@ def _note_spawn(t: Transcript, obj: dict, entry: Entry) -> None:
             tails.setdefault(agent, (entry.uid, block.get("tool_use_id")))
 
 
+def _note_fork(t: Transcript, obj: dict) -> None:
+    """/fork 和 --fork-session 的文件写着它从哪个会话分出来：forkedFrom {sessionId, messageUuid}（2.1.118 起 /fork
+    只写一个指针行 fork-context-ref，读的时候再去原会话里取历史）。记下第一个，subagent_files 据此读原会话。"""
+    source = obj.get("forkedFrom") if isinstance(obj.get("forkedFrom"), dict) else None
+    if source is None and obj.get("type") == "fork-context-ref":
+        source = obj
+    if source is None or t.home in t.state.setdefault("forked_from", {}):
+        return
+    session = text_or_none(source.get("sessionId")) or text_or_none(source.get("parentSessionId"))
+    point = (text_or_none(source.get("messageUuid")) or text_or_none(source.get("leafUuid"))
+             or text_or_none(source.get("parentUuid")))
+    if session:
+        t.state["forked_from"][t.home] = (session, point)
+
+
 def _note_session(t: Transcript, obj: dict) -> None:
+    if "forkedFrom" in obj:
+        _note_fork(t, obj)
     session = text_or_none(obj.get("sessionId"))
     if session and session not in t.sessions:
         t.sessions[session] = {"cwd": text_or_none(obj.get("cwd")), "version": text_or_none(obj.get("version")),
@@ -142,7 +191,20 @@ def _link(t: Transcript, obj: dict, line: int, sub: int) -> None:
     if subtype == "compact_boundary":
         entry.logical = text_or_none(obj.get("logicalParentUuid"))
     _note_session(t, obj)
-    t.add(entry)
+    if t.add(entry) and subtype == "turn_duration":
+        _note_duration(t, parent, obj.get("durationMs"))
+
+
+def _note_duration(t: Transcript, parent: Optional[str], duration: Any) -> None:
+    """system turn_duration：这一轮花了多久，记在它挂着的那条消息上（往上找最近的消息，最多 20 步）。"""
+    for _ in range(20):
+        entry = t.entries.get(parent or "")
+        if entry is None:
+            return
+        if entry.message is not None:
+            usage.add(entry.message, None, duration)
+            return
+        parent = entry.parent
 
 
 def _mirror(t: Transcript, obj: dict, data: dict, line: int, sub: int) -> None:
@@ -158,6 +220,8 @@ def _meta(t: Transcript, obj: dict, line: int, sub: int) -> None:
     """标题、活动端线索和纯元数据行：不进树；带 uuid 的（有些版本会这样写）仍留作接线。"""
     kind = obj["type"]
     t.drop(kind)
+    if kind == "fork-context-ref" or "forkedFrom" in obj:
+        _note_fork(t, obj)
     if kind == "summary" and isinstance(obj.get("summary"), str):
         t.summaries.append((t.home, text_or_none(obj.get("leafUuid")) or "", obj["summary"]))
     elif kind == "last-prompt" and text_or_none(obj.get("leafUuid")):
@@ -189,6 +253,23 @@ READERS = {"user": _message, "assistant": _message, **{kind: _link for kind in _
 
 # ── 读完以后：只在 agent_progress 里的子代理 ──────────────────────────────────────────────────
 def finish(t: Transcript) -> None:
+    """读完所有文件以后：分叉指针的第一条消息接到原会话里的分叉点上；只在镜像里的子代理还原出来。"""
+    _link_fork_points(t)
+    _recover_mirrors(t)
+
+
+def _link_fork_points(t: Transcript) -> None:
+    """指针式分叉的文件：第一条消息没有 parentUuid，分叉点写在 forkedFrom.messageUuid 里——原会话读进来了，就接上。"""
+    for home, (_, point) in t.state.get("forked_from", {}).items():
+        if not point or point not in t.entries:
+            continue
+        first = next((e for e in t.order if e.home == home and e.parent is None and not e.sidechain
+                      and e.uid != point and e.label_file == ""), None)
+        if first is not None:
+            first.parent = point
+
+
+def _recover_mirrors(t: Transcript) -> None:
     """子代理的消息只出现在主文件的 agent_progress 行里（没有它的子代理文件）：按文件顺序串成这个子代理的链，
     挂在 parentToolUseID 那次调用下。有子代理文件的，镜像不用（否则内容和 token 都算两遍）。"""
     if not t.mirrors:
@@ -261,24 +342,50 @@ def subagent_files(path: str, t: Transcript) -> Iterator[Companion]:
     folder, stem = os.path.dirname(path), os.path.splitext(os.path.basename(path))[0]
     subagents = os.path.join(folder, stem, "subagents")
     for name in _names(subagents):
-        if _is_agent_name(name, t):
+        if _is_agent_name(name, t, subagents):
             yield Companion(os.path.join(subagents, name), name[6:-6], _meta_info(subagents, name))
     workflows = os.path.join(subagents, "workflows")
     for run in _names(workflows):
         for where, name in _walk(os.path.join(workflows, run)):
-            if _is_agent_name(name, t):
+            if _is_agent_name(name, t, where):
                 info = {**_meta_info(where, name), "run": run}
                 yield Companion(os.path.join(where, name), name[6:-6], info)
+    yield from _fork_source(path, t)
     sessions = set(t.sessions) | {stem}
     for name in _names(folder):   # 2.0.x：子代理文件就在会话文件旁边，行里的 sessionId 是主会话
         if not (name.startswith("agent-") and name.endswith(".jsonl")):
             continue
         beside = os.path.join(folder, name)
         if agent_session(beside) in sessions or name[6:-6] in t.spawned:
-            if name.startswith("agent-acompact"):
-                t.drop("subagent:acompact")
-            else:
+            if _is_agent_name(name, t, folder):
                 yield Companion(beside, name[6:-6], _meta_info(folder, name))
+
+
+def _fork_source(path: str, t: Transcript) -> Iterator[Companion]:
+    """分叉出来的会话只写了指针（它的第一条消息接在原会话的消息上，那条消息不在这个文件里）：原会话的文件
+    <sessionId>.jsonl 就在同一个文件夹里时，随它一起读进来（像 Claude Code 自己那样“读的时候补上历史”）。
+    原会话不在时，报告里写明缺的是哪个会话。"""
+    source = t.state.get("forked_from", {}).get(t.home)
+    if source is None:
+        return
+    session, point = source
+    name = f"{session}.jsonl"
+    needs = (point and point not in t.entries) or any(
+        e.parent and e.parent not in t.entries for e in t.order if e.home == t.home and not e.sidechain)
+    if not needs or name in t.files or "/" in session or "\\" in session:
+        return
+    target = os.path.join(os.path.dirname(path), name)
+    if not os.path.isfile(target) or os.path.islink(target):
+        t.warnings.append(f"这个会话是从会话 {session[:60]} 分叉出来的，但那个会话的文件 {name[:80]} 不在这里："
+                          f"分叉之前的历史没有导入")
+        return
+    t.warnings.append(f"这个会话是从 {name[:80]} 分叉出来的：已把那个会话一起读进来，分叉处接在它的消息上")
+    if not t.leaf_hints.get(t.home):   # 没有 last-prompt：活动端仍是这个文件最后写下的消息，不是原会话里更晚的那条
+        last = next((e.uid for e in reversed(t.order) if e.home == t.home and e.kind == "message"
+                     and not e.sidechain and e.label_file == t.file_label), None)
+        if last:
+            t.hint(last)
+    yield Companion(target, "", {})
 
 
 def _names(folder: str) -> List[str]:
@@ -306,13 +413,30 @@ def _walk(folder: str, depth: int = 4) -> Iterator[Tuple[str, str]]:
                 yield where, name
 
 
-def _is_agent_name(name: str, t: Transcript) -> bool:
+def _is_agent_name(name: str, t: Transcript, folder: str = "") -> bool:
     if not (name.startswith("agent-") and name.endswith(".jsonl")):
         return False
     if name.startswith("agent-acompact"):
         t.drop("subagent:acompact")
         return False
+    if folder and is_warmup(os.path.join(folder, name)):
+        t.drop("subagent:warmup（2.0 版预热用的代理文件，不导入）")
+        return False
     return True
+
+
+_WARMUP = re.compile(rb'"content"\s*:\s*(?:"Warmup"|\[\s*\{\s*"type"\s*:\s*"text"\s*,\s*"text"\s*:\s*"Warmup"\s*\}\s*\])')
+
+
+def is_warmup(path: str) -> bool:
+    """Claude Code 2.0.x 在会话旁边写的“预热”代理文件：第一条用户消息就是一个词 Warmup，没有哪次 Task 调用启动它。
+    只看第一行（开头 16 KB）。"""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.read(16384).split(b"\n", 1)[0]
+    except OSError:
+        return False
+    return b'"isSidechain"' in first and bool(_WARMUP.search(first))
 
 
 def _meta_info(folder: str, name: str) -> Dict[str, Any]:

@@ -6,8 +6,12 @@
         reasoning（summary[].text，content[].text）          思考；encrypted_content 从不保存
         function_call / custom_tool_call / local_shell_call / web_search_call    工具调用（arguments 是 JSON 字符串）
         function_call_output / custom_tool_call_output       工具输出（按 call_id 配对）→ role "tool"
-    {"type": "event_msg", "payload": {"type": …}}   界面的镜像（user_message、agent_message、token_count……）：
-        不当对话读（否则每句话出现两次），只用 thread_rolled_back（回滚）
+    {"type": "event_msg", "payload": {"type": …}}   界面的镜像（user_message、agent_message……）：按类型计数，但
+        user_message / agent_message 在没读到过同一句时当消息（剪裁过的 rollout 只剩这一份，见 _add 的去重）；
+        item_completed（0.151 起的“分页”会话：UserMessage / AgentMessage / Reasoning 只写在这里）当消息；
+        thread_rolled_back 回滚；turn_aborted 在最后一条消息上记 interrupted；token_count（累计值）的差记成回复的 usage
+    {"type": "rollout_reference" | "fork_reference", "payload": {rollout_path, thread_id, segment_id …}}
+        之前的历史在另一个 rollout 文件里：只在这个文件的 Codex 文件夹里找（referenced_files），找不到就在报告里点名
     {"type": "turn_context" | "compacted", …}        每轮的设置（模型、cwd）；压缩摘要（作为一条 summary 消息）
     旧版（2025 年年中）：第一行是没有 type 的文件头 {"id", "timestamp", "instructions"}，之后是裸的
         {"type": "message", "role": …} 这样的条目和 {"record_type": "state"}——先换成上面的样子再读
@@ -16,23 +20,28 @@
 同一次回复（stream 相同，建图时合成一条消息）；thread_rolled_back {num_turns: N} 撤掉最后 N 轮用户输入，
 之后的对话从撤掉的第一轮之前接着长——这是用户造成的真分支；活动端是最后写下的那条消息（回滚之后是回滚到的位置）；
 AGENTS.md、<environment_context> 这类注入的“用户消息”和 developer 消息标成 meta（不是提问，不当标题）；
+MCP 工具的结果（{"content": [{"type": "text"…}], "isError"} 的 JSON 文本）取出文字；
 来源里记 cli_version、cwd、git（仓库地址里的用户名密码去掉）、派生自哪个会话。
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from collections import Counter
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
+from . import usage
 from .convert import TEXT_LIMIT, TOOL_OUTPUT_LIMIT
-from .transcript import Entry, Transcript, as_list, is_prompt, text_or_none
+from .transcript import Entry, Transcript, as_list, is_prompt, plain_text, text_or_none
 
-__all__ = ["READERS", "sniff", "kind", "unknown", "ids", "active_hints", "origin"]
+__all__ = ["READERS", "sniff", "kind", "unknown", "ids", "active_hints", "origin", "referenced_files"]
 
 _ENVELOPES = frozenset(("session_meta", "response_item", "event_msg", "turn_context", "compacted",
                         "inter_agent_communication", "inter_agent_communication_metadata", "token_usage_record",
-                        "world_state", "retained_context", "security_risk_score", "realtime_item"))
+                        "world_state", "retained_context", "security_risk_score", "realtime_item",
+                        "rollout_reference", "fork_reference"))
 _ITEMS = frozenset(("message", "reasoning", "function_call", "function_call_output", "local_shell_call",
                     "custom_tool_call", "custom_tool_call_output", "web_search_call"))
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call")
@@ -82,8 +91,13 @@ def _payload(obj: dict) -> dict:
 
 
 def ids(t: Transcript, obj: dict, line: int, sub: int) -> Tuple[Optional[str], Optional[str]]:
-    """(uid, parent)：没有 id，按行号编号（L12、粘在一行的第二个 L12.1），接在当前位置（tip）后面。"""
-    return (f"L{line}" if not sub else f"L{line}.{sub}"), t.state.get("tip")
+    """(uid, parent)：没有 id，按行号编号（L12、粘在一行的第二个 L12.1），接在当前位置（tip）后面。
+    引用的另一个 rollout 文件里的行，编号前面加上它的文件名（t.file_label）。"""
+    return _uid(t, line, sub), t.state.get("tip")
+
+
+def _uid(t: Transcript, line: int, sub: int) -> str:
+    return f"{t.file_label}L{line}" if not sub else f"{t.file_label}L{line}.{sub}"
 
 
 # ── 行 ─────────────────────────────────────────────────────────────────────────────────────
@@ -117,12 +131,21 @@ def _response_item(t: Transcript, obj: dict, line: int, sub: int) -> None:
         return t.skip(line, f"{kind_name} 条目缺少必要的字段", f"{kind_name} 条目不完整")
     if isinstance(obj.get("timestamp"), str):
         message["timestamp"] = obj["timestamp"]
+    if message.get("meta") and plain_text(message).lstrip().startswith("<turn_aborted>"):
+        _turn_aborted(t, {"reason": "interrupted"}, obj, line, sub)   # 新版把“被打断”写成一条注入的用户消息
     _add(t, line, sub, message, assistant_side=kind_name in _CALLS or kind_name == "reasoning" or
          (kind_name == "message" and message["role"] == "assistant"))
 
 
-def _add(t: Transcript, line: int, sub: int, message: dict, assistant_side: bool) -> None:
-    uid, parent = (f"L{line}" if not sub else f"L{line}.{sub}"), t.state.get("tip")   # = ids()，少一次调用
+def _add(t: Transcript, line: int, sub: int, message: dict, assistant_side: bool,
+         source: str = "response") -> Optional[str]:
+    """把一条消息接在当前位置后面。同一句话两处都写了（旧版的 event_msg 镜像、新版的 item_completed 和
+    response_item；source 说是哪一处）只留先读到的：用户输入比“上一句还没被回答的输入”，回答和思考在这一轮里
+    和另一处一对一地配对——同一处把同一句话说两遍，两遍都留着。"""
+    said = _said(message)
+    if _repeated(t, message, said, assistant_side, source):
+        return None
+    uid, parent = _uid(t, line, sub), t.state.get("tip")   # = ids()，少一次调用
     message["id"] = uid
     entry = Entry(uid, parent, line, "message", message, text_or_none(t.header.get("id")))
     if assistant_side:
@@ -135,8 +158,54 @@ def _add(t: Transcript, line: int, sub: int, message: dict, assistant_side: bool
     if entry.prompt:
         t.state.setdefault("turns", []).append((uid, parent))
     t.note_tool_calls(message, uid)
-    if t.add(entry):
-        t.state["tip"] = uid
+    if not t.add(entry):
+        return None
+    t.state["tip"] = uid
+    _remember(t, message, said, assistant_side, entry.prompt, source)
+    for reference in t.state.get("references", []):
+        if reference.get("after") is None and reference.get("waiting"):
+            reference["after"], reference["waiting"] = uid, False   # 引用之后的第一条消息：接在引用的历史后面
+    return uid
+
+
+def _said(message: dict) -> str:
+    """消息里的文字和思考，空白压成一个空格：比较“是不是同一句话”用。"""
+    texts = [str(block.get("text") or block.get("thinking") or "") for block in as_list(message["content"])
+             if isinstance(block, dict) and block.get("type") in ("text", "thinking")]
+    return " ".join(" ".join(texts).split())
+
+
+def _reply_key(message: dict, said: str) -> Optional[tuple]:
+    if message["role"] != "assistant" or not said:
+        return None
+    kinds = sorted({str(block.get("type")) for block in as_list(message["content"]) if isinstance(block, dict)})
+    return tuple(kinds), said
+
+
+def _repeated(t: Transcript, message: dict, said: str, assistant_side: bool, source: str) -> bool:
+    if not said:
+        return False
+    if not assistant_side and is_prompt(message):
+        asked = t.state.get("asked")
+        return bool(asked) and (asked == said or asked.endswith(said) or said.endswith(asked))
+    key = _reply_key(message, said) if assistant_side else None
+    if key is None:
+        return False
+    other = t.state.setdefault("replies", {}).setdefault("event" if source == "response" else "response", Counter())
+    if other[key] > 0:   # 另一处写过的同一句：配对，用掉它
+        other[key] -= 1
+        return True
+    return False
+
+
+def _remember(t: Transcript, message: dict, said: str, assistant_side: bool, prompt: bool, source: str) -> None:
+    if prompt:
+        t.state["asked"], t.state["replies"] = said, {}
+    elif assistant_side:
+        t.state["asked"] = None
+        key = _reply_key(message, said)
+        if key is not None:
+            t.state.setdefault("replies", {}).setdefault(source, Counter())[key] += 1
 
 
 def _message(t: Transcript, item: dict) -> Optional[dict]:
@@ -198,9 +267,11 @@ def _output(t: Transcript, item: dict) -> Optional[dict]:
 
 
 def _unwrapped(output: Any) -> Tuple[Any, bool]:
-    """早期的 shell 输出是一段 JSON 文本 {"output": …, "metadata": {"exit_code": …}}；个别分支写成
-    {content, success}。取出真正的输出，退出码不是 0 的算出错。"""
-    if isinstance(output, str) and output.startswith('{"output"') and len(output) < 5_000_000:
+    """工具输出的几种包装，取出真正的输出（退出码不是 0、isError、Err 都算出错）：
+    早期的 shell 输出 {"output": …, "metadata": {"exit_code": …}}；个别分支的 {content, success}；
+    MCP 工具的结果 {"content": [{"type": "text", "text": …}], "isError": …}（或外面再包一层 Ok / Err）
+    ——都可能写成一段 JSON 文本，MCP 的结果就不再显示成转义过的 JSON。"""
+    if isinstance(output, str) and output[:1] in ("{", "[") and len(output) < 5_000_000:
         try:
             parsed = json.loads(output)
         except (ValueError, RecursionError):
@@ -208,9 +279,31 @@ def _unwrapped(output: Any) -> Tuple[Any, bool]:
         if isinstance(parsed, dict) and isinstance(parsed.get("output"), str):
             metadata = parsed.get("metadata") if isinstance(parsed.get("metadata"), dict) else {}
             return parsed["output"], metadata.get("exit_code") not in (0, None)
+        mcp = _mcp_text(parsed)
+        if mcp is not None:
+            return mcp
+    mcp = _mcp_text(output) if isinstance(output, dict) else None   # 列表是 Codex 自己的内容块，交给 _blocks
+    if mcp is not None:
+        return mcp
     if isinstance(output, dict):
         return output.get("content", output), output.get("success") is False
     return output, False
+
+
+def _mcp_text(value: Any) -> Optional[Tuple[str, bool]]:
+    """MCP 的 CallToolResult（content 是文本块的列表）→ (文本, 是否出错)；不是这个形状就是 None。"""
+    failed = False
+    if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in ("Ok", "Err"):
+        failed, value = "Err" in value, next(iter(value.values()))
+        if isinstance(value, str):
+            return value, failed
+    if isinstance(value, dict) and isinstance(value.get("content"), list):
+        failed = failed or value.get("isError") is True or value.get("is_error") is True
+        value = value["content"]
+    if not (isinstance(value, list) and value and all(isinstance(b, dict) and "type" in b for b in value)):
+        return None
+    texts = [b["text"] if isinstance(b.get("text"), str) else f"[{str(b.get('type'))[:40]}]" for b in value]
+    return "\n".join(texts), failed
 
 
 _ITEM_READERS = {"message": _message, "reasoning": _reasoning, **{name: _call for name in _CALLS},
@@ -246,12 +339,138 @@ def _image(t: Transcript, url: Any) -> dict:
 
 
 def _event(t: Transcript, obj: dict, line: int, sub: int) -> None:
-    """界面的镜像不当对话读；thread_rolled_back 撤掉最后 N 轮：之后的对话从撤掉的第一轮之前接着长。"""
+    """界面事件。多数是对话的镜像（按类型计数）；有几种带着别处没有的东西：
+    user_message / agent_message   剪裁过的 rollout 里提问（回答）只剩这一份：没读到过同一句时才当消息
+    item_completed                 0.151 起“分页”的会话：提问、回答、推理只写在这里（UserMessage、AgentMessage……）
+    thread_rolled_back             撤掉最后 N 轮：之后的对话从撤掉的第一轮之前接着长
+    turn_aborted                   这一轮被打断了：在最后一条消息上记下 interrupted
+    token_count                    累计用量：和上一次的差就是这次调用的用量，记在这一轮的回复上"""
     event = _payload(obj)
     name = event.get("type") if isinstance(event.get("type"), str) else "?"
     t.drop(f"event_msg:{name}")
-    if name == "thread_rolled_back":
-        _roll_back(t, event.get("num_turns"), line)
+    handler = _EVENTS.get(name)
+    if handler is not None:
+        handler(t, event, obj, line, sub)
+
+
+def _user_message(t: Transcript, event: dict, obj: dict, line: int, sub: int) -> None:
+    words = event.get("message")
+    if not isinstance(words, str) or not words.strip() or event.get("kind") not in (None, "plain"):
+        return   # kind user_instructions / environment_context：注入内容的镜像，不是用户打的字
+    if words.lstrip().lower().startswith(_CONTEXT_MARKERS):
+        return
+    message = {"role": "user", "content": [t.convert.text_block("text", "text", words, TEXT_LIMIT)]}
+    _stamp(message, obj)
+    if _add(t, line, sub, message, assistant_side=False, source="event"):
+        t.drop("event_msg:user_message（只有这一份，当提问读）")
+
+
+def _agent_message(t: Transcript, event: dict, obj: dict, line: int, sub: int) -> None:
+    words = event.get("message")
+    if not isinstance(words, str) or not words.strip():
+        return
+    message = {"role": "assistant", "content": [t.convert.text_block("text", "text", words, TEXT_LIMIT)]}
+    _stamp(message, obj)
+    if _add(t, line, sub, message, assistant_side=True, source="event"):
+        t.drop("event_msg:agent_message（只有这一份，当回答读）")
+
+
+def _item_completed(t: Transcript, event: dict, obj: dict, line: int, sub: int) -> None:
+    """分页会话的一项：UserMessage → 提问，AgentMessage → 回答，Reasoning → 思考；别的（网页搜索、
+    生成图片、压缩标记……）按类型计数。"""
+    item = event.get("item") if isinstance(event.get("item"), dict) else {}
+    kind_name = item.get("type") if isinstance(item.get("type"), str) else "?"
+    if kind_name == "UserMessage":
+        message, side = {"role": "user", "content": _item_parts(t, item.get("content"))}, False
+    elif kind_name == "AgentMessage":
+        message, side = {"role": "assistant", "content": _item_parts(t, item.get("content"))}, True
+    elif kind_name == "Reasoning":
+        texts = [text for key in ("summary_text", "raw_content") for text in as_list(item.get(key))
+                 if isinstance(text, str)]
+        if not texts:
+            return
+        message, side = {"role": "assistant", "content": [
+            t.convert.text_block("thinking", "thinking", "\n\n".join(texts), TEXT_LIMIT)]}, True
+    else:
+        t.drop(f"item_completed:{kind_name[:40]}")
+        return
+    if not message["content"]:
+        return
+    _stamp(message, obj)
+    started, finished = event.get("started_at_ms"), event.get("completed_at_ms")
+    if side and isinstance(started, int) and isinstance(finished, int) and finished >= started > 0:
+        usage.add(message, None, finished - started)
+    _add(t, line, sub, message, assistant_side=side, source="event")
+
+
+def _item_parts(t: Transcript, content: Any) -> List[dict]:
+    """UserInput / AgentMessageContent 的列表：{type: text | Text, text}；图片只留占位。"""
+    blocks = []
+    for part in as_list(content):
+        if not isinstance(part, dict):
+            continue
+        if isinstance(part.get("text"), str):
+            blocks.append(t.convert.text_block("text", "text", part["text"], TEXT_LIMIT))
+        elif part.get("type") in ("image", "local_image"):
+            blocks.append(_image(t, part.get("image_url") or part.get("url")))
+    return blocks
+
+
+def _stamp(message: dict, obj: dict) -> None:
+    if isinstance(obj.get("timestamp"), str):
+        message["timestamp"] = obj["timestamp"]
+
+
+def _turn_aborted(t: Transcript, event: dict, obj: dict, line: int, sub: int) -> None:
+    """被打断的一轮：最后写下的那条消息记下原因（interrupted / replaced……），同一句话可以再问一次。"""
+    t.state["asked"] = None
+    tip = t.entries.get(t.state.get("tip") or "")
+    if tip is not None and tip.message is not None:
+        reason = event.get("reason")
+        tip.message["interrupted"] = reason if isinstance(reason, str) and reason else True
+
+
+_USAGE_NAMES = {"input": "input_tokens", "output": "output_tokens", "cache_read": "cached_input_tokens",
+                "reasoning": "reasoning_output_tokens"}
+
+
+def _token_count(t: Transcript, event: dict, obj: dict, line: int, sub: int) -> None:
+    """token_count 的 total_token_usage 是累计值（同一个值常写两遍）：和上次的差才是这次调用花的。
+    没有累计值时用 last_token_usage。记在最近的一条助手消息上。"""
+    info = event.get("info") if isinstance(event.get("info"), dict) else {}
+    total = usage.normalised(info.get("total_token_usage"), _USAGE_NAMES)
+    if total is not None:
+        before = t.state.get("usage_total") or {}
+        t.state["usage_total"] = total
+        spent = {key: value - before.get(key, 0) for key, value in total.items() if value > before.get(key, 0)}
+    else:
+        spent = usage.normalised(info.get("last_token_usage"), _USAGE_NAMES) or {}
+    holder = _last_reply(t)
+    if spent and holder is not None:
+        usage.add(holder.message, spent)
+
+
+def _last_reply(t: Transcript) -> Optional[Entry]:
+    """从当前位置往回找最近的助手消息（工具输出可能已经写在它后面），最多往回看 50 条。"""
+    uid = t.state.get("tip")
+    for _ in range(50):
+        entry = t.entries.get(uid or "")
+        if entry is None or entry.message is None:
+            return None
+        if entry.message["role"] == "assistant":
+            return entry
+        if entry.prompt:
+            return None
+        uid = entry.parent
+    return None
+
+
+def _rolled_back(t: Transcript, event: dict, obj: dict, line: int, sub: int) -> None:
+    _roll_back(t, event.get("num_turns"), line)
+
+
+_EVENTS = {"user_message": _user_message, "agent_message": _agent_message, "item_completed": _item_completed,
+           "thread_rolled_back": _rolled_back, "turn_aborted": _turn_aborted, "token_count": _token_count}
 
 
 def _roll_back(t: Transcript, count: Any, line: int) -> None:
@@ -271,6 +490,7 @@ def _roll_back(t: Transcript, count: Any, line: int) -> None:
 
 def _turn_context(t: Transcript, obj: dict, line: int, sub: int) -> None:
     t.drop("turn_context")
+    t.state["asked"] = None   # 新的一轮：同一句话再问一次是新的提问
     model = _payload(obj).get("model")
     if isinstance(model, str):
         t.state["model"] = model
@@ -290,13 +510,127 @@ def _state(t: Transcript, obj: dict, line: int, sub: int) -> None:
     t.drop("state")
 
 
+def _reference(t: Transcript, obj: dict, line: int, sub: int) -> None:
+    """rollout_reference / fork_reference：这之前的历史在另一个 rollout 文件里（分段后的前一段、分叉的来源）。
+    找到这个文件就随主文件读进来，接在这里（referenced_files）；找不到就在报告里写明它是哪个文件。"""
+    kind_name = obj.get("type")
+    t.drop(str(kind_name))
+    payload = _payload(obj)
+    named = _named(payload)
+    looked = t.state["reference_lookups"] = t.state.get("reference_lookups", 0) + 1
+    if looked > _MAX_REFERENCES:   # 每个引用都要找一遍文件夹：引用多得不合常理时只计数
+        if looked == _MAX_REFERENCES + 1:
+            t.warnings.append(f"引用其它 rollout 的行超过 {_MAX_REFERENCES} 个：从第 {line} 行起不再去找它们指向的文件")
+        return
+    path = _locate(t, payload)
+    if path is None:
+        t.warnings.append(f"第 {line} 行的 {kind_name} 指向 {named}，这个文件不在导入的文件夹里（或它的 Codex 文件夹里）："
+                          f"它之前的历史没有导入")
+        return
+    t.state.setdefault("references", []).append(
+        {"path": path, "anchor": t.state.get("tip"), "after": None, "waiting": True, "line": line,
+         "kind": kind_name, "label": t.file_label})
+
+
+def _named(payload: dict) -> str:
+    for key in ("rollout_path", "path", "segment_id", "rollout_id", "thread_id"):
+        if text_or_none(payload.get(key)):
+            return f"{key} {payload[key][:300]!r}"
+    return "（没有写明文件）"
+
+
+_REFERENCE_SCAN = 20_000   # 按 id 找被引用的文件时最多看这么多个文件名
+
+
+def _locate(t: Transcript, payload: dict) -> Optional[str]:
+    """被引用的 rollout 文件：只在正在导入的文件所在的文件夹和它的 Codex 文件夹（sessions/、archived_sessions/）
+    里找——文件里写的路径来自别人的机器，不能让它把任意文件读进仓库。先按写明的文件名（也认 .zst），再按 id。"""
+    roots = _codex_roots(t.path)
+    names, ids = [], []
+    raw = text_or_none(payload.get("rollout_path")) or text_or_none(payload.get("path"))
+    if raw:
+        base = os.path.basename(raw.replace("\\", "/"))
+        names += [base, base + ".zst"] if base.startswith("rollout-") else []
+    ids += [value for value in (text_or_none(payload.get(key)) for key in ("segment_id", "rollout_id", "thread_id"))
+            if value and len(value) >= 8]
+    seen = 0
+    for root in roots:
+        for where, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(where, d)))
+            for name in sorted(files):
+                seen += 1
+                if seen > _REFERENCE_SCAN:
+                    return None
+                path = os.path.join(where, name)
+                if os.path.abspath(path) == os.path.abspath(t.path) or os.path.islink(path):
+                    continue
+                if name in names or (name.startswith("rollout-") and any(value in name for value in ids)):
+                    return path
+            if root == os.path.dirname(os.path.abspath(t.path)):
+                dirs[:] = []   # 文件所在的文件夹只看这一层
+    return None
+
+
+def _codex_roots(path: str) -> List[str]:
+    """文件所在的文件夹；它若在某个 Codex 文件夹的 sessions/ 或 archived_sessions/ 下面，再加上这两个文件夹。"""
+    here = os.path.dirname(os.path.abspath(path))
+    roots = [here]
+    parts = here.split(os.sep)
+    for marker in ("sessions", "archived_sessions"):
+        if marker in parts:
+            home = os.sep.join(parts[:len(parts) - 1 - parts[::-1].index(marker)])
+            roots += [os.path.join(home, "sessions"), os.path.join(home, "archived_sessions")]
+            break
+    return [root for index, root in enumerate(roots) if os.path.isdir(root) and root not in roots[:index]]
+
+
+class Reference(NamedTuple):
+    """随主文件读的被引用文件（pipeline 用 path、agent、info 这三个字段）。"""
+    path: str
+    agent: str
+    info: Dict[str, Any]
+
+
+_MAX_REFERENCES = 64
+
+
+def referenced_files(path: str, t: Transcript) -> Iterator[Reference]:
+    """把找到的被引用文件一个个交给 pipeline 读：读之前把当前位置移到引用处（它的历史从那里接着长），
+    读完以后把引用之后的第一条消息接到它的最后一条上。被引用的文件里又有引用（更早的一段）也照样跟下去；
+    同一个文件只读一次。"""
+    references = t.state.setdefault("references", [])
+    main_tip = t.state.get("tip")   # 读完被引用的文件后，活动端仍是主文件最后写下的位置
+    done = {os.path.abspath(path)}
+    index = 0
+    while index < len(references) and index < _MAX_REFERENCES:
+        reference = references[index]
+        index += 1
+        target = os.path.abspath(reference["path"])
+        if target in done:
+            t.warnings.append(f"第 {reference['line']} 行的 {reference['kind']} 又指向已经读过的 "
+                              f"{os.path.basename(target)}，没有再读")
+            continue
+        done.add(target)
+        reference["waiting"] = False
+        t.state["tip"], t.state["asked"], t.state["answers"] = reference["anchor"], None, set()
+        yield Reference(reference["path"], "", {})
+        last = t.state.get("tip")
+        after = t.entries.get(reference["after"] or "")
+        if after is not None and last and last != reference["anchor"]:
+            after.parent = last   # 引用之后的对话接在被引用的历史的最后一条后面
+        t.warnings.append(f"第 {reference['line']} 行的 {reference['kind']} 指向 {os.path.basename(target)}："
+                          f"已随主文件读进来，接在引用处")
+    t.state["tip"] = main_tip
+
+
 def unknown(t: Transcript, obj: dict, line: int, sub: int) -> None:
     """以后版本的新行（world_state、token_usage_record……）：没有要显示的对话，按类型计数。"""
     t.drop(str(obj.get("type")))
 
 
 READERS = {"session_meta": _session_meta, "response_item": _response_item, "event_msg": _event,
-           "turn_context": _turn_context, "compacted": _compacted, "state": _state}
+           "turn_context": _turn_context, "compacted": _compacted, "state": _state,
+           "rollout_reference": _reference, "fork_reference": _reference}
 
 
 # ── 本格式自己的规则 ─────────────────────────────────────────────────────────────────────────

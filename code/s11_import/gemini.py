@@ -11,7 +11,8 @@
     /chat save 的 checkpoint-<tag>.json：{"history": [{"role", "parts"}]} 或直接是这个数组（原始 API 历史）
 
     gemini 消息 → assistant：thoughts → 思考块，content → 文本，toolCalls → tool_use + tool_result（结果就在同一条里）
-    第一条 <session_context> 用户消息是 CLI 注入的环境信息：标成 meta（不是提问，不当标题）；info / error 是界面提示
+    第一条 <session_context> 用户消息是 CLI 注入的环境信息：标成 meta（不是提问，不当标题）；info / warning / error 是界面提示：
+    留作 {role: system, notice: 种类} 的消息；displayContent（用户打的字）是显示的提问，展开的全文在 expanded 里
 
 本格式自己的规则：没有父指针，按“现在的对话”串成一条线（id = 消息 id）；$rewindTo 造成用户的真分支；
 活动端是重放结束时的最后一条消息；标题是 summary；文件里没有 cwd——取项目文件夹里的 .project_root，
@@ -25,6 +26,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import usage
 from .convert import TEXT_LIMIT, TOOL_OUTPUT_LIMIT
 from .transcript import Entry, Transcript, as_list, is_prompt, text_or_none
 
@@ -121,13 +123,14 @@ def _merge(t: Transcript, fields: dict, line: int) -> None:
 def _record(t: Transcript, obj: dict, line: int, sub: int) -> None:
     """一条消息：第一次出现时接在对话末尾；再出现是更新（最后一次为准，位置不变）。"""
     kind_name = obj.get("type") if isinstance(obj.get("type"), str) else None
-    if kind_name in _NOTICES:
-        t.drop(f"gemini:{kind_name}")
-        return
-    if kind_name not in ("user", "gemini"):
+    if kind_name not in ("user", "gemini") and kind_name not in _NOTICES:
         t.skip(line, f"未知的消息类型 {str(kind_name)[:40]!r}", "未知的消息类型")
         return
-    message = _user(t, obj) if kind_name == "user" else _gemini(t, obj)
+    if kind_name in _NOTICES:   # 界面提示（info / warning / error）：留作提示，不是对话
+        t.drop(f"gemini:{kind_name}（留作提示）")
+        message = {"role": "system", "notice": kind_name, "content": _parts(t, obj.get("content"), TEXT_LIMIT)}
+    else:
+        message = _user(t, obj) if kind_name == "user" else _gemini(t, obj)
     if isinstance(obj.get("timestamp"), str):
         message["timestamp"] = obj["timestamp"]
     live, at = _live(t)
@@ -175,15 +178,31 @@ READERS = {"metadata": _metadata, "record": _record, "set": _set, "rewind": _rew
 
 # ── 内容 ───────────────────────────────────────────────────────────────────────────────────
 def _user(t: Transcript, obj: dict) -> dict:
+    """用户消息。displayContent 是用户实际打的字（/init、@文件），content 是 CLI 展开后发给模型的全文：
+    显示打的字，展开的全文留在 expanded 里（浏览器里点一下就能看）。CLI 自己发的“System: Please continue.”
+    不是用户打的字，标成 meta。"""
     blocks = _parts(t, obj.get("content"), TEXT_LIMIT)
+    typed = _parts(t, obj.get("displayContent"), TEXT_LIMIT)
     message = {"role": "user", "content": blocks}
+    if typed and _text(typed) != _text(blocks):
+        message["content"], message["expanded"] = typed, _text(blocks)
     first = next((b.get("text", "") for b in blocks if b.get("type") == "text"), "")
+    if first.strip() in _CONTINUE:
+        message["meta"] = True
     if first.lstrip().startswith(_CONTEXT):
         message["meta"] = True   # CLI 注入的环境信息：日期、系统、工作目录、目录树
         found = _WORKSPACE.search(first[:20000])
         if found and "cwd" not in t.state:
             t.state["cwd"] = found.group(1).strip()
     return message
+
+
+def _text(blocks: List[dict]) -> str:
+    return "\n".join(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str))
+
+
+_CONTINUE = frozenset(("System: Please continue.", "Please continue."))
+_TOKEN_NAMES = {"input": "input", "output": "output", "cache_read": "cached", "reasoning": "thoughts"}
 
 
 def _gemini(t: Transcript, obj: dict) -> dict:
@@ -200,6 +219,7 @@ def _gemini(t: Transcript, obj: dict) -> dict:
     message = {"role": "assistant", "content": blocks}
     if isinstance(obj.get("model"), str):
         message["model"] = obj["model"]
+    usage.add(message, usage.normalised(obj.get("tokens"), _TOKEN_NAMES))   # 同一 id 再写一遍时整条换掉，不会重复
     return message
 
 

@@ -25,9 +25,10 @@ import re
 from collections import deque
 from typing import Callable, Dict, Iterable, List, Optional, TypeVar
 
+from . import usage
 from .transcript import Entry, Transcript, line_list, plain_text
 
-__all__ = ["repair", "follow_compact_boundaries", "chain_loose_roots", "Tree", "merge_streams", "split_sidechains",
+__all__ = ["repair", "follow_compact_boundaries", "bridge_gaps", "chain_loose_roots", "Tree", "merge_streams", "split_sidechains",
            "linearise", "spawner", "spawn_links", "apply_labels", "active_ends", "level_order"]
 
 Item = TypeVar("Item")
@@ -48,7 +49,9 @@ def level_order(roots: Iterable[Item], children: Callable[[Item], Iterable[Item]
 def repair(t: Transcript, format_repairs: Iterable[Callable[[Transcript, set], None]] = ()) -> None:
     """缺父条目的成为根，断开文件里本来就有的环，再做格式自己的修复（每一步拿到 t 和孤儿的 uid），最后再查一次环。"""
     orphans = [e for e in t.order if e.parent is not None and e.parent not in t.entries]
+    missing = t.state.setdefault("missing_parents", {})
     for entry in orphans:
+        missing[entry.uid] = entry.parent   # bridge_gaps 用：缺的是哪一条
         entry.parent = None
     if orphans:
         t.warnings.append(f"{len(orphans)} 个条目的父条目不在文件里，已作为新的根（第 "
@@ -108,6 +111,41 @@ def follow_compact_boundaries(t: Transcript, orphans: set) -> None:
                 trees.join(entry.uid, entry.parent)
         if entry.kind == "message" and not entry.sidechain:
             previous = entry
+
+
+def bridge_gaps(t: Transcript, orphans: set) -> None:
+    """记录缺了几行（父条目不在文件里），但同一个文件（子代理文件按它自己）里更早已经有消息：接回文件里的上一条
+    消息，一个会话还是一棵树——中途换了 sessionId（续接）也一样；缺口处插一条提示消息（notice "gap"），浏览器
+    和导出里看得见“这里缺了记录”。文件的第一条就缺父（从已经删掉的文件续接来的）仍然是根。"""
+    missing = t.state.get("missing_parents", {})
+    previous: Dict[tuple, Entry] = {}
+    bridged: List[Entry] = []
+    for entry in list(t.order):
+        key = (entry.home, entry.label_file, entry.sidechain, entry.agent)
+        if entry.uid in orphans and key in previous:
+            _insert_gap(t, entry, previous[key], missing.get(entry.uid))
+            bridged.append(entry)
+        if entry.kind == "message":
+            previous[key] = entry
+    if bridged:
+        orphans -= {entry.uid for entry in bridged}
+        t.warnings.append(f"其中 {len(bridged)} 处缺口之前同一文件里还有消息：已接回上一条消息（第 {_lines(bridged)} 行），"
+                          f"缺口处插了一条提示")
+
+
+def _insert_gap(t: Transcript, entry: Entry, before: Entry, missing: Optional[str]) -> None:
+    gap = Entry(f"gap-{entry.uid}", before.uid, entry.line, "message",
+                {"role": "system", "notice": "gap", "content": [{"type": "text", "text":
+                 f"（这里缺了记录：下一条的父条目 {str(missing or '?')[:60]} 不在文件里，按文件顺序接在上一条消息后面）"}]},
+                entry.session, entry.sidechain)
+    gap.seq = gap.last_seq = entry.seq
+    gap.home, gap.label_file, gap.agent = entry.home, entry.label_file, entry.agent
+    gap.message["id"] = gap.uid
+    if entry.sidechain:
+        gap.message["subagent"] = True
+    t.entries[gap.uid] = gap
+    t.order.append(gap)
+    entry.parent = gap.uid
 
 
 def chain_loose_roots(t: Transcript, orphans: set) -> None:
@@ -247,6 +285,9 @@ def _absorb(group: Entry, part: Entry, first_blocks: Dict[str, list]) -> None:
         first_blocks[group.uid] = blocks[:1]
         message["content"] = _visible(blocks)
     message["content"].extend(_visible(_blocks(part.message["content"])))
+    usage.add(message, part.message.get("usage"), part.message.get("duration_ms"))   # 每次调用只记了一次：相加
+    if part.message.get("interrupted"):
+        message["interrupted"] = part.message["interrupted"]
     group.last_seq = max(group.last_seq, part.seq)
 
 
@@ -301,7 +342,35 @@ def spawner(tree: Tree, root: str) -> Optional[str]:
         found = tree.message_of(tree.t.tool_calls.get(call or "")) or tree.message_of(result)
         if found:
             return found
-    return None
+    return _by_time(tree, root)
+
+
+def _by_time(tree: Tree, root: str) -> Optional[str]:
+    """没有任何 id 把子代理和启动它的调用连起来（旧版的 Task 调用没写 agentId）：找同一会话文件里、时间上在子代理
+    第一条消息之前的最后一次 Task / Agent 调用；没有时间或没有这样的调用，就挂在这个会话主干的第一条消息下
+    （列在会话下面，而不是自成一棵树）。"""
+    t = tree.t
+    entry = t.entries[root]
+    started = str((entry.message or {}).get("timestamp") or "")
+    best, best_time, best_call = None, "", ""
+    for call in t.task_titles.keys() | {call for _, call in t.task_prompts.values()}:
+        holder = t.entries.get(t.tool_calls.get(call, ""))
+        if holder is None or holder.sidechain or holder.home != entry.home or holder.message is None:
+            continue
+        stamp = str(holder.message.get("timestamp") or "")
+        if (not started or not stamp or stamp <= started) and (best is None or stamp >= best_time):
+            best, best_time, best_call = holder.uid, stamp, call
+    found = tree.message_of(best) if best else None
+    if found is not None and best_call in t.task_titles:   # 子代理的标题用这次调用的描述
+        t.agents.setdefault(entry.agent or "", {}).setdefault("title", t.task_titles[best_call])
+    if found is None:
+        trunk = [uid for uid in tree.roots() if uid not in tree.sub_roots and not t.entries[uid].sidechain
+                 and t.entries[uid].home == entry.home]
+        found = trunk[0] if trunk else None
+    if found is not None:
+        t.warnings.append(f"子代理 {entry.agent or root}（{entry.label_file.strip() or '主文件'}）没有 id 连到启动它的调用："
+                          f"按时间挂在 {'最近的一次 Task 调用' if best else '会话的开头'} 下")
+    return found
 
 
 def spawn_links(t: Transcript, entry: Entry) -> List[tuple]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import usage
 from .convert import TEXT_LIMIT, TOOL_OUTPUT_LIMIT, Converter
 from .transcript import Entry, Transcript, is_prompt, text_or_none
 
@@ -62,7 +63,12 @@ def _message(t: Transcript, obj: dict, line: int, sub: int) -> None:
     message = _ROLES.get(role, _plain)(t.convert, body, role)
     if role == "assistant" and isinstance(body.get("model"), str):
         message["model"] = body["model"]
+    if role == "assistant":   # 每条助手消息是一次 API 调用，usage 只写一次
+        usage.add(message, usage.normalised(body.get("usage"), _USAGE_NAMES))
     _add(t, obj, line, sub, message)
+
+
+_USAGE_NAMES = {"input": "input", "output": "output", "cache_read": "cacheRead", "cache_write": "cacheWrite"}
 
 
 def _add(t: Transcript, obj: dict, line: int, sub: int, message: dict) -> None:

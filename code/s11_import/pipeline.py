@@ -33,7 +33,7 @@ from s11_format import SessionError
 from s11_session import SessionNode, SessionStore
 from s11_text import describe_os_error, human_size, os_error_reason, printable
 
-from . import tree_jsonl
+from . import compressed, tree_jsonl
 from .convert import MAX_DEPTH, TEXT_LIMIT, TOOL_OUTPUT_LIMIT
 from .formats import CLAUDE, FORMATS, detect, dispatch, dispatch_document, known_formats, refusal
 from .graph import Tree, active_ends, apply_labels, repair
@@ -150,9 +150,10 @@ def _paused_gc() -> Iterator[None]:
 def _read_all(paths: List[str], max_bytes: int) -> Tuple[Transcript, int]:
     """读一组会话文件（通常只有一个）和它们的附属文件，进同一个 Transcript。"""
     t = Transcript(paths[0])
+    t.file = compressed.logical_name(paths[0])   # .jsonl.zst 和它没压缩的原文是同一个会话文件（同一组节点 ID）
     size = 0
     for path in paths:
-        name = os.path.basename(path)
+        name = compressed.logical_name(path)
         t.home, t.file_label = name, (f"{name} " if len(paths) > 1 else "")
         t.files.append(name)
         size += _read_one(path, t, max_bytes)
@@ -163,7 +164,8 @@ def _read_all(paths: List[str], max_bytes: int) -> Tuple[Transcript, int]:
             t.file_label, t.file_agent = f"{prefix}{os.path.basename(companion.path)} ", companion.agent
             t.agents[companion.agent] = {**t.agents.get(companion.agent, {}), **companion.info}
             try:
-                size += read_lines(companion.path, t, max_bytes, dispatch, dispatch_document)
+                size += _read_compressed(companion.path, t, max_bytes) if compressed.is_compressed(companion.path) \
+                    else read_lines(companion.path, t, max_bytes, dispatch, dispatch_document)
             except (SessionError, OSError) as exc:   # 一个坏的子代理文件不拖累整个会话
                 reason = str(exc) if isinstance(exc, SessionError) else os_error_reason(exc)
                 t.warnings.append(f"子代理文件 {os.path.basename(companion.path)} 没有读：{reason}")
@@ -178,9 +180,21 @@ def _read_one(path: str, t: Transcript, max_bytes: int) -> int:
     if os.path.isdir(path):   # 导入的是一个文件；整个文件夹交给 import_folder
         raise SessionError(f"无法读取 {name}：这是一个文件夹（用 import_folder 导入整个文件夹）；仓库没有任何改动")
     try:
+        if compressed.is_compressed(path):
+            return _read_compressed(path, t, max_bytes)
         return read_lines(path, t, max_bytes, dispatch, dispatch_document)
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         raise SessionError(f"无法读取 {name}：{os_error_reason(exc)}；仓库没有任何改动") from None
+
+
+def _read_compressed(path: str, t: Transcript, max_bytes: int) -> int:
+    """Codex 的 .jsonl.zst：流式解压（解出的字节按同一个 max_bytes 计）到临时文件，再照常读。"""
+    with compressed.unpacked(path, max_bytes) as (plain, complete):
+        size = read_lines(plain, t, max_bytes, dispatch, dispatch_document)
+    if not complete:
+        t.warnings.append(f"{printable(os.path.basename(path))} 的压缩流在中途断了：只导入了解出来的前 "
+                          f"{human_size(size)}（最后一行若不完整，已记进跳过的行）")
+    return size
 
 
 def _unrecognised(t: Transcript, size: int, name: str) -> SessionError:
@@ -375,15 +389,17 @@ def _walk(folder: str, problems: List[str]) -> List[str]:
 def looks_like_transcript(name: str) -> bool:
     """文件夹里哪些文件当会话记录：*.jsonl；.json 只认 Gemini CLI 的命名（session-*.json、checkpoint-*.json）——
     文件夹里别的 JSON（比如一个会话仓库的节点文件、meta.json）不是记录。单独导入一个文件时不看名字。"""
-    if name.endswith(".jsonl"):
+    if name.endswith((".jsonl", ".jsonl.zst")):   # .jsonl.zst：Codex 压缩过的旧 rollout
         return True
     return name.endswith(".json") and name.startswith(("session-", "checkpoint-"))
 
 
 def _prefer_jsonl(paths: List[str]) -> List[str]:
-    """Gemini CLI 续聊旧的 .json 会话时把它迁移成同名的 .jsonl（旧文件不删）：两份都在时只导入 .jsonl。"""
+    """Gemini CLI 续聊旧的 .json 会话时把它迁移成同名的 .jsonl（旧文件不删）：两份都在时只导入 .jsonl；
+    Codex 的 x.jsonl.zst 旁边还有没压缩的 x.jsonl 时也只导入 .jsonl（两份是同一个会话）。"""
     present = set(paths)
-    return [path for path in paths if not (path.endswith(".json") and path + "l" in present)]
+    return [path for path in paths if not (path.endswith(".json") and path + "l" in present)
+            and not (path.endswith(compressed.ZST_SUFFIX) and path[:-len(compressed.ZST_SUFFIX)] in present)]
 
 
 def companion_owner(path: str) -> Optional[Tuple[str, Optional[str]]]:

@@ -204,6 +204,8 @@ _WRAPPERS = re.compile(r'<(teammate-message|cross-session-message|user-memory-in
 _HIDDEN = re.compile(r"<(system-reminder|local-command-caveat|local-command-stdout|local-command-stderr|"
                      r"ide_opened_file|ide_selection|command-message|command-contents|session_context|"
                      r"environment_context|user_instructions)\b[^>]{0,200}>.*?(</\1>|\Z)", re.DOTALL)
+_IDE_PREAMBLE = "# Context from my IDE setup"
+_IDE_REQUEST = "## My request for Codex:"
 _BASH_INPUT = re.compile(r"<bash-input>(.{0,400}?)</bash-input>", re.DOTALL)
 
 
@@ -216,8 +218,13 @@ def prompt_title(text: str) -> str:
     '查一下缓存'
     >>> prompt_title('<system-reminder>别管我</system-reminder>修复登录')
     '修复登录'
+    >>> prompt_title('# Context from my IDE setup: ## Active file: a.py ## My request for Codex: 修复登录')
+    '修复登录'
     """
     head = text[:_TITLE_HEAD]
+    if head.lstrip().startswith(_IDE_PREAMBLE):   # VS Code 里的 Codex：真正的请求在这段说明的最后
+        request = head.rfind(_IDE_REQUEST)
+        head = head[request + len(_IDE_REQUEST):] if request >= 0 else ""
     command = _COMMAND.search(head)
     if command:
         arguments = _COMMAND_ARGS.search(head)

@@ -5,6 +5,8 @@
         ├─ 列出 ──> s11_import.list_agent_sessions()（+ 读者自己指定的文件夹）
         │           表格的每一行只是文字；行号 → 路径的对照表留在服务器端（gr.State），浏览器只送回行号
         ├─ 导入 ──> Explorer 的导入（同一套配额、同一份报告），导进这个浏览器自己的空间
+        ├─ 快要被删的 ──> s11_import.at_risk()：Claude Code / Gemini CLI 离删除不到 5 天的、Codex 压缩 / 归档的；
+        │                 「🛟 全部保留」把它们都导进这个空间（再点一次什么都不写）
         └─ 跟随 ──> 每隔几秒 s11_import.follow()：文件（或它的子代理文件）变了才再导入，同一组节点更新
 
 关键洞察：这些文件夹里是读者真实的会话。课堂上别的同学的浏览器不能打开老师电脑上的 ~/.claude，
@@ -21,8 +23,9 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from s11_format import SessionError
 from s11_text import human_size, printable, shorten
-from s11_workbench.explorer import Explorer, ExplorerError, Page, View
+from s11_workbench.explorer import MINE, Explorer, ExplorerError, Page, View, _space_budget, explain
 from s11_workbench.markdown import literal_inline
 
 HEADERS = ["Agent", "项目", "标题", "大小", "最后修改"]
@@ -57,6 +60,17 @@ class Listing:
     rows: tuple = ()
     paths: tuple = ()
     note: str = ""
+
+
+@dataclass(frozen=True)
+class AtRisk:
+    """快要被 Agent 删掉的会话（存在 gr.State 里）：rows 给表格，paths 是要保留的文件。"""
+    rows: tuple = ()
+    paths: tuple = ()
+    note: str = ""
+
+
+RISK_HEADERS = ["Agent", "标题", "为什么列在这里", "最后修改"]
 
 
 @dataclass(frozen=True)
@@ -105,6 +119,55 @@ class AgentFolders:
             more = f"（只列了最新的 {len(sessions)} 个）" if truncated or len(sessions) == LIST_LIMIT else ""
             note = f"找到 {len(sessions)} 个会话{more}，点一行选中它。找过的文件夹：{where}"
         return Listing(rows, tuple(item.path for item in sessions), note)
+
+    # ── 快要被删掉的：列出、全部保留 ──────────────────────────────────────────────────
+    def at_risk(self, client: Optional[str]) -> AtRisk:
+        """各个 Agent 快要删掉的会话（见 s11_import.rescue）：Claude Code / Gemini CLI 离删除不到 5 天的，
+        Codex 压缩和归档的。只 stat、只读开头。"""
+        import s11_import
+        self._require_local(client)
+        listing = s11_import.at_risk(self.home, self.env)
+        rows = tuple((item.session.agent, shorten(printable(item.session.title), 60), printable(item.reason),
+                      time.strftime("%Y-%m-%d %H:%M", time.localtime(item.session.modified)))
+                     for item in listing.sessions)
+        rules = "；".join(f"{s11_import.FORMAT_NAMES.get(p.format, p.format)}：{literal_inline(printable(p.where), 200)}"
+                         for p in listing.policies if p.format in (s11_import.CLAUDE, s11_import.GEMINI))
+        if not rows:
+            note = f"✅ 没有快要被删掉的会话（{rules}）"
+        else:
+            note = (f"⚠️ {len(rows)} 个会话快要被 Agent 删掉（或已被压缩、归档）：点「🛟 全部保留」把它们导入你的空间"
+                    f"（已经保留过的不会再写）。期限：{rules}")
+        return AtRisk(rows, tuple(item.session.path for item in listing.sessions), note)
+
+    def keep_all(self, client: Optional[str], token, view: View, risk: AtRisk,
+                 teacher: Optional[str] = None) -> Page:
+        """把列出的快要被删掉的会话全部导入这个浏览器自己的空间（同一套配额）；再点一次什么都不写。"""
+        def action(space, own):
+            import s11_import
+            self._require_local(client)
+            if not risk.paths:
+                raise ExplorerError("没有要保留的会话（先点「🔄 列出本机会话」）")
+            target = own.writable()
+            target.throttle()
+            written = unchanged = 0
+            problems, picked = [], None
+            for path in risk.paths:
+                try:
+                    report = s11_import.import_file(path, target.store, max_bytes=target.limits.max_upload_bytes,
+                                                    budget=_space_budget(s11_import.WriteBudget, target))
+                except (SessionError, OSError) as error:   # 一个坏文件不拖累其余的
+                    problems.append(f"{literal_inline(printable(os.path.basename(path)), 80)}：{explain(error)}")
+                    continue
+                written, unchanged = written + report.written, unchanged + report.unchanged
+                picked = picked or report.active_id
+            kept = len(risk.paths) - len(problems)
+            notice = (f"🛟 保留了 {kept}/{len(risk.paths)} 个快要被删掉的会话：写入 {written} 个节点，"
+                      f"{unchanged} 个节点早已保留")
+            if problems:
+                notice += f"；{len(problems)} 个没能导入：" + "；".join(problems[:3])
+            return View(source=MINE, session_id=picked, revision=-1), notice, {"fork_reset": True}
+
+        return self.explorer._act(token, view, teacher, action, check=True, area="import")
 
     # ── 导入与跟随 ────────────────────────────────────────────────────────────
     def import_row(self, client: Optional[str], token, view: View, listing: Listing, row,

@@ -8,11 +8,20 @@ from __future__ import annotations
 
 import gradio as gr
 
-from s11_workbench.agent_folders import FOLLOW_SECONDS, HEADERS, AgentFolders, Followed, Listing
+from s11_workbench.agent_folders import (
+    FOLLOW_SECONDS,
+    HEADERS,
+    RISK_HEADERS,
+    AgentFolders,
+    AtRisk,
+    Followed,
+    Listing,
+)
 
 INTRO = ("列出本机 **Claude Code、Pi、Codex CLI、Gemini CLI** 默认文件夹里的会话（这些文件夹只读，从不写）。"
          "点一行选中它，再点「📥 导入」；勾上「👀 跟随」，会话文件变长后会自动再导入（同一组节点更新，"
-         "你在这里续写过的节点不会被覆盖）。")
+         "你在这里续写过的节点不会被覆盖）。下面「🛟 快要被删掉的会话」列出 Agent 快要删掉的会话"
+         "（Claude Code、Gemini CLI 离保留期限不到 5 天的，Codex 压缩和归档的），「🛟 全部保留」一次都导进来。")
 
 
 class Panel:
@@ -35,6 +44,13 @@ class Panel:
                                           elem_id="s11x-agents-follow")
                 self.import_button = gr.Button("📥 导入选中的会话", variant="primary", elem_id="s11x-agents-import")
             self.timer = gr.Timer(FOLLOW_SECONDS, active=False)
+            # 快要被 Agent 删掉的会话（Claude Code / Gemini CLI 的保留期限、Codex 压缩和归档的）：一键全部保留
+            self.risk_note = gr.Markdown("", elem_id="s11x-agents-risk-note")
+            self.risk_table = gr.Dataframe(headers=RISK_HEADERS, datatype="str", interactive=False, max_height=240,
+                                           wrap=True, column_widths=["16%", "34%", "34%", "16%"],
+                                           elem_id="s11x-agents-risk", label="🛟 快要被删掉的会话")
+            self.keep_button = gr.Button("🛟 全部保留", elem_id="s11x-agents-keep")
+        self.risk = gr.State(AtRisk())
         self.listing = gr.State(Listing())
         self.chosen = gr.State(None)
         self.followed = gr.State(Followed())
@@ -52,8 +68,25 @@ class Panel:
             rows = [[str(number), *row] for number, row in enumerate(listing.rows, 1)]
             return listing, rows, listing.note, None
 
-        self.list_button.click(on_list, inputs=[self.folder], outputs=[self.listing, self.table, self.note,
-                                                                       self.chosen],
+        listed = self.list_button.click(on_list, inputs=[self.folder], outputs=[self.listing, self.table, self.note,
+                                                                                self.chosen],
+                                        api_visibility="private", concurrency_limit=2)
+
+        def on_risk(request: gr.Request):
+            try:
+                risk = folders.at_risk(_client(request))
+            except Exception as error:   # ExplorerError 与 OSError：一句中文
+                from s11_workbench.explorer import explain
+                return AtRisk(), [], explain(error)
+            return risk, [list(row) for row in risk.rows], risk.note
+
+        listed.then(on_risk, inputs=None, outputs=[self.risk, self.risk_table, self.risk_note],
+                    api_visibility="private", concurrency_limit=2)
+
+        def on_keep(token, current, secret, risk, request: gr.Request):
+            return page_outputs(folders.keep_all(_client(request), token, current, risk, secret))
+
+        self.keep_button.click(on_keep, inputs=[visitor, view, teacher, self.risk], outputs=outputs,
                                api_visibility="private", concurrency_limit=2)
         self.folder.submit(on_list, inputs=[self.folder], outputs=[self.listing, self.table, self.note, self.chosen],
                            api_visibility="private", concurrency_limit=2)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import s11_export
 from s11_converge import tool_call_count
+from s11_import import usage
 from s11_session import ConflictError, SessionError
 from s11_text import shorten
 from s11_tree import PAGE_STYLE, Forest, branch_prefixes, content_text, creation_order, root_of, walk
@@ -236,7 +237,8 @@ def comparison_of(result: dict) -> Comparison:
               f"{tool_call_count(only_a)} 次工具调用",
               f"**B** {literal_inline(result['title_b'], 40)} `{b_id}`：之后 {len(only_b)} 条消息、"
               f"{tool_call_count(only_b)} 次工具调用"]
-    summary = "\n\n".join([f"⚖️ {literal_inline(result['note'], 300)}", *(f"- {line}" for line in counts)])
+    summary = "\n\n".join([f"⚖️ {literal_inline(result['note'], 300)}", *(f"- {line}" for line in counts),
+                             usage_table(result)])
     pair = Pair(a_id, b_id, ((a_id, result["revision_a"]), (b_id, result["revision_b"])),
                 carry_choices("A", a_id, only_a, common), carry_choices("B", b_id, only_b, common),
                 result["title_a"], result["title_b"])
@@ -250,6 +252,34 @@ def comparison_of(result: dict) -> Comparison:
         winner_choices=[(f"A：{shorten(side_name(result, 'a'), 24)} [{a_id}]", a_id),
                         (f"B：{shorten(side_name(result, 'b'), 24)} [{b_id}]", b_id)],
         winner=b_id)
+
+
+def usage_table(result: dict) -> str:
+    """两支各花了多少，并排：分叉之后的部分和整条分支（从根开始）。token 数来自导入的 Agent 记录
+    （消息上的 usage，见 s11_import.usage）；没有记录时照实写“没有记录”，而不是 0。"""
+    shared = result.get("shared") or []
+    columns = [("A · 分叉之后", result["only_a"]), ("B · 分叉之后", result["only_b"]),
+               ("A · 整条分支", [*shared, *result["only_a"]]), ("B · 整条分支", [*shared, *result["only_b"]])]
+    sums = [usage.totals(messages) for _, messages in columns]
+    if not any(total.recorded or total.duration_ms for total in sums):
+        return "💰 花费：两边都没有记录 token 数（只有导入的 Agent 会话才有）；工具调用次数见上。"
+
+    def cell(total, key: str) -> str:
+        if key == "tool_calls":
+            return f"{total.tool_calls:,}"
+        if key == "duration_ms":
+            return f"{total.duration_ms / 1000:,.1f} 秒" if total.duration_ms else "—"
+        return f"{getattr(total, key):,}" if total.recorded else "没有记录"
+
+    rows = [("输入 token", "input"), ("输出 token", "output"), ("缓存读", "cache_read"), ("缓存写", "cache_write"),
+            ("推理 token", "reasoning"), ("工具调用", "tool_calls"), ("耗时", "duration_ms")]
+    lines = ["💰 **花费**（A、B 并排）", "", "| | " + " | ".join(name for name, _ in columns) + " |",
+             "| --- |" + " ---: |" * len(columns)]
+    for name, key in rows:
+        if key in ("cache_read", "cache_write", "reasoning") and not any(getattr(total, key) for total in sums):
+            continue
+        lines.append(f"| {name} | " + " | ".join(cell(total, key) for total in sums) + " |")
+    return "\n".join(lines)
 
 
 def shared_lines(result: dict) -> str:

@@ -269,9 +269,13 @@ def _message_rows(message: dict, number: int, tool_names: dict, clean: Callable[
                 if part.kind == "tool_call":
                     calls.append((len(rows), part.caption))
                 rows.append(_thought(_PART_TITLES[part.kind](part), fenced(text)))
+    if isinstance(message.get("expanded"), str):   # 用户打的是 /init 这样的命令：代理展开后的全文点开就能看
+        rows.append(_thought("📜 代理展开后的全文", fenced(fold(clean(message["expanded"])))))
     collapse = message.get("role") == "system" or message.get("meta")
     if collapse:
-        title = f"#{number} {'🧠 系统提示' if message.get('role') == 'system' else '⚙️ 代理注入的文字'}"
+        kind = "🧠 系统提示" if message.get("role") == "system" else "⚙️ 代理注入的文字"
+        kind = f"ℹ️ 界面提示（{literal_inline(str(message['notice']), 20)}）" if message.get("notice") else kind
+        title = f"#{number} {kind}"
         head = [_thought(("📍 " if focus else "") + title, "\n\n".join(body) or "（空）")]
     elif body or not rows:
         head = [{"role": role, "content": "\n\n".join([header, *body]) if body else f"{header}\n\n（空消息）"}]
@@ -1335,6 +1339,10 @@ def _details(store, node: SessionNode, read_only: bool, clean: Callable[[str], s
     if node.fork_point is not None and node.parent_id:
         facts.append(f"🌿 前 {node.fork_point} 条继承自父会话 `{node.parent_id}`，之后 "
                      f"{len(node.messages) - node.fork_point} 条是本分支新增的")
+    from s11_import import usage  # 和导入一样按需加载
+    whole = usage.branch_totals(node)
+    if whole.recorded:   # 导入的 Agent 会话记着 token 数：这个节点自己花的、从根到它一共花的
+        facts.append(f"💰 本节点：{usage.describe(usage.node_totals(node))}\n\n💰 整条分支：{usage.describe(whole)}")
     return "\n\n".join(facts)
 
 

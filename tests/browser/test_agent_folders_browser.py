@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -97,5 +98,103 @@ def test_a_reader_lists_imports_and_follows_their_own_session(browser, server, h
         if shots:
             page.locator("#s11x-agents").scroll_into_view_if_needed()
             page.screenshot(path=str(Path(shots) / f"agents-{width}-{scheme}.png"), full_page=False)
+    finally:
+        context.close()
+
+
+# ── issue 44: what the agents are about to delete, kept in one click; usage side by side ──────
+def _line(kind, uid, parent, when, body):
+    return {"type": kind, "uuid": uid, "parentUuid": parent, "sessionId": "0ld-session", "cwd": "/api",
+            "version": "2.1.42", "timestamp": f"2026-01-01T00:{when}.000Z", "message": body}
+
+
+def _reply(uid, parent, when, words, tokens_in, tokens_out):
+    return _line("assistant", uid, parent, when, {"id": f"m-{uid}", "role": "assistant", "model": "claude-sonnet-4-5",
+                                                  "content": [{"type": "text", "text": words}],
+                                                  "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}})
+
+
+@pytest.fixture(scope="module")
+def risky_home(tmp_path_factory) -> Path:
+    """A Claude Code session 27 days old (deleted at 30 by default) with a rewind (two branches, each with usage), and
+    a compressed Codex rollout."""
+    import time
+
+    import zstandard
+    home = tmp_path_factory.mktemp("risky-home")
+    project = home / ".claude" / "projects" / "-home-dev-api"
+    project.mkdir(parents=True)
+    lines = [_line("user", "u1", None, "00:00", {"role": "user", "content": "缓存用哪种方案？"}),
+             _reply("a1", "u1", "00:05", "A 或 B", 1200, 40),
+             _line("user", "u2", "a1", "01:00", {"role": "user", "content": "用方案 A"}),
+             _reply("a2", "u2", "01:05", "A 做好了", 3000, 200),
+             _line("user", "u3", "a1", "09:00", {"role": "user", "content": "改用方案 B"}),
+             _reply("a3", "u3", "09:05", "B 做好了", 45000, 1800)]
+    session = project / "0ld-session.jsonl"
+    session.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    stamp = time.time() - 27 * 86400
+    os.utime(session, (stamp, stamp))
+    rollout = (REPO / "examples" / "codex-cli-orders-pagination.jsonl").read_bytes()
+    day = home / ".codex" / "sessions" / "2026" / "05" / "01"
+    day.mkdir(parents=True)
+    (day / "rollout-2026-05-01T00-00-00-c1.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(rollout))
+    return home
+
+
+@pytest.fixture(scope="module")
+def risky_server(tmp_path_factory, risky_home):
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    import app
+
+    demo = app.build_app(tmp_path_factory.mktemp("sessions"), agent_folders={"home": str(risky_home), "env": {}})
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                **app.launch_options(demo))
+    try:
+        yield demo.local_url.rstrip("/")
+    finally:
+        demo.close()
+
+
+def test_the_panel_keeps_what_the_agents_will_delete_and_compare_shows_what_each_branch_cost(browser, risky_server,
+                                                                                              risky_home):
+    before = digest(risky_home)
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    try:
+        page.goto(risky_server)
+        open_tab(page, TAB)
+        page.locator("#s11x-import-tab > button.label-wrap").click()
+        page.locator("#s11x-agents").get_by_text("本机 Agent 文件夹").first.click()
+        page.locator("#s11x-agents-list").click()
+        page.locator("#s11x-agents-risk-note").get_by_text("2 个会话快要被 Agent 删掉").wait_for(timeout=15_000)
+        risk = page.locator("#s11x-agents-risk").inner_text()
+        assert "缓存用哪种方案？" in risk and "还剩 3.0 天就会被删除" in risk and "已压缩" in risk
+        page.locator("#s11x-agents-keep").click()
+        page.locator("#s11x-import-result").get_by_text("保留了 2/2 个快要被删掉的会话").wait_for(timeout=20_000)
+        first = page.locator("#s11x-import-result").inner_text()
+        written = re.search(r"写入 (\d+) 个节点，0 个节点早已保留", first)
+        assert written and int(written.group(1)) >= 3, first   # the Claude session's two branches + the Codex one
+        shots = os.environ.get("S11_AGENT_SCREENSHOTS")
+        if shots:
+            page.locator("#s11x-agents-risk").scroll_into_view_if_needed()
+            page.screenshot(path=str(Path(shots) / "agents-keep.png"), full_page=False)
+        page.locator("#s11x-agents-keep").click()
+        page.locator("#s11x-import-result").get_by_text("写入 0 个节点").wait_for(timeout=20_000)
+        second = page.locator("#s11x-import-result").inner_text()
+        assert f"写入 0 个节点，{written.group(1)} 个节点早已保留" in second, second
+        # compare: the two branches of the kept Claude session, usage side by side
+        page.locator("#s11x-list").get_by_text("缓存用哪种方案？").first.click()
+        page.locator("#s11c-compare").click()
+        summary = page.locator("#s11c-summary")
+        summary.get_by_text("花费").wait_for(timeout=15_000)
+        text = summary.inner_text()
+        assert "输入 token" in text and "45,000" in text and "3,000" in text, text
+        if shots:
+            summary.scroll_into_view_if_needed()
+            page.screenshot(path=str(Path(shots) / "compare-usage.png"), full_page=False)
+        assert dialogs == [] and digest(risky_home) == before   # the agents' folders were only read
     finally:
         context.close()

@@ -411,15 +411,23 @@ def test_the_first_copy_of_a_duplicate_uuid_wins(tmp_path, store):
     assert any("重复" in w and "3" in w for w in report.warnings)
 
 
-def test_an_orphan_becomes_a_root_of_its_own_with_a_warning(tmp_path, store):
+def test_an_orphan_after_earlier_lines_is_bridged_with_the_gap_marked(tmp_path, store):
+    """Issue 44: missing lines no longer split a session into several trees when the chain is recoverable."""
     log = (Claude().user("u1", None, "主线").assistant("a1", "u1", text("好"))
            .user("u9", "lost-parent", "孤儿").assistant("a9", "u9", text("嗯")))
     report = import_file(log.write(tmp_path / "s.jsonl"), store)
-    assert len(report.root_ids) == 2
-    roots = {own_texts(store.load(root))[0]: store.load(root) for root in report.root_ids}
-    assert own_texts(roots["孤儿"]) == ["孤儿", "嗯"] and own_texts(roots["主线"]) == ["主线", "好"]
-    assert roots["孤儿"].source["active_end"]            # its leaf is the newest line in the file
-    assert any("第 3 行" in w for w in report.warnings)
+    (node,) = nodes(store, report)
+    texts = own_texts(node)
+    assert texts[:2] == ["主线", "好"] and texts[3:] == ["孤儿", "嗯"]
+    assert node.messages[2]["notice"] == "gap" and "lost-parent" in texts[2]
+    assert node.source["active_end"] and any("第 3 行" in w for w in report.warnings)
+
+
+def test_an_orphan_at_the_start_of_a_file_stays_a_root(tmp_path, store):
+    log = Claude().user("u9", "deleted-file-line", "续接的开头").assistant("a9", "u9", text("嗯"))
+    report = import_file(log.write(tmp_path / "s.jsonl"), store)
+    (node,) = nodes(store, report)
+    assert own_texts(node) == ["续接的开头", "嗯"] and any("第 1 行" in w for w in report.warnings)
 
 
 def test_several_session_ids_become_linked_nodes(tmp_path, store):
@@ -470,13 +478,15 @@ def test_a_subagent_becomes_a_child_node_of_the_node_holding_the_spawning_call(t
     assert not inline or report.dropped.get("subagent:acompact") is None
 
 
-def test_inline_sidechain_lines_without_a_spawner_become_a_root_of_their_own(tmp_path, store):
+def test_inline_sidechain_lines_without_a_spawner_are_listed_under_the_session(tmp_path, store):
     log = (Claude().user("u1", None, "主线").assistant("a1", "u1", text("好"))
            .user("s1", None, "谁启动了我？", isSidechain=True).assistant("s2", "s1", text("不知道"), isSidechain=True))
     report = import_file(log.write(tmp_path / "s.jsonl"), store)
     main, agent = nodes(store, report)
     assert own_texts(main) == ["主线", "好"]
-    assert agent.parent_id is None and agent.source["subagent"] and own_texts(agent) == ["谁启动了我？", "不知道"]
+    # issue 44: listed under the session (no Task call to attach it to), not a separate root
+    assert agent.parent_id == main.session_id and agent.source["subagent"] and own_texts(agent) == ["谁启动了我？", "不知道"]
+    assert any("没有 id 连到启动它的调用" in w for w in report.warnings)
 
 
 # ── Pi ──────────────────────────────────────────────────────────────────────────────────────

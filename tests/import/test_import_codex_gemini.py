@@ -256,13 +256,13 @@ def test_the_legacy_pretty_printed_gemini_json_document(tmp_path, store):
     path.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
     report = import_file(path, store)
     (node,) = nodes(store, report)
-    assert node.title == "旧版会话" and own_texts(node) == ["你好", "你好！"]
+    assert node.title == "旧版会话" and own_texts(node) == ["你好", "你好！", "Memory refreshed."]
     assert report.skipped == [(4, "消息不是带 id 的对象")] and report.unit == "条消息" and "第 4 条消息" in report.describe()
-    assert report.dropped["gemini:info"] == 1
+    assert node.messages[2]["notice"] == "info"   # issue 44: info notices are kept as notices
     doc["messages"].insert(2, g_user("u-2", "再见"))   # the CLI rewrites the whole document as it grows
     path.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
     again = import_file(path, store)
-    assert again.node_ids == report.node_ids and again.updated == 1 and own_texts(store.load(node.session_id))[-1] == "再见"
+    assert again.node_ids == report.node_ids and again.updated == 1 and own_texts(store.load(node.session_id))[2] == "再见"
 
 
 def test_a_gemini_chat_save_checkpoint_is_a_linear_session(tmp_path, store):
@@ -319,11 +319,13 @@ def test_other_files_of_these_agents_are_refused_by_name(tmp_path, store, name, 
     assert os.listdir(store.storage_dir) == []
 
 
-def test_a_compressed_rollout_is_refused_with_what_to_do(tmp_path, store):
+def test_a_broken_compressed_rollout_is_refused_and_names_the_file(tmp_path, store):
+    """Issue 44: valid .jsonl.zst files import now (tests/import/test_import_codex_zst.py); a broken one is refused."""
     path = tmp_path / "rollout.jsonl.zst"
     path.write_bytes(b"\x28\xb5\x2f\xfd" + os.urandom(100))
-    with pytest.raises(UnsupportedFormat, match="zstd 压缩文件：先解压"):
+    with pytest.raises(UnsupportedFormat, match="rollout.jsonl.zst 不是有效的 zstd 压缩文件"):
         import_file(path, store)
+    assert store.list_sessions() == []
 
 
 def test_a_broken_pretty_printed_document_names_the_line(tmp_path, store):

@@ -122,3 +122,66 @@ def test_the_panel_and_its_events_exist_only_with_the_flag(tmp_path, home):
         return {c.get("props", {}).get("elem_id") for c in config["components"]}
     assert "s11x-agents-table" not in ids(app.build_app(tmp_path / "a"))
     assert "s11x-agents-table" in ids(app.build_app(tmp_path / "b", agent_folders={"home": str(home), "env": {}}))
+
+
+# ── issue 44: sessions the agents are about to delete ────────────────────────────────────────
+def at_risk_home(home: Path) -> None:
+    """Beside the fixture's fresh session: a Claude Code session 27 days old (deleted at 30), and a compressed Codex
+    rollout; Claude's settings keep the default period."""
+    import os
+    import time
+
+    import zstandard
+    project = home / ".claude" / "projects" / "-home-dev-api"
+    old = project / "0ld-session.jsonl"
+    lines = [{"type": "user", "uuid": "o1", "parentUuid": None, "sessionId": "0ld-session", "cwd": "/api",
+              "timestamp": "2026-01-01T00:00:00.000Z", "message": {"role": "user", "content": "快要被删掉的会话"}},
+             {"type": "assistant", "uuid": "o2", "parentUuid": "o1", "sessionId": "0ld-session",
+              "timestamp": "2026-01-01T00:00:05.000Z",
+              "message": {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "好"}],
+                          "usage": {"input_tokens": 10, "output_tokens": 2}}}]
+    old.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    stamp = time.time() - 27 * 86400
+    os.utime(old, (stamp, stamp))
+    rollout = ('{"timestamp":"2026-05-01T00:00:00Z","type":"session_meta","payload":{"id":"c1","cwd":"/x"}}\n'
+               '{"timestamp":"2026-05-01T00:00:01Z","type":"response_item","payload":{"type":"message","role":"user",'
+               '"content":[{"type":"input_text","text":"压缩了的 Codex 会话"}]}}\n')
+    day = home / ".codex" / "sessions" / "2026" / "05" / "01"
+    day.mkdir(parents=True)
+    (day / "rollout-2026-05-01T00-00-00-c1.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(rollout.encode()))
+
+
+def test_the_panel_lists_what_the_agents_will_delete_and_keeps_it_all_in_one_click(setup, home):
+    spaces, folders = setup
+    at_risk_home(home)
+    before = tree_digest(home)
+    risk = folders.at_risk("127.0.0.1")
+    assert [(row[0], row[1]) for row in risk.rows] == [("Claude Code", "快要被删掉的会话"),
+                                                        ("Codex CLI", "压缩了的 Codex 会话")]
+    assert risk.rows[0][2].startswith("还剩 3.0 天就会被删除") and "已压缩" in risk.rows[1][2]
+    assert "2 个会话快要被 Agent 删掉" in risk.note and "默认 30 天" in risk.note
+    token = spaces.new_token()
+    page = folders.keep_all("127.0.0.1", token, View(), risk)
+    assert page.notice == "🛟 保留了 2/2 个快要被删掉的会话：写入 2 个节点，0 个节点早已保留", page.notice
+    store = spaces.open(token).store
+    kept = {row["title"] for row in store.list_sessions()}
+    assert kept == {"快要被删掉的会话", "压缩了的 Codex 会话"}
+    files = tree_digest(Path(store.storage_dir))
+    again = folders.keep_all("127.0.0.1", token, page.view, folders.at_risk("127.0.0.1"))
+    assert again.notice == "🛟 保留了 2/2 个快要被删掉的会话：写入 0 个节点，2 个节点早已保留", again.notice
+    assert tree_digest(Path(store.storage_dir)) == files and tree_digest(home) == before
+
+
+def test_keeping_from_another_machine_or_with_nothing_listed_writes_nothing(setup, home):
+    spaces, folders = setup
+    at_risk_home(home)
+    risk = folders.at_risk("127.0.0.1")
+    token = spaces.new_token()
+    refused = folders.keep_all("192.168.1.20", token, View(), risk)
+    assert "只对在这台电脑上打开的页面开放" in refused.notice
+    empty = folders.keep_all("127.0.0.1", token, View(), type(risk)())
+    assert "没有要保留的会话" in empty.notice
+    assert spaces.open(token).store.list_sessions() == []
+    from s11_workbench.explorer import ExplorerError
+    with pytest.raises(ExplorerError):
+        folders.at_risk("10.0.0.7")

@@ -166,3 +166,59 @@ def test_a_label_on_a_stale_page_or_a_bad_number_is_refused_and_nothing_is_writt
     _, notice = Comparer(spaces).label(token, View(), 2, "x")
     assert "先在列表或会话树里选一个会话" in notice
     assert folder_bytes(spaces.open(token).store.storage_dir) == before
+
+
+# ── issue 44: usage totals side by side ──────────────────────────────────────────────────────
+def test_compare_shows_the_two_branches_usage_side_by_side(spaces):
+    from s11_session import SessionNode
+    token = spaces.new_token()
+    store = spaces.open(token).store
+
+    def reply(text, inp, out, calls=0, ms=None):
+        message = {"role": "assistant", "content": [{"type": "text", "text": text}] + [
+            {"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {}} for i in range(calls)],
+            "usage": {"input": inp, "output": out, "cache_read": 10}}
+        if ms:
+            message["duration_ms"] = ms
+        return message
+
+    prefix = [{"role": "user", "content": "方案？"}, reply("想想", 100, 5)]
+    root = SessionNode(session_id="root", title="根", messages=prefix)
+    store.save(root)
+    store.save(SessionNode(session_id="cheap", title="便宜", parent_id="root", fork_point=2,
+                           messages=[*prefix, {"role": "user", "content": "用 A"}, reply("A", 1000, 50, 1, 2000)]))
+    store.save(SessionNode(session_id="dear", title="贵", parent_id="root", fork_point=2,
+                           messages=[*prefix, {"role": "user", "content": "用 B"}, reply("B", 30000, 900, 3, 64000),
+                                     {"role": "tool", "content": "ok"}, {"role": "assistant", "content": "没有数"}]))
+    shown = Comparer(spaces).compare(token, View(), "cheap", "dear")
+    rows = {line.split(" | ")[0].strip("| "): [cell.strip(" |") for cell in line.split(" | ")[1:]]
+            for line in shown.summary.splitlines() if line.startswith("| ") and "---" not in line}
+    assert rows["输入 token"] == ["1,000", "30,000", "1,100", "30,100"]
+    assert rows["输出 token"] == ["50", "900", "55", "905"]
+    assert rows["缓存读"] == ["10", "10", "20", "20"]
+    assert rows["工具调用"] == ["1", "3", "1", "3"] and rows["耗时"] == ["2.0 秒", "64.0 秒", "2.0 秒", "64.0 秒"]
+
+
+def test_compare_says_when_no_usage_was_recorded(spaces, student):
+    token, ids = student
+    shown = Comparer(spaces).compare(token, View(), ids["branch_a_id"], ids["branch_b_id"])
+    assert "两边都没有记录 token 数" in shown.summary and "| 输入 token" not in shown.summary
+
+
+def test_the_explorer_details_show_a_nodes_and_its_branchs_usage(spaces):
+    from s11_session import SessionNode
+    from s11_workbench.explorer import Explorer
+    token = spaces.new_token()
+    store = spaces.open(token).store
+    first = [{"role": "user", "content": "问"},
+             {"role": "assistant", "content": "答", "usage": {"input": 1000, "output": 20}}]
+    store.save(SessionNode(session_id="root", title="根", messages=first))
+    store.save(SessionNode(session_id="kid", title="分支", parent_id="root", fork_point=2, messages=[
+        *first, {"role": "user", "content": "再问"},
+        {"role": "assistant", "content": "再答", "usage": {"input": 3000, "output": 70, "cache_read": 2500},
+         "duration_ms": 4000}]))
+    page = Explorer(spaces).select(token, View(), "kid")
+    assert "💰 本节点：输入 3,000 · 输出 70 · 缓存读 2,500 · 工具调用 0 次 · 耗时 4.0 秒" in page.details
+    assert "💰 整条分支：输入 4,000 · 输出 90 · 缓存读 2,500" in page.details
+    plain = Explorer(spaces).select(token, View(), "root")
+    assert "💰 本节点：输入 1,000 · 输出 20" in plain.details
