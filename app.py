@@ -13,10 +13,8 @@
     服务器的外壳还管四件事（逻辑在 code/s11_workbench/ 的 upload_guard.py、queue_guard.py、spaces.py）：
       请求体  UploadGuard：表头有歧义就拒绝，读进来的字节边读边数（分块发送也有上限）
       排队    QueueGuard：每位访客（空间、地址）同时排队或运行中的事件有上限
-      内存    keep_replacement_ids()：绕过 gradio 6.31 让页面状态每轮变大的 bug；forget_shown_values()：不给
-              每个页面另存一份输出的值（那份只供没用到的深链接）；safe_cache_cleanup()：下载缓存的定时清理
-              不因处理函数同时加文件而停掉；页面会话最多 PAGE_SESSIONS 个，
-              先丢已关闭的页面；glibc 的 malloc arena 限成 MALLOC_ARENA_MAX 个
+      内存    gradio 的几处内存与清理问题绕过在 code/s11_workbench/gradio_fixes.py（每处一个函数、说明绕过什么）；
+              页面会话最多 PAGE_SESSIONS 个，先丢已关闭的页面；glibc 的 malloc arena 限成 MALLOC_ARENA_MAX 个
       临时目录 本次启动的所有临时文件（上传、导出、下载缓存、实验室）都在一个 s11_run_* 目录里，
               Ctrl+C、SIGTERM、SIGHUP、正常退出都会删掉它；启动时删掉同一会话目录以前的启动留下、主人已不在的
 
@@ -36,15 +34,13 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-# gradio 每处理完一个事件，就把最近 10,000 个事件的记录建成一张 pandas 表、重算一遍监控页的统计
-# （一堂课下来每个事件要多花几毫秒 CPU，还越来越多）；本工作台不用 gradio 的监控页：不再逐个事件重算，只记最近 1,000 个
-os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000000")
-os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "1000")
-
 HERE = Path(__file__).resolve().parent
 # code/ 是一组课程文件而不是包：叫 code 的包会遮住标准库的 code 模块（pdb 要用）
 sys.path.insert(0, str(HERE / "code"))
+
+from s11_workbench import gradio_fixes  # noqa: E402  (只用标准库；它改的 gradio 函数在 install() 里才导入)
+
+gradio_fixes.quiet_analytics()   # 要在 gradio 建队列之前：关掉统计上报和逐个事件重算的监控统计
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860
@@ -155,10 +151,7 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
 
     from s11_workbench.queue_guard import QueueGuard
     from s11_workbench.spaces import Limits, Spaces
-    keep_replacement_ids()
-    forget_shown_values()
-    safe_cache_cleanup()
-    bound_page_sessions()
+    gradio_fixes.install()
     spaces = Spaces(sessions_dir, limits=limits or Limits(), teacher_secret=teacher_secret,
                     client_address=current_client_address)
     with gr.Blocks(title="第 8 章 · Agent 工作台", delete_cache=DELETE_CACHE, analytics_enabled=False) as demo:
@@ -196,98 +189,6 @@ def current_client_address():
     request = LocalContext.request.get(None)
     client = getattr(request, "client", None)
     return getattr(client, "host", None)
-
-
-def keep_replacement_ids() -> None:
-    """绕过 gradio 6.31 的一个 bug：处理函数返回带属性的组件（gr.Radio(choices=…)、gr.update(…)）时，gradio 在
-    页面状态里放一个新建的替身组件，替身有一个新的 _id；这个组件下次作为输入时，gradio 按新 _id 又登记一遍——
-    每个这样的组件每轮多一份配置（一个页面每轮 +3 份，一堂课几十 MB）。这里让替身沿用原组件的 _id，
-    登记的还是原来那一格。只改 SessionState.__setitem__，装一次。"""
-    from gradio.blocks import Block
-    from gradio.state_holder import SessionState
-    if getattr(SessionState.__setitem__, "s11_keeps_ids", False):
-        return
-    original = SessionState.__setitem__
-
-    def setitem(self, key, value):
-        if isinstance(value, Block) and getattr(value, "_id", key) != key and key in self.blocks_config.blocks:
-            value._id = key   # 替身占原组件的位置，而不是再开一个新位置
-        original(self, key, value)
-
-    setitem.s11_keeps_ids = True
-    SessionState.__setitem__ = setitem
-
-
-def forget_shown_values() -> None:
-    """gradio 把每个页面会话里每个输出组件最近一次的值另存一份（SessionState.config_values，只供 gr.DeepLinkButton
-    的“深链接”用）。本工作台不用深链接，这一份只让服务器内存随每位同学看过的页面而长（树图、对话、列表、
-    全文搜索结果……上课时每个页面几百 KB，会话越多越大）。这里让它不存；组件本身（比如换了选项的单选框）照旧更新。
-    只改 SessionState._update_value_in_config，装一次。"""
-    from gradio.state_holder import SessionState
-    if getattr(SessionState._update_value_in_config, "s11_forgets", False):
-        return
-
-    def update_value_in_config(self, key, value):
-        return None
-
-    update_value_in_config.s11_forgets = True
-    SessionState._update_value_in_config = update_value_in_config
-
-
-def safe_cache_cleanup() -> None:
-    """绕过 gradio 6.31 清理下载缓存时的一个线程竞争：每 DELETE_CACHE[0] 秒在线程池里遍历每个组件的临时文件集合，
-    这时处理函数的线程正往同一个集合里加文件，遍历就抛 "Set changed size during iteration"，清理任务随之停掉，
-    缓存从此只增不减（50 人 30 分钟的课上遇到过一次）。这里换成先拷一份再遍历，删掉的再从集合里去掉；
-    其余与 gradio 的 delete_files_created_by_app 相同。只改 gradio.route_utils 里的这一个函数，装一次。"""
-    from gradio import route_utils
-    if getattr(route_utils.delete_files_created_by_app, "s11_safe", False):
-        return
-    import datetime
-
-    def delete_files_created_by_app(blocks, age):
-        keep = set()
-        for component in list(blocks.blocks.values()):
-            keep.update(getattr(component, "keep_in_cache", ()) or ())
-        for files in list(blocks.temp_file_sets):
-            removed = set()
-            for name in list(files):
-                if name in keep:
-                    continue
-                try:
-                    changed = datetime.datetime.fromtimestamp(os.lstat(name).st_ctime)
-                    if age is None or (datetime.datetime.now() - changed).total_seconds() > age:
-                        os.remove(name)
-                        removed.add(name)
-                except FileNotFoundError:
-                    removed.add(name)   # 已经不在了：也不必再记着
-            files.difference_update(removed)
-
-    delete_files_created_by_app.s11_safe = True
-    route_utils.delete_files_created_by_app = delete_files_created_by_app
-
-
-def bound_page_sessions() -> None:
-    """gradio 的页面会话表满了（state_session_capacity，launch_options 设成 PAGE_SESSIONS）时丢最久没用的那个，
-    不管它还开没开着——上课时一个同学读久了，他的视图状态就没了。这里改成先丢已关闭的（心跳已断开），
-    只有全是开着的页面时才丢最久没用的。只改 StateHolder.update，装一次。"""
-    from gradio.state_holder import StateHolder
-    if getattr(StateHolder.update, "s11_bounded", False):
-        return
-
-    def update(self, session_id):
-        with self.lock:
-            if session_id in self.session_data:
-                self.session_data.move_to_end(session_id)
-            while len(self.session_data) > self.capacity:
-                victim = next((key for key, state in self.session_data.items()
-                               if key != session_id and getattr(state, "is_closed", False)), None)
-                if victim is None:
-                    victim = next(iter(self.session_data))
-                self.session_data.pop(victim, None)
-                self.time_last_used.pop(victim, None)
-
-    update.s11_bounded = True
-    StateHolder.update = update
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

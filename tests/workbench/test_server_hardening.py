@@ -477,8 +477,8 @@ def test_the_cache_cleanup_survives_handlers_adding_files(tmp_path):
         sys.path.insert(0, str(REPO))
     from gradio import route_utils
 
-    import app
-    app.safe_cache_cleanup()
+    from s11_workbench import gradio_fixes
+    gradio_fixes.safe_cache_cleanup()
     files, old, added = cleanup_while_adding(tmp_path, route_utils.delete_files_created_by_app)
     assert added                                          # the other thread did add files meanwhile
     assert not any(os.path.exists(path) for path in old)  # every file that was cached before is gone

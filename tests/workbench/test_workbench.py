@@ -86,7 +86,8 @@ def test_workbench_imports_without_gradio():
 
 
 def test_only_the_tab_modules_import_gradio():
-    """The layout rule of code/: gradio (~5 s to import) is imported by *_tab modules and app.py, nowhere else."""
+    """The layout rule of code/: gradio (~5 s to import) is imported by *_tab modules and app.py, nowhere else
+    (and, inside its functions, by gradio_fixes.py: the one module about gradio's own internals)."""
     importers = set()
     for path in sorted(CODE_DIR.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -95,7 +96,7 @@ def test_only_the_tab_modules_import_gradio():
             if any(name.split(".")[0] == "gradio" for name in names):
                 importers.add(path.relative_to(CODE_DIR).as_posix())
     assert "s11_workbench/demo_tab.py" in importers   # the scan does see an import of gradio
-    assert [path for path in sorted(importers) if not path.endswith("_tab.py")] == []
+    assert [path for path in sorted(importers) if not path.endswith("_tab.py")] == ["s11_workbench/gradio_fixes.py"]
 
 
 # ── what one click writes ─────────────────────────────────────────────────────────────────────────
