@@ -93,13 +93,8 @@ class TabContext(NamedTuple):
     agent_folders: Any = None   # --agent-folders：AgentFolders 的参数（home、env）；None = 没有这块面板
 
 
-FORGET_TEACHER_LINK_JS = """() => {
-  const url = new URL(window.location.href);
-  if (url.searchParams.has("teacher")) {
-    url.searchParams.delete("teacher");
-    window.history.replaceState(window.history.state, "", url);
-  }
-}"""
+# 页面载入后把 ?teacher= 和 ?agents= 从地址栏抹掉（浏览器里运行的代码都在 .js 文件里，不写在 Python 字符串里）
+FORGET_LINK_SECRETS_JS = (HERE / "code" / "s11_workbench" / "forget_link_secrets.js").read_text(encoding="utf-8")
 
 
 def enter_space(spaces, token, request) -> tuple:
@@ -116,9 +111,12 @@ def enter_space(spaces, token, request) -> tuple:
     return token, (secret if spaces.is_teacher(secret) else None)
 
 
-def launch_options(demo=None) -> dict:
+def launch_options(demo=None, class_hosts=None) -> dict:
     """传给 launch() 的主题、样式与各页的脚本（Gradio 6 起 theme/css/js 属于 launch，不属于 Blocks），以及课堂防护：
-    单个上传的上限、会话目录不经 /gradio_api/file= 外泄、上传限速中间件（传入 build_app 的结果时）。"""
+    单个上传的上限、会话目录不经 /gradio_api/file= 外泄、上传限速中间件（传入 build_app 的结果时）；
+    Host 白名单（host_guard.py）：class_hosts=None 只认本机的名字，否则是课堂模式放行的名字（见 serve()）。
+    run_history=False：gradio 默认把公开接口最近 100 次的输入输出存进浏览器的 localStorage，
+    公用电脑、老师的投屏电脑上会留下没脱敏的审阅表和全班的表；enable_monitoring=False：不开 /monitoring 页。"""
     import gradio as gr
 
     from s11_workbench.spaces import Limits
@@ -131,13 +129,16 @@ def launch_options(demo=None) -> dict:
     js = "() => {\n" + "\n".join(f"({script})();" for script in scripts) + "\n}" if scripts else None
     options = {"theme": theme, "css": css, "js": js, "footer_links": ["api", "settings"], "ssr_mode": False,
                "max_file_size": (spaces.limits if spaces is not None else Limits()).max_upload_bytes,
-               "state_session_capacity": PAGE_SESSIONS}
+               "state_session_capacity": PAGE_SESSIONS, "run_history": False, "enable_monitoring": False}
     if spaces is not None:
         from starlette.middleware import Middleware
 
+        from s11_workbench.host_guard import HostGuard
         from s11_workbench.upload_guard import UploadGuard
         options["blocked_paths"] = [os.path.abspath(spaces.sessions_dir)]
-        options["app_kwargs"] = {"middleware": [Middleware(UploadGuard, spaces=spaces,
+        # 先核对 Host（叫错名字的请求连请求体都不读），再管请求体
+        options["app_kwargs"] = {"middleware": [Middleware(HostGuard, names=class_hosts),
+                                                Middleware(UploadGuard, spaces=spaces,
                                                            upload_folder=gr.utils.get_upload_folder())]}
     return options
 
@@ -169,7 +170,7 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
         ready = demo.load(on_load, inputs=[visitor], outputs=[visitor, teacher], api_name="enter_space",
                           concurrency_limit=16)
         # 教师身份已记在服务器端：把密钥从地址栏抹掉，投屏、截图、浏览器历史里都不再带着它（刷新就回到学生视图）
-        ready.then(None, js=FORGET_TEACHER_LINK_JS)
+        ready.then(None, js=FORGET_LINK_SECRETS_JS)
         ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready, agent_folders)
         for panel in panels():
             panel.build(ctx)
@@ -191,16 +192,39 @@ def current_client_address():
     return getattr(client, "host", None)
 
 
+class ChineseHelp(argparse.HelpFormatter):
+    """`python app.py --help` 的“usage:”换成中文（各选项的说明本来就是中文）。"""
+
+    def add_usage(self, usage, actions, groups, prefix=None):
+        return super().add_usage(usage, actions, groups, prefix="用法：")
+
+
+class ChineseParser(argparse.ArgumentParser):
+    """argparse 的标题和出错时的前缀说中文；它自己拼的错误细节（如 invalid int value）仍是英文。"""
+
+    def __init__(self, **kwargs):
+        super().__init__(formatter_class=ChineseHelp, add_help=False, **kwargs)
+        self._optionals.title = "选项"
+        self.add_argument("-h", "--help", action="help", help="显示这段帮助后退出")
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}：错误：{message}\n")
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="第 8 章配套 Gradio 工作台")
-    parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", DEFAULT_HOST),
+    parser = ChineseParser(description="第 8 章配套 Gradio 工作台")
+    parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", DEFAULT_HOST), metavar="地址",
                         help="监听地址（也可用环境变量 GRADIO_SERVER_NAME；默认只对本机开放）")
-    parser.add_argument("--port", type=int, default=None, help="端口（也可用环境变量 GRADIO_SERVER_PORT；默认 7860）")
-    parser.add_argument("--sessions-dir", default=os.fspath(DEFAULT_SESSIONS_DIR),
+    parser.add_argument("--port", type=int, default=None, metavar="端口", help="端口（也可用环境变量 GRADIO_SERVER_PORT；默认 7860）")
+    parser.add_argument("--sessions-dir", default=os.fspath(DEFAULT_SESSIONS_DIR), metavar="目录",
                         help="演示会话写到哪里（默认仓库下的 gradio_sessions/）")
     parser.add_argument("--agent-folders", action="store_true",
                         help="在浏览器的「📥 导入」里列出本机 Claude Code / Pi / Codex / Gemini CLI 的会话（只读；"
                              "只能在只对本机开放时用）")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="名字",
+                        help="课堂模式（--host 不是本机地址）下另外认的服务器名字，如 lab.example.edu（可写多次）。"
+                             "工作台只回答用本机名字、IP 地址、--host 的名字或这里的名字叫它的请求（防 DNS 重绑定）")
     parser.add_argument("--students-per-address", type=int, default=1, metavar="N",
                         help="一个访客地址后面有几位同学（默认 1）。整班在同一个 NAT / 代理后面、服务器看到的都是"
                              "同一个地址时设成班级人数：按地址的限额（领新空间、新建、上传、排队）随之放大 N 倍")
@@ -313,21 +337,32 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def serve(args: argparse.Namespace) -> None:
+    import secrets
+
+    from s11_workbench.host_guard import class_names
     from s11_workbench.spaces import Limits
     print("正在加载 Gradio（约 5 秒）…", flush=True)
+    # 本机 Agent 文件夹的钥匙：只打印在这个终端里，本机的别的账户、别的浏览器拿不到（见 agent_folders.access_problem）
+    agents_key = secrets.token_urlsafe(24) if args.agent_folders else None
     demo = build_app(args.sessions_dir, limits=Limits(students_per_address=args.students_per_address),
-                     agent_folders={} if args.agent_folders else None)
+                     agent_folders={"key": agents_key} if args.agent_folders else None)
     print(f"会话文件目录：{os.path.abspath(args.sessions_dir)}", flush=True)
     demo.launch(server_name=args.host, server_port=args.port, prevent_thread_lock=True, quiet=True,
-                **launch_options(demo))
+                **launch_options(demo, class_hosts=class_names(args.host, args.allow_host)))
     from s11_workbench.spaces import classroom_links, own_address
+    address = own_address(args.host, args.port)
     # 与教师链接同一个地址：浏览器按地址分开存空间令牌，换一种写法（localhost）就是另一个空间
-    print(f"✅ 工作台已就绪：{own_address(args.host, args.port)}（Ctrl+C 退出；请一直用这个地址打开，"
+    print(f"✅ 工作台已就绪：{address}（Ctrl+C 退出；请一直用这个地址打开，"
           "你的私人空间属于这个浏览器和这个地址）", flush=True)
+    if agents_key:
+        print(f"💻 本机 Agent 文件夹：用这个链接打开一次（只给自己用）：{address}?agents={agents_key}", flush=True)
     for line in classroom_links(args.host, args.port, demo.s11_spaces.teacher_secret):
         print(line, flush=True)
     try:
-        demo.block_thread()
+        while demo.is_running:   # 不用 gradio 的 block_thread：它在 Ctrl+C 时打印一行英文
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        print("⏹️ 收到停止信号，正在关闭服务器…", flush=True)
     finally:
         demo.close()
 

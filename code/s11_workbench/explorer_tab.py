@@ -19,6 +19,7 @@ Key insight: 每个事件都经 PageEvent 把浏览器里的空间令牌（ctx.v
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import gradio as gr
 from gradio.context import Context
@@ -62,74 +63,8 @@ CSS = """
   #s11x-map p code { white-space: pre; background: none !important; border: none !important; padding: 0 !important; }
 }
 """ + share_tab.CSS + compare_tab.CSS   # 「📦 分享」与「⚖️ 对比 / 🔀 收敛」面板的样式（share_tab.py、compare_tab.py）
-# 页面自己的脚本（app.py 把各页的 JS 合在一起交给 launch(js=...)；只有这段代码，从不执行会话里的文字）：
-#  1. 点分支图里的节点（mermaid 画成 <a href="?session=<id>">）：不跳转，把 '<id>#<序号>' 写进隐藏的点选框、
-#     触发它的 change 事件（gradio 的 input 事件只认键盘输入），服务器照样核对令牌和 ID。Enter 键激活链接时浏览器也发 click，同样拦下；
-#     按着 Ctrl / ⌘ / Shift / 中键点的（新标签页打开）和复制出去的链接照旧是 ?session= 链接。
-#  2. 选了 / 拖进来的文件太大或后缀不对：在 gradio 上传之前拦下（它的弹窗是英文的），交给服务器写一句中文。
-#     限额和后缀从隐藏的规则框里读（服务器填的），服务器上的检查（check_upload、UploadGuard）照旧都在。
-JS = """() => {
-  if (window.s11xScript) return;
-  window.s11xScript = true;
-  let serial = 0;
-  const send = (id, text) => {
-    const box = document.querySelector(`#${id} textarea, #${id} input`);
-    if (!box) return false;
-    serial += 1;
-    box.value = `${text}#${serial}`;
-    box.dispatchEvent(new Event("input", { bubbles: true }));
-    return true;
-  };
-  const mapLink = (target) => {
-    const link = target && target.closest ? target.closest("#s11x-map a") : null;
-    if (!link) return null;
-    const href = link.getAttribute("href") || link.getAttribute("xlink:href") || "";
-    const found = /^\\?session=([A-Za-z0-9_-]{1,64})$/.exec(href);
-    return found ? found[1] : null;
-  };
-  document.addEventListener("click", (event) => {
-    if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
-    const id = mapLink(event.target);
-    if (id && send("s11x-map-pick", id)) event.preventDefault();
-  }, true);
-  document.addEventListener("keydown", (event) => {
-    if (event.key !== "Enter" || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
-    const id = mapLink(event.target);
-    if (id && send("s11x-map-pick", id)) event.preventDefault();
-  }, true);
-  const rules = () => {
-    const box = document.querySelector("#s11x-upload-rules textarea, #s11x-upload-rules input");
-    try { return JSON.parse(box ? box.value : ""); } catch (error) { return null; }
-  };
-  const refusal = (files) => {
-    const limits = rules();
-    if (!limits || !files) return null;
-    for (const file of Array.from(files)) {
-      const name = String(file.name || "");
-      if (!limits.suffixes.some((suffix) => name.toLowerCase().endsWith(suffix))) {
-        return { kind: "type", name: name.slice(0, 255), size: file.size };
-      }
-      if (file.size > limits.max) return { kind: "size", name: name.slice(0, 255), size: file.size };
-    }
-    return null;
-  };
-  const guard = (event, files) => {
-    const problem = refusal(files);
-    if (!problem || !send("s11x-upload-refused", JSON.stringify(problem))) return false;
-    event.stopImmediatePropagation();
-    event.preventDefault();
-    return true;
-  };
-  document.addEventListener("change", (event) => {
-    const input = event.target;
-    if (!(input instanceof HTMLInputElement) || input.type !== "file" || !input.closest("#s11x-upload")) return;
-    if (guard(event, input.files)) input.value = "";
-  }, true);
-  document.addEventListener("drop", (event) => {
-    if (!event.target || !event.target.closest || !event.target.closest("#s11x-upload")) return;
-    guard(event, event.dataTransfer ? event.dataTransfer.files : null);
-  }, true);
-}"""
+# 页面自己的脚本（点分支图里的节点、上传之前查大小和后缀）：在 explorer_tab.js 里，app.py 把各页的 JS 合在一起交给 launch(js=...)
+JS = Path(__file__).with_name("explorer_tab.js").read_text(encoding="utf-8")
 INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、恢复、导出\n\n"
          "这里列出 **你自己空间** 里的全部会话（8.11 标签页的演示也写在这里），还有老师放上 **共享书架** 的会话。"
          "选中一个节点看它从根开始的完整路径；**点对话里的一条消息** 就在它之后 **分叉**，"
@@ -584,7 +519,7 @@ def _import_area(result_line, ctx) -> _Controls:
         result_line("import")
         report = gr.Textbox("", label="导入报告", lines=6, max_lines=20, interactive=False,
                             elem_id="s11x-report")
-        agents = agent_folders_tab.panel(ctx.agent_folders)   # 只有 --agent-folders 时才有
+        agents = agent_folders_tab.panel(ctx.agent_folders, ctx.spaces.browser_secret())   # 只有 --agent-folders 时才有
     return _Controls(upload=upload, button=button, examples=examples, example_button=example_button,
                      report=report, agents=agents, refused=refused)
 
