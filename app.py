@@ -116,7 +116,8 @@ def launch_options(demo=None, class_hosts=None) -> dict:
     单个上传的上限、会话目录不经 /gradio_api/file= 外泄、上传限速中间件（传入 build_app 的结果时）；
     Host 白名单（host_guard.py）：class_hosts=None 只认本机的名字，否则是课堂模式放行的名字（见 serve()）。
     run_history=False：gradio 默认把公开接口最近 100 次的输入输出存进浏览器的 localStorage，
-    公用电脑、老师的投屏电脑上会留下没脱敏的审阅表和全班的表；enable_monitoring=False：不开 /monitoring 页。"""
+    公用电脑、老师的投屏电脑上会留下没脱敏的审阅表和全班的表；enable_monitoring=False：不开 /monitoring 页；
+    页脚只留「API」：gradio 的 ⚙ 设置面板是英文的，里面的运行记录也已关掉。"""
     import gradio as gr
 
     from s11_workbench.spaces import Limits
@@ -124,10 +125,10 @@ def launch_options(demo=None, class_hosts=None) -> dict:
                            font=SANS_FONTS, font_mono=MONO_FONTS)
     spaces = getattr(demo, "s11_spaces", None)
     css = CSS + "".join(tab.CSS for tab in tabs() + panels())
-    # 各页自己的脚本（只是页面的代码，从不执行会话文字）：每页一个 JS = "() => {...}"，页面载入时依次运行
+    # 各页自己的脚本（只是页面的代码，从不执行会话文字）：每页的 JS 读自它的 .js 文件（"() => {...}"），页面载入时依次运行
     scripts = [tab.JS for tab in tabs() + panels() if getattr(tab, "JS", "")]
     js = "() => {\n" + "\n".join(f"({script})();" for script in scripts) + "\n}" if scripts else None
-    options = {"theme": theme, "css": css, "js": js, "footer_links": ["api", "settings"], "ssr_mode": False,
+    options = {"theme": theme, "css": css, "js": js, "footer_links": ["api"], "ssr_mode": False,
                "max_file_size": (spaces.limits if spaces is not None else Limits()).max_upload_bytes,
                "state_session_capacity": PAGE_SESSIONS, "run_history": False, "enable_monitoring": False}
     if spaces is not None:

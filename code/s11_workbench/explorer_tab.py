@@ -38,6 +38,7 @@ from s11_workbench.explorer import (
     Page,
     View,
 )
+from s11_workbench.shown import Shown, ShownEvent
 
 LABEL = "🌳 会话树浏览器"
 # 表格在自己的框里滚动，会话树限高，代码块折行；分支图的字不小于 12 px（窄屏上图按宽度缩小时，改看文字树）
@@ -105,31 +106,17 @@ PREVIOUS_LABEL, NEXT_LABEL = "◀ 上一个分支", "下一个分支 ▶"
 PUBLISH_LABEL, UNPUBLISH_LABEL = "📚 把选中的会话发布到共享书架（先看脱敏计数）", "🚫 从共享书架撤下"
 
 
-class PageEvent:
-    """把 Explorer 的一个动作接成事件处理函数：输入按 API 的顺序 (令牌, 视图, 老师密钥, *控件的值, 已显示的属性)
-    进来，交给 action(令牌, 视图, *控件的值, teacher=老师密钥)，拿回的整页 Page 由 page_outputs() 摊到 names 各控件上。"""
+class PageEvent(ShownEvent):
+    """Explorer 的一个动作 -> 事件处理函数（见 shown.py）：拿回的整页 Page 由 page_outputs() 摊到 names 各控件上。"""
 
     def __init__(self, action, names: tuple = PAGE):
-        self.action, self.names = action, names
-
-    def __call__(self, token, current, secret, *values):
-        *values, shown = values
-        return page_outputs(self.action(token, current, *values, teacher=secret), self.names, shown)
-
-
-def _prop(shown, sent: dict, key: str, props, update, plain):
-    """属性和页面上已有的一样：只回值（plain；布局块没有值，回 gr.skip()）；否则回整个组件（update()），
-    并记下现在的属性。"""
-    sent[key] = props
-    if isinstance(shown, dict) and key in shown and shown[key] == props:
-        return plain() if callable(plain) else plain
-    return update()
+        super().__init__(action, names, page_outputs)
 
 
 def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> list:
     """Page -> names 里各控件的新值（顺序同 names）。shown：这个页面上次收到的属性（gr.State；None = 不知道，
     全部按组件发）。page.area 为 None：提示与各块的结果行都保持原样（切换标签页时的重画不该抹掉刚显示的警告）。"""
-    view, sent = page.view, {}
+    view, shown = page.view, Shown(shown)
     writable = not page.read_only
     keep = page.area is None
     sibling_text, previous, following = page.siblings
@@ -139,7 +126,7 @@ def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> l
 
     def button(key, label, **props):
         """按钮的值就是它的字：属性没变时只回字。"""
-        return lambda: _prop(shown, sent, key, next(iter(props.values())), lambda: gr.Button(**props), label)
+        return lambda: shown.prop(key, next(iter(props.values())), lambda: gr.Button(**props), label)
 
     def fork_form(index):
         if not page.fork_reset:
@@ -148,33 +135,33 @@ def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> l
 
     values = {
         "notice": lambda: gr.skip() if keep else (page.notice if not page.area else ""),
-        "confirm_box": lambda: _prop(shown, sent, "confirm", bool(page.confirm),
+        "confirm_box": lambda: shown.prop("confirm", bool(page.confirm),
                                      lambda: gr.Column(visible=bool(page.confirm)), gr.skip),
         "confirm_text": lambda: page.confirm, "view": lambda: view, "space_label": lambda: page.space_label,
-        "source": lambda: _prop(shown, sent, "source", tuple(page.source_choices),
+        "source": lambda: shown.prop("source", tuple(page.source_choices),
                                 lambda: gr.Radio(choices=page.source_choices, value=view.source), view.source),
         "list_note": lambda: page.list_note, "table": lambda: page.rows,
-        "tree": lambda: _prop(shown, sent, "tree", tuple(page.tree_choices),
+        "tree": lambda: shown.prop("tree", tuple(page.tree_choices),
                               lambda: gr.Radio(choices=page.tree_choices, value=tree_value), tree_value),
         "details": lambda: page.details, "chat": lambda: page.chat, "path_note": lambda: page.path_note,
         "start": lambda: page.window_start,
         "resume_button": button("writable", RESUME_LABEL, interactive=writable),
         "delete": button("writable", DELETE_LABEL, interactive=writable),
         "restore": button("writable", RESTORE_LABEL, interactive=writable),
-        "download_md": lambda: _prop(shown, sent, "download_md", md is not None,
+        "download_md": lambda: shown.prop("download_md", md is not None,
                                      lambda: gr.DownloadButton(value=md, interactive=md is not None), md),
-        "download_html": lambda: _prop(shown, sent, "download_html", html is not None,
+        "download_html": lambda: shown.prop("download_html", html is not None,
                                        lambda: gr.DownloadButton(value=html, interactive=html is not None), html),
         "preview": lambda: page.preview, "map": lambda: page.map_markdown,
-        "problems": lambda: gr.skip() if page.problems is None else _prop(
-            shown, sent, "problems", bool(page.problems),
+        "problems": lambda: gr.skip() if page.problems is None else shown.prop(
+            "problems", bool(page.problems),
             lambda: gr.Markdown(page.problems, visible=bool(page.problems)), page.problems),
-        "trash": lambda: _prop(shown, sent, "trash", tuple(page.trash_choices),
+        "trash": lambda: shown.prop("trash", tuple(page.trash_choices),
                                lambda: gr.Dropdown(choices=page.trash_choices, value=None), None),
         "trash_note": lambda: page.trash_note,
-        "examples": lambda: _prop(shown, sent, "examples", tuple(page.examples),
+        "examples": lambda: shown.prop("examples", tuple(page.examples),
                                   lambda: gr.Dropdown(choices=page.examples, value=example), example),
-        "teacher_box": lambda: _prop(shown, sent, "teacher", page.teacher,
+        "teacher_box": lambda: shown.prop("teacher", page.teacher,
                                      lambda: gr.Column(visible=page.teacher), gr.skip),
         "teacher_table": lambda: page.teacher_rows,
         "publish": button("publish", PUBLISH_LABEL, visible=page.teacher and view.source != SHELF),
@@ -183,23 +170,21 @@ def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> l
         "resume_text": lambda: gr.skip() if page.draft is None else page.draft,
         **{name: (lambda area=area: gr.skip() if keep else (page.notice if page.area == area else ""))
            for name, area in zip(RESULTS, AREAS)},
-        "sibling_row": lambda: _prop(shown, sent, "siblings", bool(sibling_text),
+        "sibling_row": lambda: shown.prop("siblings", bool(sibling_text),
                                      lambda: gr.Row(visible=bool(sibling_text)), gr.skip),
         "sibling_text": lambda: sibling_text,
         "previous": button("previous", PREVIOUS_LABEL, interactive=previous is not None),
         "next": button("next", NEXT_LABEL, interactive=following is not None),
         "hits_note": lambda: page.hits_note,
-        "hits": lambda: _prop(shown, sent, "hits", bool(page.hits),
+        "hits": lambda: shown.prop("hits", bool(page.hits),
                               lambda: gr.Dataframe(value=page.hits, visible=bool(page.hits)), page.hits),
         **{name: (lambda index=index: fork_form(index)) for index, name in enumerate(FORK_FORM)},
         # 不回 None、也不回上次写的 ID：页面刚载入时浏览器可能还没从 localStorage 读出它存的那个，回一个值会盖掉它
         "remembered": lambda: view.session_id if view.source == MINE and view.session_id else gr.skip(),
     }
-    # “已显示的属性”最后才定下来：先算其余各格（它们往 sent 里记），再把 sent 交出去
+    # “已显示的属性”最后才定下来：先算其余各格（它们往 shown 里记），再把记下的交出去
     result = {name: values[name]() for name in names if name != "shown"}
-    if "shown" in names:
-        kept = {key: value for key, value in shown.items() if key not in sent} if isinstance(shown, dict) else {}
-        result["shown"] = {**kept, **sent}
+    result["shown"] = shown.merged()
     return [result[name] for name in names]
 
 

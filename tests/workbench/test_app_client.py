@@ -193,3 +193,49 @@ def test_the_server_hands_free_heap_pages_back_to_the_system_every_minute(monkey
     time.sleep(0.1)
     [thread] = [t for t in threading.enumerate() if t.name == "s11-malloc-trim" and t.ident not in before]
     assert thread.daemon and thread.is_alive()
+
+
+def test_the_page_scripts_are_read_from_their_js_files_and_combined_for_launch():
+    import app
+    from s11_workbench import explorer_tab
+
+    script = (REPO / "code" / "s11_workbench" / "explorer_tab.js").read_text(encoding="utf-8")
+    assert explorer_tab.JS == script
+    js = app.launch_options()["js"]
+    assert f"({script})();" in js and js.startswith("() => {")   # each page script runs once when the page loads
+    assert app.FORGET_LINK_SECRETS_JS == (REPO / "code" / "s11_workbench" / "forget_link_secrets.js").read_text(
+        encoding="utf-8")
+
+
+def test_run_history_and_monitoring_are_off_and_the_footer_has_no_settings_link():
+    # gradio 6.31 keeps the last 100 runs' inputs and outputs in localStorage unless run_history=False
+    import inspect
+
+    import gradio as gr
+
+    import app
+    options = app.launch_options()
+    assert {"run_history", "enable_monitoring", "footer_links"} <= set(inspect.signature(gr.Blocks.launch).parameters)
+    assert options["run_history"] is False and options["enable_monitoring"] is False
+    assert "settings" not in options["footer_links"] and "runs" not in options["footer_links"]
+
+
+def test_help_and_errors_of_the_command_line_read_in_chinese(capsys):
+    import app
+    with pytest.raises(SystemExit):
+        app.parse_args(["--help"])
+    text = capsys.readouterr().out
+    assert text.startswith("用法：") and "选项" in text and "显示这段帮助后退出" in text
+    assert "usage:" not in text and "show this help" not in text and "options:" not in text
+    with pytest.raises(SystemExit):
+        app.parse_args(["--students-per-address", "0"])
+    assert "错误：" in capsys.readouterr().err
+
+
+def test_allowed_host_names_come_from_the_command_line():
+    import app
+    from s11_workbench.host_guard import class_names
+    args = app.parse_args(["--host", "0.0.0.0", "--allow-host", "lab.example.edu", "--allow-host", "Room-2.local"])
+    assert class_names(args.host, args.allow_host) == ("127.0.0.1", "localhost", "[::1]", "lab.example.edu",
+                                                       "room-2.local")
+    assert class_names("127.0.0.1", ["lab.example.edu"]) is None   # loopback only: the three local names, no more
