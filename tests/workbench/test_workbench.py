@@ -73,7 +73,8 @@ def everything_the_page_shows(run) -> str:
 
 
 # ── no gradio ─────────────────────────────────────────────────────────────────────────────────────
-LOGIC_MODULES = ["demo", "downloads", "markdown", "explorer", "lab", "spaces", "upload_guard"]
+LOGIC_MODULES = ["demo", "downloads", "markdown", "explorer", "lab", "spaces", "upload_guard", "host_guard", "shown",
+                 "gradio_fixes"]
 
 
 def test_workbench_imports_without_gradio():
