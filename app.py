@@ -90,7 +90,8 @@ class TabContext(NamedTuple):
     visitor: Any        # gr.BrowserState：本浏览器的空间令牌；处理函数每次都 spaces.open(token)
     teacher: Any = None  # gr.State：用教师链接打开时是教师密钥，否则 None（只在服务器端，浏览器改不了）
     ready: Any = None    # 页面加载事件：需要令牌的加载逻辑写成 ctx.ready.then(...)，首次访问也拿得到令牌
-    agent_folders: Any = None   # --agent-folders：AgentFolders 的参数（home、env）；None = 没有这块面板
+    agent_folders: Any = None   # --agent-folders：AgentFolders 的参数（home、env、key）；None = 没有这块面板
+    agents_key: Any = None      # gr.BrowserState：本浏览器记着的本机 Agent 文件夹钥匙（只在有这块面板时）
 
 
 # 页面载入后把 ?teacher= 和 ?agents= 从地址栏抹掉（浏览器里运行的代码都在 .js 文件里，不写在 Python 字符串里）
@@ -160,6 +161,9 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
         # BrowserState 的加密密钥会出现在页面配置里：用服务器密钥的单向派生，重启后浏览器里的令牌仍能解开
         visitor = gr.BrowserState(None, storage_key="s11-space", secret=spaces.browser_secret())
         teacher = gr.State(None)
+        # 放在页面的最外层（不在哪个标签页里）：标签页没打开过时，里面的 BrowserState 还没挂上、存不进浏览器
+        agents_key = (gr.BrowserState(None, storage_key="s11-agents", secret=spaces.browser_secret())
+                      if agent_folders is not None else None)
 
         def on_load(token, request):
             return enter_space(spaces, token, request)
@@ -172,7 +176,7 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
                           concurrency_limit=16)
         # 教师身份已记在服务器端：把密钥从地址栏抹掉，投屏、截图、浏览器历史里都不再带着它（刷新就回到学生视图）
         ready.then(None, js=FORGET_LINK_SECRETS_JS)
-        ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready, agent_folders)
+        ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready, agent_folders, agents_key)
         for panel in panels():
             panel.build(ctx)
         with gr.Tabs():

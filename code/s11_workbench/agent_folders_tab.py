@@ -21,10 +21,10 @@ INTRO = ("列出本机 **Claude Code、Pi、Codex CLI、Gemini CLI** 默认文�
 class Panel:
     """面板上的控件；wire() 在 explorer_tab 搭好整页输出之后把事件接上。"""
 
-    def __init__(self, options: dict, secret: str | None = None):
+    def __init__(self, options: dict, key=None):
         self.options = options
-        # 面板钥匙存在这个浏览器里（加密）：刷新页面仍然有效；别的浏览器、别的账户没有它
-        self.key = gr.BrowserState(None, storage_key="s11-agents", secret=secret)
+        # 面板钥匙存在这个浏览器里（app.py 建的加密 BrowserState）：刷新页面仍然有效；别的浏览器、别的账户没有它
+        self.key = key if key is not None else gr.State(None)
         with gr.Accordion("💻 本机 Agent 文件夹（只在这台电脑上打开时有）", open=False, elem_id="s11x-agents"):
             gr.Markdown(INTRO)
             with gr.Row(equal_height=True):
@@ -110,10 +110,10 @@ class Panel:
                           api_visibility="private", queue=False)
 
 
-def panel(options, secret: str | None = None) -> Panel | None:
+def panel(options, key=None) -> Panel | None:
     """options 是 None（没有 --agent-folders：面板不存在）或 AgentFolders 的参数（home、env、key）；
-    secret 加密浏览器里存的面板钥匙（同 app.py 的空间令牌）。"""
-    return None if options is None else Panel(dict(options), secret)
+    key 是 app.py 建在页面最外层的 gr.BrowserState，存着本浏览器的面板钥匙。"""
+    return None if options is None else Panel(dict(options), key)
 
 
 def caller(request, key=None) -> Caller:

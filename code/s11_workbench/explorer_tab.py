@@ -504,7 +504,7 @@ def _import_area(result_line, ctx) -> _Controls:
         result_line("import")
         report = gr.Textbox("", label="导入报告", lines=6, max_lines=20, interactive=False,
                             elem_id="s11x-report")
-        agents = agent_folders_tab.panel(ctx.agent_folders, ctx.spaces.browser_secret())   # 只有 --agent-folders 时才有
+        agents = agent_folders_tab.panel(ctx.agent_folders, ctx.agents_key)   # 只有 --agent-folders 时才有
     return _Controls(upload=upload, button=button, examples=examples, example_button=example_button,
                      report=report, agents=agents, refused=refused)
 
