@@ -1,16 +1,19 @@
 """app.py — 本书配套工作台：每一节一个标签页
 
     python app.py [--host 127.0.0.1] [--port 7860] [--sessions-dir gradio_sessions] [--students-per-address 1]
+                  [--agent-folders] [--allow-host 名字 …]
 
     tabs() = (demo_tab, explorer_tab, lesson_tab, lab_tab)   每个 code/s11_workbench/*_tab.py 有 LABEL、CSS 和 build(ctx)
-       └─> gr.Tab(LABEL) 里调 build(ctx)            ctx = TabContext(sessions_dir, spaces, visitor, teacher, ready, agent_folders)
+       └─> gr.Tab(LABEL) 里调 build(ctx)            ctx = TabContext(sessions_dir, spaces, visitor, teacher, ready, …)
     新增一页 = 在 code/s11_workbench/ 写一对 xxx.py（逻辑）+ xxx_tab.py（布局），再在 tabs() 里加上它的名字。
 
     页面加载 ──> enter_space：浏览器里的空间令牌（gr.BrowserState）有效就沿用，否则领一个新的；
                  带 ?teacher=<启动时打印的密钥> 打开时，教师密钥只记在服务器端的 gr.State 里。
     每个请求 ──> 处理函数拿 visitor 作输入，ctx.spaces.open(token) 重新验签（见 code/s11_workbench/spaces.py）。
 
-    服务器的外壳还管四件事（逻辑在 code/s11_workbench/ 的 upload_guard.py、queue_guard.py、spaces.py）：
+    服务器的外壳还管五件事（逻辑在 code/s11_workbench/ 的 host_guard.py、upload_guard.py、queue_guard.py、spaces.py）：
+      名字    HostGuard：只回答用本机名字（课堂模式下再加 IP 地址、--host 与 --allow-host 的名字）叫它的请求，
+              别的网页把自己的域名解析到 127.0.0.1 也进不来（DNS 重绑定）；本机 Agent 文件夹另有更严的一道
       请求体  UploadGuard：表头有歧义就拒绝，读进来的字节边读边数（分块发送也有上限）
       排队    QueueGuard：每位访客（空间、地址）同时排队或运行中的事件有上限
       内存    gradio 的几处内存与清理问题绕过在 code/s11_workbench/gradio_fixes.py（每处一个函数、说明绕过什么）；
@@ -19,7 +22,7 @@
               Ctrl+C、SIGTERM、SIGHUP、正常退出都会删掉它；启动时删掉同一会话目录以前的启动留下、主人已不在的
 
 关键洞察：这里只是外壳。gradio 导入要 ~5 秒，所以先打印一句提示再导入；逻辑全在 code/ 里。
-全程离线：主题只用系统字体，不加载 Google Fonts，关闭统计上报。
+全程离线：主题只用系统字体，不加载 Google Fonts，关闭统计上报；浏览器里不留运行记录（run_history=False）。
 """
 
 from __future__ import annotations

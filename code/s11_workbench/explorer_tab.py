@@ -78,10 +78,7 @@ PICK_HINT = "👆 点对话里的一条消息，在它之后分叉；点用户�
 FORK_LABEL = "🌿 在选中的消息之后分叉"
 
 
-# 每个事件只回它改得动的控件；控件的属性（选项、可见、可点）和页面上已有的一样时只回值。gradio 处理一个
-# 带属性的更新（gr.Radio(choices=…)、gr.DownloadButton(…)，连 gr.skip() 也算）要在事件循环里新建一个组件、
-# 重算它的配置，每个 1–6 ms，全班同时点时所有页面都在那里排队；只回值的那一格约 0.2 ms，还不占事件循环
-# （load_classroom.py --postprocess 量过）。页面上已显示的属性记在一个 gr.State 里（shown），做法同 lesson_tab.py。
+# 每个事件只回它改得动的控件；属性（选项、可见、可点）和页面上已有的一样时只回值（为什么见 shown.py）。
 RESULTS = tuple(f"{area}_result" for area in AREAS)
 FORK_FORM = ("fork_at", "fork_text", "fork_title", "picked", "fork_button")
 # 所有输出，按这个顺序（compare_tab.py、agent_folders_tab.py 用 outputs + page_outputs(page) 接整页）

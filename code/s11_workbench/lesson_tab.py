@@ -55,9 +55,7 @@ EXAMPLE = """{
 }"""
 
 
-# 每个事件只回它改得动的控件，控件的属性（选项、可见、可点）没变时只回值：gradio 处理一个带属性的更新
-# （gr.Radio(choices=…)、gr.skip()……）要在事件循环里新建一个组件、重算它的配置，每个 1–6 ms，全班同时点时
-# 所有页面都在那里排队；只回值的那一格约 0.2 ms，还不占事件循环（load_classroom.py --in-process 量过）。
+# 每个事件只回它改得动的控件；属性（选项、可见、可点）没变时只回值（为什么见 shown.py）。
 PAGE = ("notice", "view", "shown", "levels", "mine", "tree", "verdict", "hint", "solution", "solution_button",
         "others", "doctor", "second", "preview", "download_md", "download_html")
 LEVEL = PAGE + ("instructions", "goal", "goal_list", "tools")     # 换了一关：说明、目标树也要重画
