@@ -231,7 +231,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="在浏览器的「📥 导入」里列出本机 Claude Code / Pi / Codex / Gemini CLI 的会话（只读；"
                              "只能在只对本机开放时用）")
     parser.add_argument("--allow-host", action="append", default=[], metavar="名字",
-                        help="课堂模式（--host 不是本机地址）下另外认的服务器名字，如 lab.example.edu（可写多次）。"
+                        help="课堂模式（--host 不是本机地址）下另外认的服务器名字，如 lab.example.edu（可写多次；"
+                             "前面有反向代理时写上它对外的端口，如 lab.example.edu:443）。"
                              "工作台只回答用本机名字、IP 地址、--host 的名字或这里的名字叫它的请求（防 DNS 重绑定）")
     parser.add_argument("--students-per-address", type=int, default=1, metavar="N",
                         help="一个访客地址后面有几位同学（默认 1）。整班在同一个 NAT / 代理后面、服务器看到的都是"

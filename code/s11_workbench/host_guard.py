@@ -3,6 +3,7 @@
     每个 HTTP / WebSocket 请求 ──> HostGuard（ASGI 中间件，在 gradio 之前）
         Host 是 127.0.0.1:<端口>、localhost:<端口>、[::1]:<端口>           ──> 放行（<端口> = 这个连接进来的端口）
         课堂模式（--host 不是本机地址）：再加任何 IP 字面量:<端口>、--host 的名字、--allow-host 给的名字
+                                       （--allow-host 名字:端口 = 反向代理对外的那个端口）
         其余（evil.example:<端口>、没有 Host、两个 Host、端口不对）        ──> 421 一句中文，gradio 看不到这个请求
 
     本机 Agent 文件夹（agent_folders.py）另有更严的一道：不论哪种模式，Host 只能是上面那三个本机名字，
@@ -76,11 +77,19 @@ def is_loopback(host: Optional[str]) -> bool:
 def host_allowed(host: Optional[str], port: int, names: Iterable[str] = LOOPBACK_NAMES,
                  any_ip: bool = False) -> bool:
     """Host 表头是不是 names 里的一个名字（或 any_ip 时任何 IP 字面量）加上本服务器的端口 port。
-    端口是 80 时浏览器不写端口，也算。"""
+    names 里写了端口的（"lab.example.edu:443"，前面有反向代理时）只认那个端口。浏览器在 80 端口不写端口，也算。
+
+        host_allowed("localhost:7860", 7860) -> True；host_allowed("evil.example:7860", 7860) -> False
+    """
     name, given = split_host(host)
-    if not name or (given if given is not None else 80) != port:
+    given = given if given is not None else 80
+    if not name:
         return False
-    return name in {item.lower() for item in names} or (any_ip and is_ip_literal(name))
+    for allowed in names:
+        allowed_name, allowed_port = split_host(allowed)
+        if name == allowed_name and given == (allowed_port if allowed_port is not None else port):
+            return True
+    return any_ip and given == port and is_ip_literal(name)
 
 
 def class_names(listen_host: Optional[str], extra: Iterable[str] = ()) -> Optional[tuple[str, ...]]:
@@ -94,8 +103,15 @@ def class_names(listen_host: Optional[str], extra: Iterable[str] = ()) -> Option
     for name in [listen_host or "", *extra]:
         name = name.strip().lower()
         if name and name not in ("0.0.0.0", "::", "[::]"):
-            names.append(f"[{name}]" if ":" in name and not name.startswith("[") else name)
+            names.append(f"[{name}]" if _is_bare_ipv6(name) else name)   # Host 表头里 IPv6 地址带方括号
     return tuple(dict.fromkeys(names))
+
+
+def _is_bare_ipv6(name: str) -> bool:
+    try:
+        return ipaddress.ip_address(name).version == 6
+    except ValueError:
+        return False
 
 
 def refusal_text(host: Optional[str]) -> str:

@@ -239,6 +239,7 @@ def test_allowed_host_names_come_from_the_command_line():
     assert class_names(args.host, args.allow_host) == ("127.0.0.1", "localhost", "[::1]", "lab.example.edu",
                                                        "room-2.local")
     assert class_names("127.0.0.1", ["lab.example.edu"]) is None   # loopback only: the three local names, no more
+    assert class_names("fe80::1", ["lab.example.edu:443"])[3:] == ("[fe80::1]", "lab.example.edu:443")
 
 
 def test_python_app_prints_the_agents_link_refuses_a_foreign_host_and_says_goodbye_in_chinese(tmp_path):

@@ -205,3 +205,22 @@ def test_the_class_network_app_never_lists_the_agent_folders_under_a_class_name(
     answer = agents_list(demo, port, name, f"http://{name}", KEY)   # the page itself is served under this name
     assert "把服务器叫作" in answer and "Claude Code" not in answer and "找到" not in answer
     assert get(port, "/config", f"evil.example:{port}").status_code == 421
+
+
+# ── the rule itself, for any spelling ─────────────────────────────────────────────────────────────────────
+@pytest.mark.parametrize("host, names, any_ip, allowed", [
+    ("127.0.0.1:7860", None, False, True), ("LOCALHOST:7860", None, False, True), ("[::1]:7860", None, False, True),
+    ("127.0.0.1", None, False, False), ("127.0.0.1:80", None, False, False), ("127.0.0.2:7860", None, False, False),
+    ("::1:7860", None, False, False), ("[::1]", None, False, False), ("", None, False, False), (None, None, False, False),
+    ("127.0.0.1:07860", None, False, True), ("127.0.0.1:7860:1", None, False, False), ("127.0.0.1:+7860", None, False, False),
+    ("10.0.0.5:7860", None, True, True), ("10.0.0.5:7861", None, True, False), ("10.0.0.5.nip.io:7860", None, True, False),
+    ("[fe80::1]:7860", None, True, True), ("[fe80::zz]:7860", None, True, False), ("10.0.0:7860", None, True, False),
+    ("lab.example.edu:7860", ("lab.example.edu",), False, True),
+    ("lab.example.edu", ("lab.example.edu:80",), False, True),           # a proxy in front, on port 80
+    ("lab.example.edu:443", ("lab.example.edu:443",), False, True),
+    ("lab.example.edu:7860", ("lab.example.edu:443",), False, False),     # a pinned port is the only one
+    ("evil.example:443", ("lab.example.edu:443",), True, False),
+])
+def test_the_host_rule(host, names, any_ip, allowed):
+    from s11_workbench.host_guard import LOOPBACK_NAMES, host_allowed
+    assert host_allowed(host, 7860, names or LOOPBACK_NAMES, any_ip) is allowed
