@@ -115,10 +115,10 @@ def enter_space(spaces, token, request) -> tuple:
     return token, (secret if spaces.is_teacher(secret) else None)
 
 
-def launch_options(demo=None, class_hosts=None) -> dict:
+def launch_options(demo=None, hosts=None) -> dict:
     """传给 launch() 的主题、样式与各页的脚本（Gradio 6 起 theme/css/js 属于 launch，不属于 Blocks），以及课堂防护：
     单个上传的上限、会话目录不经 /gradio_api/file= 外泄、上传限速中间件（传入 build_app 的结果时）；
-    Host 白名单（host_guard.py）：class_hosts=None 只认本机的名字，否则是课堂模式放行的名字（见 serve()）。
+    Host 白名单（host_guard.py）：hosts=None 只认本机的三个名字，否则是 allowed_hosts(--host, --allow-host)（见 serve()）。
     run_history=False：gradio 默认把公开接口最近 100 次的输入输出存进浏览器的 localStorage，
     公用电脑、老师的投屏电脑上会留下没脱敏的审阅表和全班的表；enable_monitoring=False：不开 /monitoring 页；
     页脚只留「API」：gradio 的 ⚙ 设置面板是英文的，里面的运行记录也已关掉。"""
@@ -142,7 +142,7 @@ def launch_options(demo=None, class_hosts=None) -> dict:
         from s11_workbench.upload_guard import UploadGuard
         options["blocked_paths"] = [os.path.abspath(spaces.sessions_dir)]
         # 先核对 Host（叫错名字的请求连请求体都不读），再管请求体
-        options["app_kwargs"] = {"middleware": [Middleware(HostGuard, names=class_hosts),
+        options["app_kwargs"] = {"middleware": [Middleware(HostGuard, allowed=hosts),
                                                 Middleware(UploadGuard, spaces=spaces,
                                                            upload_folder=gr.utils.get_upload_folder())]}
     return options
@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> None:
 def serve(args: argparse.Namespace) -> None:
     import secrets
 
-    from s11_workbench.host_guard import class_names
+    from s11_workbench.host_guard import allowed_hosts
     from s11_workbench.spaces import Limits
     print("正在加载 Gradio（约 5 秒）…", flush=True)
     # 本机 Agent 文件夹的钥匙：只打印在这个终端里，本机的别的账户、别的浏览器拿不到（见 agent_folders.access_problem）
@@ -357,7 +357,7 @@ def serve(args: argparse.Namespace) -> None:
                      agent_folders={"key": agents_key} if args.agent_folders else None)
     print(f"会话文件目录：{os.path.abspath(args.sessions_dir)}", flush=True)
     demo.launch(server_name=args.host, server_port=args.port, prevent_thread_lock=True, quiet=True,
-                **launch_options(demo, class_hosts=class_names(args.host, args.allow_host)))
+                **launch_options(demo, hosts=allowed_hosts(args.host, args.allow_host)))
     from s11_workbench.spaces import classroom_links, own_address
     address = own_address(args.host, args.port)
     # 与教师链接同一个地址：浏览器按地址分开存空间令牌，换一种写法（localhost）就是另一个空间

@@ -20,7 +20,7 @@ Scope: 挡的是“别人的网页借读者的浏览器来访问”；挡不住�
 from __future__ import annotations
 
 import ipaddress
-from typing import Iterable, Optional
+from typing import Iterable, NamedTuple, Optional
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 LOCAL_NAMES = {"localhost", "localhost.localdomain"}
@@ -92,19 +92,26 @@ def host_allowed(host: Optional[str], port: int, names: Iterable[str] = LOOPBACK
     return any_ip and given == port and is_ip_literal(name)
 
 
-def class_names(listen_host: Optional[str], extra: Iterable[str] = ()) -> Optional[tuple[str, ...]]:
-    """课堂模式下放行的名字；只对本机开放时 None（只认三个本机名字）。
+class Allowed(NamedTuple):
+    """HostGuard 放行什么：names 里的名字（可带端口），any_ip 时再加任何 IP 字面量（都是本服务器的端口）。"""
+    names: tuple = LOOPBACK_NAMES
+    any_ip: bool = False
 
-        class_names("127.0.0.1") -> None；class_names("0.0.0.0", ["lab.local"]) -> ("127.0.0.1", …, "lab.local")
+
+def allowed_hosts(listen_host: Optional[str], extra: Iterable[str] = ()) -> Allowed:
+    """按启动参数定白名单。只对本机开放：三个本机名字和 --host 本身（gradio 启动时用它访问自己，
+    如 127.0.0.2）；课堂模式（--host 不是本机地址）：再加任何 IP 字面量、--host 的名字、--allow-host 的名字。
+
+        allowed_hosts("127.0.0.1", ["lab.local"]) -> Allowed(("127.0.0.1", "localhost", "[::1]"), False)
+        allowed_hosts("0.0.0.0", ["lab.local"])   -> Allowed(("127.0.0.1", "localhost", "[::1]", "lab.local"), True)
     """
-    if is_loopback(listen_host):
-        return None
+    local = is_loopback(listen_host)
     names = list(LOOPBACK_NAMES)
-    for name in [listen_host or "", *extra]:
+    for name in [listen_host or "", *([] if local else extra)]:
         name = name.strip().lower()
         if name and name not in ("0.0.0.0", "::", "[::]"):
             names.append(f"[{name}]" if _is_bare_ipv6(name) else name)   # Host 表头里 IPv6 地址带方括号
-    return tuple(dict.fromkeys(names))
+    return Allowed(tuple(dict.fromkeys(names)), not local)
 
 
 def _is_bare_ipv6(name: str) -> bool:
@@ -121,13 +128,12 @@ def refusal_text(host: Optional[str]) -> str:
 
 
 class HostGuard:
-    """ASGI 中间件：Host 表头不在白名单里的请求回 421（一句中文），不交给 gradio。
-    names=None：只对本机开放（三个本机名字）；否则课堂模式：names 里的名字和任何 IP 字面量。"""
+    """ASGI 中间件：Host 表头不在白名单（allowed，见 allowed_hosts；None = 三个本机名字）里的请求回 421（一句中文），
+    不交给 gradio。"""
 
-    def __init__(self, app, names: Optional[Iterable[str]] = None):
+    def __init__(self, app, allowed: Optional[Allowed] = None):
         self.app = app
-        self.names = tuple(names) if names is not None else LOOPBACK_NAMES
-        self.any_ip = names is not None
+        self.names, self.any_ip = allowed if allowed is not None else Allowed()
 
     async def __call__(self, scope, receive, send):
         if scope["type"] not in ("http", "websocket"):

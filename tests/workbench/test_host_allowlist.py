@@ -31,14 +31,14 @@ def start(tmp_path_factory, home, class_network: bool):
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     import app
-    from s11_workbench.host_guard import class_names
+    from s11_workbench.host_guard import allowed_hosts
 
     demo = app.build_app(tmp_path_factory.mktemp("sessions"),
                          agent_folders={"home": str(home), "env": {}, "key": KEY})
     port = free_port()
-    hosts = class_names("0.0.0.0", ["lab.example.edu"]) if class_network else None
+    hosts = allowed_hosts("0.0.0.0", ["lab.example.edu"]) if class_network else None
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo, class_hosts=hosts))
+                **app.launch_options(demo, hosts=hosts))
     return demo, port
 
 
@@ -224,3 +224,22 @@ def test_the_class_network_app_never_lists_the_agent_folders_under_a_class_name(
 def test_the_host_rule(host, names, any_ip, allowed):
     from s11_workbench.host_guard import LOOPBACK_NAMES, host_allowed
     assert host_allowed(host, 7860, names or LOOPBACK_NAMES, any_ip) is allowed
+
+
+def test_an_app_on_another_loopback_address_starts_and_answers_under_it(tmp_path):
+    # gradio checks a fresh server by requesting its own local_url (http://127.0.0.2:<port>/): that name must pass
+    import app
+    from s11_workbench.host_guard import allowed_hosts
+
+    demo = app.build_app(tmp_path / "sessions")
+    port = free_port()
+    demo.launch(server_name="127.0.0.2", server_port=port, prevent_thread_lock=True, quiet=True,
+                **app.launch_options(demo, hosts=allowed_hosts("127.0.0.2")))
+    try:
+        answer = httpx.get(f"http://127.0.0.2:{port}/config", timeout=30)
+        assert answer.status_code == 200
+        refused_answer = httpx.get(f"http://127.0.0.2:{port}/config", headers={"Host": f"evil.example:{port}"},
+                                   timeout=30)
+        assert refused(refused_answer.status_code, refused_answer.text)
+    finally:
+        demo.close()
