@@ -65,9 +65,14 @@ def access_problem(caller, key: Optional[str]) -> Optional[str]:
 
 
 def available_for(host: Optional[str]) -> Optional[str]:
-    """能不能开面板：None = 可以；否则是给读者看的中文原因（app.py 启动时拒绝并退出）。"""
-    if is_loopback(host):
+    """能不能开面板：None = 可以；否则是给读者看的中文原因（app.py 启动时拒绝并退出）。
+    只认 127.0.0.1、localhost、::1：每次点击都要求页面用这三个名字之一打开（access_problem），
+    监听 127.0.0.2 之类的地址时，页面用不了这三个名字，面板也就用不了。"""
+    if (host or "").strip().lower().strip("[]") in ("127.0.0.1", "localhost", "::1"):
         return None
+    if is_loopback(host):
+        return (f"--agent-folders 要求 --host 是 127.0.0.1、localhost 或 ::1（现在是 {printable(str(host))[:80]}）："
+                "面板只回答用这三个名字打开的页面")
     return (f"--agent-folders 只能在工作台只对本机开放时使用（现在监听 {printable(str(host or '所有网卡'))}）："
             "本机 Agent 文件夹里是你真实的会话，课堂上别的同学不能看到。去掉 --host，或用 --host 127.0.0.1")
 

@@ -57,9 +57,15 @@ def tree_digest(folder: Path) -> dict[str, str]:
                                          ("", False), (None, False), ("example.com", False)])
 def test_only_a_loopback_server_may_show_the_panel(host, local):
     assert is_loopback(host) is local
-    assert (available_for(host) is None) is local
+    assert (available_for(host) is None) is (local and host != "127.8.9.1")
     if not local:
         assert "只能在工作台只对本机开放时使用" in available_for(host)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "127.8.9.1", "localhost.localdomain"])
+def test_the_panel_needs_a_listening_address_its_pages_can_be_opened_under(host):
+    # every click must come from a page opened as 127.0.0.1 / localhost / [::1]: another loopback address cannot be
+    assert "要求 --host 是 127.0.0.1、localhost 或 ::1" in available_for(host)
 
 
 def test_the_app_refuses_the_flag_on_a_server_reachable_from_other_machines(capsys):
