@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -207,8 +208,17 @@ class ChineseHelp(argparse.HelpFormatter):
         return super().add_usage(usage, actions, groups, prefix="用法：")
 
 
+# argparse 自己拼的几种错误，换成中文（按顺序试，第一条匹配的生效；没列出的原样显示）
+ARGPARSE_ERRORS = [
+    (r"argument (\S+): invalid int value: (.*)", r"\1 后面应是一个整数，现在是 \2"),
+    (r"argument (\S+): expected one argument", r"\1 后面要跟一个值"),
+    (r"unrecognized arguments: (.*)", r"不认识的参数：\1（python app.py --help 列出所有参数）"),
+    (r"argument (\S+): (.*)", r"参数 \1：\2"),
+]
+
+
 class ChineseParser(argparse.ArgumentParser):
-    """argparse 的标题和出错时的前缀说中文；它自己拼的错误细节（如 invalid int value）仍是英文。"""
+    """argparse 的标题、出错时的前缀和常见的几种错误（ARGPARSE_ERRORS）说中文。"""
 
     def __init__(self, **kwargs):
         super().__init__(formatter_class=ChineseHelp, add_help=False, **kwargs)
@@ -216,6 +226,10 @@ class ChineseParser(argparse.ArgumentParser):
         self.add_argument("-h", "--help", action="help", help="显示这段帮助后退出")
 
     def error(self, message):
+        for pattern, chinese in ARGPARSE_ERRORS:
+            if re.fullmatch(pattern, message):
+                message = re.sub(pattern, chinese, message)
+                break
         self.print_usage(sys.stderr)
         self.exit(2, f"{self.prog}：错误：{message}\n")
 

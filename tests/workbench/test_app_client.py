@@ -80,7 +80,9 @@ def test_flags_win_over_gradio_env_vars(monkeypatch, env, argv, expected):
 @pytest.mark.parametrize("env, argv, complaint", [
     ({"GRADIO_SERVER_PORT": "abc"}, [], "GRADIO_SERVER_PORT='abc'"),
     ({}, ["--port", "70000"], "--port 70000"),
-    ({}, ["--port", "x"], "invalid int value"),
+    ({}, ["--port", "x"], "--port 后面应是一个整数，现在是 'x'"),
+    ({}, ["--port"], "--port 后面要跟一个值"),
+    ({}, ["--colour"], "不认识的参数：--colour"),
 ])
 def test_a_bad_port_is_a_clear_error_not_a_traceback(monkeypatch, capsys, env, argv, complaint):
     import app
