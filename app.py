@@ -1,27 +1,28 @@
 """app.py — 本书配套工作台：每一节一个标签页
 
     python app.py [--host 127.0.0.1] [--port 7860] [--sessions-dir gradio_sessions] [--students-per-address 1]
+                  [--agent-folders] [--allow-host 名字 …]
 
     tabs() = (demo_tab, explorer_tab, lesson_tab, lab_tab)   每个 code/s11_workbench/*_tab.py 有 LABEL、CSS 和 build(ctx)
-       └─> gr.Tab(LABEL) 里调 build(ctx)            ctx = TabContext(sessions_dir, spaces, visitor, teacher, ready, agent_folders)
+       └─> gr.Tab(LABEL) 里调 build(ctx)            ctx = TabContext(sessions_dir, spaces, visitor, teacher, ready, …)
     新增一页 = 在 code/s11_workbench/ 写一对 xxx.py（逻辑）+ xxx_tab.py（布局），再在 tabs() 里加上它的名字。
 
     页面加载 ──> enter_space：浏览器里的空间令牌（gr.BrowserState）有效就沿用，否则领一个新的；
                  带 ?teacher=<启动时打印的密钥> 打开时，教师密钥只记在服务器端的 gr.State 里。
     每个请求 ──> 处理函数拿 visitor 作输入，ctx.spaces.open(token) 重新验签（见 code/s11_workbench/spaces.py）。
 
-    服务器的外壳还管四件事（逻辑在 code/s11_workbench/ 的 upload_guard.py、queue_guard.py、spaces.py）：
+    服务器的外壳还管五件事（逻辑在 code/s11_workbench/ 的 host_guard.py、upload_guard.py、queue_guard.py、spaces.py）：
+      名字    HostGuard：只回答用本机名字（课堂模式下再加 IP 地址、--host 与 --allow-host 的名字）叫它的请求，
+              别的网页把自己的域名解析到 127.0.0.1 也进不来（DNS 重绑定）；本机 Agent 文件夹另有更严的一道
       请求体  UploadGuard：表头有歧义就拒绝，读进来的字节边读边数（分块发送也有上限）
       排队    QueueGuard：每位访客（空间、地址）同时排队或运行中的事件有上限
-      内存    keep_replacement_ids()：绕过 gradio 6.31 让页面状态每轮变大的 bug；forget_shown_values()：不给
-              每个页面另存一份输出的值（那份只供没用到的深链接）；safe_cache_cleanup()：下载缓存的定时清理
-              不因处理函数同时加文件而停掉；页面会话最多 PAGE_SESSIONS 个，
-              先丢已关闭的页面；glibc 的 malloc arena 限成 MALLOC_ARENA_MAX 个
+      内存    gradio 的几处内存与清理问题绕过在 code/s11_workbench/gradio_fixes.py（每处一个函数、说明绕过什么）；
+              页面会话最多 PAGE_SESSIONS 个，先丢已关闭的页面；glibc 的 malloc arena 限成 MALLOC_ARENA_MAX 个
       临时目录 本次启动的所有临时文件（上传、导出、下载缓存、实验室）都在一个 s11_run_* 目录里，
               Ctrl+C、SIGTERM、SIGHUP、正常退出都会删掉它；启动时删掉同一会话目录以前的启动留下、主人已不在的
 
 关键洞察：这里只是外壳。gradio 导入要 ~5 秒，所以先打印一句提示再导入；逻辑全在 code/ 里。
-全程离线：主题只用系统字体，不加载 Google Fonts，关闭统计上报。
+全程离线：主题只用系统字体，不加载 Google Fonts，关闭统计上报；浏览器里不留运行记录（run_history=False）。
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -36,15 +38,13 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-# gradio 每处理完一个事件，就把最近 10,000 个事件的记录建成一张 pandas 表、重算一遍监控页的统计
-# （一堂课下来每个事件要多花几毫秒 CPU，还越来越多）；本工作台不用 gradio 的监控页：不再逐个事件重算，只记最近 1,000 个
-os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000000")
-os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "1000")
-
 HERE = Path(__file__).resolve().parent
 # code/ 是一组课程文件而不是包：叫 code 的包会遮住标准库的 code 模块（pdb 要用）
 sys.path.insert(0, str(HERE / "code"))
+
+from s11_workbench import gradio_fixes  # noqa: E402  (只用标准库；它改的 gradio 函数在 install() 里才导入)
+
+gradio_fixes.quiet_analytics()   # 要在 gradio 建队列之前：关掉统计上报和逐个事件重算的监控统计
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860
@@ -94,16 +94,12 @@ class TabContext(NamedTuple):
     visitor: Any        # gr.BrowserState：本浏览器的空间令牌；处理函数每次都 spaces.open(token)
     teacher: Any = None  # gr.State：用教师链接打开时是教师密钥，否则 None（只在服务器端，浏览器改不了）
     ready: Any = None    # 页面加载事件：需要令牌的加载逻辑写成 ctx.ready.then(...)，首次访问也拿得到令牌
-    agent_folders: Any = None   # --agent-folders：AgentFolders 的参数（home、env）；None = 没有这块面板
+    agent_folders: Any = None   # --agent-folders：AgentFolders 的参数（home、env、key）；None = 没有这块面板
+    agents_key: Any = None      # gr.BrowserState：本浏览器记着的本机 Agent 文件夹钥匙（只在有这块面板时）
 
 
-FORGET_TEACHER_LINK_JS = """() => {
-  const url = new URL(window.location.href);
-  if (url.searchParams.has("teacher")) {
-    url.searchParams.delete("teacher");
-    window.history.replaceState(window.history.state, "", url);
-  }
-}"""
+# 页面载入后把 ?teacher= 和 ?agents= 从地址栏抹掉（浏览器里运行的代码都在 .js 文件里，不写在 Python 字符串里）
+FORGET_LINK_SECRETS_JS = (HERE / "code" / "s11_workbench" / "forget_link_secrets.js").read_text(encoding="utf-8")
 
 
 def enter_space(spaces, token, request) -> tuple:
@@ -120,9 +116,13 @@ def enter_space(spaces, token, request) -> tuple:
     return token, (secret if spaces.is_teacher(secret) else None)
 
 
-def launch_options(demo=None) -> dict:
+def launch_options(demo=None, hosts=None) -> dict:
     """传给 launch() 的主题、样式与各页的脚本（Gradio 6 起 theme/css/js 属于 launch，不属于 Blocks），以及课堂防护：
-    单个上传的上限、会话目录不经 /gradio_api/file= 外泄、上传限速中间件（传入 build_app 的结果时）。"""
+    单个上传的上限、会话目录不经 /gradio_api/file= 外泄、上传限速中间件（传入 build_app 的结果时）；
+    Host 白名单（host_guard.py）：hosts=None 只认本机的三个名字，否则是 allowed_hosts(--host, --allow-host)（见 serve()）。
+    run_history=False：gradio 默认把公开接口最近 100 次的输入输出存进浏览器的 localStorage，
+    公用电脑、老师的投屏电脑上会留下没脱敏的审阅表和全班的表；enable_monitoring=False：不开 /monitoring 页；
+    页脚只留「API」：gradio 的 ⚙ 设置面板是英文的，里面的运行记录也已关掉。"""
     import gradio as gr
 
     from s11_workbench.spaces import Limits
@@ -130,18 +130,21 @@ def launch_options(demo=None) -> dict:
                            font=SANS_FONTS, font_mono=MONO_FONTS)
     spaces = getattr(demo, "s11_spaces", None)
     css = CSS + "".join(tab.CSS for tab in tabs() + panels())
-    # 各页自己的脚本（只是页面的代码，从不执行会话文字）：每页一个 JS = "() => {...}"，页面载入时依次运行
+    # 各页自己的脚本（只是页面的代码，从不执行会话文字）：每页的 JS 读自它的 .js 文件（"() => {...}"），页面载入时依次运行
     scripts = [tab.JS for tab in tabs() + panels() if getattr(tab, "JS", "")]
     js = "() => {\n" + "\n".join(f"({script})();" for script in scripts) + "\n}" if scripts else None
-    options = {"theme": theme, "css": css, "js": js, "footer_links": ["api", "settings"], "ssr_mode": False,
+    options = {"theme": theme, "css": css, "js": js, "footer_links": ["api"], "ssr_mode": False,
                "max_file_size": (spaces.limits if spaces is not None else Limits()).max_upload_bytes,
-               "state_session_capacity": PAGE_SESSIONS}
+               "state_session_capacity": PAGE_SESSIONS, "run_history": False, "enable_monitoring": False}
     if spaces is not None:
         from starlette.middleware import Middleware
 
+        from s11_workbench.host_guard import HostGuard
         from s11_workbench.upload_guard import UploadGuard
         options["blocked_paths"] = [os.path.abspath(spaces.sessions_dir)]
-        options["app_kwargs"] = {"middleware": [Middleware(UploadGuard, spaces=spaces,
+        # 先核对 Host（叫错名字的请求连请求体都不读），再管请求体
+        options["app_kwargs"] = {"middleware": [Middleware(HostGuard, allowed=hosts),
+                                                Middleware(UploadGuard, spaces=spaces,
                                                            upload_folder=gr.utils.get_upload_folder())]}
     return options
 
@@ -155,16 +158,16 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
 
     from s11_workbench.queue_guard import QueueGuard
     from s11_workbench.spaces import Limits, Spaces
-    keep_replacement_ids()
-    forget_shown_values()
-    safe_cache_cleanup()
-    bound_page_sessions()
+    gradio_fixes.install()
     spaces = Spaces(sessions_dir, limits=limits or Limits(), teacher_secret=teacher_secret,
                     client_address=current_client_address)
     with gr.Blocks(title="第 8 章 · Agent 工作台", delete_cache=DELETE_CACHE, analytics_enabled=False) as demo:
         # BrowserState 的加密密钥会出现在页面配置里：用服务器密钥的单向派生，重启后浏览器里的令牌仍能解开
         visitor = gr.BrowserState(None, storage_key="s11-space", secret=spaces.browser_secret())
         teacher = gr.State(None)
+        # 放在页面的最外层（不在哪个标签页里）：标签页没打开过时，里面的 BrowserState 还没挂上、存不进浏览器
+        agents_key = (gr.BrowserState(None, storage_key="s11-agents", secret=spaces.browser_secret())
+                      if agent_folders is not None else None)
 
         def on_load(token, request):
             return enter_space(spaces, token, request)
@@ -176,8 +179,8 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
         ready = demo.load(on_load, inputs=[visitor], outputs=[visitor, teacher], api_name="enter_space",
                           concurrency_limit=16)
         # 教师身份已记在服务器端：把密钥从地址栏抹掉，投屏、截图、浏览器历史里都不再带着它（刷新就回到学生视图）
-        ready.then(None, js=FORGET_TEACHER_LINK_JS)
-        ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready, agent_folders)
+        ready.then(None, js=FORGET_LINK_SECRETS_JS)
+        ctx = TabContext(os.fspath(sessions_dir), spaces, visitor, teacher, ready, agent_folders, agents_key)
         for panel in panels():
             panel.build(ctx)
         with gr.Tabs():
@@ -198,108 +201,53 @@ def current_client_address():
     return getattr(client, "host", None)
 
 
-def keep_replacement_ids() -> None:
-    """绕过 gradio 6.31 的一个 bug：处理函数返回带属性的组件（gr.Radio(choices=…)、gr.update(…)）时，gradio 在
-    页面状态里放一个新建的替身组件，替身有一个新的 _id；这个组件下次作为输入时，gradio 按新 _id 又登记一遍——
-    每个这样的组件每轮多一份配置（一个页面每轮 +3 份，一堂课几十 MB）。这里让替身沿用原组件的 _id，
-    登记的还是原来那一格。只改 SessionState.__setitem__，装一次。"""
-    from gradio.blocks import Block
-    from gradio.state_holder import SessionState
-    if getattr(SessionState.__setitem__, "s11_keeps_ids", False):
-        return
-    original = SessionState.__setitem__
+class ChineseHelp(argparse.HelpFormatter):
+    """`python app.py --help` 的“usage:”换成中文（各选项的说明本来就是中文）。"""
 
-    def setitem(self, key, value):
-        if isinstance(value, Block) and getattr(value, "_id", key) != key and key in self.blocks_config.blocks:
-            value._id = key   # 替身占原组件的位置，而不是再开一个新位置
-        original(self, key, value)
-
-    setitem.s11_keeps_ids = True
-    SessionState.__setitem__ = setitem
+    def add_usage(self, usage, actions, groups, prefix=None):
+        return super().add_usage(usage, actions, groups, prefix="用法：")
 
 
-def forget_shown_values() -> None:
-    """gradio 把每个页面会话里每个输出组件最近一次的值另存一份（SessionState.config_values，只供 gr.DeepLinkButton
-    的“深链接”用）。本工作台不用深链接，这一份只让服务器内存随每位同学看过的页面而长（树图、对话、列表、
-    全文搜索结果……上课时每个页面几百 KB，会话越多越大）。这里让它不存；组件本身（比如换了选项的单选框）照旧更新。
-    只改 SessionState._update_value_in_config，装一次。"""
-    from gradio.state_holder import SessionState
-    if getattr(SessionState._update_value_in_config, "s11_forgets", False):
-        return
-
-    def update_value_in_config(self, key, value):
-        return None
-
-    update_value_in_config.s11_forgets = True
-    SessionState._update_value_in_config = update_value_in_config
+# argparse 自己拼的几种错误，换成中文（按顺序试，第一条匹配的生效；没列出的原样显示）
+ARGPARSE_ERRORS = [
+    (r"argument (\S+): invalid int value: (.*)", r"\1 后面应是一个整数，现在是 \2"),
+    (r"argument (\S+): expected one argument", r"\1 后面要跟一个值"),
+    (r"unrecognized arguments: (.*)", r"不认识的参数：\1（python app.py --help 列出所有参数）"),
+    (r"argument (\S+): (.*)", r"参数 \1：\2"),
+]
 
 
-def safe_cache_cleanup() -> None:
-    """绕过 gradio 6.31 清理下载缓存时的一个线程竞争：每 DELETE_CACHE[0] 秒在线程池里遍历每个组件的临时文件集合，
-    这时处理函数的线程正往同一个集合里加文件，遍历就抛 "Set changed size during iteration"，清理任务随之停掉，
-    缓存从此只增不减（50 人 30 分钟的课上遇到过一次）。这里换成先拷一份再遍历，删掉的再从集合里去掉；
-    其余与 gradio 的 delete_files_created_by_app 相同。只改 gradio.route_utils 里的这一个函数，装一次。"""
-    from gradio import route_utils
-    if getattr(route_utils.delete_files_created_by_app, "s11_safe", False):
-        return
-    import datetime
+class ChineseParser(argparse.ArgumentParser):
+    """argparse 的标题、出错时的前缀和常见的几种错误（ARGPARSE_ERRORS）说中文。"""
 
-    def delete_files_created_by_app(blocks, age):
-        keep = set()
-        for component in list(blocks.blocks.values()):
-            keep.update(getattr(component, "keep_in_cache", ()) or ())
-        for files in list(blocks.temp_file_sets):
-            removed = set()
-            for name in list(files):
-                if name in keep:
-                    continue
-                try:
-                    changed = datetime.datetime.fromtimestamp(os.lstat(name).st_ctime)
-                    if age is None or (datetime.datetime.now() - changed).total_seconds() > age:
-                        os.remove(name)
-                        removed.add(name)
-                except FileNotFoundError:
-                    removed.add(name)   # 已经不在了：也不必再记着
-            files.difference_update(removed)
+    def __init__(self, **kwargs):
+        super().__init__(formatter_class=ChineseHelp, add_help=False, **kwargs)
+        self._optionals.title = "选项"
+        self.add_argument("-h", "--help", action="help", help="显示这段帮助后退出")
 
-    delete_files_created_by_app.s11_safe = True
-    route_utils.delete_files_created_by_app = delete_files_created_by_app
-
-
-def bound_page_sessions() -> None:
-    """gradio 的页面会话表满了（state_session_capacity，launch_options 设成 PAGE_SESSIONS）时丢最久没用的那个，
-    不管它还开没开着——上课时一个同学读久了，他的视图状态就没了。这里改成先丢已关闭的（心跳已断开），
-    只有全是开着的页面时才丢最久没用的。只改 StateHolder.update，装一次。"""
-    from gradio.state_holder import StateHolder
-    if getattr(StateHolder.update, "s11_bounded", False):
-        return
-
-    def update(self, session_id):
-        with self.lock:
-            if session_id in self.session_data:
-                self.session_data.move_to_end(session_id)
-            while len(self.session_data) > self.capacity:
-                victim = next((key for key, state in self.session_data.items()
-                               if key != session_id and getattr(state, "is_closed", False)), None)
-                if victim is None:
-                    victim = next(iter(self.session_data))
-                self.session_data.pop(victim, None)
-                self.time_last_used.pop(victim, None)
-
-    update.s11_bounded = True
-    StateHolder.update = update
+    def error(self, message):
+        for pattern, chinese in ARGPARSE_ERRORS:
+            if re.fullmatch(pattern, message):
+                message = re.sub(pattern, chinese, message)
+                break
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}：错误：{message}\n")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="第 8 章配套 Gradio 工作台")
-    parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", DEFAULT_HOST),
+    parser = ChineseParser(description="第 8 章配套 Gradio 工作台")
+    parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", DEFAULT_HOST), metavar="地址",
                         help="监听地址（也可用环境变量 GRADIO_SERVER_NAME；默认只对本机开放）")
-    parser.add_argument("--port", type=int, default=None, help="端口（也可用环境变量 GRADIO_SERVER_PORT；默认 7860）")
-    parser.add_argument("--sessions-dir", default=os.fspath(DEFAULT_SESSIONS_DIR),
+    parser.add_argument("--port", type=int, default=None, metavar="端口", help="端口（也可用环境变量 GRADIO_SERVER_PORT；默认 7860）")
+    parser.add_argument("--sessions-dir", default=os.fspath(DEFAULT_SESSIONS_DIR), metavar="目录",
                         help="演示会话写到哪里（默认仓库下的 gradio_sessions/）")
     parser.add_argument("--agent-folders", action="store_true",
                         help="在浏览器的「📥 导入」里列出本机 Claude Code / Pi / Codex / Gemini CLI 的会话（只读；"
                              "只能在只对本机开放时用）")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="名字",
+                        help="课堂模式（--host 不是本机地址）下另外认的服务器名字，如 lab.example.edu（可写多次；"
+                             "前面有反向代理时写上它对外的端口，如 lab.example.edu:443）。"
+                             "工作台只回答用本机名字、IP 地址、--host 的名字或这里的名字叫它的请求（防 DNS 重绑定）")
     parser.add_argument("--students-per-address", type=int, default=1, metavar="N",
                         help="一个访客地址后面有几位同学（默认 1）。整班在同一个 NAT / 代理后面、服务器看到的都是"
                              "同一个地址时设成班级人数：按地址的限额（领新空间、新建、上传、排队）随之放大 N 倍")
@@ -412,21 +360,32 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def serve(args: argparse.Namespace) -> None:
+    import secrets
+
+    from s11_workbench.host_guard import allowed_hosts
     from s11_workbench.spaces import Limits
     print("正在加载 Gradio（约 5 秒）…", flush=True)
+    # 本机 Agent 文件夹的钥匙：只打印在这个终端里，本机的别的账户、别的浏览器拿不到（见 agent_folders.access_problem）
+    agents_key = secrets.token_urlsafe(24) if args.agent_folders else None
     demo = build_app(args.sessions_dir, limits=Limits(students_per_address=args.students_per_address),
-                     agent_folders={} if args.agent_folders else None)
+                     agent_folders={"key": agents_key} if args.agent_folders else None)
     print(f"会话文件目录：{os.path.abspath(args.sessions_dir)}", flush=True)
     demo.launch(server_name=args.host, server_port=args.port, prevent_thread_lock=True, quiet=True,
-                **launch_options(demo))
+                **launch_options(demo, hosts=allowed_hosts(args.host, args.allow_host)))
     from s11_workbench.spaces import classroom_links, own_address
+    address = own_address(args.host, args.port)
     # 与教师链接同一个地址：浏览器按地址分开存空间令牌，换一种写法（localhost）就是另一个空间
-    print(f"✅ 工作台已就绪：{own_address(args.host, args.port)}（Ctrl+C 退出；请一直用这个地址打开，"
+    print(f"✅ 工作台已就绪：{address}（Ctrl+C 退出；请一直用这个地址打开，"
           "你的私人空间属于这个浏览器和这个地址）", flush=True)
+    if agents_key:
+        print(f"💻 本机 Agent 文件夹：用这个链接打开一次（只给自己用）：{address}?agents={agents_key}", flush=True)
     for line in classroom_links(args.host, args.port, demo.s11_spaces.teacher_secret):
         print(line, flush=True)
     try:
-        demo.block_thread()
+        while demo.is_running:   # 不用 gradio 的 block_thread：它在 Ctrl+C 时打印一行英文
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        print("⏹️ 收到停止信号，正在关闭服务器…", flush=True)
     finally:
         demo.close()
 

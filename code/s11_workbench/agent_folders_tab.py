@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import gradio as gr
+from gradio.context import Context
 
 from s11_workbench.agent_folders import (
     FOLLOW_SECONDS,
@@ -14,9 +15,12 @@ from s11_workbench.agent_folders import (
     RISK_HEADERS,
     AgentFolders,
     AtRisk,
+    Caller,
     Followed,
     Listing,
 )
+
+KEY_PARAMETER = "agents"   # 启动时打印的链接 ?agents=<钥匙>：页面载入时记进本浏览器（加密的 BrowserState）
 
 INTRO = ("列出本机 **Claude Code、Pi、Codex CLI、Gemini CLI** 默认文件夹里的会话（这些文件夹只读，从不写）。"
          "点一行选中它，再点「📥 导入」；勾上「👀 跟随」，会话文件变长后会自动再导入（同一组节点更新，"
@@ -27,8 +31,10 @@ INTRO = ("列出本机 **Claude Code、Pi、Codex CLI、Gemini CLI** 默认文�
 class Panel:
     """面板上的控件；wire() 在 explorer_tab 搭好整页输出之后把事件接上。"""
 
-    def __init__(self, options: dict):
+    def __init__(self, options: dict, key=None):
         self.options = options
+        # 面板钥匙存在这个浏览器里（app.py 建的加密 BrowserState）：刷新页面仍然有效；别的浏览器、别的账户没有它
+        self.key = key if key is not None else gr.State(None)
         with gr.Accordion("💻 本机 Agent 文件夹（只在这台电脑上打开时有）", open=False, elem_id="s11x-agents"):
             gr.Markdown(INTRO)
             with gr.Row(equal_height=True):
@@ -58,37 +64,47 @@ class Panel:
     def wire(self, explorer, ctx, view, outputs: list, page_outputs) -> None:
         folders = AgentFolders(explorer, **self.options)
         visitor, teacher = ctx.visitor, ctx.teacher
+        key = self.key   # 每个事件都把浏览器里的钥匙当作一个输入带上
 
-        def on_list(folder, request: gr.Request):
+        if self.options.get("key"):
+            def on_load(request: gr.Request):
+                given = request.query_params.get(KEY_PARAMETER) if request is not None else None
+                return given if given else gr.skip()   # 链接里带着就记下（对不对由每次点击时核对）；没带就不动
+            # 页面自己的加载事件（与 app.py 领令牌的那个同时发出）：地址栏里的 ?agents= 这时还在，
+            # app.py 在领到令牌之后才把它从地址栏抹掉
+            Context.root_block.load(on_load, inputs=None, outputs=[self.key], api_visibility="private", queue=False)
+
+        def on_list(folder, kept, request: gr.Request):
             try:
-                listing = folders.list(_client(request), folder)
+                listing = folders.list(caller(request, kept), folder)
             except Exception as error:   # ExplorerError 与 OSError：一句中文
                 from s11_workbench.explorer import explain
                 return Listing(), [], explain(error), None
             rows = [[str(number), *row] for number, row in enumerate(listing.rows, 1)]
             return listing, rows, listing.note, None
 
-        listed = self.list_button.click(on_list, inputs=[self.folder], outputs=[self.listing, self.table, self.note,
-                                                                                self.chosen],
+        listed = self.list_button.click(on_list, inputs=[self.folder, key],
+                                        outputs=[self.listing, self.table, self.note, self.chosen],
                                         api_visibility="private", concurrency_limit=2)
 
-        def on_risk(request: gr.Request):
+        def on_risk(kept, request: gr.Request):
             try:
-                risk = folders.at_risk(_client(request))
+                risk = folders.at_risk(caller(request, kept))
             except Exception as error:   # ExplorerError 与 OSError：一句中文
                 from s11_workbench.explorer import explain
                 return AtRisk(), [], explain(error)
             return risk, [list(row) for row in risk.rows], risk.note
 
-        listed.then(on_risk, inputs=None, outputs=[self.risk, self.risk_table, self.risk_note],
+        listed.then(on_risk, inputs=[key], outputs=[self.risk, self.risk_table, self.risk_note],
                     api_visibility="private", concurrency_limit=2)
 
-        def on_keep(token, current, secret, risk, request: gr.Request):
-            return page_outputs(folders.keep_all(_client(request), token, current, risk, secret))
+        def on_keep(token, current, secret, risk, kept, request: gr.Request):
+            return page_outputs(folders.keep_all(caller(request, kept), token, current, risk, secret))
 
-        self.keep_button.click(on_keep, inputs=[visitor, view, teacher, self.risk], outputs=outputs,
+        self.keep_button.click(on_keep, inputs=[visitor, view, teacher, self.risk, key], outputs=outputs,
                                api_visibility="private", concurrency_limit=2)
-        self.folder.submit(on_list, inputs=[self.folder], outputs=[self.listing, self.table, self.note, self.chosen],
+        self.folder.submit(on_list, inputs=[self.folder, key],
+                           outputs=[self.listing, self.table, self.note, self.chosen],
                            api_visibility="private", concurrency_limit=2)
 
         def on_row(evt: gr.EventData):
@@ -101,22 +117,24 @@ class Panel:
 
         self.table.select(on_row, inputs=None, outputs=[self.chosen], api_visibility="private", queue=False)
 
-        def on_import(token, current, secret, listing, chosen, follow, request: gr.Request):
-            page, followed = folders.import_row(_client(request), token, current, listing, chosen, bool(follow),
-                                                secret)
+        def on_import(token, current, secret, listing, chosen, follow, kept, request: gr.Request):
+            page, followed = folders.import_row(caller(request, kept), token, current, listing, chosen,
+                                                bool(follow), secret)
             return [*page_outputs(page), followed, gr.Timer(active=bool(followed.path))]
 
-        self.import_button.click(on_import, inputs=[visitor, view, teacher, self.listing, self.chosen, self.follow],
+        self.import_button.click(on_import, inputs=[visitor, view, teacher, self.listing, self.chosen, self.follow,
+                                                    key],
                                  outputs=[*outputs, self.followed, self.timer], api_visibility="private",
                                  concurrency_limit=2)
 
-        def on_tick(token, current, secret, followed, request: gr.Request):
-            page, followed = folders.tick(_client(request), token, current, followed, secret)
+        def on_tick(token, current, secret, followed, kept, request: gr.Request):
+            page, followed = folders.tick(caller(request, kept), token, current, followed, secret)
             if page is None:
                 return [gr.skip()] * len(outputs) + [followed]
             return [*page_outputs(page), followed]
 
-        self.timer.tick(on_tick, inputs=[visitor, view, teacher, self.followed], outputs=[*outputs, self.followed],
+        self.timer.tick(on_tick, inputs=[visitor, view, teacher, self.followed, key],
+                        outputs=[*outputs, self.followed],
                         api_visibility="private", concurrency_limit=2, show_progress="hidden")
 
         def on_unfollow(follow):
@@ -126,10 +144,20 @@ class Panel:
                           api_visibility="private", queue=False)
 
 
-def panel(options) -> Panel | None:
-    """options 是 None（没有 --agent-folders：面板不存在）或 AgentFolders 的参数（home、env）。"""
-    return None if options is None else Panel(dict(options))
+def panel(options, key=None) -> Panel | None:
+    """options 是 None（没有 --agent-folders：面板不存在）或 AgentFolders 的参数（home、env、key）；
+    key 是 app.py 建在页面最外层的 gr.BrowserState，存着本浏览器的面板钥匙。"""
+    return None if options is None else Panel(dict(options), key)
 
 
-def _client(request) -> str | None:
-    return request.client.host if request is not None and request.client else None
+def caller(request, key=None) -> Caller:
+    """请求 -> Caller：对端地址、Host 与 Origin 表头、这个连接进来的端口（服务器自己的套接字，不是 Host 说的），
+    和浏览器带来的面板钥匙 key。"""
+    if request is None:
+        return Caller()
+    headers = getattr(request, "headers", None) or {}
+    scope = getattr(getattr(request, "request", None), "scope", None) or {}
+    server = scope.get("server") or ()
+    port = server[1] if len(server) > 1 and isinstance(server[1], int) else 0
+    client = request.client.host if request.client else None
+    return Caller(client, headers.get("host"), port, headers.get("origin"), key if isinstance(key, str) else None)

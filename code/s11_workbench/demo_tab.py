@@ -19,6 +19,7 @@ Key insight: 这里只摆放控件，所有逻辑都在 demo.py 里（不依赖 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import gradio as gr
 
@@ -71,13 +72,8 @@ def file_placeholder(name: str) -> str:
     return f"#### {name}\n\n运行后，这里显示它的 JSON 文件原文。"
 
 
-# 下载按钮可不可点只看状态行（✅ 开头 = 两个文件都在）：这一步只在浏览器里算，不回服务器——
-# 服务器每处理一个带属性的按钮更新，要在事件循环里新建一个组件（每个约 6 ms），全班同时点时别的页面都在等。
-# 看状态行而不是把两个下载按钮当输入：按钮作输入时 gradio 每次都要把文件再复制进缓存（还留下空的临时文件）
-ENABLE_DOWNLOADS = """(status) => {
-  const ready = String(status || "").startsWith("✅");
-  return [{ __type__: "update", interactive: ready }, { __type__: "update", interactive: ready }];
-}"""
+# 下载按钮可不可点只看状态行，只在浏览器里算（为什么见 demo_tab.js）
+ENABLE_DOWNLOADS = Path(__file__).with_name("demo_tab.js").read_text(encoding="utf-8")
 
 
 def enable_run_button():

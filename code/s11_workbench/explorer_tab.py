@@ -19,6 +19,7 @@ Key insight: 每个事件都经 PageEvent 把浏览器里的空间令牌（ctx.v
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import gradio as gr
 from gradio.context import Context
@@ -37,6 +38,7 @@ from s11_workbench.explorer import (
     Page,
     View,
 )
+from s11_workbench.shown import Shown, ShownEvent
 
 LABEL = "🌳 会话树浏览器"
 # 表格在自己的框里滚动，会话树限高，代码块折行；分支图的字不小于 12 px（窄屏上图按宽度缩小时，改看文字树）
@@ -62,74 +64,8 @@ CSS = """
   #s11x-map p code { white-space: pre; background: none !important; border: none !important; padding: 0 !important; }
 }
 """ + share_tab.CSS + compare_tab.CSS   # 「📦 分享」与「⚖️ 对比 / 🔀 收敛」面板的样式（share_tab.py、compare_tab.py）
-# 页面自己的脚本（app.py 把各页的 JS 合在一起交给 launch(js=...)；只有这段代码，从不执行会话里的文字）：
-#  1. 点分支图里的节点（mermaid 画成 <a href="?session=<id>">）：不跳转，把 '<id>#<序号>' 写进隐藏的点选框、
-#     触发它的 change 事件（gradio 的 input 事件只认键盘输入），服务器照样核对令牌和 ID。Enter 键激活链接时浏览器也发 click，同样拦下；
-#     按着 Ctrl / ⌘ / Shift / 中键点的（新标签页打开）和复制出去的链接照旧是 ?session= 链接。
-#  2. 选了 / 拖进来的文件太大或后缀不对：在 gradio 上传之前拦下（它的弹窗是英文的），交给服务器写一句中文。
-#     限额和后缀从隐藏的规则框里读（服务器填的），服务器上的检查（check_upload、UploadGuard）照旧都在。
-JS = """() => {
-  if (window.s11xScript) return;
-  window.s11xScript = true;
-  let serial = 0;
-  const send = (id, text) => {
-    const box = document.querySelector(`#${id} textarea, #${id} input`);
-    if (!box) return false;
-    serial += 1;
-    box.value = `${text}#${serial}`;
-    box.dispatchEvent(new Event("input", { bubbles: true }));
-    return true;
-  };
-  const mapLink = (target) => {
-    const link = target && target.closest ? target.closest("#s11x-map a") : null;
-    if (!link) return null;
-    const href = link.getAttribute("href") || link.getAttribute("xlink:href") || "";
-    const found = /^\\?session=([A-Za-z0-9_-]{1,64})$/.exec(href);
-    return found ? found[1] : null;
-  };
-  document.addEventListener("click", (event) => {
-    if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
-    const id = mapLink(event.target);
-    if (id && send("s11x-map-pick", id)) event.preventDefault();
-  }, true);
-  document.addEventListener("keydown", (event) => {
-    if (event.key !== "Enter" || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
-    const id = mapLink(event.target);
-    if (id && send("s11x-map-pick", id)) event.preventDefault();
-  }, true);
-  const rules = () => {
-    const box = document.querySelector("#s11x-upload-rules textarea, #s11x-upload-rules input");
-    try { return JSON.parse(box ? box.value : ""); } catch (error) { return null; }
-  };
-  const refusal = (files) => {
-    const limits = rules();
-    if (!limits || !files) return null;
-    for (const file of Array.from(files)) {
-      const name = String(file.name || "");
-      if (!limits.suffixes.some((suffix) => name.toLowerCase().endsWith(suffix))) {
-        return { kind: "type", name: name.slice(0, 255), size: file.size };
-      }
-      if (file.size > limits.max) return { kind: "size", name: name.slice(0, 255), size: file.size };
-    }
-    return null;
-  };
-  const guard = (event, files) => {
-    const problem = refusal(files);
-    if (!problem || !send("s11x-upload-refused", JSON.stringify(problem))) return false;
-    event.stopImmediatePropagation();
-    event.preventDefault();
-    return true;
-  };
-  document.addEventListener("change", (event) => {
-    const input = event.target;
-    if (!(input instanceof HTMLInputElement) || input.type !== "file" || !input.closest("#s11x-upload")) return;
-    if (guard(event, input.files)) input.value = "";
-  }, true);
-  document.addEventListener("drop", (event) => {
-    if (!event.target || !event.target.closest || !event.target.closest("#s11x-upload")) return;
-    guard(event, event.dataTransfer ? event.dataTransfer.files : null);
-  }, true);
-}"""
+# 页面自己的脚本（点分支图里的节点、上传之前查大小和后缀）：在 explorer_tab.js 里，app.py 把各页的 JS 合在一起交给 launch(js=...)
+JS = Path(__file__).with_name("explorer_tab.js").read_text(encoding="utf-8")
 INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、恢复、导出\n\n"
          "这里列出 **你自己空间** 里的全部会话（8.11 标签页的演示也写在这里），还有老师放上 **共享书架** 的会话。"
          "选中一个节点看它从根开始的完整路径；**点对话里的一条消息** 就在它之后 **分叉**，"
@@ -142,10 +78,7 @@ PICK_HINT = "👆 点对话里的一条消息，在它之后分叉；点用户�
 FORK_LABEL = "🌿 在选中的消息之后分叉"
 
 
-# 每个事件只回它改得动的控件；控件的属性（选项、可见、可点）和页面上已有的一样时只回值。gradio 处理一个
-# 带属性的更新（gr.Radio(choices=…)、gr.DownloadButton(…)，连 gr.skip() 也算）要在事件循环里新建一个组件、
-# 重算它的配置，每个 1–6 ms，全班同时点时所有页面都在那里排队；只回值的那一格约 0.2 ms，还不占事件循环
-# （load_classroom.py --postprocess 量过）。页面上已显示的属性记在一个 gr.State 里（shown），做法同 lesson_tab.py。
+# 每个事件只回它改得动的控件；属性（选项、可见、可点）和页面上已有的一样时只回值（为什么见 shown.py）。
 RESULTS = tuple(f"{area}_result" for area in AREAS)
 FORK_FORM = ("fork_at", "fork_text", "fork_title", "picked", "fork_button")
 # 所有输出，按这个顺序（compare_tab.py、agent_folders_tab.py 用 outputs + page_outputs(page) 接整页）
@@ -170,31 +103,17 @@ PREVIOUS_LABEL, NEXT_LABEL = "◀ 上一个分支", "下一个分支 ▶"
 PUBLISH_LABEL, UNPUBLISH_LABEL = "📚 把选中的会话发布到共享书架（先看脱敏计数）", "🚫 从共享书架撤下"
 
 
-class PageEvent:
-    """把 Explorer 的一个动作接成事件处理函数：输入按 API 的顺序 (令牌, 视图, 老师密钥, *控件的值, 已显示的属性)
-    进来，交给 action(令牌, 视图, *控件的值, teacher=老师密钥)，拿回的整页 Page 由 page_outputs() 摊到 names 各控件上。"""
+class PageEvent(ShownEvent):
+    """Explorer 的一个动作 -> 事件处理函数（见 shown.py）：拿回的整页 Page 由 page_outputs() 摊到 names 各控件上。"""
 
     def __init__(self, action, names: tuple = PAGE):
-        self.action, self.names = action, names
-
-    def __call__(self, token, current, secret, *values):
-        *values, shown = values
-        return page_outputs(self.action(token, current, *values, teacher=secret), self.names, shown)
-
-
-def _prop(shown, sent: dict, key: str, props, update, plain):
-    """属性和页面上已有的一样：只回值（plain；布局块没有值，回 gr.skip()）；否则回整个组件（update()），
-    并记下现在的属性。"""
-    sent[key] = props
-    if isinstance(shown, dict) and key in shown and shown[key] == props:
-        return plain() if callable(plain) else plain
-    return update()
+        super().__init__(action, names, page_outputs)
 
 
 def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> list:
     """Page -> names 里各控件的新值（顺序同 names）。shown：这个页面上次收到的属性（gr.State；None = 不知道，
     全部按组件发）。page.area 为 None：提示与各块的结果行都保持原样（切换标签页时的重画不该抹掉刚显示的警告）。"""
-    view, sent = page.view, {}
+    view, shown = page.view, Shown(shown)
     writable = not page.read_only
     keep = page.area is None
     sibling_text, previous, following = page.siblings
@@ -204,7 +123,7 @@ def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> l
 
     def button(key, label, **props):
         """按钮的值就是它的字：属性没变时只回字。"""
-        return lambda: _prop(shown, sent, key, next(iter(props.values())), lambda: gr.Button(**props), label)
+        return lambda: shown.prop(key, next(iter(props.values())), lambda: gr.Button(**props), label)
 
     def fork_form(index):
         if not page.fork_reset:
@@ -213,33 +132,33 @@ def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> l
 
     values = {
         "notice": lambda: gr.skip() if keep else (page.notice if not page.area else ""),
-        "confirm_box": lambda: _prop(shown, sent, "confirm", bool(page.confirm),
+        "confirm_box": lambda: shown.prop("confirm", bool(page.confirm),
                                      lambda: gr.Column(visible=bool(page.confirm)), gr.skip),
         "confirm_text": lambda: page.confirm, "view": lambda: view, "space_label": lambda: page.space_label,
-        "source": lambda: _prop(shown, sent, "source", tuple(page.source_choices),
+        "source": lambda: shown.prop("source", tuple(page.source_choices),
                                 lambda: gr.Radio(choices=page.source_choices, value=view.source), view.source),
         "list_note": lambda: page.list_note, "table": lambda: page.rows,
-        "tree": lambda: _prop(shown, sent, "tree", tuple(page.tree_choices),
+        "tree": lambda: shown.prop("tree", tuple(page.tree_choices),
                               lambda: gr.Radio(choices=page.tree_choices, value=tree_value), tree_value),
         "details": lambda: page.details, "chat": lambda: page.chat, "path_note": lambda: page.path_note,
         "start": lambda: page.window_start,
         "resume_button": button("writable", RESUME_LABEL, interactive=writable),
         "delete": button("writable", DELETE_LABEL, interactive=writable),
         "restore": button("writable", RESTORE_LABEL, interactive=writable),
-        "download_md": lambda: _prop(shown, sent, "download_md", md is not None,
+        "download_md": lambda: shown.prop("download_md", md is not None,
                                      lambda: gr.DownloadButton(value=md, interactive=md is not None), md),
-        "download_html": lambda: _prop(shown, sent, "download_html", html is not None,
+        "download_html": lambda: shown.prop("download_html", html is not None,
                                        lambda: gr.DownloadButton(value=html, interactive=html is not None), html),
         "preview": lambda: page.preview, "map": lambda: page.map_markdown,
-        "problems": lambda: gr.skip() if page.problems is None else _prop(
-            shown, sent, "problems", bool(page.problems),
+        "problems": lambda: gr.skip() if page.problems is None else shown.prop(
+            "problems", bool(page.problems),
             lambda: gr.Markdown(page.problems, visible=bool(page.problems)), page.problems),
-        "trash": lambda: _prop(shown, sent, "trash", tuple(page.trash_choices),
+        "trash": lambda: shown.prop("trash", tuple(page.trash_choices),
                                lambda: gr.Dropdown(choices=page.trash_choices, value=None), None),
         "trash_note": lambda: page.trash_note,
-        "examples": lambda: _prop(shown, sent, "examples", tuple(page.examples),
+        "examples": lambda: shown.prop("examples", tuple(page.examples),
                                   lambda: gr.Dropdown(choices=page.examples, value=example), example),
-        "teacher_box": lambda: _prop(shown, sent, "teacher", page.teacher,
+        "teacher_box": lambda: shown.prop("teacher", page.teacher,
                                      lambda: gr.Column(visible=page.teacher), gr.skip),
         "teacher_table": lambda: page.teacher_rows,
         "publish": button("publish", PUBLISH_LABEL, visible=page.teacher and view.source != SHELF),
@@ -248,23 +167,21 @@ def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> l
         "resume_text": lambda: gr.skip() if page.draft is None else page.draft,
         **{name: (lambda area=area: gr.skip() if keep else (page.notice if page.area == area else ""))
            for name, area in zip(RESULTS, AREAS)},
-        "sibling_row": lambda: _prop(shown, sent, "siblings", bool(sibling_text),
+        "sibling_row": lambda: shown.prop("siblings", bool(sibling_text),
                                      lambda: gr.Row(visible=bool(sibling_text)), gr.skip),
         "sibling_text": lambda: sibling_text,
         "previous": button("previous", PREVIOUS_LABEL, interactive=previous is not None),
         "next": button("next", NEXT_LABEL, interactive=following is not None),
         "hits_note": lambda: page.hits_note,
-        "hits": lambda: _prop(shown, sent, "hits", bool(page.hits),
+        "hits": lambda: shown.prop("hits", bool(page.hits),
                               lambda: gr.Dataframe(value=page.hits, visible=bool(page.hits)), page.hits),
         **{name: (lambda index=index: fork_form(index)) for index, name in enumerate(FORK_FORM)},
         # 不回 None、也不回上次写的 ID：页面刚载入时浏览器可能还没从 localStorage 读出它存的那个，回一个值会盖掉它
         "remembered": lambda: view.session_id if view.source == MINE and view.session_id else gr.skip(),
     }
-    # “已显示的属性”最后才定下来：先算其余各格（它们往 sent 里记），再把 sent 交出去
+    # “已显示的属性”最后才定下来：先算其余各格（它们往 shown 里记），再把记下的交出去
     result = {name: values[name]() for name in names if name != "shown"}
-    if "shown" in names:
-        kept = {key: value for key, value in shown.items() if key not in sent} if isinstance(shown, dict) else {}
-        result["shown"] = {**kept, **sent}
+    result["shown"] = shown.merged()
     return [result[name] for name in names]
 
 
@@ -584,7 +501,7 @@ def _import_area(result_line, ctx) -> _Controls:
         result_line("import")
         report = gr.Textbox("", label="导入报告", lines=6, max_lines=20, interactive=False,
                             elem_id="s11x-report")
-        agents = agent_folders_tab.panel(ctx.agent_folders)   # 只有 --agent-folders 时才有
+        agents = agent_folders_tab.panel(ctx.agent_folders, ctx.agents_key)   # 只有 --agent-folders 时才有
     return _Controls(upload=upload, button=button, examples=examples, example_button=example_button,
                      report=report, agents=agents, refused=refused)
 

@@ -20,6 +20,7 @@ from gradio.context import Context
 
 from s11_workbench.explorer import ROLES, Explorer
 from s11_workbench.lesson import Lesson, LessonPage, LessonView
+from s11_workbench.shown import Shown, ShownEvent
 
 LABEL = "🎯 练习"
 CSS = """
@@ -54,9 +55,7 @@ EXAMPLE = """{
 }"""
 
 
-# 每个事件只回它改得动的控件，控件的属性（选项、可见、可点）没变时只回值：gradio 处理一个带属性的更新
-# （gr.Radio(choices=…)、gr.skip()……）要在事件循环里新建一个组件、重算它的配置，每个 1–6 ms，全班同时点时
-# 所有页面都在那里排队；只回值的那一格约 0.2 ms，还不占事件循环（load_classroom.py --in-process 量过）。
+# 每个事件只回它改得动的控件；属性（选项、可见、可点）没变时只回值（为什么见 shown.py）。
 PAGE = ("notice", "view", "shown", "levels", "mine", "tree", "verdict", "hint", "solution", "solution_button",
         "others", "doctor", "second", "preview", "download_md", "download_html")
 LEVEL = PAGE + ("instructions", "goal", "goal_list", "tools")     # 换了一关：说明、目标树也要重画
@@ -66,65 +65,52 @@ LOAD = LEVEL + ("author", "name")                                  # 页面载�
 REOPEN = LEVEL + ("author",)
 
 
-class LessonEvent:
-    """Lesson 的一个动作 -> 事件处理函数：(令牌, 视图, 老师密钥, *控件的值, 已显示的属性) -> 各控件的新值。"""
+class LessonEvent(ShownEvent):
+    """Lesson 的一个动作 -> 事件处理函数（见 shown.py）：拿回的整页 LessonPage 由 page_outputs() 摊到各控件上。"""
 
     def __init__(self, action, names: tuple = PAGE):
-        self.action, self.names = action, names
-
-    def __call__(self, token, current, secret, *values):
-        *values, shown = values
-        return page_outputs(self.action(token, current, *values, teacher=secret), self.names, shown)
-
-
-def _prop(shown: dict, sent: dict, key: str, props, update, plain):
-    """属性和页面上已有的一样：只回值（plain）；否则回整个组件（update()），并记下现在的属性。"""
-    sent[key] = props
-    return plain if isinstance(shown, dict) and shown.get(key) == props else update()
+        super().__init__(action, names, page_outputs)
 
 
 def page_outputs(page: LessonPage, names: tuple = LOAD, shown: dict | None = None) -> list:
     """LessonPage -> names 里各控件的新值（顺序同 names）。shown：这个页面上次收到的属性（gr.State）。"""
-    view, sent = page.view, {}
+    view, shown = page.view, Shown(shown)
     same = gr.skip() if not page.static else None   # 这一关不变的部分：操作之后不重发（mermaid 不必重画）
     tree_value = view.session_id if page.tree_choices else None
     downloads = [path if path else None for path in page.downloads]
     values = {
-        "notice": lambda: page.notice, "view": lambda: view, "shown": lambda: sent,
-        "levels": lambda: _prop(shown, sent, "levels", tuple(page.level_choices),
+        "notice": lambda: page.notice, "view": lambda: view,
+        "levels": lambda: shown.prop("levels", tuple(page.level_choices),
                                 lambda: gr.Radio(choices=page.level_choices, value=view.level), view.level),
         "instructions": lambda: same or page.instructions, "goal": lambda: same or page.goal_map,
         "goal_list": lambda: same or page.goal_text, "mine": lambda: page.current_map,
-        "tree": lambda: _prop(shown, sent, "tree", tuple(page.tree_choices),
+        "tree": lambda: shown.prop("tree", tuple(page.tree_choices),
                               lambda: gr.Radio(choices=page.tree_choices, value=tree_value), tree_value),
         "verdict": lambda: page.verdict, "hint": lambda: page.hint,
-        "solution": lambda: _prop(shown, sent, "solution", bool(page.solution),
+        "solution": lambda: shown.prop("solution", bool(page.solution),
                                   lambda: gr.Markdown(page.solution, visible=bool(page.solution)), page.solution),
         "solution_button": lambda: "🙈 收起答案" if view.show_solution else "📖 看答案",   # 按钮的值就是它的字
-        "others": lambda: _prop(shown, sent, "others", tuple(page.converge_choices),
+        "others": lambda: shown.prop("others", tuple(page.converge_choices),
                                 lambda: gr.CheckboxGroup(choices=page.converge_choices, value=[]), []),
         "doctor": lambda: page.doctor, "second": lambda: page.second, "preview": lambda: page.preview,
-        "download_md": lambda: _prop(shown, sent, "download_md", downloads[0] is not None,
+        "download_md": lambda: shown.prop("download_md", downloads[0] is not None,
                                      lambda: gr.DownloadButton(value=downloads[0], interactive=downloads[0] is not None),
                                      downloads[0]),
-        "download_html": lambda: _prop(shown, sent, "download_html", downloads[1] is not None,
+        "download_html": lambda: shown.prop("download_html", downloads[1] is not None,
                                        lambda: gr.DownloadButton(value=downloads[1],
                                                                  interactive=downloads[1] is not None), downloads[1]),
-        "author": lambda: _prop(shown, sent, "author", page.teacher, lambda: gr.Accordion(visible=page.teacher),
+        "author": lambda: shown.prop("author", page.teacher, lambda: gr.Accordion(visible=page.teacher),
                                 gr.skip()),
         "second_text": lambda: gr.skip() if page.draft is None else page.draft,
         "resume_text": lambda: gr.skip() if page.main_draft is None else page.main_draft,
         "name": lambda: gr.skip() if page.name is None else page.name,
-        "tools": lambda: same or _prop(shown, sent, "tools", bool(page.tools),
+        "tools": lambda: same or shown.prop("tools", bool(page.tools),
                                        lambda: gr.Markdown(_tools_note(page.tools), visible=bool(page.tools)),
                                        _tools_note(page.tools)),
     }
-    # “已显示的属性”最后才定下来：先算其余各格（它们往 sent 里记），再把 sent 交出去
+    # “已显示的属性”最后才定下来：先算其余各格（它们往 shown 里记），再把记下的交出去
     result = {name: values[name]() for name in names if name != "shown"}
-    if "shown" in names:
-        kept = {key: value for key, value in (shown or {}).items() if key not in sent} if isinstance(shown, dict) \
-            else {}
-        result["shown"] = {**kept, **sent}
+    result["shown"] = shown.merged()
     return [result[name] for name in names]
 
 

@@ -21,6 +21,7 @@ from conftest import REPO, free_port
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 TAB = "🌳 会话树浏览器"
+KEY = "key-" + "5" * 28   # what `python app.py --agent-folders` prints in the terminal as ?agents=<key>
 HOSTILE_TITLE = "<img src=x onerror=alert(1)> **粗** ${7*7}"
 
 
@@ -43,7 +44,8 @@ def server(tmp_path_factory, home):
         sys.path.insert(0, str(REPO))
     import app
 
-    demo = app.build_app(tmp_path_factory.mktemp("sessions"), agent_folders={"home": str(home), "env": {}})
+    demo = app.build_app(tmp_path_factory.mktemp("sessions"),
+                         agent_folders={"home": str(home), "env": {}, "key": KEY})
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                 **app.launch_options(demo))
     try:
@@ -65,8 +67,10 @@ def test_a_reader_lists_imports_and_follows_their_own_session(browser, server, h
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     try:
-        page.goto(server)
+        page.goto(f"{server}/?agents={KEY}")
         open_tab(page, TAB)
+        # the key leaves the address bar (history, screenshots) once the page has loaded
+        page.wait_for_function("!location.search.includes('agents=')", timeout=30_000)
         page.locator("#s11x-import-tab > button.label-wrap").click()   # the action areas are stacked accordions
         page.locator("#s11x-agents").get_by_text("本机 Agent 文件夹").first.click()
         page.locator("#s11x-agents-list").click()
@@ -98,6 +102,32 @@ def test_a_reader_lists_imports_and_follows_their_own_session(browser, server, h
         if shots:
             page.locator("#s11x-agents").scroll_into_view_if_needed()
             page.screenshot(path=str(Path(shots) / f"agents-{width}-{scheme}.png"), full_page=False)
+    finally:
+        context.close()
+
+
+def test_another_browser_without_the_printed_link_sees_nothing_and_the_key_survives_a_reload(browser, server):
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(server)   # another account's browser on this machine: the plain address, no key
+        open_tab(page, TAB)
+        page.locator("#s11x-import-tab > button.label-wrap").click()
+        page.locator("#s11x-agents").get_by_text("本机 Agent 文件夹").first.click()
+        page.locator("#s11x-agents-list").click()
+        page.locator("#s11x-agents-note").get_by_text("启动时终端里打印的那个链接").wait_for(timeout=15_000)
+        assert "Claude Code" not in page.locator("#s11x-agents-table").inner_text()
+        page.goto(f"{server}/?agents={KEY}")   # the reader opens the printed link once ...
+        page.get_by_role("tab").first.wait_for(timeout=30_000)
+        page.wait_for_function("!location.search.includes('agents=')")
+        page.reload()                            # ... and a reload (no key in the address any more) keeps it
+        open_tab(page, TAB)
+        page.locator("#s11x-import-tab > button.label-wrap").click()
+        page.locator("#s11x-agents").get_by_text("本机 Agent 文件夹").first.click()
+        page.locator("#s11x-agents-list").click()
+        page.locator("#s11x-agents-note").get_by_text("找到 2 个会话").wait_for(timeout=15_000)
+        kept = page.evaluate("() => Object.keys(window.localStorage)")
+        assert "s11-agents" in kept and KEY not in page.evaluate("() => JSON.stringify(window.localStorage)")
     finally:
         context.close()
 

@@ -6,17 +6,28 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import app
-from s11_workbench.agent_folders import AgentFolders, Followed, available_for, is_loopback
+from s11_workbench.agent_folders import (
+    AgentFolders,
+    Caller,
+    Followed,
+    access_problem,
+    available_for,
+    is_loopback,
+)
 from s11_workbench.explorer import Explorer, View
 from s11_workbench.spaces import Limits, Spaces
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ROOMY = Limits(creates_per_minute=10_000, create_burst=10_000, min_free_bytes=0)
+PORT = 7860
+# a click on the panel from the reader's own page: loopback peer, the server's own name and port, its own origin
+LOCAL = Caller("127.0.0.1", f"127.0.0.1:{PORT}", PORT, f"http://127.0.0.1:{PORT}")
 
 
 @pytest.fixture
@@ -46,9 +57,15 @@ def tree_digest(folder: Path) -> dict[str, str]:
                                          ("", False), (None, False), ("example.com", False)])
 def test_only_a_loopback_server_may_show_the_panel(host, local):
     assert is_loopback(host) is local
-    assert (available_for(host) is None) is local
+    assert (available_for(host) is None) is (local and host != "127.8.9.1")
     if not local:
         assert "只能在工作台只对本机开放时使用" in available_for(host)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "127.8.9.1", "localhost.localdomain"])
+def test_the_panel_needs_a_listening_address_its_pages_can_be_opened_under(host):
+    # every click must come from a page opened as 127.0.0.1 / localhost / [::1]: another loopback address cannot be
+    assert "要求 --host 是 127.0.0.1、localhost 或 ::1" in available_for(host)
 
 
 def test_the_app_refuses_the_flag_on_a_server_reachable_from_other_machines(capsys):
@@ -62,14 +79,14 @@ def test_listing_importing_and_following_from_this_machine(setup, home):
     spaces, folders = setup
     before = tree_digest(home)
     token = spaces.new_token()
-    listing = folders.list("127.0.0.1")
+    listing = folders.list(LOCAL)
     assert len(listing.rows) == 1 and listing.rows[0][0] == "Claude Code" and "找到 1 个会话" in listing.note
-    page, followed = folders.import_row("127.0.0.1", token, View(), listing, 0, follow=True)
+    page, followed = folders.import_row(LOCAL, token, View(), listing, 0, follow=True)
     assert page.notice.startswith("📥") and "正在跟随" in page.notice, page.notice
     store = spaces.open(token).store
     ids = {s["session_id"] for s in store.list_sessions()}
     assert page.view.session_id in ids and followed.path == listing.paths[0]
-    nothing, same = folders.tick("127.0.0.1", token, page.view, followed)
+    nothing, same = folders.tick(LOCAL, token, page.view, followed)
     assert nothing is None and same == followed
     # the agent writes one more turn: the followed session is imported again, same nodes updated
     session = Path(listing.paths[0])
@@ -81,13 +98,13 @@ def test_listing_importing_and_following_from_this_machine(setup, home):
     with session.open("a", encoding="utf-8") as out:
         out.write(json.dumps(grown, ensure_ascii=False) + "\n")
     after = tree_digest(home)
-    again, followed = folders.tick("127.0.0.1", token, page.view, followed)
+    again, followed = folders.tick(LOCAL, token, page.view, followed)
     assert again is not None and again.notice.startswith("🔄"), again and again.notice
     now = {s["session_id"] for s in store.list_sessions()}
     assert now >= ids   # every node imported before is still there; the new turn lands in exactly one node
     grown_nodes = [sid for sid in now if "再补一个单元测试" in json.dumps(store.load(sid).messages, ensure_ascii=False)]
     assert len(grown_nodes) == 1
-    assert folders.tick("127.0.0.1", token, again.view, followed)[0] is None
+    assert folders.tick(LOCAL, token, again.view, followed)[0] is None
     assert tree_digest(home) == after and set(before) == set(after)   # only the agent itself wrote there
 
 
@@ -95,7 +112,7 @@ def test_listing_importing_and_following_from_this_machine(setup, home):
 def test_a_row_the_listing_does_not_have_writes_nothing(setup, row):
     spaces, folders = setup
     token = spaces.new_token()
-    page, followed = folders.import_row("127.0.0.1", token, View(), folders.list("127.0.0.1"), row)
+    page, followed = folders.import_row(LOCAL, token, View(), folders.list(LOCAL), row)
     assert "请先在「💻 本机 Agent 文件夹」的表格里点一行" in page.notice and followed == Followed()
     assert spaces.open(token).store.list_sessions() == []
 
@@ -103,17 +120,18 @@ def test_a_row_the_listing_does_not_have_writes_nothing(setup, row):
 def test_a_request_from_another_machine_is_refused_even_if_the_panel_exists(setup):
     spaces, folders = setup
     token = spaces.new_token()
-    listing = folders.list("127.0.0.1")
-    page, _ = folders.import_row("192.168.1.20", token, View(), listing, 0)
+    listing = folders.list(LOCAL)
+    remote = replace(LOCAL, client="192.168.1.20")
+    page, _ = folders.import_row(remote, token, View(), listing, 0)
     assert "只对在这台电脑上打开的页面开放" in page.notice and spaces.open(token).store.list_sessions() == []
     with pytest.raises(Exception, match="只对在这台电脑上打开的页面开放"):
-        folders.list("192.168.1.20")
+        folders.list(remote)
 
 
 def test_a_named_folder_that_does_not_exist_is_a_clear_error(setup, tmp_path):
     _, folders = setup
     with pytest.raises(Exception, match="没有这个文件夹"):
-        folders.list("127.0.0.1", str(tmp_path / "nowhere"))
+        folders.list(LOCAL, str(tmp_path / "nowhere"))
 
 
 def test_the_panel_and_its_events_exist_only_with_the_flag(tmp_path, home):
@@ -155,19 +173,19 @@ def test_the_panel_lists_what_the_agents_will_delete_and_keeps_it_all_in_one_cli
     spaces, folders = setup
     at_risk_home(home)
     before = tree_digest(home)
-    risk = folders.at_risk("127.0.0.1")
+    risk = folders.at_risk(LOCAL)
     assert [(row[0], row[1]) for row in risk.rows] == [("Claude Code", "快要被删掉的会话"),
                                                         ("Codex CLI", "压缩了的 Codex 会话")]
     assert risk.rows[0][2].startswith("还剩 3.0 天就会被删除") and "已压缩" in risk.rows[1][2]
     assert "2 个会话快要被 Agent 删掉" in risk.note and "默认 30 天" in risk.note
     token = spaces.new_token()
-    page = folders.keep_all("127.0.0.1", token, View(), risk)
+    page = folders.keep_all(LOCAL, token, View(), risk)
     assert page.notice == "🛟 保留了 2/2 个快要被删掉的会话：写入 2 个节点，0 个节点早已保留", page.notice
     store = spaces.open(token).store
     kept = {row["title"] for row in store.list_sessions()}
     assert kept == {"快要被删掉的会话", "压缩了的 Codex 会话"}
     files = tree_digest(Path(store.storage_dir))
-    again = folders.keep_all("127.0.0.1", token, page.view, folders.at_risk("127.0.0.1"))
+    again = folders.keep_all(LOCAL, token, page.view, folders.at_risk(LOCAL))
     assert again.notice == "🛟 保留了 2/2 个快要被删掉的会话：写入 0 个节点，2 个节点早已保留", again.notice
     assert tree_digest(Path(store.storage_dir)) == files and tree_digest(home) == before
 
@@ -175,13 +193,73 @@ def test_the_panel_lists_what_the_agents_will_delete_and_keeps_it_all_in_one_cli
 def test_keeping_from_another_machine_or_with_nothing_listed_writes_nothing(setup, home):
     spaces, folders = setup
     at_risk_home(home)
-    risk = folders.at_risk("127.0.0.1")
+    risk = folders.at_risk(LOCAL)
     token = spaces.new_token()
-    refused = folders.keep_all("192.168.1.20", token, View(), risk)
+    refused = folders.keep_all(replace(LOCAL, client="192.168.1.20"), token, View(), risk)
     assert "只对在这台电脑上打开的页面开放" in refused.notice
-    empty = folders.keep_all("127.0.0.1", token, View(), type(risk)())
+    empty = folders.keep_all(LOCAL, token, View(), type(risk)())
     assert "没有要保留的会话" in empty.notice
     assert spaces.open(token).store.list_sessions() == []
     from s11_workbench.explorer import ExplorerError
     with pytest.raises(ExplorerError):
-        folders.at_risk("10.0.0.7")
+        folders.at_risk(replace(LOCAL, client="10.0.0.7"))
+
+
+# ── issue 41 item 1: who may reach the panel (DNS rebinding, tunnels, other local accounts) ──────────────
+KEY = "k-" + "7" * 30
+REFUSED = {   # a click that is not the reader's own page -> the Chinese sentence that says why
+    "a rebinding page (its own name)": (Caller("127.0.0.1", f"evil.example:{PORT}", PORT, f"http://evil.example:{PORT}",
+                                               KEY), "把服务器叫作「evil.example"),
+    "a rebinding page, no port": (Caller("127.0.0.1", "evil.example", PORT, "http://evil.example", KEY),
+                                  "把服务器叫作"),
+    "a class address of this machine": (Caller("127.0.0.1", f"10.0.0.5:{PORT}", PORT, f"http://10.0.0.5:{PORT}", KEY),
+                                        "把服务器叫作「10.0.0.5"),
+    "another port's name": (Caller("127.0.0.1", "127.0.0.1:8080", PORT, "http://127.0.0.1:8080", KEY), "把服务器叫作"),
+    "no Host at all": (Caller("127.0.0.1", None, PORT, f"http://127.0.0.1:{PORT}", KEY), "把服务器叫作"),
+    "another machine": (Caller("192.168.1.20", f"127.0.0.1:{PORT}", PORT, f"http://127.0.0.1:{PORT}", KEY),
+                        "只对在这台电脑上打开的页面开放"),
+    "a tunnel that rewrites Host": (Caller("127.0.0.1", f"localhost:{PORT}", PORT, "https://abc.tunnel.example", KEY),
+                                    "请求的来源不是它"),
+    "a script without Origin": (Caller("127.0.0.1", f"127.0.0.1:{PORT}", PORT, None, KEY), "请求的来源不是它"),
+    "an origin on another port": (Caller("127.0.0.1", f"127.0.0.1:{PORT}", PORT, "http://127.0.0.1:9999", KEY),
+                                  "请求的来源不是它"),
+    "another local account (no key)": (LOCAL, "启动时终端里打印的那个链接"),
+    "a wrong key": (replace(LOCAL, key=KEY[:-1] + "8"), "启动时终端里打印的那个链接"),
+    "a non-ASCII key": (replace(LOCAL, key="钥匙"), "启动时终端里打印的那个链接"),
+    "not a caller": ("127.0.0.1", "只对在这台电脑上打开的页面开放"),
+}
+
+
+@pytest.fixture
+def locked(tmp_path, home):
+    """The panel as `python app.py --agent-folders` builds it: a key printed only in the terminal."""
+    spaces = Spaces(tmp_path / "sessions", limits=ROOMY)
+    explorer = Explorer(spaces, export_root=str(tmp_path / "exports"))
+    return spaces, AgentFolders(explorer, home=str(home), env={}, key=KEY)
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_only_the_readers_own_page_reaches_the_agent_folders(locked, home, case):
+    caller, why = REFUSED[case]
+    spaces, folders = locked
+    token = spaces.new_token()
+    listing = AgentFolders(folders.explorer, home=str(home), env={}).list(LOCAL)   # what a real listing holds
+    with pytest.raises(Exception, match=why):
+        folders.list(caller)                                    # nothing listed
+    page, followed = folders.import_row(caller, token, View(), listing, 0, follow=True)
+    assert why in page.notice and followed == Followed()        # nothing imported, nothing followed
+    assert spaces.open(token).store.list_sessions() == []
+    following = Followed(listing.paths[0], None, "x")          # a follow that was started earlier: never re-imported
+    assert folders.tick(caller, token, View(), following) == (None, following)
+    assert spaces.open(token).store.list_sessions() == []
+
+
+@pytest.mark.parametrize("name", ["127.0.0.1", "localhost", "[::1]"])
+def test_the_readers_own_page_with_the_key_reaches_them_under_each_local_name(locked, name):
+    spaces, folders = locked
+    caller = Caller("127.0.0.1" if name != "[::1]" else "::1", f"{name}:{PORT}", PORT, f"http://{name}:{PORT}", KEY)
+    assert access_problem(caller, KEY) is None
+    token = spaces.new_token()
+    listing = folders.list(caller)
+    page, _ = folders.import_row(caller, token, View(), listing, 0)
+    assert page.notice.startswith("📥") and spaces.open(token).store.list_sessions() != []

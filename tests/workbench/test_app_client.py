@@ -80,7 +80,9 @@ def test_flags_win_over_gradio_env_vars(monkeypatch, env, argv, expected):
 @pytest.mark.parametrize("env, argv, complaint", [
     ({"GRADIO_SERVER_PORT": "abc"}, [], "GRADIO_SERVER_PORT='abc'"),
     ({}, ["--port", "70000"], "--port 70000"),
-    ({}, ["--port", "x"], "invalid int value"),
+    ({}, ["--port", "x"], "--port 后面应是一个整数，现在是 'x'"),
+    ({}, ["--port"], "--port 后面要跟一个值"),
+    ({}, ["--colour"], "不认识的参数：--colour"),
 ])
 def test_a_bad_port_is_a_clear_error_not_a_traceback(monkeypatch, capsys, env, argv, complaint):
     import app
@@ -193,3 +195,52 @@ def test_the_server_hands_free_heap_pages_back_to_the_system_every_minute(monkey
     time.sleep(0.1)
     [thread] = [t for t in threading.enumerate() if t.name == "s11-malloc-trim" and t.ident not in before]
     assert thread.daemon and thread.is_alive()
+
+
+def test_the_page_scripts_are_read_from_their_js_files_and_combined_for_launch():
+    import app
+    from s11_workbench import explorer_tab
+
+    script = (REPO / "code" / "s11_workbench" / "explorer_tab.js").read_text(encoding="utf-8")
+    assert explorer_tab.JS == script
+    js = app.launch_options()["js"]
+    assert f"({script})();" in js and js.startswith("() => {")   # each page script runs once when the page loads
+    assert app.FORGET_LINK_SECRETS_JS == (REPO / "code" / "s11_workbench" / "forget_link_secrets.js").read_text(
+        encoding="utf-8")
+
+
+def test_run_history_and_monitoring_are_off_and_the_footer_has_no_settings_link():
+    # gradio 6.31 keeps the last 100 runs' inputs and outputs in localStorage unless run_history=False
+    import inspect
+
+    import gradio as gr
+
+    import app
+    options = app.launch_options()
+    assert {"run_history", "enable_monitoring", "footer_links"} <= set(inspect.signature(gr.Blocks.launch).parameters)
+    assert options["run_history"] is False and options["enable_monitoring"] is False
+    assert "settings" not in options["footer_links"] and "runs" not in options["footer_links"]
+
+
+def test_help_and_errors_of_the_command_line_read_in_chinese(capsys):
+    import app
+    with pytest.raises(SystemExit):
+        app.parse_args(["--help"])
+    text = capsys.readouterr().out
+    assert text.startswith("用法：") and "选项" in text and "显示这段帮助后退出" in text
+    assert "usage:" not in text and "show this help" not in text and "options:" not in text
+    with pytest.raises(SystemExit):
+        app.parse_args(["--students-per-address", "0"])
+    assert "错误：" in capsys.readouterr().err
+
+
+def test_allowed_host_names_come_from_the_command_line():
+    import app
+    from s11_workbench.host_guard import allowed_hosts
+    args = app.parse_args(["--host", "0.0.0.0", "--allow-host", "lab.example.edu", "--allow-host", "Room-2.local"])
+    names, any_ip = allowed_hosts(args.host, args.allow_host)
+    assert names == ("127.0.0.1", "localhost", "[::1]", "lab.example.edu", "room-2.local") and any_ip
+    # loopback only: the local names and the listening address itself (gradio checks itself under it), no more
+    assert allowed_hosts("127.0.0.1", ["lab.example.edu"]) == (("127.0.0.1", "localhost", "[::1]"), False)
+    assert allowed_hosts("127.0.0.2", ["lab.example.edu"]) == (("127.0.0.1", "localhost", "[::1]", "127.0.0.2"), False)
+    assert allowed_hosts("fe80::1", ["lab.example.edu:443"]).names[3:] == ("[fe80::1]", "lab.example.edu:443")

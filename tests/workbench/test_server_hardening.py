@@ -146,7 +146,7 @@ def join(port: int, fn_index: int, data: list, source: str, session_hash: str | 
 # ── 18.4 request bodies: capped whatever the framing ─────────────────────────────────────
 def test_a_chunked_event_body_is_capped_while_it_is_read(server):
     port = server["port"]
-    head = ("POST /gradio_api/queue/join HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    head = (f"POST /gradio_api/queue/join HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
             "Transfer-Encoding: chunked")
 
     def huge():   # 64 MB of one JSON string, chunk by chunk (never built in memory here either)
@@ -160,7 +160,7 @@ def test_a_chunked_event_body_is_capped_while_it_is_read(server):
     assert sent < 32 * MB   # answered while the body was still coming: the rest was never read
     # a chunked upload declares no size: refused before a byte is stored
     boundary, body = multipart(b"{}\n")
-    status, text, _ = raw(port, "POST /gradio_api/upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+    status, text, _ = raw(port, f"POST /gradio_api/upload HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nTransfer-Encoding: chunked\r\n"
                           f"Content-Type: multipart/form-data; boundary={boundary}", chunked(body),
                           source="127.0.0.11")
     assert status == 411 and "Content-Length" in text and CJK.search(text)
@@ -172,8 +172,9 @@ def test_a_chunked_event_body_is_capped_while_it_is_read(server):
 
 
 # ── 18.5 the upload guard reads headers the way the server does ──────────────────────────
-def upload_head(boundary: str, length: int, content_type: str = "multipart/form-data", extra: str = "") -> str:
-    return (f"POST /gradio_api/upload HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+def upload_head(port: int, boundary: str, length: int, content_type: str = "multipart/form-data",
+                extra: str = "") -> str:
+    return (f"POST /gradio_api/upload HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
             f"Content-Type: {content_type}; boundary={boundary}\r\nContent-Length: {length}{extra}")
 
 
@@ -183,24 +184,24 @@ def test_every_upload_framing_meets_the_size_and_rate_rules(server):
     boundary, body = multipart(big)
     # the plain spelling was always refused; the mixed-case one slipped through as "not an upload"
     for spelling in ("multipart/form-data", "Multipart/Form-Data", "MULTIPART/FORM-DATA"):
-        status, text, _ = raw(port, upload_head(boundary, len(body), spelling), [body], source="127.0.0.21")
+        status, text, _ = raw(port, upload_head(port, boundary, len(body), spelling), [body], source="127.0.0.21")
         assert status == 413 and "上限" in text, (spelling, status, text)
     # Content-Length next to chunked encoding: the guard saw 20 bytes, the server read the chunks
-    status, text, _ = raw(port, upload_head(boundary, 20, extra="\r\nTransfer-Encoding: chunked"), chunked(body),
+    status, text, _ = raw(port, upload_head(port, boundary, 20, extra="\r\nTransfer-Encoding: chunked"), chunked(body),
                           source="127.0.0.22")
     assert status == 400 and "Transfer-Encoding" in text and CJK.search(text), (status, text)
     # two Content-Type headers: the guard took the last (JSON), the upload route the first (multipart)
-    status, text, _ = raw(port, upload_head(boundary, len(body), extra="\r\nContent-Type: application/json"),
+    status, text, _ = raw(port, upload_head(port, boundary, len(body), extra="\r\nContent-Type: application/json"),
                           [body], source="127.0.0.23")
     assert status == 400 and "Content-Type" in text and CJK.search(text), (status, text)
-    status, text, _ = raw(port, upload_head(boundary, 20, extra=f"\r\nContent-Length: {len(body)}"),
+    status, text, _ = raw(port, upload_head(port, boundary, 20, extra=f"\r\nContent-Length: {len(body)}"),
                           [body], source="127.0.0.23")
     assert status == 400   # two different lengths (h11 itself refuses these; the guard would too)
     # the rate rule holds for every spelling: 3 uploads a minute from one address, the 4th is refused
     boundary, small = multipart(b'{"type": "user"}\n')
     statuses = []
     for spelling in ("multipart/form-data", "Multipart/form-data", "multipart/FORM-data", "mULTIPART/form-data"):
-        status, text, _ = raw(port, upload_head(boundary, len(small), spelling), [small], source="127.0.0.24")
+        status, text, _ = raw(port, upload_head(port, boundary, len(small), spelling), [small], source="127.0.0.24")
         statuses.append(status)
     assert statuses == [200, 200, 200, 429], statuses
     assert "频繁" in text
@@ -428,7 +429,7 @@ def test_temp_folders_go_when_the_server_stops(tmp_path, stop):
         [mine] = [p for p in temp.iterdir() if p.name.startswith("s11_run_") and p not in (live, other)]
         assert mine.stat().st_mode & 0o777 == 0o700
         boundary, body = multipart(b'{"type": "user", "message": "hello"}\n')
-        status, text, _ = raw(port, upload_head(boundary, len(body)), [body])
+        status, text, _ = raw(port, upload_head(port, boundary, len(body)), [body])
         assert status == 200, text
         assert any(path.is_file() for path in (mine / "gradio").rglob("*"))   # the upload landed inside
         server.send_signal(stop)
@@ -477,8 +478,8 @@ def test_the_cache_cleanup_survives_handlers_adding_files(tmp_path):
         sys.path.insert(0, str(REPO))
     from gradio import route_utils
 
-    import app
-    app.safe_cache_cleanup()
+    from s11_workbench import gradio_fixes
+    gradio_fixes.safe_cache_cleanup()
     files, old, added = cleanup_while_adding(tmp_path, route_utils.delete_files_created_by_app)
     assert added                                          # the other thread did add files meanwhile
     assert not any(os.path.exists(path) for path in old)  # every file that was cached before is gone

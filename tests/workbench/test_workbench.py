@@ -73,7 +73,8 @@ def everything_the_page_shows(run) -> str:
 
 
 # ── no gradio ─────────────────────────────────────────────────────────────────────────────────────
-LOGIC_MODULES = ["demo", "downloads", "markdown", "explorer", "lab", "spaces", "upload_guard"]
+LOGIC_MODULES = ["demo", "downloads", "markdown", "explorer", "lab", "spaces", "upload_guard", "host_guard", "shown",
+                 "gradio_fixes"]
 
 
 def test_workbench_imports_without_gradio():
@@ -86,7 +87,8 @@ def test_workbench_imports_without_gradio():
 
 
 def test_only_the_tab_modules_import_gradio():
-    """The layout rule of code/: gradio (~5 s to import) is imported by *_tab modules and app.py, nowhere else."""
+    """The layout rule of code/: gradio (~5 s to import) is imported by *_tab modules and app.py, nowhere else
+    (and, inside its functions, by gradio_fixes.py: the one module about gradio's own internals)."""
     importers = set()
     for path in sorted(CODE_DIR.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -95,7 +97,7 @@ def test_only_the_tab_modules_import_gradio():
             if any(name.split(".")[0] == "gradio" for name in names):
                 importers.add(path.relative_to(CODE_DIR).as_posix())
     assert "s11_workbench/demo_tab.py" in importers   # the scan does see an import of gradio
-    assert [path for path in sorted(importers) if not path.endswith("_tab.py")] == []
+    assert [path for path in sorted(importers) if not path.endswith("_tab.py")] == ["s11_workbench/gradio_fixes.py"]
 
 
 # ── what one click writes ─────────────────────────────────────────────────────────────────────────
@@ -548,3 +550,41 @@ def test_no_module_level_mutable_state(module):
 def test_the_drift_demo_has_left_this_tab():
     for name in ("run_drift_demo_safely", "drift_markdown", "DRIFT_PLACEHOLDER"):
         assert not hasattr(workbench, name)
+
+
+# ── issue 40 item 6: the workbench's repeated shapes live once ───────────────────────────────────────
+def test_shown_props_send_a_whole_component_only_when_its_properties_change():
+    from s11_workbench.shown import Shown
+
+    shown = Shown({"tree": ("a", "b"), "teacher": False, "untouched": 1})
+    assert shown.prop("tree", ("a", "b"), lambda: "component", "value") == "value"        # same: value only
+    assert shown.prop("teacher", True, lambda: "component", "value") == "component"       # changed: component
+    assert shown.prop("new", (), lambda: "component", lambda: "skip") == "component"      # never shown: component
+    assert shown.merged() == {"tree": ("a", "b"), "teacher": True, "new": (), "untouched": 1}
+    again = Shown(shown.merged())
+    assert again.prop("new", (), lambda: "component", lambda: "skip") == "skip"           # a callable plain is called
+    for unknown in (None, "x", [("tree", ("a", "b"))]):   # a page that lost its state: every property is sent
+        assert Shown(unknown).prop("tree", ("a", "b"), lambda: "component", "value") == "component"
+
+
+def test_the_explorer_and_the_lesson_use_the_one_shown_props_helper():
+    for name in ("explorer_tab", "lesson_tab"):
+        tree = ast.parse((CODE_DIR / "s11_workbench" / f"{name}.py").read_text(encoding="utf-8"))
+        defined = {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+        assert "_prop" not in defined, name
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                    and node.module == "s11_workbench.shown" for alias in node.names}
+        assert imported == {"Shown", "ShownEvent"}, name
+
+
+def test_no_javascript_program_lives_in_a_python_string():
+    """Page scripts are .js files read at start-up; a one-line expression handed to an event may stay inline."""
+    offenders = []
+    for path in [*sorted(CODE_DIR.rglob("*.py")), CODE_DIR.parent / "app.py"]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and "=>" in node.value \
+                    and "\n" in node.value.strip():
+                offenders.append(f"{path.name}:{node.lineno}")
+    assert offenders == []
+    scripts = sorted(path.name for path in (CODE_DIR / "s11_workbench").glob("*.js"))
+    assert scripts == ["demo_tab.js", "explorer_tab.js", "forget_link_secrets.js"]

@@ -1,0 +1,69 @@
+// explorer_tab.js — 「🌳 会话树浏览器」页面自己的脚本（explorer_tab.py 读进 JS，app.py 把各页的 JS 合在一起交给
+// launch(js=...)，页面载入时运行一次）。只有这段代码，从不执行会话里的文字。
+//  1. 点分支图里的节点（mermaid 画成 <a href="?session=<id>">）：不跳转，把 '<id>#<序号>' 写进隐藏的点选框、
+//     触发它的 input 事件，服务器照样核对令牌和 ID。Enter 键激活链接时浏览器也发 click，同样拦下；
+//     按着 Ctrl / ⌘ / Shift / 中键点的（新标签页打开）和复制出去的链接照旧是 ?session= 链接。
+//  2. 选了 / 拖进来的文件太大或后缀不对：在 gradio 上传之前拦下（它的弹窗是英文的），交给服务器写一句中文。
+//     限额和后缀从隐藏的规则框里读（服务器填的），服务器上的检查（check_upload、UploadGuard）照旧都在。
+() => {
+  if (window.s11xScript) return;
+  window.s11xScript = true;
+  let serial = 0;
+  const send = (id, text) => {
+    const box = document.querySelector(`#${id} textarea, #${id} input`);
+    if (!box) return false;
+    serial += 1;
+    box.value = `${text}#${serial}`;
+    box.dispatchEvent(new Event("input", { bubbles: true }));
+    return true;
+  };
+  const mapLink = (target) => {
+    const link = target && target.closest ? target.closest("#s11x-map a") : null;
+    if (!link) return null;
+    const href = link.getAttribute("href") || link.getAttribute("xlink:href") || "";
+    const found = /^\?session=([A-Za-z0-9_-]{1,64})$/.exec(href);
+    return found ? found[1] : null;
+  };
+  document.addEventListener("click", (event) => {
+    if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
+    const id = mapLink(event.target);
+    if (id && send("s11x-map-pick", id)) event.preventDefault();
+  }, true);
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
+    const id = mapLink(event.target);
+    if (id && send("s11x-map-pick", id)) event.preventDefault();
+  }, true);
+  const rules = () => {
+    const box = document.querySelector("#s11x-upload-rules textarea, #s11x-upload-rules input");
+    try { return JSON.parse(box ? box.value : ""); } catch (error) { return null; }
+  };
+  const refusal = (files) => {
+    const limits = rules();
+    if (!limits || !files) return null;
+    for (const file of Array.from(files)) {
+      const name = String(file.name || "");
+      if (!limits.suffixes.some((suffix) => name.toLowerCase().endsWith(suffix))) {
+        return { kind: "type", name: name.slice(0, 255), size: file.size };
+      }
+      if (file.size > limits.max) return { kind: "size", name: name.slice(0, 255), size: file.size };
+    }
+    return null;
+  };
+  const guard = (event, files) => {
+    const problem = refusal(files);
+    if (!problem || !send("s11x-upload-refused", JSON.stringify(problem))) return false;
+    event.stopImmediatePropagation();
+    event.preventDefault();
+    return true;
+  };
+  document.addEventListener("change", (event) => {
+    const input = event.target;
+    if (!(input instanceof HTMLInputElement) || input.type !== "file" || !input.closest("#s11x-upload")) return;
+    if (guard(event, input.files)) input.value = "";
+  }, true);
+  document.addEventListener("drop", (event) => {
+    if (!event.target || !event.target.closest || !event.target.closest("#s11x-upload")) return;
+    guard(event, event.dataTransfer ? event.dataTransfer.files : null);
+  }, true);
+}

@@ -1,0 +1,138 @@
+"""gradio_fixes.py — 绕过 gradio 6.31 的几处行为，全在这一个文件里：每处一个函数，docstring 说它绕过什么
+
+    app.build_app() ──> install()   每个函数只改 gradio 的一个函数，装一次（再装什么都不做）
+        keep_replacement_ids()   带属性的更新不再让页面状态每轮多一份组件
+        forget_shown_values()    不给每个页面另存一份输出的值
+        safe_cache_cleanup()     下载缓存的定时清理不因处理函数同时加文件而停掉
+        bound_page_sessions()    页面会话表满了先丢已关闭的页面
+    app.py 导入 gradio 之前 ──> quiet_analytics()   不在每个事件之后重算监控统计
+
+在 gradio 6.31 上重新量过（把一个函数换成什么都不做，再跑 tests/workbench/test_server_hardening.py、
+tests/workbench/test_app_client.py 里对应的测试）：五处都还需要——6.x 的 #13756 修掉的是队列的事件表、
+time_last_used 和 pending_streams 的累积，没碰这里的几处。
+  keep_replacement_ids 关掉：同一页面 5 轮里组件表 368 → 372 → 376 → 380 → 384（每轮 +4，永不回落）
+  forget_shown_values  关掉：页面会话里留着刚显示过的会话文字——每页多一份它最近收到的输出（不逐轮增长；
+                       量到的一页：输出 11 KB，多留 9.5 KB，页面配置本身约 310 KB）。五处里最可有可无的一处
+  safe_cache_cleanup   关掉：2,000 个缓存文件的清理抛 RuntimeError: Set changed size during iteration
+  bound_page_sessions  关掉：会话表满时丢的是最久没点的开着的页面，已关闭的页面还留着
+  quiet_analytics      6.31 每完成一个事件仍把最近 10,000 条记录建成 pandas 表（queueing.compute_analytics_summary）：
+                       每个事件多花约 8 ms（1,000 条）到 14 ms（10,000 条）CPU；enable_monitoring=False 也不省这一步
+升级 gradio 时按上面的方法再量一次，不需要了的就删掉（连同它在 install() 里的那一行）。
+
+Key insight: 这里只改 gradio 的内部函数，不改它的行为约定；gradio 改了这些函数的名字时，
+install() 会在启动时直接报错（AttributeError），而不是悄悄失效。
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+
+
+def install() -> None:
+    """装上所有的修补（build_app 每次都调；每个函数只装一次）。"""
+    keep_replacement_ids()
+    forget_shown_values()
+    safe_cache_cleanup()
+    bound_page_sessions()
+
+
+def quiet_analytics() -> None:
+    """gradio 每处理完一个事件，就把最近 10,000 个事件的记录建成一张 pandas 表、重算一遍监控页的统计
+    （一堂课下来每个事件要多花几毫秒 CPU，还越来越多）。本工作台不开监控页（launch 的 enable_monitoring=False）：
+    不再逐个事件重算，只记最近 1,000 个。要在 gradio 建队列之前设（它在那时读环境变量）；自己设了的照用。"""
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000000")
+    os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "1000")
+
+
+def keep_replacement_ids() -> None:
+    """处理函数返回带属性的组件（gr.Radio(choices=…)、gr.update(…)）时，gradio 在页面状态里放一个新建的替身组件，
+    替身有一个新的 _id；这个组件下次作为输入时，gradio 按新 _id 又登记一遍——每个这样的组件每轮多一份配置
+    （一个页面每轮 +4 份，一堂课几十 MB）。这里让替身沿用原组件的 _id，登记的还是原来那一格。
+    只改 SessionState.__setitem__。"""
+    from gradio.blocks import Block
+    from gradio.state_holder import SessionState
+    if getattr(SessionState.__setitem__, "s11_keeps_ids", False):
+        return
+    original = SessionState.__setitem__
+
+    def setitem(self, key, value):
+        if isinstance(value, Block) and getattr(value, "_id", key) != key and key in self.blocks_config.blocks:
+            value._id = key   # 替身占原组件的位置，而不是再开一个新位置
+        original(self, key, value)
+
+    setitem.s11_keeps_ids = True
+    SessionState.__setitem__ = setitem
+
+
+def forget_shown_values() -> None:
+    """gradio 把每个页面会话里每个输出组件最近一次的值另存一份（SessionState.config_values，只供 gr.DeepLinkButton
+    的“深链接”用）。本工作台不用深链接，这一份只让服务器内存随每位同学看过的页面而长（树图、对话、列表、
+    全文搜索结果……上课时每个页面几百 KB），还把会话文字多留一份。这里让它不存；组件本身照旧更新。
+    只改 SessionState._update_value_in_config。"""
+    from gradio.state_holder import SessionState
+    if getattr(SessionState._update_value_in_config, "s11_forgets", False):
+        return
+
+    def update_value_in_config(self, key, value):
+        return None
+
+    update_value_in_config.s11_forgets = True
+    SessionState._update_value_in_config = update_value_in_config
+
+
+def safe_cache_cleanup() -> None:
+    """gradio 清理下载缓存时的一个线程竞争：每隔一段时间在线程池里遍历每个组件的临时文件集合（注释说拷了一份，
+    6.31 的代码其实直接遍历原集合），这时处理函数的线程正往同一个集合里加文件，遍历就抛
+    "Set changed size during iteration"，清理任务随之停掉，缓存从此只增不减（50 人 30 分钟的课上遇到过一次）。
+    这里先拷一份再遍历，删掉的再从集合里去掉；其余与 gradio 的 delete_files_created_by_app 相同。
+    只改 gradio.route_utils.delete_files_created_by_app。"""
+    from gradio import route_utils
+    if getattr(route_utils.delete_files_created_by_app, "s11_safe", False):
+        return
+
+    def delete_files_created_by_app(blocks, age):
+        keep = set()
+        for component in list(blocks.blocks.values()):
+            keep.update(getattr(component, "keep_in_cache", ()) or ())
+        for files in list(blocks.temp_file_sets):
+            removed = set()
+            for name in list(files):
+                if name in keep:
+                    continue
+                try:
+                    changed = datetime.datetime.fromtimestamp(os.lstat(name).st_ctime)
+                    if age is None or (datetime.datetime.now() - changed).total_seconds() > age:
+                        os.remove(name)
+                        removed.add(name)
+                except FileNotFoundError:
+                    removed.add(name)   # 已经不在了：也不必再记着
+            files.difference_update(removed)
+
+    delete_files_created_by_app.s11_safe = True
+    route_utils.delete_files_created_by_app = delete_files_created_by_app
+
+
+def bound_page_sessions() -> None:
+    """gradio 的页面会话表满了（state_session_capacity，app.launch_options 设成 PAGE_SESSIONS）时丢最久没用的那个，
+    不管它还开没开着——上课时一个同学读久了，他的视图状态就没了。这里改成先丢已关闭的（心跳已断开），
+    只有全是开着的页面时才丢最久没用的。只改 StateHolder.update。"""
+    from gradio.state_holder import StateHolder
+    if getattr(StateHolder.update, "s11_bounded", False):
+        return
+
+    def update(self, session_id):
+        with self.lock:
+            if session_id in self.session_data:
+                self.session_data.move_to_end(session_id)
+            while len(self.session_data) > self.capacity:
+                victim = next((key for key, state in self.session_data.items()
+                               if key != session_id and getattr(state, "is_closed", False)), None)
+                if victim is None:
+                    victim = next(iter(self.session_data))
+                self.session_data.pop(victim, None)
+                self.time_last_used.pop(victim, None)
+
+    update.s11_bounded = True
+    StateHolder.update = update
