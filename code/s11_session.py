@@ -51,6 +51,8 @@ import s11_check  # 体检：check() 列出的问题
 import s11_chunks  # 大会话的块
 import s11_converge  # 对比、收敛、标签
 import s11_export  # Markdown / HTML 渲染
+import s11_history  # 📜 留下每一版、撤销 / 重做（日志在 s11_journal）
+import s11_journal  # 📜 只追加的操作日志
 import s11_trash  # 回收站的样子
 import s11_tree  # 从摘要画会话树
 import s11_workspace  # 会话 ≠ 代码：保存时记下工作区，恢复前对账
@@ -157,7 +159,9 @@ class SessionStore:
                 if plan.chunks:
                     self._chunks.ensure(plan.chunks)
                 info = pending.stat()   # 改名之后 path 就是这个文件：缓存键与随后 lstat(path) 得到的相同
+                s11_history.keep(self.storage_dir, path, session.session_id, session.revision, self.durable)   # 📜
                 pending.commit()
+                s11_history.saved(self, session, session.revision, payload["revision"])   # 📜 记进日志
         # version 4：摘要要的消息条数、first_added、标签在头里都已算好，不必再过一遍全部消息
         self._remember(path, payload if plan.head is None else {**payload, "messages": None, **plan.head},
                        info, fingerprint(plan.raw))
@@ -225,7 +229,8 @@ class SessionStore:
             child = SessionNode(title=title or f"{parent.title} · 分支", parent_id=parent.session_id,
                                 messages=list(parent.messages[:keep]) + list(new_messages or []),
                                 fork_point=keep)
-            self.save(child)   # 新 ID、修订 0：分叉永远不会冲突
+            with s11_journal.operation(self, "fork", parent=parent.session_id, fork_point=keep):   # 📜 日志里一行 fork
+                self.save(child)   # 新 ID、修订 0：分叉永远不会冲突
         return child
 
     def export_markdown(self, session_id: str, *, redact: bool = True) -> str:
@@ -241,10 +246,14 @@ class SessionStore:
         子分支不受影响。返回是否删掉了什么。"""
         path = self._path(session_id)
         with self._lock:
+            state = s11_history.live_state(self, session_id)   # 📜 删之前是第几版
             removed = self._remove_live_file(path, session_id, purge)
             if purge:
                 removed = s11_trash.remove_copies(self.storage_dir, session_id) > 0 or removed
+                removed = s11_history.remove(self.storage_dir, session_id) > 0 or removed   # 📜 各版也删
                 self._chunks.remove_orphans()   # 只有它用过的块随之删掉；别的分支共用的块都还被引用着
+            if removed:
+                s11_history.deleted(self, session_id, state, purge)   # 📜 记进日志
             if removed and self.durable:
                 fsync_dir(self.storage_dir)
         self._forget(path)
@@ -269,6 +278,31 @@ class SessionStore:
         """🏷️ 给第 number 条消息（1 起）加标签（text 为空串 = 去掉标签）并保存；revision 过期抛 ConflictError。"""
         return s11_converge.set_label(self, session_id, number, text, revision=revision)
 
+    # ── 章节之外：操作日志、每一版、撤销 / 重做（逻辑在 s11_journal、s11_history）📜 ─────────────────
+    def journal(self, limit: int = 50) -> List[Any]:
+        """📜 最近 limit 个操作，新的在前：每项 (record, text)，text 是一句中文（见 s11_journal）。"""
+        return s11_journal.newest(self.storage_dir, limit)[0]
+
+    def history(self, session_id: str) -> List[Dict[str, Any]]:
+        """📜 一个会话的每一版（旧的在前，现在这一版 live=True）：revision、at、message_count、bytes。"""
+        return s11_history.revisions(self, session_id)
+
+    def load_revision(self, session_id: str, revision: int) -> SessionNode:
+        """📜 读第 revision 版（只读；要回到它用 revert）。"""
+        return s11_history.load_revision(self, session_id, revision)
+
+    def undo(self) -> Dict[str, Any]:
+        """↶ 撤销最近一个操作（什么都不丢：见 s11_history）；有人改过它就 ConflictError。"""
+        return s11_history.undo(self)
+
+    def redo(self) -> Dict[str, Any]:
+        """↷ 重做最近一次撤销的操作。"""
+        return s11_history.redo(self)
+
+    def revert(self, session_id: str, revision: int) -> SessionNode:
+        """📜 回到第 revision 版：把它存成新的一版。"""
+        return s11_history.revert(self, session_id, revision)
+
     # ── 章节之外：路径、HTML、回收站、会话树、体检、对账 ───────────────────────────────────────
     def path_of(self, session_id: str) -> str:
         """会话文件的路径（ID 先经过检查）。"""
@@ -292,6 +326,7 @@ class SessionStore:
             if os.path.lexists(path):
                 raise ConflictError(f"会话 {session_id} 已存在，不能用回收站里的版本覆盖它")
             os.replace(os.path.join(trash, copies[-1]), path)
+            s11_history.restored(self, session_id)   # 📜 记进日志
             if self.durable:
                 fsync_dir(self.storage_dir)   # 新名字落盘……
                 fsync_dir(trash)              # ……旧名字的消失也落盘
@@ -304,6 +339,7 @@ class SessionStore:
                           for session_id in s11_trash.trashed_ids(self.storage_dir))
             if removed and self.durable:
                 fsync_dir(s11_trash.trash_dir(self.storage_dir))
+            s11_history.trash_emptied(self, removed)   # 📜 不在了的会话的各版也删，记进日志
             self._chunks.remove_orphans()
         return removed
 
@@ -337,7 +373,7 @@ class SessionStore:
         给出这一批的 s11_chunks.Batch：只读，导入器从 lines 里拿已经编码好的消息算分叉复制了多少字节。
         在这之内 load() 的大会话，和同一批里读过的节点共用同一块里的消息对象（每块只读、只解析一次；导入器再导入
         一棵 20 MB 的树 2.8 → 0.8 s）：只读它们，或整体换掉 messages，不要原地改。"""
-        with self._batch_scope():
+        with self._batch_scope(), s11_journal.operation(self, "import"):   # 📜 一批（导入一棵树）= 日志里一行
             yield self._batch.current
 
     def save_many(self, nodes: List[SessionNode]) -> None:
