@@ -46,7 +46,7 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional
 from s11_storage import DirectoryLock
 from s11_text import printable
 
-__all__ = ["JOURNAL_FILE", "journal_path", "note", "operation", "append", "read", "newest", "describe",
+__all__ = ["JOURNAL_FILE", "journal_path", "note", "operation", "append", "planned_bytes", "read", "newest", "describe",
            "Reading"]
 
 log = logging.getLogger(__name__)
@@ -123,10 +123,7 @@ def append(store: Any, record: Dict[str, Any]) -> Dict[str, Any]:
     """调用方握着目录锁：补上 n、at、ns，追加一行，返回写下的记录。"""
     path = journal_path(store.storage_dir)
     last, torn = _last_number(path)
-    now = time.time_ns()
-    written = {"n": last + 1, **record, "at": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now / 1e9)),
-               "ns": now}
-    line = json.dumps(written, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    written, line = _line(record, last + 1)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:   # 被 kill -9 截断的半行后面先补一个换行符：新的一行绝不会粘在它后面，读的时候半行单独被跳过
         os.write(fd, (b"\n" if torn else b"") + line)
@@ -135,6 +132,39 @@ def append(store: Any, record: Dict[str, Any]) -> Dict[str, Any]:
     finally:
         os.close(fd)
     return written
+
+
+def _line(record: Dict[str, Any], number: int) -> tuple:
+    """(写下的记录, 那一行的字节)。at 总是 19 个字符、ns 19 位（到 2286 年），所以 planned_bytes 算得准。"""
+    now = time.time_ns()
+    written = {"n": number, **record, "at": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now / 1e9)),
+               "ns": now}
+    return written, json.dumps(written, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def planned_bytes(store: Any, saves: List[tuple]) -> List[int]:
+    """依次保存 saves（[(session_id, 修订号, 标题)]）会让日志增加多少字节，逐个给出——
+    store.write_costs() 用它，导入前的限额检查因此把日志也算准。在 operation() 之内（导入的 batch）是同一行
+    变长了多少；之外是每次保存一行。"""
+    last, torn = _last_number(journal_path(store.storage_dir))
+    group = _open_groups().get(store.storage_dir)
+    costs = []
+    if group is not None:
+        record = {**group, **{key: list(group[key]) for key in ("ids", "before", "after", "titles")}}
+        size = len(_line(record, last + 1)[1]) if record["ids"] else 0
+        for session_id, revision, title in saves:
+            _add(record, session_id, revision, revision + 1, title)
+            grown = len(_line(record, last + 1)[1])
+            costs.append(grown - size)
+            size = grown
+    else:
+        for number, (session_id, revision, title) in enumerate(saves, last + 1):
+            record = {"op": "save" if revision else "create", "ids": [], "before": [], "after": [], "titles": []}
+            _add(record, session_id, revision, revision + 1, title)
+            costs.append(len(_line(record, number)[1]))
+    if torn and costs:
+        costs[0] += 1   # 半行后面要补的那个换行符
+    return costs
 
 
 def _last_number(path: str) -> tuple:

@@ -359,12 +359,13 @@ class SessionStore:
         在 batch() 之内调用时共用那一批的编码：随后在同一个 batch() 里 save 这些节点不必再编码一遍。"""
         batch, counted, costs = getattr(self._batch, "current", None) or s11_chunks.Batch(), set(), []
         for node in nodes:
-            path = self._path(node.session_id)
+            self._path(node.session_id)   # 先检查 ID（_plan 假定调用方检查过）
             plan = self._plan(node, batch, remember=True)[1]
             fresh = [chunk for chunk in plan.chunks if chunk[0] not in counted]
             counted.update(name for name, _ in fresh)
-            costs.append(len(plan.raw) - _size(path) + self._chunks.bytes_to_add(fresh))
-        return costs
+            costs.append(len(plan.raw) + self._chunks.bytes_to_add(fresh))   # 📜 旧文件留在 .history/：不腾出空间
+        journal = s11_journal.planned_bytes(self, [(n.session_id, n.revision, n.title) for n in nodes])   # 📜 日志
+        return [cost + line for cost, line in zip(costs, journal)]
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[s11_chunks.Batch]:
