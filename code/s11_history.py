@@ -47,7 +47,7 @@ import s11_tree
 from s11_format import ConflictError, SessionError, SessionNotFound, is_session_name, validate_session_id
 from s11_storage import fsync_dir, read_regular_file
 
-__all__ = ["HISTORY_DIR", "keep", "remove", "revisions", "load_revision", "undo", "redo", "revert", "replay"]
+__all__ = ["HISTORY_DIR", "keep", "remove", "revisions", "load_revision", "undo", "redo", "revert", "replay", "timeline"]
 
 log = logging.getLogger(__name__)
 
@@ -265,6 +265,15 @@ def replay(storage_dir: str) -> Replay:
             done.append(record)
             undone.clear()   # 新的操作清空重做栈
     return Replay(done, undone, expected)
+
+
+def timeline(store: Any, limit: int = 50) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """给界面和命令行的日志：最近 limit 条（新的在前），每条 {n, at, op, text, undone（现在处于撤销状态）,
+    record}，以及跳过的坏行的说明。undone 的那些正是 redo() 能重做的。"""
+    shown, skipped = s11_journal.newest(store.storage_dir, limit)
+    undone = {record["n"] for record in replay(store.storage_dir).undone}
+    return [{"n": item.record["n"], "at": item.record.get("at", ""), "op": item.record["op"], "text": item.text,
+             "undone": item.record["n"] in undone, "record": item.record} for item in shown], skipped
 
 
 def undo(store: Any) -> Dict[str, Any]:
