@@ -146,8 +146,8 @@ def saved(store: Any, session: Any, before: int, after: int) -> None:
 
 # ── 读旧版 ──────────────────────────────────────────────────────────────────────────────────
 def revisions(store: Any, session_id: str) -> List[Dict[str, Any]]:
-    """一个会话的每一版（旧的在前，现在这一版最后、live=True）：revision、at（那一版写下的时间）、message_count、
-    bytes、path。会话已删除（在回收站里）时只有旧版；一版都没有时 SessionNotFound。"""
+    """一个会话的每一版（按修订号）：revision、at（那一版写下的时间）、message_count、bytes、path；
+    现在这一版 live=True，回收站里的（删除时的那一版）in_trash=True。一版都没有时 SessionNotFound。"""
     found = []
     folder = history_dir(store.storage_dir, session_id)
     try:
@@ -164,9 +164,13 @@ def revisions(store: Any, session_id: str) -> List[Dict[str, Any]]:
         entry = _describe(store.storage_dir, live, None, older=False)
         entry["live"] = True
         found.append(entry)
+    for path in _trash_paths(store, session_id):   # 删除时的那一版在回收站里（没有另留一份）
+        entry = _describe(store.storage_dir, path, None, older=False)
+        entry["in_trash"] = True
+        found.append(entry)
     if not found:
         raise SessionNotFound(f"未找到会话 {session_id} 的任何一版")
-    return sorted(found, key=lambda entry: (entry["revision"], entry["live"], entry["ns"]))
+    return sorted(found, key=lambda entry: (entry["revision"], entry["live"], entry["in_trash"], entry["ns"]))
 
 
 def _describe(storage_dir: str, path: str, revision: Optional[int], older: bool) -> Dict[str, Any]:
@@ -178,7 +182,7 @@ def _describe(storage_dir: str, path: str, revision: Optional[int], older: bool)
         revision = summary["revision"] if revision is None else revision
     except (SessionError, OSError) as exc:   # 坏了的旧版照样列出来，说明读不了
         info, count, title, problem = os.lstat(path), None, "", str(exc)
-    return {"revision": revision or 0, "live": False, "older_life": older, "title": title,
+    return {"revision": revision or 0, "live": False, "in_trash": False, "older_life": older, "title": title,
             "message_count": count, "bytes": info.st_size, "ns": info.st_mtime_ns,
             "at": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.st_mtime)), "path": path,
             "problem": problem}
@@ -191,7 +195,7 @@ def load_revision(store: Any, session_id: str, revision: Any) -> Any:
     if isinstance(revision, bool) or not isinstance(revision, int) or revision < 1:
         raise SessionError(f"版本号应是正整数，收到 {revision!r}")
     candidates = [os.path.join(history_dir(store.storage_dir, session_id), f"{revision}.json"),
-                  store.path_of(session_id)]
+                  store.path_of(session_id), *reversed(_trash_paths(store, session_id))]   # 回收站里的：删除时那一版
     reader = s11_chunks.ChunkStore(store.storage_dir, durable=False)
     for path in candidates:
         try:
@@ -201,6 +205,12 @@ def load_revision(store: Any, session_id: str, revision: Any) -> Any:
         if data.get("revision") == revision and data.get("session_id") == session_id:
             return SessionNode.from_dict(data)
     raise SessionNotFound(f"会话 {session_id} 没有第 {revision} 版（用 history {session_id} 看有哪些版）")
+
+
+def _trash_paths(store: Any, session_id: str) -> List[str]:
+    """这个会话在回收站里的各份，旧的在前。"""
+    folder = s11_trash.trash_dir(store.storage_dir)
+    return [os.path.join(folder, name) for name in s11_trash.copies(store.storage_dir, session_id)]
 
 
 def _on_disk(store: Any, session_id: str) -> Tuple[int, int]:
