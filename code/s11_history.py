@@ -349,10 +349,12 @@ def _move(store: Any, session_id: str, now: int, last_live: int, want: int) -> N
 
 def revert(store: Any, session_id: str, revision: Any) -> Any:
     """回到第 revision 版：把它的内容存成新的一版（记进日志的是一次 save，带 revert_of），返回保存后的节点。"""
-    node = load_revision(store, session_id, revision)
     live = store.load(session_id)
     if live is None:
-        raise SessionNotFound(f"会话 {session_id} 不在（已删除？先 restore 再回到某一版）")
+        in_trash = s11_trash.copies(store.storage_dir, validate_session_id(session_id))
+        raise SessionNotFound(f"会话 {session_id} 在回收站里：先恢复它，再回到某一版" if in_trash
+                              else f"未找到会话 {session_id}")
+    node = load_revision(store, session_id, revision)
     if live.revision == revision:
         raise SessionError(f"会话 {session_id} 现在就是第 {revision} 版，不必回到它")
     node.revision = live.revision

@@ -200,8 +200,9 @@ class TestKeptRevisions:
         store.save(again)
         store.save(again)                           # revision 1 of the second life kept too
         listed = store.history("reused")
-        assert sorted((e["revision"], e["title"], e["older_life"]) for e in listed) == [
-            (1, "第一次", True), (1, "第二次", False), (2, "第二次", False)]
+        assert sorted((e["revision"], e["title"], e["older_life"], e["in_trash"]) for e in listed) == [
+            (1, "第一次", True, False), (1, "第二次", False, False),
+            (2, "第一次", False, True), (2, "第二次", False, False)]   # the first life's last revision: in the trash
         assert store.load_revision("reused", 1).title == "第二次"
 
 
