@@ -293,7 +293,8 @@ def cmd_history(args) -> int:
     if args.session_id:
         for entry in store.history(args.session_id):
             count = "读不了" if entry["message_count"] is None else f"{entry['message_count']} 条"
-            mark = "  ← 现在" if entry["live"] else "  （同一 ID 早先的一版）" if entry["older_life"] else ""
+            mark = ("  ← 现在" if entry["live"] else "  （在回收站里）" if entry["in_trash"] else
+                    "  （同一 ID 早先的一版）" if entry["older_life"] else "")
             say(f"revision {entry['revision']:>4}  {entry['at']}  {count:>8}  {human_size(entry['bytes']):>9}{mark}")
         return 0
     if args.limit < 1:

@@ -52,6 +52,7 @@ __all__ = ["HISTORY_DIR", "keep", "remove", "revisions", "load_revision", "undo"
 log = logging.getLogger(__name__)
 
 HISTORY_DIR = ".history"
+_UNVERSIONED = -1   # 撤销的目标是书中代码写的、没有修订号的那一版（.history/<id>/0.json）
 _KEPT_NAME = re.compile(r"(\d+)\.json")            # 1.json：这一版
 _OLDER_LIFE = re.compile(r"(\d+)\.(\d+)\.json")    # 1.1796528412000000000.json：同一 ID 早先的一版，被挪开的
 
@@ -65,19 +66,20 @@ def history_dir(storage_dir: str, session_id: str) -> str:
 
 
 # ── 留下旧版：save() 的钩子 ─────────────────────────────────────────────────────────────────
-def keep(storage_dir: str, path: str, session_id: str, revision: int, durable: bool) -> None:
+def keep(storage_dir: str, path: str, session_id: str, revision: int, durable: bool) -> bool:
     """目录锁里、新文件换上来之前：把磁盘上的第 revision 版（刚核对过）链接到 .history/<id>/<revision>.json。
+    返回 True = 换掉的是一个没有修订号的文件（书中代码写的，revision 0），它留成了 0.json。
 
     硬链接不复制字节：换名之后旧的 inode 只剩这一个名字，占的空间和没有历史时被删掉的一样多。
     同名的一版已经在（同一个 ID 删掉后又被导入、新建过）：早先那份挪成 <revision>.<纳秒>.json，两份都留着。"""
-    if revision <= 0 or not os.path.lexists(path):
-        return
+    if not os.path.lexists(path):
+        return False
     folder = history_dir(storage_dir, session_id)
     os.makedirs(folder, exist_ok=True)
     target = os.path.join(folder, f"{revision}.json")
     if os.path.lexists(target):
         if os.path.samefile(target, path):
-            return
+            return revision == 0
         os.replace(target, os.path.join(folder, f"{revision}.{time.time_ns()}.json"))
     try:
         os.link(path, target)
@@ -87,6 +89,7 @@ def keep(storage_dir: str, path: str, session_id: str, revision: int, durable: b
         os.replace(temporary, target)
     if durable:
         fsync_dir(folder)
+    return revision == 0
 
 
 def remove(storage_dir: str, session_id: str) -> int:
@@ -139,9 +142,11 @@ def restored(store: Any, session_id: str) -> None:
     s11_journal.note(store, "restore", session_id, 0, _revision_at_quietly(path), title_at(path))
 
 
-def saved(store: Any, session: Any, before: int, after: int) -> None:
-    """save() 的钩子（目录锁里、换名之后）：记一行 create（修订 0 → 1）或 save；在分叉、收敛、导入之内并进那一行。"""
-    s11_journal.note(store, "save" if before else "create", session.session_id, before, after, session.title)
+def saved(store: Any, session: Any, before: int, after: int, unversioned: bool = False) -> None:
+    """save() 的钩子（目录锁里、换名之后）：记一行 create（修订 0 → 1）或 save；在分叉、收敛、导入之内并进那一行。
+    unversioned（keep() 的返回值）：换掉的是书中代码写的、没有修订号的文件——撤销时回到它（0.json），而不是删掉。"""
+    op = "save" if before or unversioned else "create"
+    s11_journal.note(store, op, session.session_id, before, after, session.title, unversioned=unversioned)
 
 
 # ── 读旧版 ──────────────────────────────────────────────────────────────────────────────────
@@ -192,8 +197,8 @@ def load_revision(store: Any, session_id: str, revision: Any) -> Any:
     """第 revision 版的只读 SessionNode（现在这一版也行）；块逐个核对 sha256。没有这一版时 SessionNotFound。
     给出的节点 revision 是那一版的号：拿它去 save() 会因为修订号对不上而 ConflictError——要回到它请用 revert。"""
     from s11_session import SessionNode  # 放在函数里：s11_session 导入本模块（钩子）
-    if isinstance(revision, bool) or not isinstance(revision, int) or revision < 1:
-        raise SessionError(f"版本号应是正整数，收到 {revision!r}")
+    if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
+        raise SessionError(f"版本号应是不小于 0 的整数（0 = 书中代码写的、没有修订号的那一版），收到 {revision!r}")
     candidates = [os.path.join(history_dir(store.storage_dir, session_id), f"{revision}.json"),
                   store.path_of(session_id), *reversed(_trash_paths(store, session_id))]   # 回收站里的：删除时那一版
     reader = s11_chunks.ChunkStore(store.storage_dir, durable=False)
@@ -202,7 +207,7 @@ def load_revision(store: Any, session_id: str, revision: Any) -> Any:
             data = reader.read(path).data
         except FileNotFoundError:
             continue
-        if data.get("revision") == revision and data.get("session_id") == session_id:
+        if data.get("revision", 0) == revision and data.get("session_id") == session_id:
             return SessionNode.from_dict(data)
     raise SessionNotFound(f"会话 {session_id} 没有第 {revision} 版（用 history {session_id} 看有哪些版）")
 
@@ -307,7 +312,9 @@ def _apply(store: Any, op: str, target: Dict[str, Any], expected: Dict[str, Tupl
     if target["op"] in s11_journal.BARRIERS or target.get("purge"):
         raise SessionError(f"第 {target['n']} 步（{what}）是有意的彻底删除，不能撤销；更早的操作也就不能再撤销了")
     wanted = target["before"] if op == "undo" else target["after"]
-    steps = [(session_id, *expected[session_id], want) for session_id, want in zip(target["ids"], wanted)]
+    unversioned = set(target.get("unversioned") or []) if op == "undo" else set()
+    steps = [(session_id, *expected[session_id], _UNVERSIONED if session_id in unversioned else want)
+             for session_id, want in zip(target["ids"], wanted)]
     for session_id, now, last_live, want in steps:   # 先全部核对，再动手：过期的撤销一步都不做
         _check(store, op, session_id, now, last_live, want, f"第 {target['n']} 步（{what}）")
     with s11_journal.operation(store, op, always=True, target=target["n"], what=what) as record:
@@ -333,15 +340,18 @@ def _check(store: Any, op: str, session_id: str, now: int, last_live: int, want:
 
 
 def _move(store: Any, session_id: str, now: int, last_live: int, want: int) -> None:
-    """把一个会话从 now 变成 want 那一版的内容（0 = 不在）：删除、恢复，或把那一版存成新的一版。"""
-    if want == 0:
+    """把一个会话从 now 变成 want 那一版的内容（0 = 不在；_UNVERSIONED = 书中代码写的那一版，0.json）：
+    删除、恢复，或把那一版存成新的一版。"""
+    if want == _UNVERSIONED:
+        want = 0
+    elif want == 0:
         if now:
             store.delete(session_id)
         return
     if now == 0:
         store.restore(session_id)   # 回收站里最新的那份（刚核对过是 last_live）
         now = last_live
-    if now != want:
+    if now != want or want == 0:
         node = load_revision(store, session_id, want)
         node.revision = now   # 以现在这一版为底保存：中途别人保存过就 ConflictError
         store.save(node)

@@ -15,6 +15,7 @@
   ids      涉及的会话；before / after 与它一一对应：操作前后磁盘上的修订号，0 = 不在（还没有，或在回收站里）
   titles   这些会话当时的标题（给人看的一句话用，不必再去读会话文件）
   at / ns  本地时间（给人看）和 time.time_ns()（排序、比较）
+  unversioned  before 为 0、其实换掉的是书中代码写的没有修订号的文件的那些会话（撤销时回到 .history/<id>/0.json）
   其余     各操作自己的：fork 的 parent / fork_point，converge 的 chosen / others，label 的 number，
            delete 的 purge，save 的 revert_of，undo / redo 的 target
 
@@ -89,18 +90,22 @@ def operation(store: Any, op: str, *, always: bool = False, **fields: Any) -> It
                 record.update(append(store, record))
 
 
-def note(store: Any, op: str, session_id: str, before: int, after: int, title: Any = "", **fields: Any) -> None:
+def note(store: Any, op: str, session_id: str, before: int, after: int, title: Any = "", *,
+         unversioned: bool = False, **fields: Any) -> None:
     """仓库的钩子（在目录锁里、刚提交之后调用）：一个会话从修订 before 变成了 after（0 = 不在）。
-    在 operation() 之内就并进那一行；否则立即追加一行 op。"""
+    在 operation() 之内就并进那一行；否则立即追加一行 op。unversioned：before 的 0 其实是一个没有修订号的
+    文件（书中代码写的），记进 "unversioned" 列表，撤销时回到它。"""
     record = _open_groups().get(store.storage_dir)
-    if record is None:
+    group = record is not None
+    if not group:
         record = {"op": op, "ids": [], "before": [], "after": [], "titles": [], **fields}
-        _add(record, session_id, before, after, title)
+    _add(record, session_id, before, after, title)
+    if unversioned:
+        record.setdefault("unversioned", []).append(session_id)
+    for key, value in fields.items():
+        record.setdefault(key, value)
+    if not group:
         append(store, record)
-    else:
-        _add(record, session_id, before, after, title)
-        for key, value in fields.items():
-            record.setdefault(key, value)
 
 
 def _add(record: Dict[str, Any], session_id: str, before: int, after: int, title: Any) -> None:

@@ -159,9 +159,10 @@ class SessionStore:
                 if plan.chunks:
                     self._chunks.ensure(plan.chunks)
                 info = pending.stat()   # 改名之后 path 就是这个文件：缓存键与随后 lstat(path) 得到的相同
-                s11_history.keep(self.storage_dir, path, session.session_id, session.revision, self.durable)   # 📜
+                unversioned = s11_history.keep(self.storage_dir, path, session.session_id, session.revision,
+                                               self.durable)   # 📜 换掉之前留下旧的一版
                 pending.commit()
-                s11_history.saved(self, session, session.revision, payload["revision"])   # 📜 记进日志
+                s11_history.saved(self, session, session.revision, payload["revision"], unversioned)   # 📜 记进日志
         # version 4：摘要要的消息条数、first_added、标签在头里都已算好，不必再过一遍全部消息
         self._remember(path, payload if plan.head is None else {**payload, "messages": None, **plan.head},
                        info, fingerprint(plan.raw))

@@ -157,8 +157,10 @@ class TestKeptRevisions:
         sid = store.create_session("主干", msgs(2))
         with pytest.raises(SessionNotFound, match=f"会话 {sid} 没有第 7 版"):
             store.load_revision(sid, 7)
-        for bad in (0, -1, "1", True, 1.5):
-            with pytest.raises(SessionError, match="版本号应是正整数"):
+        with pytest.raises(SessionNotFound, match=f"会话 {sid} 没有第 0 版"):
+            store.load_revision(sid, 0)
+        for bad in (-1, "1", True, 1.5):
+            with pytest.raises(SessionError, match="版本号应是不小于 0 的整数"):
                 store.load_revision(sid, bad)
         with pytest.raises(SessionNotFound, match="未找到会话 abc 的任何一版"):
             store.history("abc")
@@ -286,6 +288,19 @@ class TestUndo:
         with pytest.raises(ConflictError, match=r"不能撤销第 2 步（续写了 「主干」\[\w+\]：revision 1 → 2）：.*日志之外改过"):
             store.undo()
         assert snapshot(store.storage_dir) == before
+
+    def test_undoing_the_first_save_over_a_file_the_books_code_wrote_brings_that_file_back(self, store):
+        book = s11_book.SessionStore(store.storage_dir)
+        sid = book.create_session("书里的", msgs(2))       # no revision, no journal line
+        node = store.load(sid)
+        node.messages.append(msg(2))
+        store.save(node)
+        assert records(store)[-1]["op"] == "save" and records(store)[-1]["unversioned"] == [sid]
+        assert store.load_revision(sid, 0).messages == msgs(2)   # the book's file, kept as .history/<id>/0.json
+        store.undo()
+        assert (store.load(sid).messages, store.load(sid).revision) == (msgs(2), 2)
+        store.redo()
+        assert store.load(sid).messages == msgs(3)
 
     def test_undo_stops_at_a_purge(self, store):
         sid = store.create_session("主干", msgs(2))

@@ -73,13 +73,14 @@ def test_history_of_one_session_and_revert(demo):
 @pytest.mark.parametrize("args, says", [
     (["revert", "nosuch", "1"], "未找到会话 nosuch"),
     (["revert", "MAIN", "9"], "没有第 9 版"),
-    (["revert", "MAIN", "0"], "版本号应是正整数"),
+    (["revert", "MAIN", "0"], "没有第 0 版"),
+    (["revert", "MAIN", "-1"], "版本号应是不小于 0 的整数"),
     (["revert", "MAIN", "x"], "REVISION 的值 'x' 不是整数"),
     (["revert", "MAIN"], "缺少参数：REVISION"),
     (["revert", "../etc", "1"], "非法会话 ID"),
     (["history", "nosuch"], "未找到会话 nosuch 的任何一版"),
     (["history", "--limit", "0"], "--limit 0 无效"),
-], ids=["unknown-id", "no-such-revision", "revision-zero", "revision-not-a-number", "revision-missing",
+], ids=["unknown-id", "no-such-revision", "revision-zero", "revision-negative", "revision-not-a-number", "revision-missing",
         "bad-id", "history-unknown-id", "limit-zero"])
 def test_bad_input_is_one_chinese_sentence_and_changes_nothing(demo, args, says):
     folder, ids = demo
