@@ -122,7 +122,7 @@ def trash_emptied(store: Any, removed: int) -> None:
                 and not os.path.lexists(store.path_of(session_id)):
             removed += remove(store.storage_dir, session_id)
     if removed:
-        s11_journal.append(store, {"op": "empty-trash", "ids": [], "before": [], "after": [], "removed": removed})
+        s11_journal.append_quietly(store, {"op": "empty-trash", "ids": [], "before": [], "after": [], "removed": removed})
 
 
 def live_state(store: Any, session_id: str) -> Tuple[int, str]:

@@ -31,7 +31,7 @@
   * 一个操作里的几次保存（分叉、收敛、导入一棵树、撤销）合成一行：operation() 把它们收拢。
 
 限制：操作已提交、日志那一行还没写下时被 kill -9，这个操作不在日志里（会话文件完好，只是不能撤销）；
-日志不设上限（每行约 200 字节），清空回收站、彻底删除也不删它。本模块只依赖标准库和 s11_storage / s11_text。
+日志不设上限（每行约 200 字节），清空回收站、彻底删除也不删它。本模块只依赖标准库和 s11_format / s11_storage / s11_text。
 """
 
 from __future__ import annotations
@@ -40,14 +40,16 @@ import contextlib
 import json
 import logging
 import os
+import stat
 import threading
 import time
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional
 
-from s11_storage import DirectoryLock
-from s11_text import printable
+from s11_format import SessionError
+from s11_storage import DirectoryLock, NotRegularFile, entry_kind
+from s11_text import describe_os_error, printable
 
-__all__ = ["JOURNAL_FILE", "journal_path", "note", "operation", "append", "planned_bytes", "read", "newest", "describe",
+__all__ = ["JOURNAL_FILE", "journal_path", "note", "operation", "append", "append_quietly", "planned_bytes", "read", "newest", "describe",
            "Reading"]
 
 log = logging.getLogger(__name__)
@@ -87,7 +89,7 @@ def operation(store: Any, op: str, *, always: bool = False, **fields: Any) -> It
         del groups[store.storage_dir]
         if record["ids"] or always:   # 出错时已经做了的那几步也记下：它们确实发生了，应当能撤销
             with DirectoryLock(store.storage_dir):
-                record.update(append(store, record))
+                append_quietly(store, record)
 
 
 def note(store: Any, op: str, session_id: str, before: int, after: int, title: Any = "", *,
@@ -105,7 +107,16 @@ def note(store: Any, op: str, session_id: str, before: int, after: int, title: A
     for key, value in fields.items():
         record.setdefault(key, value)
     if not group:
-        append(store, record)
+        append_quietly(store, record)
+
+
+def append_quietly(store: Any, record: Dict[str, Any]) -> None:
+    """操作已经提交了：日志写不下（磁盘满、权限）时不能让调用方以为操作失败了——记一条警告，
+    这个操作不在日志里（不能撤销；之后对同一会话的撤销会因为修订号对不上而被拒绝，不会覆盖）。"""
+    try:
+        record.update(append(store, record))
+    except OSError as exc:
+        log.warning("操作已完成，但没能记进操作日志 %s：%s", printable(journal_path(store.storage_dir)), exc)
 
 
 def _add(record: Dict[str, Any], session_id: str, before: int, after: int, title: Any) -> None:
@@ -144,7 +155,11 @@ def _line(record: Dict[str, Any], number: int) -> tuple:
     now = time.time_ns()
     written = {"n": number, **record, "at": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now / 1e9)),
                "ns": now}
-    return written, json.dumps(written, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    try:
+        line = json.dumps(written, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:   # 标题里有落单的代理字符（仓库存得下）：这一行改用 \u 转义，读回来一样
+        line = json.dumps(written, separators=(",", ":")).encode("ascii")
+    return written, line + b"\n"
 
 
 def planned_bytes(store: Any, saves: List[tuple]) -> List[int]:
@@ -175,6 +190,8 @@ def planned_bytes(store: Any, saves: List[tuple]) -> List[int]:
 def _last_number(path: str) -> tuple:
     """(最后一个完整记录的 n, 文件是否停在半行上)。只读末尾 TAIL_BYTES；末尾一行都读不懂时从头流式找。"""
     try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):   # 管道、目录、链接：不打开（管道会让 open 一直等）
+            raise NotRegularFile(path, entry_kind(path))
         with open(path, "rb") as handle:
             size = handle.seek(0, os.SEEK_END)
             handle.seek(max(0, size - TAIL_BYTES))
@@ -207,9 +224,14 @@ class Reading:
 
     def records(self) -> Iterator[Dict[str, Any]]:
         try:
+            if not stat.S_ISREG(os.lstat(self.path).st_mode):   # 不跟随链接、不打开目录和管道
+                raise SessionError(f"操作日志 {printable(self.path)} 不是普通文件（{entry_kind(self.path)}），"
+                                   "读不了；请手动处理它")
             handle = open(self.path, "rb")
         except FileNotFoundError:
             return
+        except OSError as exc:
+            raise SessionError(f"操作日志读不了：{describe_os_error(exc)}") from None
         with handle:
             last = 0
             for number, line in enumerate(handle, 1):

@@ -100,6 +100,21 @@ class TestEveryOperationIsOneLine:
         assert [r["op"] for r in records(store)] == ["create", "save"]
 
 
+    def test_a_title_with_a_lone_surrogate_is_journaled_as_an_escape(self, store):
+        sid = store.create_session("半个\ud83d表情", msgs(1))
+        line = (Path(store.storage_dir) / s11_journal.JOURNAL_FILE).read_bytes()
+        assert b"\\ud83d" in line and records(store)[0]["titles"] == ["半个\ud83d表情"]
+        assert store.load(sid).title == "半个\ud83d表情"
+
+    def test_a_journal_that_cannot_be_written_does_not_fail_a_committed_save(self, store, caplog):
+        (Path(store.storage_dir) / s11_journal.JOURNAL_FILE).mkdir()   # not a file: every append fails
+        sid = store.create_session("主干", msgs(2))
+        assert store.load(sid).messages == msgs(2)
+        assert "没能记进操作日志" in caplog.text
+        with pytest.raises(SessionError, match="操作日志 .* 不是普通文件（目录），读不了"):
+            store.undo()
+
+
 class TestATornLastLine:
     def test_is_reported_skipped_and_never_glued_to_the_next_line(self, store):
         sid = store.create_session("主干", msgs(2))
