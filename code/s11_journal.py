@@ -83,11 +83,14 @@ def operation(store: Any, op: str, *, always: bool = False, **fields: Any) -> It
         return
     record = {"op": op, "ids": [], "before": [], "after": [], "titles": [], **fields}
     groups[store.storage_dir] = record
+    failed = True
     try:
         yield record
+        failed = False
     finally:
         del groups[store.storage_dir]
-        if record["ids"] or always:   # 出错时已经做了的那几步也记下：它们确实发生了，应当能撤销
+        # 出错时已经做了的那几步也记下：它们确实发生了，应当能撤销；一步都没做成的撤销不记（栈不动）
+        if record["ids"] or (always and not failed):
             with DirectoryLock(store.storage_dir):
                 append_quietly(store, record)
 

@@ -317,6 +317,22 @@ class TestUndo:
         store.redo()
         assert store.load(sid).messages == msgs(3)
 
+    def test_a_read_only_store_cannot_undo_or_redo_and_the_journal_does_not_move(self, store):
+        from s11_workbench.spaces import ReadOnlyStore, SpaceError
+        sid = store.create_session("主干", msgs(2))
+        store.save(store.load(sid))
+        store.fork(sid, [msg(3)])
+        store.fork(sid, [msg(4)])
+        store.undo()
+        before = snapshot(store.storage_dir)
+        shelf = ReadOnlyStore(store.storage_dir)
+        for action in (shelf.undo, shelf.redo, lambda: shelf.revert(sid, 1)):
+            with pytest.raises(SpaceError, match="只读空间"):
+                action()
+        assert snapshot(store.storage_dir) == before
+        assert [row["text"] for row in s11_history.timeline(shelf)[0]] == \
+            [row["text"] for row in s11_history.timeline(store)[0]]
+
     def test_undo_stops_at_a_purge(self, store):
         sid = store.create_session("主干", msgs(2))
         store.delete(sid, purge=True)
