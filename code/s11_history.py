@@ -21,7 +21,8 @@
   * 现在 → 目标：在 → 不在 = delete；不在 → 在 = restore（回收站里最新的那份必须正是要的那一版）；
     在 → 在 = 把目标那一版的内容存成新的一版。
   * 开始之前逐个核对：磁盘上的状态不是那条记录留下的（有人又保存、删除、恢复过）就 ConflictError，一步都不做。
-  * 新的操作清空重做栈（和任何编辑器一样）；清空回收站、彻底删除撤销不了，撤销停在它们这里。
+  * 新的操作清空重做栈（和任何编辑器一样）；彻底删除（purge）撤销不了，撤销停在它这里；清空回收站不记日志，
+    之后撤销那些删除时回收站里没有了，就 ConflictError 说明。
 
 保证：每一版在彻底删除（delete(purge=True)）、清空回收站（被删会话的各版）或归档过期之前都读得到
 （load_revision）；版本文件算进空间的限额（它们就是会话目录里的字节）；块的清理把它们算作引用。
@@ -109,8 +110,10 @@ def remove(storage_dir: str, session_id: str) -> int:
     return removed
 
 
-def trash_emptied(store: Any, removed: int) -> None:
-    """empty_trash() 的钩子（目录锁里）：已经不在仓库里的会话（不在、回收站里也没有了）的各版一起删掉，记一行日志。"""
+def trash_emptied(store: Any) -> None:
+    """empty_trash() 的钩子（目录锁里）：已经不在仓库里的会话（不在、回收站里也没有了）的各版一起删掉。
+    不记日志：清空回收站不是能撤销的操作；之后撤销那些删除时，回收站里没有了就 ConflictError 说明，
+    别的会话上的操作照样能撤销。"""
     folder = os.path.join(store.storage_dir, HISTORY_DIR)
     try:
         names = os.listdir(folder)
@@ -120,9 +123,7 @@ def trash_emptied(store: Any, removed: int) -> None:
     for session_id in names:
         if is_session_id(session_id) and session_id not in trashed \
                 and not os.path.lexists(store.path_of(session_id)):
-            removed += remove(store.storage_dir, session_id)
-    if removed:
-        s11_journal.append_quietly(store, {"op": "empty-trash", "ids": [], "before": [], "after": [], "removed": removed})
+            remove(store.storage_dir, session_id)
 
 
 def live_state(store: Any, session_id: str) -> Tuple[int, str]:
@@ -309,7 +310,7 @@ def redo(store: Any) -> Dict[str, Any]:
 
 def _apply(store: Any, op: str, target: Dict[str, Any], expected: Dict[str, Tuple[int, int]]) -> Dict[str, Any]:
     what = s11_journal.describe(target)
-    if target["op"] in s11_journal.BARRIERS or target.get("purge"):
+    if target.get("purge"):
         raise SessionError(f"第 {target['n']} 步（{what}）是有意的彻底删除，不能撤销；更早的操作也就不能再撤销了")
     wanted = target["before"] if op == "undo" else target["after"]
     unversioned = set(target.get("unversioned") or []) if op == "undo" else set()

@@ -11,7 +11,7 @@
 每一行的字段：
   n        序号，1 起，一行比一行大
   op       create（新建根会话）、save（续写，或 revert 回到某一版）、fork、converge、label、delete、restore、
-           import（一次导入的许多节点）、empty-trash、undo / redo（target = 撤销 / 重做的是第几号）
+           import（一次导入的许多节点）、undo / redo（target = 撤销 / 重做的是第几号）
   ids      涉及的会话；before / after 与它一一对应：操作前后磁盘上的修订号，0 = 不在（还没有，或在回收站里）
   titles   这些会话当时的标题（给人看的一句话用，不必再去读会话文件）
   at / ns  本地时间（给人看）和 time.time_ns()（排序、比较）
@@ -31,7 +31,7 @@
   * 一个操作里的几次保存（分叉、收敛、导入一棵树、撤销）合成一行：operation() 把它们收拢。
 
 限制：操作已提交、日志那一行还没写下时被 kill -9，这个操作不在日志里（会话文件完好，只是不能撤销）；
-日志不设上限（每行约 200 字节），清空回收站、彻底删除也不删它。本模块只依赖标准库和 s11_format / s11_storage / s11_text。
+日志不设上限（每行约 200 字节），清空回收站、彻底删除也不删它（清空回收站本身不记一行：它撤销不了）。本模块只依赖标准库和 s11_format / s11_storage / s11_text。
 """
 
 from __future__ import annotations
@@ -57,7 +57,6 @@ log = logging.getLogger(__name__)
 JOURNAL_FILE = ".journal.jsonl"
 TAIL_BYTES = 64 * 1024        # 找最后一个序号时从末尾读多少（一行远小于这个）
 SAVE_LIKE = ("create", "save", "fork", "converge", "label", "import")   # 写下会话文件的操作
-BARRIERS = ("empty-trash",)   # 清空回收站、彻底删除：有意的、撤销不了的操作
 
 _groups = threading.local()   # 本线程正在进行的 operation()：{仓库目录: 收拢中的记录}
 
@@ -325,7 +324,6 @@ _DESCRIPTIONS = {   # op → 一句中文（记录 → 文字）；新操作 = �
     "delete": lambda r: (f"彻底删除了 {_title(r)}" if r.get("purge") else f"删除了 {_title(r)}（移进回收站）"),
     "restore": lambda r: f"从回收站恢复了 {_title(r)}",
     "import": lambda r: f"导入了 {len(r['ids'])} 个会话" + (f"（第一个是 {_title(r)}）" if r["ids"] else ""),
-    "empty-trash": lambda r: f"清空了回收站（{r.get('removed', 0)} 个文件）",
     "undo": lambda r: f"撤销了第 {r.get('target', '?')} 步（{r.get('what', '')}）",
     "redo": lambda r: f"重做了第 {r.get('target', '?')} 步（{r.get('what', '')}）",
 }

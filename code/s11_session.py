@@ -26,6 +26,7 @@ export_markdown / delete，然后是章节之外的方法，最后是 demo_tree_
   * 导出页头的分支路径：刚核对过、目录也没变的祖先链不再逐个 lstat ... s11_chains
   * 分叉 + 收敛：compare / converge / label（version 5 的 converged_from）... s11_converge
   * 体检：check() 列出的坏文件、残留、缺了或坏了的块 .............. s11_check
+  * 每一步都能撤销、什么都不丢：只追加的操作日志、留下的每一版 ...... s11_journal、s11_history
 
 保证：每次 save() 全有或全无，kill -9 之后每个文件要么是上一次的、要么是这一次的；读不懂的文件（截断的、
 更新版本的、FIFO、符号链接）原样保留并报告，从不覆盖；块缺了或坏了，load() 抛 ChunkError 点名那一块。
@@ -340,7 +341,7 @@ class SessionStore:
                           for session_id in s11_trash.trashed_ids(self.storage_dir))
             if removed and self.durable:
                 fsync_dir(s11_trash.trash_dir(self.storage_dir))
-            s11_history.trash_emptied(self, removed)   # 📜 不在了的会话的各版也删，记进日志
+            s11_history.trash_emptied(self)   # 📜 不在了的会话的各版也删
             self._chunks.remove_orphans()
         return removed
 
