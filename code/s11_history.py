@@ -346,11 +346,12 @@ def _move(store: Any, session_id: str, now: int, last_live: int, want: int) -> N
     if want == _UNVERSIONED:
         want = 0
     elif want == 0:
-        if now:
-            store.delete(session_id)
+        if now and not store.delete(session_id):
+            raise ConflictError(f"会话 {session_id} 刚刚被别人删掉了（同时有两处在撤销？）：请先看 history")
         return
     if now == 0:
-        store.restore(session_id)   # 回收站里最新的那份（刚核对过是 last_live）
+        if not store.restore(session_id):   # 回收站里最新的那份（刚核对过是 last_live）
+            raise ConflictError(f"回收站里会话 {session_id} 的副本刚刚不见了（同时有两处在撤销？）：请先看 history")
         now = last_live
     if now != want or want == 0:
         node = load_revision(store, session_id, want)

@@ -369,3 +369,32 @@ class TestUndo:
             store.revert(sid, 4)
         with pytest.raises(SessionNotFound, match="没有第 9 版"):
             store.revert(sid, 9)
+
+
+class TestTwoUndosAtOnce:
+    """Two windows press undo at the same moment: both read the journal, both pick the same step. The one that comes
+    second must be refused -- never undo the step twice, never mark an older step undone that it did not undo."""
+
+    @pytest.mark.parametrize("op", ["fork", "delete", "save"])
+    def test_the_second_undo_of_the_same_step_is_a_conflict(self, store, op, monkeypatch):
+        sid = store.create_session("主干", msgs(2))
+        if op == "fork":
+            store.fork(sid, [msg(5)])
+        elif op == "delete":
+            store.delete(sid)
+        else:
+            node = store.load(sid)
+            node.messages.append(msg(5))
+            store.save(node)
+        stale = s11_history.replay(store.storage_dir)        # what the second window read before the first undid
+        SessionStore(store.storage_dir).undo()               # the first window
+        monkeypatch.setattr(s11_history, "replay", lambda folder: stale)
+        monkeypatch.setattr(s11_history, "_check", lambda *args: None)   # it checked before the first undo, too
+        lines = len(records(store))
+        with pytest.raises(ConflictError):
+            store.undo()
+        assert len(records(store)) == lines                  # nothing journaled: step 1 is still undoable once
+        monkeypatch.undo()
+        assert [r["op"] for r in records(store)][-1] == "undo"
+        store.undo()                                         # the create itself
+        assert store.list_sessions() == []
