@@ -15,26 +15,28 @@
 核对照常生效）；撤销新建、分叉、收敛、导入 = 把新节点移进回收站；撤销删除 = 恢复；撤销恢复 = 删除。
 所以撤销本身也能撤销（重做），而每一版都还在 .history/ 里。
 
-规则（一个会话在一条记录里从 before 变成 after，0 = 不在）：
-  * undo：从最近一次让它到达的状态（原操作或最近的 redo 写下的 after）回到原操作的 before；
-    redo：从撤销写下的 after 回到原操作的 after。
-  * 现在 → 目标：在 → 不在 = delete；不在 → 在 = restore（回收站里最新的那份必须正是要的那一版）；
-    在 → 在 = 把目标那一版的内容存成新的一版。
-  * 开始之前逐个核对：磁盘上的状态不是那条记录留下的（有人又保存、删除、恢复过）就 ConflictError，一步都不做。
+规则：
+  * 把日志从头读一遍（replay）：得到可撤销栈、可重做栈，以及每个会话按日志现在应是第几版（0 = 不在）。
+  * undo 把栈顶操作涉及的每个会话变回那个操作之前那一版的内容，redo 变回之后那一版的内容：
+    在 → 不在 = delete；不在 → 在 = restore（回收站里最新的那份必须是日志说的那一版）；
+    在 → 在 = 把那一版的内容存成新的一版。撤销、重做各记一行（undo / redo，target = 第几步）。
+  * 动手之前逐个核对：磁盘上的样子不是日志说的（日志之外有人改过：书中代码、没记进日志的操作）就
+    ConflictError，一步都不做。
   * 新的操作清空重做栈（和任何编辑器一样）；彻底删除（purge）撤销不了，撤销停在它这里；清空回收站不记日志，
-    之后撤销那些删除时回收站里没有了，就 ConflictError 说明。
+    之后撤销那些删除时回收站里没有了，就 ConflictError 说明，别的会话上的操作照样能撤销。
 
 保证：每一版在彻底删除（delete(purge=True)）、清空回收站（被删会话的各版）或归档过期之前都读得到
-（load_revision）；版本文件算进空间的限额（它们就是会话目录里的字节）；块的清理把它们算作引用。
-限制：核对与执行之间别的进程又保存了同一个会话，保存那一步照样被修订号核对挡住（ConflictError），
-但删除、恢复不核对修订号——多步的撤销中途失败时，已经做了的几步照样记进日志，可以再撤销。
+（load_revision，包括回收站里的那份）；版本文件算进空间的限额（它们就是会话目录里的字节）；
+块的清理把它们算作引用（s11_chunks.referenced）。
+限制：两处同时撤销同一步，后到的那一处在保存（修订号核对）、删除或恢复（发现已被做了）时 ConflictError；
+多步的撤销（一次导入）中途失败时，已经做了的几步照样记进日志，可以再撤销。撤销续写存下的是一个新文件，
+大会话也只多头、索引和尾部。
 本模块只依赖标准库和 s11_journal / s11_chunks / s11_format / s11_trash / s11_tree。
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
 import shutil
@@ -48,9 +50,9 @@ import s11_tree
 from s11_format import ConflictError, SessionError, SessionNotFound, is_session_name, validate_session_id
 from s11_storage import fsync_dir, read_regular_file
 
-__all__ = ["HISTORY_DIR", "keep", "remove", "revisions", "load_revision", "undo", "redo", "revert", "replay", "timeline"]
+__all__ = ["HISTORY_DIR", "keep", "remove", "revisions", "load_revision", "undo", "redo", "revert", "replay",
+           "timeline", "Replay"]
 
-log = logging.getLogger(__name__)
 
 HISTORY_DIR = ".history"
 _UNVERSIONED = -1   # 撤销的目标是书中代码写的、没有修订号的那一版（.history/<id>/0.json）

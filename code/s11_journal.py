@@ -21,17 +21,20 @@
 
 关键洞察：两种写法各管一件事。会话文件原子替换，读者永远看到完整的一版；日志只追加，写到一半被 kill -9
 最多留下最后半行——之前的每一行都不会被改动。所以“现在的样子”和“每一步”都可靠，撤销（s11_history）
-只需要把日志倒着读。
+只需要把日志从头重放一遍：栈顶就是要撤销的那一步。
 
 保证：
-  * 追加在仓库的目录锁里、操作提交之后立即进行（O_APPEND，一次 write；仓库 durable 时 fsync）。
+  * 追加在仓库的目录锁里、操作提交之后立即进行（O_APPEND，一次 write；仓库 durable 时 fsync）；
+    合成一行的操作（见下）在最后一次保存之后再取一次锁追加。日志写不下（磁盘满、它不是普通文件）时
+    操作照样算数，只记一条警告——提交了的操作绝不因为日志而报失败。
   * 最后一行被截断（没有换行符，或不是完整的 JSON）：读的时候报告并跳过，和截断的对话记录一样；
     下一次追加先补一个换行符，新的一行绝不会粘在半行后面。
   * 读是流式的（一行一行），日志再长，内存里也只有调用方要的那几行。
   * 一个操作里的几次保存（分叉、收敛、导入一棵树、撤销）合成一行：operation() 把它们收拢。
 
 限制：操作已提交、日志那一行还没写下时被 kill -9，这个操作不在日志里（会话文件完好，只是不能撤销）；
-日志不设上限（每行约 200 字节），清空回收站、彻底删除也不删它（清空回收站本身不记一行：它撤销不了）。本模块只依赖标准库和 s11_format / s11_storage / s11_text。
+日志不设上限（每行约 200 字节），清空回收站、彻底删除也不删它（清空回收站本身不记一行：它撤销不了）。
+本模块只依赖标准库和 s11_format / s11_storage / s11_text。
 """
 
 from __future__ import annotations
@@ -49,14 +52,13 @@ from s11_format import SessionError
 from s11_storage import DirectoryLock, NotRegularFile, entry_kind
 from s11_text import describe_os_error, printable
 
-__all__ = ["JOURNAL_FILE", "journal_path", "note", "operation", "append", "append_quietly", "planned_bytes", "read", "newest", "describe",
-           "Reading"]
+__all__ = ["JOURNAL_FILE", "journal_path", "note", "operation", "append", "append_quietly", "planned_bytes", "read",
+           "newest", "describe", "Reading", "Record"]
 
 log = logging.getLogger(__name__)
 
 JOURNAL_FILE = ".journal.jsonl"
 TAIL_BYTES = 64 * 1024        # 找最后一个序号时从末尾读多少（一行远小于这个）
-SAVE_LIKE = ("create", "save", "fork", "converge", "label", "import")   # 写下会话文件的操作
 
 _groups = threading.local()   # 本线程正在进行的 operation()：{仓库目录: 收拢中的记录}
 
