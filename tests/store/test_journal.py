@@ -398,3 +398,23 @@ class TestTwoUndosAtOnce:
         assert [r["op"] for r in records(store)][-1] == "undo"
         store.undo()                                         # the create itself
         assert store.list_sessions() == []
+
+
+SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples"
+
+
+class TestImport:
+    def test_importing_a_branchy_transcript_is_one_line_and_one_undo_removes_the_whole_tree(self, store):
+        import s11_import
+        before = visible(store)
+        store.create_session("之前就有的", msgs(2))
+        start = visible(store)
+        report = s11_import.import_file(str(SAMPLES / "claude_real_rewind_branch_03eb5929.jsonl"), store)
+        assert report.written >= 2
+        last = records(store)[-1]
+        assert last["op"] == "import" and sorted(last["ids"]) == sorted(report.node_ids)
+        assert s11_journal.describe(last).startswith(f"导入了 {report.written} 个会话")
+        store.undo()
+        assert visible(store) == start != before
+        store.redo()
+        assert len(visible(store)) == len(start) + report.written
