@@ -351,8 +351,8 @@ class SessionStore:
             return self._chunks.remove_orphans()
 
     def bytes_to_write(self, nodes: List[SessionNode]) -> int:
-        """依次保存这批节点会让仓库目录（普通文件）增加多少字节，什么都不写：会话文件按新旧大小之差，
-        新块每块只算一次（共用的也只算一次）。与随后 save_many(nodes) 或逐个 save() 的实际增长相同，
+        """依次保存这批节点会让仓库目录（普通文件）增加多少字节，什么都不写：会话文件按新文件的大小（📜 换掉的
+        旧文件留在 .history/，不腾出空间），加上操作日志的行，新块每块只算一次（共用的也只算一次）。与随后 save_many(nodes) 或逐个 save() 的实际增长相同，
         前提是其间没有别人写这个目录、工作区快照也没变。导入前检查空间限额用它。"""
         return sum(self.write_costs(nodes))
 
