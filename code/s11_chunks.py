@@ -592,7 +592,8 @@ class ChunkStore:
         宁可多留。"""
         found: Set[str] = set()
         trash = os.path.join(self.storage_dir, ".trash")
-        for folder in (self.storage_dir, trash):
+        kept = os.path.join(self.storage_dir, ".history")   # 📜 留下的旧版（s11_history）：.history/<id>/<版本>.json
+        for folder in (self.storage_dir, trash, *_subfolders(kept)):
             try:
                 entries = os.listdir(folder)
             except (FileNotFoundError, NotADirectoryError):
@@ -750,6 +751,13 @@ def _has_head(data: bytes) -> bool:
 def _has_two_lines(data: bytes) -> bool:
     first = data.find(b"\n")
     return first == 1 or (first > 1 and data.find(b"\n", first + 1) > 0)
+
+
+def _subfolders(folder: str) -> List[str]:   # 📜 .history 下每个会话一个文件夹
+    try:
+        return [os.path.join(folder, name) for name in os.listdir(folder)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def _references(path: str) -> Set[str]:

@@ -16,6 +16,9 @@
                                             agents [--folder DIR] [--limit N]   列出本机 Agent 文件夹里的会话
                                             keep [--home DIR] [--list]   保留 Agent 快要删掉的会话（打印一行总结）
                                             empty-trash        清空回收站
+                                            history [ID] [--limit N]   操作日志（新的在前），或一个会话的每一版
+                                            undo / redo        撤销 / 重做最近一个操作（什么都不丢）
+                                            revert ID REVISION 回到某一版（存成新的一版）
                                             demo               跑一遍书里的演示（同 python code/s11_session.py）
     python code/s11_cli.py --dir gradio_sessions class list | show SPACE | remove-idle --hours H | empty-trash
                                                    | archive [--keep-days D] | archives | restore-archive NAME
@@ -41,6 +44,7 @@ import unicodedata
 from typing import Callable, Dict, List, Optional
 
 import s11_converge
+import s11_history
 import s11_import
 from s11_export import message_marks
 from s11_format import SessionError, SessionNotFound
@@ -301,6 +305,45 @@ def cmd_empty_trash(args) -> int:
     return 0
 
 
+# ── 📜 操作日志、每一版、撤销 / 重做（逻辑在 s11_journal、s11_history）─────────────────────────
+def cmd_history(args) -> int:
+    store = store_of(args)
+    if args.session_id:
+        for entry in store.history(args.session_id):
+            count = "读不了" if entry["message_count"] is None else f"{entry['message_count']} 条"
+            mark = ("  ← 现在" if entry["live"] else "  （在回收站里）" if entry["in_trash"] else
+                    "  （同一 ID 早先的一版）" if entry["older_life"] else "")
+            say(f"revision {entry['revision']:>4}  {entry['at']}  {count:>8}  {human_size(entry['bytes']):>9}{mark}")
+        return 0
+    if args.limit < 1:
+        raise BadArguments(f"--limit {args.limit} 无效：应是正整数")
+    rows, skipped = s11_history.timeline(store, args.limit)
+    for why in skipped:
+        complain(why)   # 被 kill -9 截断的最后一行：报告、跳过，其余照常
+    for row in rows:
+        say(f"#{row['n']:<5} {row['at']}  {row['text']}" + ("  （已撤销，可 redo）" if row["undone"] else ""))
+    if not rows:
+        say("操作日志是空的")
+    return 0
+
+
+def cmd_undo(args) -> int:
+    say("↶ " + store_of(args).undo()["text"])
+    return 0
+
+
+def cmd_redo(args) -> int:
+    say("↷ " + store_of(args).redo()["text"])
+    return 0
+
+
+def cmd_revert(args) -> int:
+    node = store_of(args).revert(args.session_id, args.revision)
+    say(f"📜 会话 [{node.session_id}] 回到了第 {args.revision} 版：存成了第 {node.revision} 版"
+        f"（{len(node.messages)} 条消息；之前的每一版都还在，history {node.session_id} 可见）")
+    return 0
+
+
 # ── 课后：学生空间 ─────────────────────────────────────────────────────────────────────────
 def spaces_of(args) -> Spaces:
     folder = args.dir or DEFAULT_CLASS_DIR
@@ -407,6 +450,7 @@ COMMANDS: Dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": cmd_demo, "tree": cmd_tree, "show": cmd_show, "export": cmd_export, "check": cmd_check,
     "compare": cmd_compare, "converge": cmd_converge, "label": cmd_label,
     "import": cmd_import, "agents": cmd_agents, "keep": cmd_keep, "empty-trash": cmd_empty_trash,
+    "history": cmd_history, "undo": cmd_undo, "redo": cmd_redo, "revert": cmd_revert,   # 📜
     "class list": cmd_class_list, "class show": cmd_class_show, "class remove-idle": cmd_class_remove_idle,
     "class empty-trash": cmd_class_empty_trash, "class archive": cmd_class_archive,
     "class archives": cmd_class_archives, "class restore-archive": cmd_class_restore_archive,
@@ -513,6 +557,14 @@ def build_parser() -> argparse.ArgumentParser:
     keeper.add_argument("--home", help="在这个家目录下找 Agent 文件夹（默认 ~）")
     keeper.add_argument("--list", action="store_true", help="只列出快要被删掉的会话，不导入")
     _subcommand(sub, "empty-trash", "清空回收站（被删会话的副本全部真正删除）", "empty-trash")
+    history = _subcommand(sub, "history", "操作日志（新的在前）；给了 ID 就列出这个会话的每一版", "history")   # 📜
+    history.add_argument("session_id", nargs="?", metavar="ID")
+    history.add_argument("--limit", type=int, default=20, help="最多列几条操作（默认 20）")
+    _subcommand(sub, "undo", "撤销最近一个操作：新建、分叉进回收站，续写存成上一版，删除变恢复（什么都不丢）", "undo")
+    _subcommand(sub, "redo", "重做最近一次撤销的操作", "redo")
+    revert = _subcommand(sub, "revert", "回到某一版：把它存成新的一版（之前的每一版都还在）", "revert")
+    revert.add_argument("session_id", metavar="ID")
+    revert.add_argument("revision", type=int, metavar="REVISION", help="第几版（history ID 列出的 revision）")
     classroom = _subcommand(sub, "class", "课后管理学生空间（--dir 是工作台的 --sessions-dir）", "class")
     rooms = classroom.add_subparsers(title="class 的子命令", metavar="命令", parser_class=ChineseParser)
     _subcommand(rooms, "list", "所有空间：会话数、大小、最后活动", "class list")

@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import s11_export
+import s11_journal  # 📜 收敛、标签各记一行日志
 import s11_workspace
 from s11_format import (
     MAX_CONVERGED,
@@ -148,7 +149,8 @@ def converge(store: Any, chosen_id: str, other_ids: Any, decision: Any, *, carry
     node = type(chosen)(title=name, parent_id=chosen.session_id, messages=messages,
                         fork_point=len(chosen.messages), workspace=chosen.workspace,
                         converged_from=[node.session_id for node in others])
-    store.save(node)   # 新 ID、修订 0：和 fork 一样不会与别人冲突；一次原子写入
+    with s11_journal.operation(store, "converge", chosen=chosen.session_id, others=node.converged_from):   # 📜
+        store.save(node)   # 新 ID、修订 0：和 fork 一样不会与别人冲突；一次原子写入
     return node
 
 
@@ -299,5 +301,6 @@ def set_label(store: Any, session_id: str, number: Any, text: Any, *, revision: 
     else:
         message.pop("label", None)
     node.messages[number - 1] = message   # 换成新对象：与父节点共用的那个消息对象不受影响
-    store.save(node)
+    with s11_journal.operation(store, "label", number=number):   # 📜 日志里一行 label
+        store.save(node)
     return node

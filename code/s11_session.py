@@ -25,6 +25,7 @@ export_markdown / delete，然后是章节之外的方法，最后是 demo_tree_
   * 会话树、导出前脱敏、会话 ≠ 代码 ............................ s11_tree、s11_export + s11_redact、s11_workspace
   * 分叉 + 收敛：compare / converge / label（version 5 的 converged_from）... s11_converge
   * 体检：check() 列出的坏文件、残留、缺了或坏了的块 .............. s11_check
+  * 每一步都能撤销、什么都不丢：只追加的操作日志、留下的每一版 ...... s11_journal、s11_history
 
 保证：每次 save() 全有或全无，kill -9 之后每个文件要么是上一次的、要么是这一次的；save() 写之前跑 load()
 跑的同一个字段检查（s11_format.check_fields），所以写下的每个文件别的进程都读得了；读不懂的文件（截断的、
@@ -49,6 +50,8 @@ import s11_check  # 体检：check() 列出的问题
 import s11_chunks  # 大会话的块
 import s11_converge  # 对比、收敛、标签
 import s11_export  # Markdown / HTML 渲染
+import s11_history  # 留下每一版、撤销 / 重做（日志在 s11_journal）
+import s11_journal  # 只追加的操作日志
 import s11_trash  # 回收站的样子
 import s11_tree  # 从摘要画会话树
 import s11_workspace  # 会话 ≠ 代码：保存时记下工作区，恢复前对账
@@ -148,7 +151,10 @@ class SessionStore:
                 if plan.chunks:
                     self._chunks.ensure(plan.chunks)
                 info = pending.stat()   # 改名之后 path 就是这个文件：缓存键与随后 lstat(path) 得到的相同
+                unversioned = s11_history.keep(self.storage_dir, path, session.session_id, session.revision,
+                                               self.durable)   # 换掉之前留下旧的一版
                 pending.commit()
+                s11_history.saved(self, session, session.revision, payload["revision"], unversioned)   # 记进日志
         # version 4：摘要要的消息条数、first_added、标签在头里都已算好，不必再过一遍全部消息
         self._remember(path, payload if plan.head is None else {**payload, "messages": None, **plan.head}, info)
         if self.durable:
@@ -226,7 +232,8 @@ class SessionStore:
         child = SessionNode(title=title or f"{parent.title} · 分支", parent_id=parent.session_id,
                             messages=list(parent.messages[:keep]) + list(new_messages or []), fork_point=keep)
         child._stored = parent._stored   # 继承的前缀就是父节点的块：不再编码、不再算 sha256
-        self.save(child)   # 新 ID、修订 0：分叉永远不会冲突
+        with s11_journal.operation(self, "fork", parent=parent.session_id, fork_point=keep):   # 日志里一行 fork
+            self.save(child)   # 新 ID、修订 0：分叉永远不会冲突
         return child
 
     def export_markdown(self, session_id: str, *, redact: bool = True) -> str:
@@ -242,10 +249,14 @@ class SessionStore:
         子分支不受影响。返回是否删掉了什么。"""
         path = self._path(session_id)
         with self._lock:
+            state = s11_history.live_state(self, session_id)   # 删之前是第几版
             removed = self._remove_live_file(path, session_id, purge)
             if purge:
                 removed = s11_trash.remove_copies(self.storage_dir, session_id) > 0 or removed
+                removed = s11_history.remove(self.storage_dir, session_id) > 0 or removed   # 各版也删
                 self._chunks.remove_orphans()   # 只有它用过的块随之删掉；别的分支共用的块都还被引用着
+            if removed:
+                s11_history.deleted(self, session_id, state, purge)   # 记进日志
             if removed and self.durable:
                 fsync_dir(self.storage_dir)
         self._forget(path)
@@ -270,6 +281,17 @@ class SessionStore:
         """🏷️ 给第 number 条消息（1 起）加标签（text 为空串 = 去掉标签）并保存；revision 过期抛 ConflictError。"""
         return s11_converge.set_label(self, session_id, number, text, revision=revision)
 
+    # ── 章节之外：操作日志、每一版、撤销 / 重做：逻辑都在 s11_history（日志的格式在 s11_journal）──────────
+    def journal(self, limit: int = 50) -> List[Any]:
+        """最近 limit 个操作，新的在前：每项 (record, text)，text 是一句中文（见 s11_journal）。"""
+        return s11_journal.newest(self.storage_dir, limit)[0]
+
+    history = s11_history.revisions            # history(id)：一个会话的每一版（旧的在前，现在这一版 live=True）
+    load_revision = s11_history.load_revision  # load_revision(id, revision)：只读的那一版
+    undo = s11_history.undo                    # ↶ 撤销最近一个操作，什么都不丢；有人改过它就 ConflictError
+    redo = s11_history.redo                    # ↷ 重做最近一次撤销的操作
+    revert = s11_history.revert                # revert(id, revision)：把那一版存成新的一版
+
     # ── 章节之外：路径、HTML、回收站、会话树、体检、对账 ───────────────────────────────────────
     def path_of(self, session_id: str) -> str:
         """会话文件的路径（ID 先经过检查）。"""
@@ -293,6 +315,7 @@ class SessionStore:
             if os.path.lexists(path):
                 raise ConflictError(f"会话 {session_id} 已存在，不能用回收站里的版本覆盖它")
             os.replace(os.path.join(trash, copies[-1]), path)
+            s11_history.restored(self, session_id)   # 记进日志
             if self.durable:
                 fsync_dir(self.storage_dir)   # 新名字落盘……
                 fsync_dir(trash)              # ……旧名字的消失也落盘
@@ -305,6 +328,7 @@ class SessionStore:
                           for session_id in s11_trash.trashed_ids(self.storage_dir))
             if removed and self.durable:
                 fsync_dir(s11_trash.trash_dir(self.storage_dir))
+            s11_history.trash_emptied(self)   # 不在了的会话的各版也删
             self._chunks.remove_orphans()
         return removed
 
@@ -319,8 +343,8 @@ class SessionStore:
             return self._chunks.leftover_bytes()
 
     def bytes_to_write(self, nodes: List[SessionNode]) -> int:
-        """依次保存这批节点会让仓库目录（普通文件）增加多少字节，什么都不写：会话文件按新旧大小之差，
-        新块每块只算一次（共用的也只算一次）。与随后 save_many(nodes) 或逐个 save() 的实际增长相同，
+        """依次保存这批节点会让仓库目录（普通文件）增加多少字节，什么都不写：会话文件按新文件的大小（换掉的
+        旧文件留在 .history/，不腾出空间），加上操作日志的行，新块每块只算一次（共用的也只算一次）。与随后 save_many(nodes) 或逐个 save() 的实际增长相同，
         前提是其间没有别人写这个目录、工作区快照也没变。导入前检查空间限额用它。"""
         return sum(self.write_costs(nodes))
 
@@ -329,27 +353,23 @@ class SessionStore:
         在 batch() 之内调用时共用那一批的编码（同一消息对象只编码一次）。"""
         batch, counted, costs = getattr(self._batch, "current", None) or s11_chunks.Batch(), set(), []
         for node in nodes:
-            path = self._path(node.session_id)
+            self._path(node.session_id)   # 先检查 ID（_plan 假定调用方检查过）
             plan = self._plan(node, batch)[1]
             fresh = [chunk for chunk in plan.chunks if chunk[0] not in counted]
             counted.update(name for name, _ in fresh)
-            costs.append(len(plan.raw) - _size(path) + self._chunks.bytes_to_add(fresh))
-        return costs
+            costs.append(len(plan.raw) + self._chunks.bytes_to_add(fresh))   # 旧文件留在 .history/：不腾出空间
+        journal = s11_journal.planned_bytes(self, [(n.session_id, n.revision, n.title) for n in nodes])   # 日志
+        return [cost + line for cost, line in zip(costs, journal)]
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[s11_chunks.Batch]:
-        """在这之内依次 save() 的节点像 save_many 一样共用编码（同一消息对象只检查、编码一次）；
-        调用方可以逐个处理每个节点的错误（导入器就是这样：一个节点冲突，只跳过它和它的分支）。
-        给出这一批的 s11_chunks.Batch：只读，导入器从 lines 里拿已经编码好的消息算分叉复制了多少字节。
-        在这之内 load() 的大会话，和同一批里读过的节点共用同一块里的消息对象（每块只读、只解析一次；导入器再导入
-        一棵 20 MB 的树 2.8 → 0.8 s）：只读它们，或整体换掉 messages，不要原地改。"""
-        with self._batch_scope():
+        """在这之内依次 save() 的节点共用一个 s11_chunks.Batch（同一消息对象只编码一次，同一块只解析一次），调用方
+        可以逐个处理每个节点的错误（导入器就是这样）。这之内 load() 的消息对象可能共用：只读，不要原地改。"""
+        with self._batch_scope(), s11_journal.operation(self, "import"):   # 一批（导入一棵树）= 日志里一行
             yield self._batch.current
 
     def save_many(self, nodes: List[SessionNode]) -> None:
-        """依次 save() 一批节点，写下的字节与逐个保存相同；同一个消息对象在这一批里只检查、编码一次，
-        所以导入一棵共享前缀的树时，CPU 随新内容而不是随每个节点的长度之和增长。出错时抛出：
-        前面的节点已保存，后面的没有。这一批进行中请不要在别的线程里原地修改这些消息。"""
+        """依次 save() 一批节点（写下的字节与逐个保存相同，同一消息对象只编码一次）；出错时前面的已保存。"""
         with self._batch_scope():
             for node in nodes:
                 self.save(node)
@@ -372,8 +392,7 @@ class SessionStore:
         return [s for s in reversed(self.list_sessions()) if s["parent_id"] == session_id]
 
     def lineage(self, session_id: str) -> List[Dict[str, Any]]:
-        """从根到该节点的摘要链。沿 parent_id 逐个读文件（不扫描整个目录，深度多少就读多少个）；
-        祖先已删除或读不了时，从能找到的最上层开始。"""
+        """从根到该节点的摘要链：沿 parent_id 逐个读（深度多少读多少个）；祖先删了或读不了时从能找到的最上层开始。"""
         return self._lineage(session_id)
 
     def _lineage(self, session_id: str, leaf: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
@@ -405,14 +424,12 @@ class SessionStore:
         return s11_tree.render_text(forest, root_id)
 
     def check(self) -> List[Problem]:
-        """列出仓库里的全部问题：坏文件、读不了的条目（含悬空链接）、更新版本的文件、父节点不在的分支、
-        收敛来源不在的收敛节点、真正残留的临时文件、缺了或坏了的块、没人引用的块（见 s11_check）。从不修改任何文件。"""
+        """列出仓库里的全部问题（坏文件、读不了的条目、孤儿分支、残留的临时文件、缺了或坏了的块……见 s11_check），不改文件。"""
         return s11_check.check(self)
 
     def resume(self, session_id: str, workspace: Optional[str] = None) -> Tuple[SessionNode, List[str]]:
-        """读档并与工作区对账：返回 (节点, 差异说明)。只对比调用方选定的目录（参数 workspace，
-        或 SessionStore(workspace=...)），从不去快照会话文件里写着的目录——文件可能来自别人。
-        会话没有快照时差异为空列表；有快照但没选目录时，差异里写明没有对账。"""
+        """读档并与工作区对账：返回 (节点, 差异说明)。只对比调用方选定的目录（参数或 SessionStore(workspace=...)），
+        从不去快照里写着的目录（文件可能来自别人）；没有快照时差异为空，有快照没选目录时写明没有对账。"""
         node = self.load(session_id)
         if node is None:
             raise SessionNotFound(f"未找到会话: {session_id}")
@@ -431,9 +448,8 @@ class SessionStore:
         return self._prefix + checked_id + ".json"   # = os.path.join(storage_dir, …)，少一次函数调用（路径上每个祖先一次）
 
     def _plan(self, session: SessionNode, batch: Optional[s11_chunks.Batch] = None) -> Tuple[Dict[str, Any], Any]:
-        """拼出要写的字典，再交给 s11_chunks.plan：它先跑 load() 跑的同一个 check_fields（坏字段抛 InvalidMessage，
-        写明会话和字段，什么都没写），再编码成要写的字节和块（小会话 version 3，大会话 version 4）。
-        version 与 revision 放在最前面，打开文件第一眼就能看到。session_id 由调用方先经 _path() 检查过。"""
+        """拼出要写的字典（version、revision 在最前）交给 s11_chunks.plan：先跑 load() 跑的同一个 check_fields（坏字段
+        抛 InvalidMessage，什么都没写），再编码成字节和块。session_id 由调用方先经 _path() 检查过。"""
         if session.parent_id is not None:
             validate_session_id(session.parent_id)   # InvalidSessionId，与拼路径时一样
         if self.workspace is not None:
@@ -542,15 +558,6 @@ def _absolute_folder(folder: Any, what: str) -> str:
             or not os.fspath(folder):
         raise SessionError(f"{what}必须是非空的路径字符串，收到 {printable(repr(folder)[:80])}")
     return os.path.abspath(os.fspath(folder))
-
-
-def _size(path: str) -> int:
-    try:
-        return os.lstat(path).st_size
-    except FileNotFoundError:
-        return 0
-
-
 
 
 # ── 🎬 实战演示：主会话 → 两个分支 → 恢复 → 导出 ─────────────────────────────────────────────

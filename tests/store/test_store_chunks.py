@@ -258,10 +258,11 @@ class TestBytesToWrite:
             store.save(node)
         assert folder_bytes(store.storage_dir) - before == predicted > 0
         node = store.load(nodes[0].session_id)
-        node.title = ""                              # the file shrinks: a negative growth is exact too
+        node.title = ""                              # the file shrinks, but the old revision stays in .history/
         before, predicted = folder_bytes(store.storage_dir), store.bytes_to_write([node])
         store.save(node)
-        assert folder_bytes(store.storage_dir) - before == predicted < 0
+        assert folder_bytes(store.storage_dir) - before == predicted > 0
+        assert predicted > os.path.getsize(store.path_of(node.session_id))   # the new file + one journal line
 
     def test_it_validates_like_save(self, store):
         with pytest.raises(ValueError, match="第 2 条消息"):
