@@ -35,11 +35,12 @@ import re
 import sys
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
 import s11_export
+import s11_history
+import s11_journal
 import s11_redact
 import s11_trash
 import s11_tree
@@ -65,6 +66,7 @@ from s11_tree import (
     walk,
 )
 from s11_workbench import downloads
+from s11_workbench.bounded import BoundedCache, file_stamp
 from s11_workbench.markdown import (
     command_chip,
     inert_markdown,
@@ -513,18 +515,17 @@ class Explorer:
 
     def __init__(self, spaces, *, export_root: str | None = None, upload_root: str | None = None):
         self.spaces = spaces
-        # 搜索用的正文缓存：{文件的真实路径: ((inode, 大小, 修改时间), [(第几条, 小写正文, 正文)])}。
-        # 键是文件在磁盘上的位置，只有验过令牌、能读那个空间的请求才会问到它；文件一改，键就对不上、重读
-        self._texts: dict = {}
-        self._text_chars = 0
-        self._texts_lock = threading.Lock()   # 处理函数在 gradio 的线程池里并发运行（还有后台预读）
+        # 每空间的缓存都是 bounded.BoundedCache：有界、线程安全、刚改过的文件不算数（见那里的“racy”规则）。
+        # 搜索用的正文：{文件的真实路径: [(第几条, 小写正文, 正文)]}，戳 = 摘要的几个字段 + 文件的 (inode, 大小, 修改时间)
+        # （手改了文件、修订号和长度都没变，也会重读）；只有验过令牌、能读那个空间的请求才会问到它
+        self._texts = BoundedCache(max_size=TEXT_CACHE_CHARS, size=_text_chars)
         self._warming: set = set()            # 正在后台预读正文的空间（仓库目录）
-        self._warmed: OrderedDict = OrderedDict()   # {仓库目录: 上次预读的时刻}，最多 CHECK_CACHE_SPACES 个
-        # 体检结果：{仓库目录: (每个文件的 (inode, 大小, 修改时间), 问题列表)}，最多 CHECK_CACHE_SPACES 个空间
-        self._checks: OrderedDict = OrderedDict()
-        self._checks_lock = threading.Lock()
-        # 会话列表：{(仓库目录, 是否只读): (摘要的指纹, 摘要, Forest, 列表行, 说明)}，最多 LISTING_CACHE_SPACES 个
-        self._listings: OrderedDict = OrderedDict()
+        self._warming_lock = threading.Lock()   # 处理函数在 gradio 的线程池里并发运行（还有后台预读）
+        self._warmed = BoundedCache(CHECK_CACHE_SPACES)   # {仓库目录: 上次预读的时刻}
+        # 体检结果：{仓库目录: 问题列表}，戳 = 仓库里每个文件的 (inode, 大小, 修改时间)
+        self._checks = BoundedCache(CHECK_CACHE_SPACES)
+        # 会话列表：{(仓库目录, 是否只读): (摘要, Forest, 列表行)}，戳 = 摘要的指纹
+        self._listings = BoundedCache(LISTING_CACHE_SPACES)
         self._local = threading.local()   # 同一个请求里动作已经读过的列表，画页面时接着用（不再读一遍）
         # 与 8.11 标签页共用本进程的私有（0700）下载目录（downloads.py）：同一套检查、同一种清理，进程退出时删掉
         self.export_root = export_root or downloads.private_export_root()
@@ -1050,10 +1051,10 @@ class Explorer:
         except SessionError:
             return []
         key = (summary.get("revision"), summary.get("message_count"), summary.get("created_ns"), summary.get("title"),
-               summary.get("first_added"), summary.get("fork_point"))
-        cached = self._texts.get(path)
-        if cached is not None and cached[0] == key:
-            return cached[1]
+               summary.get("first_added"), summary.get("fork_point"), file_stamp(path))
+        cached = self._texts.get(path, key)
+        if cached is not None:
+            return cached
         return self._read_texts(store, summary, path, key)
 
     def _read_texts(self, store, summary: dict, path: str, key: tuple) -> list:
@@ -1073,17 +1074,7 @@ class Explorer:
             if text:
                 folded = text.casefold()
                 texts.append((index + 1, text if folded == text else folded, text))   # 相同就共用一个对象
-        size = sum(len(text) for _, _, text in texts)
-        with self._texts_lock:
-            cached = self._texts.pop(path, None)
-            if cached is not None:
-                self._text_chars -= sum(len(text) for _, _, text in cached[1])
-            while self._texts and self._text_chars + size > TEXT_CACHE_CHARS:   # 丢掉最早读入的
-                _, old = self._texts.pop(next(iter(self._texts)))
-                self._text_chars -= sum(len(text) for _, _, text in old)
-            self._texts[path] = (key, texts)
-            self._text_chars += size
-        return texts
+        return self._texts.put(path, key, texts, mtime_ns=key[-1][2] if key[-1] else None)
 
     def _warm(self, store, summaries: list[dict]) -> None:
         """后台把这个空间里还没缓存的正文读进来（一个空间同时只一个线程，全进程最多 WARM_THREADS 个；
@@ -1093,15 +1084,13 @@ class Explorer:
             return
         folder = store.storage_dir
         now = time.monotonic()
-        with self._texts_lock:
+        last = self._warmed.get(folder, None)
+        with self._warming_lock:
             if folder in self._warming or len(self._warming) >= WARM_THREADS or \
-                    now - self._warmed.get(folder, -WARM_AGAIN_S) < WARM_AGAIN_S:
+                    (last is not None and now - last < WARM_AGAIN_S):
                 return
             self._warming.add(folder)
-            self._warmed[folder] = now
-            self._warmed.move_to_end(folder)
-            while len(self._warmed) > CHECK_CACHE_SPACES:
-                self._warmed.popitem(last=False)
+        self._warmed.put(folder, None, now)
         items = list(summaries)
 
         def run():
@@ -1111,7 +1100,7 @@ class Explorer:
             except Exception:   # 预读只是提速：出了错，搜索时照常再读
                 log.exception("explorer warm-up failed")
             finally:
-                with self._texts_lock:
+                with self._warming_lock:
                     self._warming.discard(folder)
         threading.Thread(target=run, name="s11x-warm", daemon=True).start()
 
@@ -1122,21 +1111,14 @@ class Explorer:
         fingerprint = tuple((s["session_id"], s["revision"], s["parent_id"], s["message_count"], s.get("created_ns"),
                              s.get("active_end")) for s in summaries)
         key = (store.storage_dir, bool(read_only))
-        with self._checks_lock:
-            cached = self._listings.get(key)
-            if cached is not None and cached[0] == fingerprint:
-                self._listings.move_to_end(key)
-                return cached[1:]
+        cached = self._listings.get(key, fingerprint)
+        if cached is not None:
+            return cached
         if read_only:   # 书架和老师查看：标题也脱敏（书架上的文件发布时已脱敏，这里再挡一次旧文件）
             summaries = _redacted_summaries(summaries)
         forest = Forest(summaries)
         rows = _list_rows(summaries, "", forest)
-        with self._checks_lock:
-            self._listings[key] = (fingerprint, summaries, forest, rows)
-            self._listings.move_to_end(key)
-            while len(self._listings) > LISTING_CACHE_SPACES:
-                self._listings.popitem(last=False)
-        return summaries, forest, rows
+        return self._listings.put(key, fingerprint, (summaries, forest, rows))
 
     def _check(self, store, summaries: list[dict], touched: tuple | None = None, full: bool = True) -> list | None:
         """store.check() 的结果，按仓库里每个文件的 (inode, 大小, 修改时间) 缓存：文件都没变就不再读遍它们。
@@ -1145,30 +1127,27 @@ class Explorer:
         full=False（分叉刚写了一个新文件）：只在能这样补算时更新缓存，否则不体检、返回 None。"""
         folder = store.storage_dir
         stamps = _folder_stamps(folder)
-        with self._checks_lock:
-            cached = self._checks.get(folder)
-            if cached is not None:
-                self._checks.move_to_end(folder)
-        if cached is not None and cached[0] == stamps:
-            return cached[1]
+        hit = self._checks.get(folder, stamps)
+        if hit is not None:
+            return hit
+        cached = self._checks.peek(folder)
         problems = None
         if cached is not None and touched:
             allowed = {os.path.join(folder, f"{sid}.json") for sid in touched}
-            trash = s11_trash.trash_dir(folder)
+            allowed.add(os.path.join(folder, s11_journal.JOURNAL_FILE))   # 这个动作自己记的那一行日志
+            aside = [s11_trash.trash_dir(folder), os.path.join(folder, s11_history.HISTORY_DIR)]   # 回收站、留下的各版
             changed = {path for path in cached[0].keys() | stamps.keys() if cached[0].get(path) != stamps.get(path)}
-            if all(path in allowed or path == trash or path.startswith(trash + os.sep) for path in changed):
+            if all(path in allowed or any(path == top or path.startswith(top + os.sep) for top in aside)
+                   for path in changed):
                 problems = [p for p in cached[1] if p.kind not in PARENT_KINDS and os.path.lexists(p.path)]
                 problems += _parent_problems(store, summaries)
         if problems is None:
             if not full:
                 return None
             problems = store.check()
-        with self._checks_lock:
-            self._checks[folder] = (stamps, problems)
-            self._checks.move_to_end(folder)
-            while len(self._checks) > CHECK_CACHE_SPACES:
-                self._checks.popitem(last=False)
-        return problems
+        # 不用“太新不算数”的规则：仓库自己的写入都是原子换名（新的 inode，戳必变），体检看的又是文件坏没坏——
+        # 同一个时钟刻里被人手改成同样大小的坏文件，下一次任何改动时就会报出来；每次写完都整个重新体检却很贵
+        return self._checks.put(folder, stamps, problems)
 
     # ── 整页 ───────────────────────────────────────────────────────────────────
     def redraw(self, token, view: View, teacher: str | None = None) -> Page:
@@ -1409,6 +1388,10 @@ def _refuse(text: str) -> Callable:
     def action(space, own):
         raise ExplorerError(text)
     return action
+
+
+def _text_chars(texts: list) -> int:
+    return sum(len(text) for _, _, text in texts)
 
 
 def _folder_stamps(folder: str) -> dict:

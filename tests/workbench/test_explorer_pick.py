@@ -8,6 +8,7 @@ import json
 import os
 import re
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -184,8 +185,9 @@ def test_a_change_beside_the_deleted_file_forces_a_full_check(explorer, spaces, 
     assert checks.count == 1 and "broken.json" in page.problems.replace("\\", "")
 
 
-def test_the_check_cache_is_bounded(explorer, spaces, monkeypatch):
+def test_the_check_cache_is_bounded(spaces, monkeypatch, tmp_path):
     monkeypatch.setattr(explorer_module, "CHECK_CACHE_SPACES", 3)
+    explorer = Explorer(spaces, export_root=str(tmp_path / "exports"))
     for _ in range(5):
         explorer.refresh(spaces.new_token(), View())
     assert len(explorer._checks) == 3
@@ -223,6 +225,34 @@ def test_search_ignores_a_file_changed_behind_its_back_only_until_the_file_chang
     assert hit_ids(explorer.refresh(token, View(), "独一无二的词")) == {ids["branch_a_id"]}
 
 
+def test_search_sees_a_hand_edit_that_keeps_the_revision_and_the_length(explorer, spaces, student):
+    """Issue 40 item 2: the search text was cached on the summary alone (revision, length, title...), so an edit by
+    hand that kept all of them left search returning the old words. The cache is keyed on the file's stat too."""
+    token, ids = student
+    path = Path(spaces.open(token).store.path_of(ids["branch_a_id"]))
+    an_hour_ago = time.time_ns() - 3600 * 10**9            # an old file: its cache entry is trusted
+    os.utime(path, ns=(an_hour_ago, an_hour_ago))
+    assert hit_ids(explorer.refresh(token, View(), "LRU")) == {ids["branch_a_id"]}
+    raw = path.read_text(encoding="utf-8")
+    assert "LRU" in raw
+    path.write_text(raw.replace("LRU", "FIF"), encoding="utf-8")    # same length, same revision, same title
+    os.utime(path, ns=(an_hour_ago, an_hour_ago + 1))          # the only trace: the modification time
+    assert explorer.refresh(token, View(), "LRU").hits == []
+    assert hit_ids(explorer.refresh(token, View(), "FIF")) == {ids["branch_a_id"]}
+
+
+def test_search_sees_an_edit_in_the_same_clock_tick_as_the_save_it_replaced(explorer, spaces, student):
+    """The racy rule (bounded.py): a file cached less than RACY_NS after it was written is not trusted, so an edit
+    that keeps its size and even its modification time (a coarse clock) is still read on the next search."""
+    token, ids = student
+    path = Path(spaces.open(token).store.path_of(ids["branch_a_id"]))
+    stamp = path.stat()
+    assert hit_ids(explorer.refresh(token, View(), "LRU")) == {ids["branch_a_id"]}
+    path.write_text(path.read_text(encoding="utf-8").replace("LRU", "FIF"), encoding="utf-8")
+    os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))   # same inode, size and time: only the bytes differ
+    assert explorer.refresh(token, View(), "LRU").hits == []
+
+
 def test_the_background_warm_up_fills_the_search_cache(explorer, spaces, student, monkeypatch):
     monkeypatch.setattr(explorer_module, "WARM_MIN_SESSIONS", 3)
     token, ids = student
@@ -247,15 +277,16 @@ def test_small_spaces_are_not_read_ahead_and_their_search_still_finds_everything
     assert ids["branch_b_id"] in {hit[3] for hit in explorer.refresh(token, View(), word).hits}
 
 
-def test_the_search_cache_stays_within_its_bound(explorer, spaces, monkeypatch):
+def test_the_search_cache_stays_within_its_bound(spaces, monkeypatch, tmp_path):
     monkeypatch.setattr(explorer_module, "TEXT_CACHE_CHARS", 2_000)
+    explorer = Explorer(spaces, export_root=str(tmp_path / "exports"))
     token = spaces.new_token()
     store = spaces.open(token).store
     for i in range(20):
         store.create_session(f"s{i}", [{"role": "user", "content": f"词{i} " + "字" * 300}])
     page = explorer.refresh(token, View(), "词1")
-    assert page.hits and explorer._text_chars <= 2_000
-    assert explorer._text_chars == sum(len(text) for _, texts in explorer._texts.values() for _, _, text in texts)
+    assert page.hits and 0 < explorer._texts.total_size <= 2_000
+    assert explorer._texts.total_size == sum(len(text) for _, texts in explorer._texts.items() for _, _, text in texts)
 
 
 def test_full_text_search_ignores_case_and_keeps_one_copy_of_lowercase_text(explorer, spaces):
@@ -267,7 +298,7 @@ def test_full_text_search_ignores_case_and_keeps_one_copy_of_lowercase_text(expl
     assert [hit[3] for hit in page.hits] == [sid]
     assert "WeakValueDictionary" in page.hits[0][2]          # the context keeps the original case
     assert [hit[3] for hit in explorer.refresh(token, View(), "中文").hits] == [sid]
-    [(_, texts)] = [entry for path, entry in explorer._texts.items() if path.endswith(f"{sid}.json")]
+    [texts] = [texts for path, texts in explorer._texts.items() if path.endswith(f"{sid}.json")]
     (_, mixed_folded, mixed), (_, plain_folded, plain) = texts
     assert mixed_folded == mixed.casefold() and mixed_folded is not mixed
     assert plain_folded is plain                               # nothing to fold: one object, not two
