@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import _common
 from _common import median, ms, print_header, print_table, setup_paths, time_runs
 
 setup_paths()
@@ -136,6 +137,9 @@ def main() -> int:
                      [f"keep() first run ({first.nodes_written} nodes written)", ms(first_s, 0), "—", "—"],
                      [f"keep() again ({again.nodes_written} written)", ms(again_s, 0), "≤ 2000",
                       verdict(again_s, 2.0)]])
+        _common.report([_common.Budget(".jsonl.zst import plan, × the plain rollout's", zst_s / plain_s, 1.5, "x"),
+                _common.Budget(f"at_risk() over {sessions:,} sessions", list_s, 1.0, "s"),
+                _common.Budget("a second keep() (nothing to write)", again_s, 2.0, "s")])
         return 0 if len(found.sessions) == expected and again.nodes_written == 0 else 1
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

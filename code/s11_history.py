@@ -199,7 +199,6 @@ def _describe(storage_dir: str, path: str, revision: Optional[int], older: bool)
 def load_revision(store: Any, session_id: str, revision: Any) -> Any:
     """第 revision 版的只读 SessionNode（现在这一版也行）；块逐个核对 sha256。没有这一版时 SessionNotFound。
     给出的节点 revision 是那一版的号：拿它去 save() 会因为修订号对不上而 ConflictError——要回到它请用 revert。"""
-    from s11_session import SessionNode  # 放在函数里：s11_session 导入本模块（钩子）
     if isinstance(revision, bool) or not isinstance(revision, int) or revision < 0:
         raise SessionError(f"版本号应是不小于 0 的整数（0 = 书中代码写的、没有修订号的那一版），收到 {revision!r}")
     candidates = [os.path.join(history_dir(store.storage_dir, session_id), f"{revision}.json"),
@@ -211,7 +210,7 @@ def load_revision(store: Any, session_id: str, revision: Any) -> Any:
         except FileNotFoundError:
             continue
         if data.get("revision", 0) == revision and data.get("session_id") == session_id:
-            return SessionNode.from_dict(data)
+            return store.Node.from_dict(data)
     raise SessionNotFound(f"会话 {session_id} 没有第 {revision} 版（用 history {session_id} 看有哪些版）")
 
 

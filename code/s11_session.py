@@ -30,9 +30,8 @@ export_markdown / delete，然后是章节之外的方法，最后是 demo_tree_
 保证：每次 save() 全有或全无，kill -9 之后每个文件要么是上一次的、要么是这一次的；save() 写之前跑 load()
 跑的同一个字段检查（s11_format.check_fields），所以写下的每个文件别的进程都读得了；读不懂的文件（截断的、
 更新版本的、嵌套太深的、FIFO、符号链接）原样保留并报告，从不覆盖；块缺了或坏了，load() 抛 ChunkError 点名那一块。
-已知限制：小会话每次保存重写整个文件（大会话重写头和不到 64 KiB 的尾部）；不做跨机器同步与合并；
-不加密（导出前脱敏）；list_sessions() 的摘要按 (inode, 大小, 修改时间) 缓存，同一时钟刻内被原地改写成同样
-大小的文件可能短暂显示旧摘要（修订号核对不受影响，它总是读文件）；durable=False（不 fsync）只用于基准测试。
+已知限制：小会话每次保存重写整个文件（大会话重写头和不到 64 KiB 的尾部）；不做跨机器同步与合并；不加密（导出前脱敏）；
+摘要按 (inode, 大小, 修改时间) 缓存，同一时钟刻内被原地改写成同样大小的文件可能短暂显示旧摘要（修订号核对总是读文件）。
 """
 
 from __future__ import annotations
@@ -118,6 +117,7 @@ class SessionNode:
 # ── 2️⃣ 会话仓库 SessionStore：存档、读档、分叉、导出 ─────────────────────────────────────────
 class SessionStore:
     """🗄️ 会话仓库：以 JSON 文件持久化会话树，支持存档/读档/分叉/导出"""
+    Node = SessionNode   # 读出来的节点类型：写在仓库之上的模块（s11_history 的 load_revision）经由它新建节点
 
     def __init__(self, storage_dir: str = "sessions", *, workspace: Optional[str] = None,
                  durable: bool = True, chunk_threshold: float = s11_chunks.BIG_SESSION_BYTES,

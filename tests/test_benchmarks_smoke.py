@@ -27,6 +27,7 @@ TINY_RUNS = [
     ("bench_store.py", ["--messages", "50,400"], "bytes written per operation"),
     ("bench_tree_export.py", ["--quick", "--nodes", "10", "--megabytes", "0.3", "--branches", "2"],
      "whole-tree share"),
+    ("bench_curves.py", ["--quick"], " vs "),
 ]
 
 

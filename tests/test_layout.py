@@ -30,8 +30,9 @@ LAYERS = [
     ["s11_text", "s11_redact", "s11_workspace", "s11_book"],
     ["s11_storage"],
     ["s11_format"],
-    ["s11_trash", "s11_tree", "s11_export"],
+    ["s11_trash", "s11_tree", "s11_export", "s11_journal"],
     ["s11_chunks", "s11_converge", "s11_check"],
+    ["s11_history"],            # kept revisions and undo / redo, written against the store's public API
     ["s11_session"],
     ["s11_review"],             # the redaction review of one export (s11_redact's table, hit by hit)
     ["s11_tree_export"],        # whole-tree HTML / Markdown pages

@@ -388,7 +388,10 @@ def _walk(folder: str, problems: List[str]) -> List[str]:
 
 def looks_like_transcript(name: str) -> bool:
     """文件夹里哪些文件当会话记录：*.jsonl；.json 只认 Gemini CLI 的命名（session-*.json、checkpoint-*.json）——
-    文件夹里别的 JSON（比如一个会话仓库的节点文件、meta.json）不是记录。单独导入一个文件时不看名字。"""
+    文件夹里别的 JSON（比如一个会话仓库的节点文件、meta.json）不是记录；以点开头的文件（会话仓库自己的 .journal.jsonl）
+    也不是。单独导入一个文件时不看名字。"""
+    if name.startswith("."):
+        return False
     if name.endswith((".jsonl", ".jsonl.zst")):   # .jsonl.zst：Codex 压缩过的旧 rollout
         return True
     return name.endswith(".json") and name.startswith(("session-", "checkpoint-"))

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import s11_import
+import s11_journal
 from s11_import import NoConversation, TranscriptTooLarge, UnsupportedFormat, import_file
 from s11_import.formats import FORMATS, detect
 from s11_session import SessionError, SessionStore
@@ -739,7 +740,9 @@ def test_the_report_describes_everything_in_chinese(tmp_path, store):
     assert "s.jsonl" in text_report and "Claude Code" in text_report and "第 7 行" in text_report
     assert "progress ×1" in text_report and report.active_id in text_report and "会话节点 2 个" in text_report
     assert report.bytes_read == (tmp_path / "s.jsonl").stat().st_size
-    assert report.bytes_written == sum(os.path.getsize(store.path_of(i)) for i in report.node_ids)
+    journal = os.path.join(store.storage_dir, s11_journal.JOURNAL_FILE)   # the import's one line in the journal
+    assert report.bytes_written == sum(os.path.getsize(store.path_of(i)) for i in report.node_ids) + \
+        os.path.getsize(journal)
     assert report.copy_bytes > 0 and report.messages == 6
 
 

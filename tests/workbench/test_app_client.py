@@ -20,7 +20,11 @@ pytestmark = pytest.mark.slow
 def test_run_demo_endpoint_returns_tree_preview_files_and_downloads(app_server, sessions_dir):
     from gradio_client import Client
 
-    before = set(Path(sessions_dir).rglob("*.json"))
+    def session_files():   # the kept revisions (.history/) and the trash are the store's own, beside the nodes
+        return {path for path in Path(sessions_dir).rglob("*.json")
+                if not any(part.startswith(".") for part in path.relative_to(sessions_dir).parts)}
+
+    before = session_files()
     client = Client(app_server, verbose=False)
     token = client.predict(None, api_name="/enter_space")   # a script first gets its own private space
     outputs = client.predict(token, api_name="/run_demo")
@@ -30,9 +34,9 @@ def test_run_demo_endpoint_returns_tree_preview_files_and_downloads(app_server, 
     assert "```mermaid" in tree and "📂 已恢复" in tree
     assert "会话导出" in preview and "方案 B" in preview and "第 8–9 条" in preview
 
-    written = set(Path(sessions_dir).rglob("*.json")) - before
+    written = session_files() - before
     assert len({path.parent for path in written}) == 1 and written.pop().parent.parent.name == "spaces"
-    written = set(Path(sessions_dir).rglob("*.json")) - before
+    written = session_files() - before
     assert len(written) == 3 and len(cards) == 3
     shown_ids = []
     for card in cards:   # one card per file: the file's name relative to the sessions folder, and its JSON
