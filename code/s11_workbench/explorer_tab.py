@@ -43,7 +43,7 @@ from s11_workbench.shown import Shown, ShownEvent
 LABEL = "🌳 会话树浏览器"
 # 表格在自己的框里滚动，会话树限高，代码块折行；分支图的字不小于 12 px（窄屏上图按宽度缩小时，改看文字树）
 CSS = """
-#s11x-list, #s11x-hits, #s11x-spaces, #s11x-agents-table { contain: inline-size; }
+#s11x-list, #s11x-hits, #s11x-spaces, #s11x-agents-table, #s11x-agents-risk { contain: inline-size; }
 #s11x-tree .wrap { max-height: 360px; overflow-y: auto; }
 #s11x-map .mermaid, #s11x-map svg { max-width: 100%; height: auto; }
 #s11x-map pre, #s11x-map pre code, #s11x-path pre, #s11x-path pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; }

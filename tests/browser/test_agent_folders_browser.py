@@ -226,5 +226,9 @@ def test_the_panel_keeps_what_the_agents_will_delete_and_compare_shows_what_each
             summary.scroll_into_view_if_needed()
             page.screenshot(path=str(Path(shots) / "compare-usage.png"), full_page=False)
         assert dialogs == [] and digest(risky_home) == before   # the agents' folders were only read
+        page.set_viewport_size({"width": 390, "height": 900})   # on a phone the at-risk table wraps in its own box
+        page.locator("#s11x-agents-risk").scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
     finally:
         context.close()
