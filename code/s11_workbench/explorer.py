@@ -89,7 +89,8 @@ MAX_TITLE_CHARS = 200
 MAP_MAX_EDGES = 400        # mermaid 自己拒绝 500 条边以上、5 万字符以上的图；留出余量
 MAP_MAX_CHARS = 40_000
 TEXT_MAP_MAX_LINES = 300
-UPLOAD_SUFFIXES = (".jsonl", ".json")   # 能上传的会话记录：各家代理的 .jsonl，Gemini CLI 旧版的 .json 文档
+UPLOAD_SUFFIXES = (".jsonl", ".json", ".jsonl.zst")   # 能上传的会话记录：各家代理的 .jsonl，Gemini CLI 旧版的 .json，
+# Codex 压缩过的旧 rollout（解压后的字节同样受上传上限约束，见 s11_import.compressed）
 TRASH_SHOWN = 30
 PREVIEW_CHARS = 30_000
 MINE, SHELF, SPACE_PREFIX = "mine", "shelf", "space:"
@@ -940,7 +941,7 @@ class Explorer:
                 raise ExplorerError("没有看懂浏览器报来的上传问题：请重新选择文件")
             name = literal_inline(str(facts.get("name") or "（没有名字）"), 80)
             if facts["kind"] == "type":
-                raise ExplorerError(f"只能导入 {' 或 '.join(UPLOAD_SUFFIXES)} 文件，收到 {name}：没有上传")
+                raise ExplorerError(f"只能导入 {'、'.join(UPLOAD_SUFFIXES)} 文件，收到 {name}：没有上传")
             size = facts.get("size")
             has = f"有 {human_size(size)}，" if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else ""
             raise ExplorerError(f"文件 {name} {has}超过每个文件 {human_size(own.limits.max_upload_bytes)} 的上传上限："
@@ -956,7 +957,7 @@ class Explorer:
         if not os.path.isfile(real):
             raise ExplorerError("上传的文件已不存在，请重新上传")
         if not real.lower().endswith(UPLOAD_SUFFIXES):
-            raise ExplorerError(f"只能导入 .jsonl 或 .json 文件，收到 {literal_inline(os.path.basename(real), 80)}")
+            raise ExplorerError(f"只能导入 {'、'.join(UPLOAD_SUFFIXES)} 文件，收到 {literal_inline(os.path.basename(real), 80)}")
         own.require_upload(os.path.getsize(real))
         return real
 

@@ -407,6 +407,41 @@ def test_an_uploaded_transcript_is_imported_and_skipped_lines_are_reported(explo
     assert page.report and "\\<b\\>" in page.notice   # the upload name is shown as text
 
 
+def test_a_compressed_codex_rollout_uploads_to_the_tree_of_its_plain_copy_and_a_bomb_is_refused(spaces, tmp_path):
+    """Codex compresses rollouts idle for 7 days (rollout-*.jsonl.zst): the upload box takes them and they import to
+    the same nodes as the plain file; a stream that unpacks past the upload limit is refused in Chinese, nothing
+    written (the limit counts the unpacked bytes, not the few KB that were uploaded)."""
+    zstandard = pytest.importorskip("zstandard")
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    explorer = Explorer(spaces, export_root=str(tmp_path / "exports"), upload_root=str(uploads))
+    plain = next(path for path in s11_import.list_examples() if "codex" in os.path.basename(path))
+    raw = Path(plain).read_bytes()
+    packed = uploads / "rollout-2026-05-01T00-00-00-c1.jsonl.zst"
+    packed.write_bytes(zstandard.ZstdCompressor().compress(raw))
+    token = spaces.new_token()
+    assert explorer.check_upload(token, str(packed)) == ""
+    page = explorer.import_upload(token, View(), str(packed))
+    assert page.notice.startswith("📥"), page.notice
+    store = spaces.open(token).store
+    packed_ids = {s["session_id"] for s in store.list_sessions()}
+    copy = uploads / "rollout-2026-05-01T00-00-00-c1.jsonl"
+    copy.write_bytes(raw)
+    again = explorer.import_upload(token, page.view, str(copy))
+    assert again.notice.startswith("📥") and {s["session_id"] for s in store.list_sessions()} == packed_ids
+
+    tight = Spaces(tmp_path / "tight", limits=Limits(creates_per_minute=10_000, create_burst=10_000,
+                                                      min_free_bytes=0, max_upload_bytes=64 * 1024))
+    small = Explorer(tight, export_root=str(tmp_path / "e2"), upload_root=str(uploads))
+    bomb = uploads / "rollout-2026-05-02T00-00-00-c2.jsonl.zst"
+    bomb.write_bytes(zstandard.ZstdCompressor().compress(raw + b"\n" * (2 * 1024 * 1024)))
+    assert bomb.stat().st_size < 64 * 1024                  # small on the wire ...
+    student = tight.new_token()
+    refused = small.import_upload(student, View(), str(bomb))
+    assert refused.notice.startswith("⚠️") and "MB" in refused.notice, refused.notice   # ... too big unpacked
+    assert tight.open(student).store.list_sessions() == []
+
+
 def test_a_gemini_cli_json_document_can_be_uploaded(explorer, spaces, tmp_path):
     token = spaces.new_token()
     doc = {"sessionId": "d98cf9e7-1111-4c2a-9c3b-5a1e2f3a4b5c", "projectHash": "5eb97e" + "0" * 58,
@@ -912,7 +947,7 @@ def test_an_upload_is_checked_as_soon_as_it_arrives_with_a_chinese_reason(explor
     wrong.write_text("hello")
     good = uploads / "ok.jsonl"
     good.write_bytes(Path(s11_import.list_examples()[-1]).read_bytes())
-    assert explorer.check_upload(token, str(wrong)).startswith("⚠️ 只能导入 .jsonl 或 .json 文件")
+    assert explorer.check_upload(token, str(wrong)).startswith("⚠️ 只能导入 .jsonl、.json、.jsonl.zst 文件")
     assert explorer.check_upload(token, str(good)) == ""
     assert explorer.check_upload("forged.token", str(good)).startswith("⚠️")   # the token is checked first
     tight = Explorer(Spaces(tmp_path / "s2", limits=Limits(max_upload_bytes=10, min_free_bytes=0)),
