@@ -96,9 +96,7 @@ def tool_call_names(messages: list[dict]) -> dict[str, str]:
     names = {}
     for message in messages:
         content = message.get("content")
-        if type(content) is str or not isinstance(content, list):
-            continue   # 字符串内容先用 type 排除：isinstance 对不是列表的对象还要去查一次它的 __class__ 属性
-        for block in content:
+        for block in content if isinstance(content, list) else []:
             if isinstance(block, dict) and block.get("type") in ("tool_use", "toolCall") and block.get("id"):
                 names[str(block["id"])] = _as_text(block.get("name"))
     return names
@@ -110,8 +108,6 @@ def message_marks(message: dict) -> list[tuple[str, str]]:
     >>> message_marks({"role": "user", "label": "修复前", "summary": True, "model": "m1"})
     [('label', '🏷️ 修复前'), ('summary', '🗜️ 压缩摘要'), ('model', '模型 m1')]
     """
-    if not _MARKS.keys() & message.keys():   # 章节自己的消息一个都不带：一次集合运算就判断完，在 C 里完成
-        return []
     return [(key, show(message[key])) for key, show in _MARKS.items() if message.get(key) not in (None, False, "")]
 
 
@@ -147,8 +143,6 @@ def converge_card(messages: list[dict]) -> ConvergeCard | None:
     """消息里最后一条带 "converge" 记录的就是决定；带 "origin" 的是带过来的消息。不是收敛节点返回 None。
 
     传进来的是已脱敏的消息，所以卡片上的标题和决定也已脱敏。"""
-    if not [message for message in messages if message.get("converge") is not None]:
-        return None   # 不是收敛节点（几乎总是）：一次列表推导就知道，不必为每条消息跑一遍生成器
     found = next((number for number in range(len(messages), 0, -1)
                   if isinstance(messages[number - 1].get("converge"), dict)), 0)
     if not found:
@@ -394,7 +388,6 @@ _BLANKS = re.compile(r"[ \t]*")
 _DIGITS = re.compile(r"[0-9]*")
 _HEADING_MARK = re.compile(r"#{1,6}(?:[ \t]|$)")
 _INLINE_SPECIALS = re.compile(r"([\\`*_\[\]<>&~|#])")
-_INLINE_CHARS = "\\`*_[]<>&~|#"   # 与上面的字符类相同（测试核对）
 
 
 def markdown_chunks(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> Iterator[str]:
@@ -414,52 +407,11 @@ def markdown_chunks(session: dict, lineage: list[dict] | None = None, *, redact:
     card = converge_card(view.messages)
     if card is not None:
         yield _markdown_converge_card(card) + "\n"
-    headings: dict[str, str] = {}   # 角色 -> "👤 `user`"：一次导出里只有几种角色，每种只拼一次
-    tool_names, fork_point, bare_tool = view.tool_names, view.fork_point, None
     for number, message in enumerate(view.messages, 1):
-        role = message.get("role", "unknown")
-        heading = headings.get(role) if type(role) is str else None
-        if heading is None:
-            role = str(role)
-            heading = headings.setdefault(role, f"{ROLE_ICONS.get(role, DEFAULT_ICON)} {_code_span(role)}")
-        content = message.get("content")
-        # 最常见的几种（章节自己的消息）走捷径：一段原样输出就安全的文字、一段要装进围栏的文字，或一段工具输出；
-        # 输出与下面的通用路径逐字相同（测试逐字核对），只是不必先摊成 Part。
-        # 只有 role 和 content 两个键的 dict 一定不带标记：两次 O(1) 的判断，省下一次集合运算
-        if type(content) is not str:
-            pass
-        elif type(message) is dict and len(message) == 2 and "role" in message:
-            if role not in TOOL_ROLES:
-                if _is_inert_markdown(content):
-                    yield f"\n### {number}. {heading}\n\n{content}\n"
-                else:
-                    ticks = _fence_ticks(content)
-                    yield f"\n### {number}. {heading}\n\n{ticks}\n{content}\n{ticks}\n"
-            else:   # 没有 toolName、name、isError：标题行每次导出只拼一次
-                if bare_tool is None:
-                    bare_tool = _markdown_caption("📤 工具结果", tool_names.get("", ""), False)
-                ticks = _fence_ticks(content)
-                yield f"\n### {number}. {heading}\n\n{bare_tool}{ticks}\n{content}\n{ticks}\n"
-            if number == fork_point:
-                yield f"\n> 🌿 {_inline(_divider_sentence(view))}\n"
-            continue
-        elif not _MARKS.keys() & message.keys():
-            if role not in TOOL_ROLES and _is_inert_markdown(content):
-                yield f"\n### {number}. {heading}\n\n{content}\n"
-                if number == fork_point:
-                    yield f"\n> 🌿 {_inline(_divider_sentence(view))}\n"
-                continue
-            if role in TOOL_ROLES:
-                name = _as_text(message.get("toolName") or message.get("name"))
-                part = Part("tool_output", content, tool_names.get(name, name),
-                            bool(message.get("isError") or message.get("is_error")))
-                yield f"\n### {number}. {heading}\n\n{''.join(_markdown_captioned('📤 工具结果', part))}\n"
-                if number == fork_point:
-                    yield f"\n> 🌿 {_inline(_divider_sentence(view))}\n"
-                continue
-        yield f"\n### {number}. {heading}\n\n"
+        role = str(message.get("role", "unknown"))
+        yield f"\n### {number}. {ROLE_ICONS.get(role, DEFAULT_ICON)} {_code_span(role)}\n\n"
         yield from _markdown_body(view, message)
-        if number == fork_point:
+        if number == view.fork_point:
             yield f"\n> 🌿 {_inline(_divider_sentence(view))}\n"
 
 
@@ -565,17 +517,13 @@ def _is_inert_markdown(text: str) -> bool:
     >>> _is_inert_markdown("图：![](http://tracker.example/p.png)"), _is_inert_markdown("```mermaid\\ngraph TD\\n```")
     (False, False)
     """
-    # 与 _MAYBE_STRUCTURE.search(text) 等价：对单个字符，str 的 `in` 比正则的字符类扫描快得多
-    if not ("-" in text or ":" in text or "`" in text or "#" in text or "=" in text or "<" in text
-            or "!" in text or "~" in text):
+    if not _MAYBE_STRUCTURE.search(text):   # 没有任何一种结构会用到的字符
         return True
-    # 每条正则都要先有它打头的那个字符："<"、":"、换行；没有就不必让正则去扫一遍。"![" 也先查单个的 "!"：
-    # 中文文本里找一个 ASCII 字符只要 ~15 ns，找两个字符的子串却要先把它转成文本的宽度，~140 ns
-    if ("!" in text and _IMAGE in text) or ("<" in text and _RAW_HTML.search(text)) or (":" in text and _SCRIPT_URL.search(text)):
+    if _IMAGE in text or _RAW_HTML.search(text) or _SCRIPT_URL.search(text):
         return False
     if "\r" in text:
         text = _LINE_BREAK.sub("\n", text)   # 统一成一种换行：下面的每次查找都只找 "\n"
-    start = 0 if _FIRST_LINE.match(text) else _next_line(_NEXT_LINE, text, 0) if "\n" in text else -1
+    start = 0 if _FIRST_LINE.match(text) else _next_line(_NEXT_LINE, text, 0)
     while start >= 0:
         end = _line_end(text, start)
         line = text[start:end]
@@ -691,41 +639,28 @@ def _fence_ticks(text: str) -> str:
 
 
 def _code_span(text: str) -> str:
-    text = str(text)
-    if "`" not in text and "\n" not in text and "\r" not in text:
-        return f"`{text}`"   # 最常见的情形（ID、角色名）：下面的每一步都不会改动它
-    text = _one_line(text)   # 换行会让标题行或列表行提前结束
+    text = _one_line(str(text))   # 换行会让标题行或列表行提前结束
     ticks = "`" * (_longest_backtick_run(text) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def _longest_backtick_run(text: str) -> int:
-    """最长的一串反引号有多长：用子串测试，先倍增、再二分。
+    """最长的一串反引号有多长。
 
     >>> _longest_backtick_run("a `b` ```c``` d"), _longest_backtick_run("none")
     (3, 0)
     """
-    if "`" not in text:
-        return 0
-    found, missing = 1, 2   # "`" * found 在文本里；"`" * missing 在不在，查过之前还不知道
-    while "`" * missing in text:
-        found, missing = missing, missing * 2
-    while missing - found > 1:
-        middle = (found + missing) // 2
-        found, missing = (middle, missing) if "`" * middle in text else (found, middle)
-    return found
+    return max(map(len, _BACKTICKS.findall(text)), default=0)
+
+
+_BACKTICKS = re.compile("`+")
 
 
 def _inline(text: str) -> str:
     # 标题和日期放在标题行或列表行里：让它们留在一行之内，不带标记、不带 HTML、不成图片
     # （"![x](u)" 的 "[" 转义之后，读起来就只是文字）。
-    text = _one_line(str(text))
-    # 先逐个字符用 `in` 查（比正则的字符类扫描快得多）：没有可转义字符的文本（大多数标题、日期、分支路径）原样返回
-    for char in _INLINE_CHARS:
-        if char in text:
-            return _INLINE_SPECIALS.sub(r"\\\1", text)
-    return text
+    return _INLINE_SPECIALS.sub(r"\\\1", _one_line(str(text)))
 
 
 # ── HTML ────────────────────────────────────────────────────────────────────────────────────

@@ -22,8 +22,6 @@
 
 from __future__ import annotations
 
-import itertools
-import operator
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional
 
 from s11_text import printable, shorten
@@ -182,13 +180,8 @@ def message_labels(messages: List[Dict[str, Any]]) -> List[list]:
 
     [{"role": "user", "content": "a"}, {"role": "user", "content": "b", "label": "最终方案"}] -> [[2, '最终方案']]
     """
-    try:   # 先在 C 里问一遍每条消息有没有 "label" 键（10,000 条约 0.3 ms，逐条看要 9 ms），只细看有的那几条：
-        has_label = map(operator.contains, messages, itertools.repeat("label"))   # 没有这个键的字典本来就不算
-        numbered = [(number, messages[number - 1]) for number in itertools.compress(itertools.count(1), has_label)]
-    except TypeError:   # 有的消息不是字典（坏文件的检查会报告它）：逐条看
-        numbered = list(enumerate(messages, 1))
-    return [[number, message["label"]] for number, message in numbered
-            if type(message) is dict and isinstance(message.get("label"), str) and message["label"].strip()]
+    return [[number, message["label"]] for number, message in enumerate(messages, 1)
+            if isinstance(message, dict) and isinstance(message.get("label"), str) and message["label"].strip()]
 
 
 def own_labels(summary: Dict[str, Any]) -> List[list]:

@@ -2,8 +2,6 @@
 
 lines.parse_line is json.loads of one line without the per-call overhead: for every byte string it returns
 the same value, or raises the same exception (type, message, position), as json.loads does.
-s11_tree.message_labels looks closely only at the messages that have a "label" key (Pi's bookmarks arrive
-as one): the same list as looking at every message.
 Converter.bounded copies a one-level dict of short scalars directly: the same copy (key order included),
 the same longest original length and the same counters as walking it with the explicit stack.
 plan.copy_bytes takes the lines the store already encoded for the nodes it writes: the same figure as encoding
@@ -19,7 +17,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import s11_tree
 from s11_format import encode_message_lines
 from s11_import import import_file
 from s11_import.convert import COMPACT, Converter
@@ -87,25 +84,6 @@ def test_arbitrary_bytes_after_a_brace_behave_like_json_loads(tail):
 ])
 def test_edge_lines_behave_like_json_loads(raw):
     same_as_loads(raw)
-
-
-def labels_one_by_one(messages):
-    return [[number, message["label"]] for number, message in enumerate(messages, 1)
-            if type(message) is dict and isinstance(message.get("label"), str) and message["label"].strip()]
-
-
-label_values = st.none() | st.text(max_size=3) | st.sampled_from(["", " ", "\t", "最终方案"]) | st.integers()
-messages = st.lists(st.one_of(
-    st.fixed_dictionaries({"role": st.just("user"), "content": st.just("a")}),
-    st.fixed_dictionaries({"role": st.just("user"), "content": st.just("b"), "label": label_values}),
-    st.sampled_from(["label", "text", ["label"], 7, None, ("label",)]),
-    st.builds(lambda value: type("D", (dict,), {})(label=value), label_values)), max_size=30)
-
-
-@settings(max_examples=400, deadline=None)
-@given(messages)
-def test_message_labels_match_looking_at_every_message(items):
-    assert s11_tree.message_labels(items) == labels_one_by_one(items)
 
 
 def copied_bytes_one_by_one(store: SessionStore, report) -> int:

@@ -879,3 +879,9 @@ def test_the_plain_message_shortcut_prints_what_the_general_path_prints(messages
                       for n, m in enumerate(view.messages, 1))
     page = render_markdown(session, redact=False)
     assert page.endswith(general) and page[: len(page) - len(general)].endswith("---\n")
+
+
+def test_a_message_without_a_role_still_shows_its_label():
+    page = s11_export.render_markdown({"session_id": "s1", "messages": [{"content": "x", "label": "最终方案"}]},
+                                      redact=False)
+    assert "🏷️ 最终方案" in page and re.search(r"### 1\. 📄 `unknown`\n\n🏷️ 最终方案\n\nx\n$", page)
