@@ -534,7 +534,6 @@ def map_text_px(page) -> float:
 
 
 @pytest.mark.parametrize(("scheme", "width", "shot"), [("light", 1400, "explorer-light.png"),
-                                                       ("dark", 1400, "explorer-dark.png"),
                                                        ("dark", 390, "explorer-phone.png")])
 def test_hostile_content_renders_literally_and_the_page_fits(browser, server, scheme, width, shot):
     url, sessions = server

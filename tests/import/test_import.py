@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -794,22 +793,6 @@ def test_list_examples_names_the_project_examples():
     assert names == ["claude-code-rate-limit.jsonl", "codex-cli-orders-pagination.jsonl",
                      "gemini-cli-flaky-due-date.jsonl", "pi-v3-report-cache.jsonl"]   # no subagent file among them
     assert all(os.path.dirname(path) == s11_import.EXAMPLES_DIR for path in s11_import.list_examples())
-
-
-@pytest.mark.slow
-def test_the_import_benchmark_runs_quickly_and_prints_its_tables():
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_import.py"), "--quick"],
-                          capture_output=True, text=True, cwd=REPO, timeout=600)
-    assert done.returncode == 0, done.stderr
-    assert "machine :" in done.stdout and "import vs json.loads" in done.stdout and "peak memory" in done.stdout
-    rows = [line for line in done.stdout.splitlines()
-            if line.startswith(("Claude Code,", "Pi v3,", "Codex CLI,", "Gemini CLI "))]
-    assert len(rows) == 9 and all("×" in row for row in rows)
-    hostile = [line for line in done.stdout.splitlines() if line.startswith((
-        "streamed fragments", "compact boundaries", "long parent chain", "wide sibling fan", "many torn lines",
-        "deep nesting", "blank lines", "garbage lines"))]
-    assert len(hostile) == 8 + 2 and all(re.search(r"\d", row) for row in hostile)
-    assert not list((REPO / "benchmarks").glob("bench-import-*"))   # its temporary folders are removed
 
 
 def test_a_missing_file_or_a_folder_is_a_clear_error_naming_it(tmp_path, store):
