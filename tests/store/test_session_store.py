@@ -502,12 +502,14 @@ class TestDurability:
 
 
 # ── safety: hostile ids and bad messages ──────────────────────────────────────────────────────
-HOSTILE_IDS = ["../x", "../../etc/passwd", "/abs", "a/b", "a\\b", "", "a\x00b", "x" * 65, "CON", "nul",
-               "com1", ".hidden", "a.b", " spaced", "id\n", 12345, None]
+HOSTILE_IDS = {"parent": "../x", "two-parents": "../../etc/passwd", "absolute": "/abs", "slash": "a/b",
+               "backslash": "a\\b", "empty": "", "nul-byte": "a\x00b", "too-long": "x" * 65, "con": "CON", "nul": "nul",
+               "com1": "com1", "dot-first": ".hidden", "dot": "a.b", "space-first": " spaced", "newline": "id\n",
+               "int": 12345, "none": None}
 
 
 class TestSafety:
-    @pytest.mark.parametrize("bad_id", HOSTILE_IDS, ids=repr)
+    @pytest.mark.parametrize("bad_id", HOSTILE_IDS.values(), ids=HOSTILE_IDS.keys())
     def test_hostile_ids_are_rejected_before_any_path_is_built(self, tmp_path, bad_id):
         store = SessionStore(tmp_path / "inner" / "sessions")
         (tmp_path / "x.json").write_text('{"session_id": "x", "messages": []}', "utf-8")
