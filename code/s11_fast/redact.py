@@ -1,17 +1,25 @@
-"""s11_fast.redact — s11_redact 的加速：先用几趟便宜的扫描挑出“可能有秘密”的字符串，规则表只在它们上面跑
+"""s11_fast.redact — s11_redact 的加速：先用几趟便宜的扫描挑出“可能有秘密”的行，规则表只在这些行上跑
 
     s11_redact.scan_value ──► _find_all(texts)  （accelerate() 给的；S11_PLAIN=1 时是 s11_redact 自己的 [find(t) …]）
         所有字符串用 "\\n" 连成一段 → 一份单字节的小写副本（Latin-1 以外的字符变成 "?"，位置不变）
         → 每行规则的“必要条件”在副本里各找一遍：固定的字符串（"eyj"、"sk-"、"://"、"@"…）、
-          凭据的 "<敏感词><名字>=" 形状、数字骨架里 11 位连着的数字或 "0000-0000" 分组……
-        → 含有任何一个的字符串交给 s11_redact.find，每一轮只跑条件出现了的那几行；其余的字符串一处都不会有。
+          凭据的 "<敏感词><名字>=" 形状、数字骨架里长度对得上的一串数字（11、15–19 位……）或 "0000-0000" 分组
+        → 记下条件出现在哪个字符串的哪一行、是哪几行规则
+        → 每个字符串只把这些行（各带上它前面的 "\\n"）拼成一段小文字，交给 s11_redact.find，
+          每一轮只跑条件出现了的那几行规则；再把命中的位置换算回原来的字符串。
 
-关键洞察：导出的绝大多数字符串（代码、日志、闲聊）一个必要条件都不含；判断这一点用 bytes.find 扫几遍副本，
-比让 31 条正则各自扫一遍全部文字、每个字符串各调用 31 次要便宜得多。
+关键洞察：规则表的每一行（私钥除外）都不跨过换行（s11_redact 的文档这样保证），所以一行文字的结果只取决于
+这一行本身和它前面的那个 "\\n"：把挑出来的行单独拼起来跑，和在整个字符串上跑，得到的是同样的命中。
+导出里的大段工具输出往往只有几行含有任何必要条件，其余的行规则表根本不必看。
+
+两处例外，宁可多带文字：
+- 私钥一行跨行（找的是 END 那一行）：条件 "private key" 出现的字符串整个交给规则表；
+- 卡号的校验会往前看 12 个字符找“订单号”字样（re 的 $ 也认一个结尾的换行），
+  行首就是一串像卡号的数字时，上一行整个带上（上一行行首也是的话再往上）。
 
 保证：结果与 s11_redact 的 [find(t) for t in texts] 逐字相同（tests/fast/test_redact_fast.py 拿它作 oracle）。
-每个必要条件都是“这一行能在这个字符串里匹配，它就一定出现”；拿不准的字符串一律交给规则表：
-含全角数字的（规则表先换成半角），含 re 忽略大小写时会当成 ASCII 字母的 İ ı ſ K 的。
+每个必要条件都是“这一行能在这一行里匹配，它就一定出现”；拿不准的字符串一律整个交给规则表：
+含全角数字的（规则表先换成半角，而且是整个字符串一起换），含 re 忽略大小写时会当成 ASCII 字母的 İ ı ſ K 的。
 RULES 不是内置的那张表（学生加了一行）时，这里不知道新行的必要条件：整个退回 s11_redact.find。
 """
 
@@ -32,7 +40,9 @@ _NEEDLES = {
     "huggingface_token": [b"hf_"], "npm_token": [b"npm_"], "slack_token": [b"xox"], "digitalocean_token": [b"_v1_"],
     "azure_key": [b"key="], "azure_sas": [b"sig="], "cookie": [b"cookie"], "bearer_token": [b"bearer"],
     "auth_header": [b"authorization"], "url_password": [b"://"], "json_in_json": [b'\\"'], "email": [b"@"],
+    "bank_card_after_word": [b"card"],    # 还有 "卡"：在原文里找（_EXACT）
 }
+_WHOLE_STRING = "private_key"   # 唯一会跨行的一行：条件出现了，就把整个字符串交给规则表
 # 只写固定字符串会太宽的行：用与那一行同样结构、但以固定文字开头的正则（re 能直接跳到它）
 _SHAPES = {
     "credential": [re.compile(word + rb"""(?=([a-z0-9_.-]{0,64}))\1["']?[ \t]*[:=]""")
@@ -42,79 +52,167 @@ _SHAPES = {
     "stripe_key": [re.compile(rb"k_(?:live|test)_")],
     "telegram_bot_token": [re.compile(rb":(?<=[0-9]{8}:)[a-z0-9_-]{35}")],
 }
-# 数字类的行：数字骨架（数字 → "0"，空格 . - → "-"，其余 → " "）里 11 位连着的数字，或 "0000-0000" 这样的分组。
-# 手机号 11 位或 3-4-4 分组，卡号 15–19 位或 4-4-4-4 / 4-6-5，身份证号 18 位或 6-8-4 / 6-4-4-4：都至少含其中一个。
-_NUMBER_RULES = ("cn_id_number", "bank_card", "bank_card_after_word", "cn_mobile")
-_NUMBER_SHAPES = (b"0" * 11, b"0000-0000")
-_SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte in b" .-" else ord(" ") for byte in range(256))
+# 数字类的行，在数字骨架里找（数字 → "0"，空格 . - → "-"，"+" 和 "x" 不变，其余 → " "）：
+# 不分组的号码是前后都不挨着数字的一整串（后顾断言和 _NUMBER_END 保证的），长度决定它可能是哪一种（_BY_LENGTH）；
+# 分组的号码（3-4-4、4-4-4-4、4-6-5、6-8-4、6-4-4-4……）都含有 "0000-0000"，三行都要跑。
+# 日志里的 13 位毫秒时间戳、12 和 14 位的数字、20 位以上的 id 不是任何一种，不必交给规则表。
+# （卡号字样后面的卡号那一行，条件是 "card" 或 "卡" 这个词本身。）
+_NUMBER_RULES = ("cn_id_number", "bank_card", "cn_mobile")
+_NUMBER_RUN = re.compile(rb"00000000000(?<!000000000000)(?:(?:0000(?:0{0,4}|00x))?(?!0)|00(?<=\+0000000000000)(?!0))")
+_BY_LENGTH = {
+    11: ("cn_mobile",), 13: ("cn_mobile",),              # 手机号；+86 后面的手机号（只有 + 后面的 13 位会被找到）
+    15: ("bank_card", "cn_mobile"),                      # 卡号；0086 后面的手机号
+    16: ("bank_card",), 17: ("bank_card", "cn_id_number"), 19: ("bank_card",),   # 17 位 + X 是身份证号
+    18: ("bank_card", "cn_id_number"),
+}
+_NUMBER_GROUPS = b"0000-0000"
+_SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte in b" .-" else
+                  byte if byte in b"+x" else ord(" ") for byte in range(256))
 # 区分大小写也不常见、小写了就到处都是的前缀：在原文里找
-_EXACT = {"twilio_api_key": ["SK"]}
+_EXACT = {"twilio_api_key": ["SK"], "bank_card_after_word": ["卡"]}
 # 拿不准就交给规则表：全角数字，以及 re 忽略大小写时会当成 ASCII 字母的字符（测试在全部 Unicode 上核对这份名单）
 _UNSURE = re.compile("[０-９İıſ\u212a]")
+# 行首能不能开始一个卡号（15 个以上的数字，中间最多隔一个空格、点或短横线）：能的话，校验要看上一行的末尾
+_CARD_AT_LINE_START = re.compile(r"(?:[0-9][ .-]?){15}")
+
+
+class _Lines:
+    """一个字符串里要交给规则表的地方：lines = {行首位置: 条件出现了的规则名}；whole = 整个字符串、整张表。"""
+
+    def __init__(self) -> None:
+        self.lines: dict[int, set[str]] = {}
+        self.whole = False
+
+    def names(self) -> set[str]:
+        return set().union(*self.lines.values())
 
 
 def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, int, str]]]]:
     """plain 是 s11_redact 模块本身（它在自己的最后一行调用这里：本模块从不 import 它，层次只有一个方向）。
-    返回它的 _find_all 的加速版：[plain.find(t) for t in texts]，只在挑出来的字符串上跑规则表。"""
+    返回它的 _find_all 的加速版：[plain.find(t) for t in texts]，只在挑出来的行上跑规则表。"""
     built_in = tuple(plain.RULES)
     covered = set(_NEEDLES) | set(_SHAPES) | set(_EXACT) | set(_NUMBER_RULES)
     if {rule.name for rule in built_in} != covered:   # 内置表里有一行这里不认识：不加速
         return plain._find_all
 
-    def claims(text: str) -> list[tuple[int, int, str]]:
-        """plain._claims(text)，只跑条件在 text 里出现了的那几行（别的行在这里匹配不到任何东西）。
-        find 的每一轮都用它：遮过之后的文字再看一次条件。"""
-        names = _candidates([text]).get(0)
-        if not names:
-            return []
-        return plain._claims(text, None if names is _EVERY else [rule for rule in built_in if rule.name in names])
+    def rules_for(names: set[str]) -> list:
+        return [rule for rule in built_in if rule.name in names]
+
+    def claims_in_lines(text: str, lines, names: set[str] | None) -> list[tuple[int, int, str]]:
+        """plain._claims(text)，只在 lines（行首位置）那些行上跑：它们拼成的一段小文字上的命中，换算回 text 的位置。
+        names：要跑的规则；None = 在这段小文字上重新看条件。"""
+        pieces = _pieces(text, lines)
+        window = "".join(text[start:end] for start, end in pieces)
+        if names is None:
+            again = _candidates([window]).get(0)
+            if again is None:
+                return []
+            names = {rule.name for rule in built_in} if again.whole else again.names()
+        starts = list(itertools.accumulate([0] + [end - start for start, end in pieces[:-1]]))
+        found = []
+        for start, end, label in plain._claims(window, rules_for(names)):
+            piece = bisect.bisect_right(starts, start) - 1     # 命中从不跨过一行，所以落在一段里
+            shift = pieces[piece][0] - starts[piece]
+            found.append((start + shift, end + shift, label))
+        return found
+
+    def find_in_lines(text: str, chosen: _Lines) -> list[tuple[int, int, str]]:
+        """plain.find(text)：第一轮只看条件出现了的那些行；后几轮只看有标记的行（别的行一个字都没变，
+        上一轮在它们里面什么也没找到，这一轮也一样），条件在遮好的那几行上重新看。"""
+        def claims(masked: str) -> list[tuple[int, int, str]]:
+            if masked is text:
+                return claims_in_lines(text, chosen.lines, chosen.names())
+            return claims_in_lines(masked, _marked_lines(masked, plain._MARKER_START), None)
+        return plain.find(text, claims)
 
     def find_all(texts: list[str]) -> list[list[tuple[int, int, str]]]:
         if tuple(plain.RULES) != built_in:   # 学生改过规则表：新行的必要条件这里不知道
             return [plain.find(text) for text in texts]
         chosen = _candidates(texts)
-        return [plain.find(text, claims) if index in chosen else [] for index, text in enumerate(texts)]
+        return [[] if index not in chosen else plain.find(text) if chosen[index].whole
+                else find_in_lines(text, chosen[index]) for index, text in enumerate(texts)]
     return find_all
 
 
-_EVERY = frozenset({"*"})   # 拿不准的字符串：整张表都跑
+def _pieces(text: str, lines) -> list[tuple[int, int]]:
+    """要跑的各段 (start, end)：每段是连着的几行，从它前面的 "\\n" 开始（字符串开头的那行从 0 开始），
+    到行尾为止（不含下一个 "\\n"）。行首像卡号的，连上一行一起（见模块文档）。
+
+    >>> _pieces("ab\\ncd\\nef\\ngh", {3: set(), 9: set()})
+    [(2, 5), (8, 11)]
+    """
+    pieces: list[tuple[int, int]] = []
+    for line in sorted(lines):
+        first = line
+        while first > 0 and _CARD_AT_LINE_START.match(text, first):
+            first = text.rfind("\n", 0, first - 1) + 1
+        start, end = max(first - 1, 0), text.find("\n", line)
+        end = len(text) if end == -1 else end
+        while pieces and start <= pieces[-1][1]:    # 挨着或重叠的段并成一段
+            before_start, before_end = pieces.pop()
+            start, end = min(start, before_start), max(end, before_end)
+        pieces.append((start, end))
+    return pieces
 
 
-def _candidates(texts: list[str]) -> dict[int, frozenset[str] | set[str]]:
-    """可能有命中的字符串的下标 → 在它里面出现了必要条件的那些行的名字。"""
+def _marked_lines(text: str, marker: str) -> list[int]:
+    """含有 marker 的那些行的行首位置。
+
+    >>> _marked_lines("a\\nb [m] [m]\\nc\\n[m]", "[m")
+    [2, 14]
+    """
+    lines, position = [], text.find(marker)
+    while position != -1:
+        lines.append(text.rfind("\n", 0, position) + 1)
+        end = text.find("\n", position)
+        position = -1 if end == -1 else text.find(marker, end)
+    return lines
+
+
+def _candidates(texts: list[str]) -> dict[int, _Lines]:
+    """可能有命中的字符串的下标 → 它里面出现了必要条件的那些行，和每行出现的是哪几行规则的条件。"""
     joined = "\n".join(texts)                       # 没有哪个必要条件含换行，所以不会跨过两个字符串
     ends = list(itertools.accumulate(len(text) + 1 for text in texts))   # 各字符串之后那个换行的下一位
     folded = joined.encode("latin-1", "replace").lower()
-    chosen: dict[int, frozenset[str] | set[str]] = {}
+    chosen: dict[int, _Lines] = {}
 
     def take(position: int, names) -> int:
-        """position 所在的字符串记下这几行；返回它的末尾：同一个字符串里的其余出现不必再找。"""
+        """position 所在的那一行记下这几行规则；返回行尾：同一行里的其余出现不必再找。"""
         index = bisect.bisect_right(ends, position)
-        rows = chosen.setdefault(index, set())
-        if rows is not _EVERY:
-            rows.update(names)
-        return ends[index]
+        begin = ends[index - 1] if index else 0
+        lines = chosen.setdefault(index, _Lines())
+        if _WHOLE_STRING in names:
+            lines.whole = True
+            return ends[index]
+        line_start = folded.rfind(b"\n", begin, position) + 1 or begin
+        lines.lines.setdefault(line_start - begin, set()).update(names)
+        line_end = folded.find(b"\n", position)
+        return len(folded) if line_end == -1 else line_end
+
+    def each(find, needle, names) -> None:
+        position = find(needle)
+        while position != -1:
+            position = find(needle, take(position, names))
 
     for name, needles in _NEEDLES.items():
         for needle in needles:
-            position = folded.find(needle)
-            while position != -1:
-                position = folded.find(needle, take(position, (name,)))
+            each(folded.find, needle, (name,))
     for name, patterns in _SHAPES.items():
         for pattern in patterns:
             match = pattern.search(folded)
             while match:
                 match = pattern.search(folded, take(match.start(), (name,)))
     skeleton = folded.translate(_SKELETON)
-    for shape in _NUMBER_SHAPES:
-        position = skeleton.find(shape)
-        while position != -1:
-            position = skeleton.find(shape, take(position, _NUMBER_RULES))
+    match = _NUMBER_RUN.search(skeleton)
+    while match:
+        take(match.start(), _BY_LENGTH[match.end() - match.start()])
+        match = _NUMBER_RUN.search(skeleton, match.end())     # 同一行里的下一串可能是别的长度：接着找
+    each(skeleton.find, _NUMBER_GROUPS, _NUMBER_RULES)
     for name, literals in _EXACT.items():
         for literal in literals:
-            position = joined.find(literal)
-            while position != -1:
-                position = joined.find(literal, take(position, (name,)))
+            each(joined.find, literal, (name,))
     # str.isascii() 不用扫描：只在含非 ASCII 字符的字符串里找全角数字和那几个字母
-    chosen.update((index, _EVERY) for index, text in enumerate(texts) if not text.isascii() and _UNSURE.search(text))
+    for index, text in enumerate(texts):
+        if not text.isascii() and _UNSURE.search(text):
+            chosen.setdefault(index, _Lines()).whole = True
     return chosen
