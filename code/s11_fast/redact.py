@@ -31,49 +31,104 @@ import re
 from collections.abc import Callable
 from types import ModuleType
 
-# 每行规则的必要条件，在小写副本里找（规则名 → 要找的字节串）。正则的固定部分小写以后必定出现在副本里。
-_NEEDLES = {
-    "private_key": [b"private key"], "jwt": [b"eyj"], "slack_webhook": [b"hooks.slack.com/"],
-    "discord_webhook": [b"/api/webhooks/"], "sk_api_key": [b"sk-"],
-    "aws_access_key": [b"akia", b"asia"], "alibaba_access_key": [b"ltai"], "google_api_key": [b"aiza"],
-    "gitlab_token": [b"glpat-"],
-    "huggingface_token": [b"hf_"], "npm_token": [b"npm_"], "slack_token": [b"xox"], "digitalocean_token": [b"_v1_"],
-    "azure_key": [b"key="], "azure_sas": [b"sig="], "cookie": [b"cookie"], "bearer_token": [b"bearer"],
-    "auth_header": [b"authorization"], "url_password": [b"://"], "json_in_json": [b'\\"'], "email": [b"@"],
-    "bank_card_after_word": [b"card"],    # 还有 "卡"：在原文里找（_EXACT）
-}
+# 每行规则的必要条件：(规则名, 正则)，正则都以一个固定的字节开头。同一个开头字节的条件并成一个正则、一趟扫完：
+# re 对以固定字符开头的正则直接跳到那个字符，扫一遍的代价几乎只看这个字节有多常见。所以开头挑的是条件里
+# 最不常见的那个字节，它前面的部分写成后顾断言（"sk-" 写成 k(?<=sk)-）。正则的固定部分小写以后必定出现在副本里。
+_NAME_THEN_SIGN = rb"""[a-z0-9_.-]{0,64}["']?[ \t]*[:=]"""     # 凭据名字的其余部分，然后是 = 或 :
+_FOLDED_CONDITIONS = [   # 在小写副本里找
+    (("private_key",), rb"key(?<=private key)"),
+    (("slack_webhook",), rb"k(?<=hook)s\.slack\.com/"),
+    (("discord_webhook",), rb"k(?<=/api/webhook)s/"),
+    (("sk_api_key",), rb"k(?<=sk)-"),
+    (("stripe_key",), rb"k_(?:live|test)_"),
+    (("cookie",), rb"kie(?<=cookie)"),
+    (("credential",), rb"ken(?<=token)" + _NAME_THEN_SIGN),
+    # "key" 后面跟着 = 或 :，也是 aws_secret_key（…secret_access_key=）和 azure_key（AccountKey=）的必要条件
+    (("credential", "aws_secret_key", "azure_key"), rb"key" + _NAME_THEN_SIGN),
+    (("credential",), rb"pass" + _NAME_THEN_SIGN),
+    (("credential",), rb"cret(?<=secret)" + _NAME_THEN_SIGN),
+    (("bank_card_after_word",), rb"card"),                   # 还有 "卡"：在含非 ASCII 字符的字符串里找
+    (("email", "url_password"), rb"@"),
+    (("json_in_json",), rb'\\"'),
+    (("slack_token",), rb"xox"),
+    (("auth_header",), rb"zation(?<=authorization)"),
+    (("bearer_token",), rb"bearer"),
+    (("gitlab_token",), rb"glpat-"),
+    (("github_token",), rb"g(?:h[pousr]_|ithub_pat_)"),
+    (("azure_sas",), rb"g=(?<=sig=)"),
+    (("huggingface_token",), rb"_(?<=hf_)"),
+    (("npm_token",), rb"_(?<=npm_)"),
+    (("digitalocean_token",), rb"_v1_"),
+    (("telegram_bot_token",), rb":(?<=[0-9]{8}:)[a-z0-9_-]{35}"),
+]
+_RAW_CONDITIONS = [      # 区分大小写的前缀（小写了就到处都是）：在没有小写的字节里找
+    (("jwt",), rb"J(?<=eyJ)"),
+    (("aws_access_key",), rb"A(?:KIA|SIA)"),
+    (("google_api_key",), rb"AIza"),
+    (("alibaba_access_key",), rb"LTAI"),
+    (("twilio_api_key",), rb"K(?<=SK)[0-9a-f]{32}"),
+]
 _WHOLE_STRING = "private_key"   # 唯一会跨行的一行：条件出现了，就把整个字符串交给规则表
-# 只写固定字符串会太宽的行：用与那一行同样结构、但以固定文字开头的正则（re 能直接跳到它）
-_SHAPES = {
-    "credential": [re.compile(word + rb"""(?=([a-z0-9_.-]{0,64}))\1["']?[ \t]*[:=]""")
-                   for word in (rb"pass", rb"secret", rb"token", rb"key")],
-    "aws_secret_key": [re.compile(rb"secret[ _-]?(?:access[ _-]?)?key")],
-    "github_token": [re.compile(rb"g(?:h[pousr]_|ithub_pat_)")],    # 一趟代替六次 find
-    "stripe_key": [re.compile(rb"k_(?:live|test)_")],
-    "telegram_bot_token": [re.compile(rb":(?<=[0-9]{8}:)[a-z0-9_-]{35}")],
-}
+
+
+def _by_first_byte(conditions: list[tuple[tuple[str, ...], bytes]]) -> list[tuple[re.Pattern[bytes], dict[str, tuple]]]:
+    """同一个开头字节的条件并成一个正则 <开头字节>(?:(?P<c0>…)|(?P<c1>…)|…)：[(正则, {组名: 规则名})]。
+    开头字节要写在分组外面，re 才认得出这个正则以固定字符开头。
+
+    >>> [(pattern.pattern, named) for pattern, named in _by_first_byte([(("a",), b"k(?<=sk)-"), (("b",), b"key")])]
+    [(b'k(?:(?P<c0>(?<=sk)-)|(?P<c1>ey))', {'c0': ('a',), 'c1': ('b',)})]
+    """
+    groups: dict[bytes, list[tuple[tuple[str, ...], bytes]]] = {}
+    for names, pattern in conditions:
+        first = pattern[:2] if pattern.startswith(b"\\") else pattern[:1]    # 转义的字符占两个字节
+        groups.setdefault(first, []).append((names, pattern[len(first):]))
+    combined = []
+    for first, members in groups.items():
+        named = {f"c{number}": names for number, (names, _) in enumerate(members)}
+        rest = b"|".join(b"(?P<c%d>%s)" % (number, pattern) for number, (_, pattern) in enumerate(members))
+        combined.append((re.compile(first + b"(?:" + rest + b")"), named))
+    return combined
+
+
+_FOLDED = _by_first_byte(_FOLDED_CONDITIONS)
+_RAW = _by_first_byte(_RAW_CONDITIONS)
 # 数字类的行，在数字骨架里找（数字 → "0"，空格 . - → "-"，"+" 和 "x" 不变，其余 → " "）：
-# 不分组的号码是前后都不挨着数字的一整串（后顾断言和 _NUMBER_END 保证的），长度决定它可能是哪一种（_BY_LENGTH）；
+# 不分组的号码是前后都不挨着数字的一整串（后顾断言和 _NUMBER_END 保证的），长度和开头的几位决定它可能是哪一种（_number_rows）；
 # 分组的号码（3-4-4、4-4-4-4、4-6-5、6-8-4、6-4-4-4……）都含有 "0000-0000"，三行都要跑。
 # 日志里的 13 位毫秒时间戳、12 和 14 位的数字、20 位以上的 id 不是任何一种，不必交给规则表。
 # （卡号字样后面的卡号那一行，条件是 "card" 或 "卡" 这个词本身。）
 _NUMBER_RULES = ("cn_id_number", "bank_card", "cn_mobile")
 _NUMBER_RUN = re.compile(rb"00000000000(?<!000000000000)(?:(?:0000(?:0{0,4}|00x))?(?!0)|00(?<=\+0000000000000)(?!0))")
-_BY_LENGTH = {
-    11: ("cn_mobile",), 13: ("cn_mobile",),              # 手机号；+86 后面的手机号（只有 + 后面的 13 位会被找到）
-    15: ("bank_card", "cn_mobile"),                      # 卡号；0086 后面的手机号
-    16: ("bank_card",), 17: ("bank_card", "cn_id_number"), 19: ("bank_card",),   # 17 位 + X 是身份证号
-    18: ("bank_card", "cn_id_number"),
-}
+
+
+def _number_rows(folded: bytes, start: int, end: int, card_issuer: re.Pattern[bytes] | None) -> tuple[str, ...]:
+    """folded[start:end] 是一整串数字（11–19 位，或 + 后面的 13 位）：哪几行规则可能认领它。
+    手机号以 1[3-9] 开头（+86、0086 后面也是）；身份证号的第 7、8 位是 18、19 或 20；
+    一整串裸数字的卡号要有已知的发卡行前缀（card_issuer 是 s11_redact._CARD_ISSUER 的字节版；None = 不查）。"""
+    length, rows = end - start, []
+    mobile_at = start + {11: 0, 13: 2, 15: 4}.get(length, length)
+    if mobile_at < end and folded[mobile_at] == ord("1") and folded[mobile_at + 1] in b"3456789":
+        rows.append("cn_mobile")
+    if 15 <= length <= 19 and (card_issuer is None or card_issuer.fullmatch(folded, start, end)):
+        rows.append("bank_card")
+    if length in (17, 18) and folded[start + 6:start + 8] in (b"18", b"19", b"20"):   # 17 位 + X 也是
+        rows.append("cn_id_number")
+    return tuple(rows)
+
+
 _NUMBER_GROUPS = b"0000-0000"
 _SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte in b" .-" else
                   byte if byte in b"+x" else ord(" ") for byte in range(256))
-# 区分大小写也不常见、小写了就到处都是的前缀：在原文里找
-_EXACT = {"twilio_api_key": ["SK"], "bank_card_after_word": ["卡"]}
 # 拿不准就交给规则表：全角数字，以及 re 忽略大小写时会当成 ASCII 字母的字符（测试在全部 Unicode 上核对这份名单）
 _UNSURE = re.compile("[０-９İıſ\u212a]")
 # 行首能不能开始一个卡号（15 个以上的数字，中间最多隔一个空格、点或短横线）：能的话，校验要看上一行的末尾
 _CARD_AT_LINE_START = re.compile(r"(?:[0-9][ .-]?){15}")
+
+
+def _covered() -> set[str]:
+    """有必要条件的规则名。"""
+    conditions = _FOLDED_CONDITIONS + _RAW_CONDITIONS
+    return {name for names, _ in conditions for name in names} | set(_NUMBER_RULES)
 
 
 class _Lines:
@@ -91,7 +146,8 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
     """plain 是 s11_redact 模块本身（它在自己的最后一行调用这里：本模块从不 import 它，层次只有一个方向）。
     返回它的 _find_all 的加速版：[plain.find(t) for t in texts]，只在挑出来的行上跑规则表。"""
     built_in = tuple(plain.RULES)
-    covered = set(_NEEDLES) | set(_SHAPES) | set(_EXACT) | set(_NUMBER_RULES)
+    card_issuer = re.compile(plain._CARD_ISSUER.pattern.encode(), plain._CARD_ISSUER.flags & ~re.UNICODE)
+    covered = _covered()
     if {rule.name for rule in built_in} != covered:   # 内置表里有一行这里不认识：不加速
         return plain._find_all
 
@@ -104,7 +160,7 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
         pieces = _pieces(text, lines)
         window = "".join(text[start:end] for start, end in pieces)
         if names is None:
-            again = _candidates([window]).get(0)
+            again = _candidates([window], card_issuer).get(0)
             if again is None:
                 return []
             names = {rule.name for rule in built_in} if again.whole else again.names()
@@ -128,7 +184,7 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
     def find_all(texts: list[str]) -> list[list[tuple[int, int, str]]]:
         if tuple(plain.RULES) != built_in:   # 学生改过规则表：新行的必要条件这里不知道
             return [plain.find(text) for text in texts]
-        chosen = _candidates(texts)
+        chosen = _candidates(texts, card_issuer)
         return [[] if index not in chosen else plain.find(text) if chosen[index].whole
                 else find_in_lines(text, chosen[index]) for index, text in enumerate(texts)]
     return find_all
@@ -169,11 +225,12 @@ def _marked_lines(text: str, marker: str) -> list[int]:
     return lines
 
 
-def _candidates(texts: list[str]) -> dict[int, _Lines]:
+def _candidates(texts: list[str], card_issuer: re.Pattern[bytes] | None = None) -> dict[int, _Lines]:
     """可能有命中的字符串的下标 → 它里面出现了必要条件的那些行，和每行出现的是哪几行规则的条件。"""
     joined = "\n".join(texts)                       # 没有哪个必要条件含换行，所以不会跨过两个字符串
     ends = list(itertools.accumulate(len(text) + 1 for text in texts))   # 各字符串之后那个换行的下一位
-    folded = joined.encode("latin-1", "replace").lower()
+    encoded = joined.encode("latin-1", "replace")
+    folded = encoded.lower()
     chosen: dict[int, _Lines] = {}
 
     def take(position: int, names) -> int:
@@ -189,30 +246,26 @@ def _candidates(texts: list[str]) -> dict[int, _Lines]:
         line_end = folded.find(b"\n", position)
         return len(folded) if line_end == -1 else line_end
 
-    def each(find, needle, names) -> None:
-        position = find(needle)
-        while position != -1:
-            position = find(needle, take(position, names))
-
-    for name, needles in _NEEDLES.items():
-        for needle in needles:
-            each(folded.find, needle, (name,))
-    for name, patterns in _SHAPES.items():
-        for pattern in patterns:
-            match = pattern.search(folded)
-            while match:
-                match = pattern.search(folded, take(match.start(), (name,)))
+    for buffer, combined in ((folded, _FOLDED), (encoded, _RAW)):
+        for pattern, named in combined:
+            for match in pattern.finditer(buffer):
+                take(match.start(), named[match.lastgroup])
     skeleton = folded.translate(_SKELETON)
-    match = _NUMBER_RUN.search(skeleton)
-    while match:
-        take(match.start(), _BY_LENGTH[match.end() - match.start()])
-        match = _NUMBER_RUN.search(skeleton, match.end())     # 同一行里的下一串可能是别的长度：接着找
-    each(skeleton.find, _NUMBER_GROUPS, _NUMBER_RULES)
-    for name, literals in _EXACT.items():
-        for literal in literals:
-            each(joined.find, literal, (name,))
+    for match in _NUMBER_RUN.finditer(skeleton):
+        rows = _number_rows(folded, match.start(), match.end(), card_issuer)
+        if rows:
+            take(match.start(), rows)
+    position = skeleton.find(_NUMBER_GROUPS)
+    while position != -1:
+        position = skeleton.find(_NUMBER_GROUPS, take(position, _NUMBER_RULES))
     # str.isascii() 不用扫描：只在含非 ASCII 字符的字符串里找全角数字和那几个字母
     for index, text in enumerate(texts):
-        if not text.isascii() and _UNSURE.search(text):
+        if text.isascii():
+            continue
+        if _UNSURE.search(text):
             chosen.setdefault(index, _Lines()).whole = True
+        begin = ends[index - 1] if index else 0     # "卡" 在单字节副本里成了 "?"：在原文里找
+        position = text.find("卡")
+        while position != -1:
+            position = text.find("卡", take(begin + position, ("bank_card_after_word",)) - begin)
     return chosen
