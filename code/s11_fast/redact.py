@@ -31,52 +31,57 @@ import re
 from collections.abc import Callable
 from types import ModuleType
 
-# 每行规则的必要条件：(规则名, 正则)，正则都以一个固定的字节开头。同一个开头字节的条件并成一个正则、一趟扫完：
-# re 对以固定字符开头的正则直接跳到那个字符，扫一遍的代价几乎只看这个字节有多常见。所以开头挑的是条件里
-# 最不常见的那个字节，它前面的部分写成后顾断言（"sk-" 写成 k(?<=sk)-）。正则的固定部分小写以后必定出现在副本里。
+# 每行规则的必要条件：(规则名, 正则)。正则的写法固定为：一个开头字节（条件里最不常见的那个字节），
+# 也许再跟一个别的字节，其余都是环视断言（"sk-" 写成 k-(?<=sk-)）。同一个开头字节的条件并成一个正则、一趟扫完：
+# re 对以固定字符开头的正则直接跳到那个字符，扫一遍的代价几乎只看这个字节有多常见。
+# 只吃进开头这一两个字节，是为了不跳过后面另一个条件的开头（"monkey.sk-…=" 里的 sk-）；
+# 同一个位置上最多只有一个条件能成立（第二个字节或断言互相排斥；"private key" 除外：它让整个字符串交给规则表）。
+# 正则的固定部分小写以后必定出现在小写副本里。
 _NAME_THEN_SIGN = rb"""[a-z0-9_.-]{0,64}["']?[ \t]*[:=]"""     # 凭据名字的其余部分，然后是 = 或 :
 _FOLDED_CONDITIONS = [   # 在小写副本里找
-    (("private_key",), rb"key(?<=private key)"),
-    (("slack_webhook",), rb"k(?<=hook)s\.slack\.com/"),
-    (("discord_webhook",), rb"k(?<=/api/webhook)s/"),
-    (("sk_api_key",), rb"k(?<=sk)-"),
-    (("stripe_key",), rb"k_(?:live|test)_"),
-    (("cookie",), rb"kie(?<=cookie)"),
-    (("credential",), rb"ken(?<=token)" + _NAME_THEN_SIGN),
+    (("private_key",), rb"ke(?<=private ke)(?=y)"),          # 排在同一开头的条件前面
+    (("slack_webhook",), rb"ks(?<=hooks)(?=\.slack\.com/)"),
+    (("discord_webhook",), rb"ks(?<=/api/webhooks)(?=/)"),
+    (("sk_api_key",), rb"k-(?<=sk-)"),
+    (("stripe_key",), rb"k_(?=(?:live|test)_)"),
+    (("cookie",), rb"ki(?<=cooki)(?=e)"),
+    (("credential",), rb"ke(?<=toke)(?=n" + _NAME_THEN_SIGN + rb")"),
     # "key" 后面跟着 = 或 :，也是 aws_secret_key（…secret_access_key=）和 azure_key（AccountKey=）的必要条件
-    (("credential", "aws_secret_key", "azure_key"), rb"key" + _NAME_THEN_SIGN),
-    (("credential",), rb"pass" + _NAME_THEN_SIGN),
-    (("credential",), rb"cret(?<=secret)" + _NAME_THEN_SIGN),
-    (("bank_card_after_word",), rb"card"),                   # 还有 "卡"：在含非 ASCII 字符的字符串里找
+    (("credential", "aws_secret_key", "azure_key"), rb"ke(?=y" + _NAME_THEN_SIGN + rb")"),
+    (("credential",), rb"pa(?=ss" + _NAME_THEN_SIGN + rb")"),
+    (("credential",), rb"cr(?<=secr)(?=et" + _NAME_THEN_SIGN + rb")"),
+    (("bank_card_after_word",), rb"ca(?=rd)"),                  # 还有 "卡"：在含非 ASCII 字符的字符串里找
     (("email", "url_password"), rb"@"),
     (("json_in_json",), rb'\\"'),
-    (("slack_token",), rb"xox"),
-    (("auth_header",), rb"zation(?<=authorization)"),
-    (("bearer_token",), rb"bearer"),
-    (("gitlab_token",), rb"glpat-"),
-    (("github_token",), rb"g(?:h[pousr]_|ithub_pat_)"),
+    (("slack_token",), rb"xo(?=x)"),
+    (("auth_header",), rb"za(?<=authoriza)(?=tion)"),
+    (("bearer_token",), rb"be(?=arer)"),
+    (("gitlab_token",), rb"gl(?=pat-)"),
+    (("github_token",), rb"gh(?=[pousr]_)"),
+    (("github_token",), rb"gi(?=thub_pat_)"),
     (("azure_sas",), rb"g=(?<=sig=)"),
     (("huggingface_token",), rb"_(?<=hf_)"),
     (("npm_token",), rb"_(?<=npm_)"),
-    (("digitalocean_token",), rb"_v1_"),
-    (("telegram_bot_token",), rb":(?<=[0-9]{8}:)[a-z0-9_-]{35}"),
+    (("digitalocean_token",), rb"_v(?<=do[opr]_v)(?=1_)"),
+    (("telegram_bot_token",), rb":(?<=[0-9]{8}:)(?=[a-z0-9_-]{35})"),
 ]
 _RAW_CONDITIONS = [      # 区分大小写的前缀（小写了就到处都是）：在没有小写的字节里找
     (("jwt",), rb"J(?<=eyJ)"),
-    (("aws_access_key",), rb"A(?:KIA|SIA)"),
-    (("google_api_key",), rb"AIza"),
-    (("alibaba_access_key",), rb"LTAI"),
-    (("twilio_api_key",), rb"K(?<=SK)[0-9a-f]{32}"),
+    (("aws_access_key",), rb"AK(?=IA)"),
+    (("aws_access_key",), rb"AS(?=IA)"),
+    (("google_api_key",), rb"AI(?=za)"),
+    (("alibaba_access_key",), rb"LT(?=AI)"),
+    (("twilio_api_key",), rb"K(?<=SK)(?=[0-9a-f]{32})"),
 ]
 _WHOLE_STRING = "private_key"   # 唯一会跨行的一行：条件出现了，就把整个字符串交给规则表
 
 
 def _by_first_byte(conditions: list[tuple[tuple[str, ...], bytes]]) -> list[tuple[re.Pattern[bytes], dict[str, tuple]]]:
-    """同一个开头字节的条件并成一个正则 <开头字节>(?:(?P<c0>…)|(?P<c1>…)|…)：[(正则, {组名: 规则名})]。
-    开头字节要写在分组外面，re 才认得出这个正则以固定字符开头。
+    """同一个开头字节的条件并成一个正则 <开头字节>(?:<第二个字节>(?P<c0>…)|…)：[(正则, {组名: 规则名})]。
+    开头字节写在分组外面，re 才认得出这个正则以固定字符开头；第二个字节写在组的前面，re 才能一眼否决那些分支。
 
-    >>> [(pattern.pattern, named) for pattern, named in _by_first_byte([(("a",), b"k(?<=sk)-"), (("b",), b"key")])]
-    [(b'k(?:(?P<c0>(?<=sk)-)|(?P<c1>ey))', {'c0': ('a',), 'c1': ('b',)})]
+    >>> [(pattern.pattern, named) for pattern, named in _by_first_byte([(("a",), b"k-(?<=sk-)"), (("b",), b"ke(?=y)")])]
+    [(b'k(?:-(?P<c0>(?<=sk-))|e(?P<c1>(?=y)))', {'c0': ('a',), 'c1': ('b',)})]
     """
     groups: dict[bytes, list[tuple[tuple[str, ...], bytes]]] = {}
     for names, pattern in conditions:
@@ -85,9 +90,14 @@ def _by_first_byte(conditions: list[tuple[tuple[str, ...], bytes]]) -> list[tupl
     combined = []
     for first, members in groups.items():
         named = {f"c{number}": names for number, (names, _) in enumerate(members)}
-        rest = b"|".join(b"(?P<c%d>%s)" % (number, pattern) for number, (_, pattern) in enumerate(members))
+        rest = b"|".join(_literal_then_group(pattern, number) for number, (_, pattern) in enumerate(members))
         combined.append((re.compile(first + b"(?:" + rest + b")"), named))
     return combined
+
+
+def _literal_then_group(pattern: bytes, number: int) -> bytes:
+    second = b"" if pattern[:1] in (b"", b"(") else pattern[:1]
+    return second + b"(?P<c%d>%s)" % (number, pattern[len(second):])
 
 
 _FOLDED = _by_first_byte(_FOLDED_CONDITIONS)
@@ -98,16 +108,19 @@ _RAW = _by_first_byte(_RAW_CONDITIONS)
 # 日志里的 13 位毫秒时间戳、12 和 14 位的数字、20 位以上的 id 不是任何一种，不必交给规则表。
 # （卡号字样后面的卡号那一行，条件是 "card" 或 "卡" 这个词本身。）
 _NUMBER_RULES = ("cn_id_number", "bank_card", "cn_mobile")
-_NUMBER_RUN = re.compile(rb"00000000000(?<!000000000000)(?:(?:0000(?:0{0,4}|00x))?(?!0)|00(?<=\+0000000000000)(?!0))")
+# 11 位，15 位以上，或 + 后面的 13 位（12、14 位不会是任何一种）
+_NUMBER_RUN = re.compile(rb"00000000000(?<!000000000000)(?:(?:0000+)?(?!0)|00(?<=\+0000000000000)(?!0))")
 
 
 def _number_rows(folded: bytes, start: int, end: int, card_issuer: re.Pattern[bytes] | None) -> tuple[str, ...]:
-    """folded[start:end] 是一整串数字（11–19 位，或 + 后面的 13 位）：哪几行规则可能认领它。
-    手机号以 1[3-9] 开头（+86、0086 后面也是）；身份证号的第 7、8 位是 18、19 或 20；
-    一整串裸数字的卡号要有已知的发卡行前缀（card_issuer 是 s11_redact._CARD_ISSUER 的字节版；None = 不查）。"""
+    """folded[start:end] 是一整串数字（11 位、15 位以上，或 + 后面的 13 位）：哪几行规则可能认领它。
+    手机号以 1[3-9] 开头：11 位的整串，+86 后面（13 位的后 11 位），或者 0086 后面（任意长的一串的最后 11 位）；
+    身份证号是 18 位（或 17 位 + X），第 7、8 位是 18、19 或 20；
+    15–19 位的裸卡号要有已知的发卡行前缀（card_issuer 是 s11_redact._CARD_ISSUER 的字节版；None = 不查）。"""
     length, rows = end - start, []
-    mobile_at = start + {11: 0, 13: 2, 15: 4}.get(length, length)
-    if mobile_at < end and folded[mobile_at] == ord("1") and folded[mobile_at + 1] in b"3456789":
+    mobile = start if length == 11 else start + 2 if length == 13 else end - 11
+    if folded[mobile] == ord("1") and folded[mobile + 1] in b"3456789" and \
+            (length <= 13 or folded[mobile - 4:mobile] == b"0086"):
         rows.append("cn_mobile")
     if 15 <= length <= 19 and (card_issuer is None or card_issuer.fullmatch(folded, start, end)):
         rows.append("bank_card")
@@ -121,6 +134,7 @@ _SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte in b" 
                   byte if byte in b"+x" else ord(" ") for byte in range(256))
 # 拿不准就交给规则表：全角数字，以及 re 忽略大小写时会当成 ASCII 字母的字符（测试在全部 Unicode 上核对这份名单）
 _UNSURE = re.compile("[０-９İıſ\u212a]")
+_UNSURE_OR_CARD_WORD = re.compile(_UNSURE.pattern + "|卡")   # 一趟同时找 bank_card_after_word 的 "卡"
 # 行首能不能开始一个卡号（15 个以上的数字，中间最多隔一个空格、点或短横线）：能的话，校验要看上一行的末尾
 _CARD_AT_LINE_START = re.compile(r"(?:[0-9][ .-]?){15}")
 
@@ -154,9 +168,9 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
     def rules_for(names: set[str]) -> list:
         return [rule for rule in built_in if rule.name in names]
 
-    def claims_in_lines(text: str, lines, names: set[str] | None) -> list[tuple[int, int, str]]:
-        """plain._claims(text)，只在 lines（行首位置）那些行上跑：它们拼成的一段小文字上的命中，换算回 text 的位置。
-        names：要跑的规则；None = 在这段小文字上重新看条件。"""
+    def claims_in_lines(text: str, lines: list[int], names: set[str] | None) -> list[tuple[int, int, str]]:
+        """plain._claims(text) 落在 lines（行首位置）那些行里的命中：只在这些行（和它们要带上的上文）拼成的一段
+        小文字上跑，再换算回 text 的位置。names：要跑的规则；None = 在这段小文字上重新看条件。"""
         pieces = _pieces(text, lines)
         window = "".join(text[start:end] for start, end in pieces)
         if names is None:
@@ -165,20 +179,25 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
                 return []
             names = {rule.name for rule in built_in} if again.whole else again.names()
         starts = list(itertools.accumulate([0] + [end - start for start, end in pieces[:-1]]))
-        found = []
+        wanted, found = set(lines), []
         for start, end, label in plain._claims(window, rules_for(names)):
             piece = bisect.bisect_right(starts, start) - 1     # 命中从不跨过一行，所以落在一段里
             shift = pieces[piece][0] - starts[piece]
-            found.append((start + shift, end + shift, label))
+            if text.rfind("\n", 0, start + shift) + 1 in wanted:   # 带上的上文里的命中归它自己那一行去算
+                found.append((start + shift, end + shift, label))
         return found
 
     def find_in_lines(text: str, chosen: _Lines) -> list[tuple[int, int, str]]:
-        """plain.find(text)：第一轮只看条件出现了的那些行；后几轮只看有标记的行（别的行一个字都没变，
-        上一轮在它们里面什么也没找到，这一轮也一样），条件在遮好的那几行上重新看。"""
+        """plain.find(text)。第一轮：条件相同的行拼在一起，只跑这些条件对应的规则（一行里没有条件的规则在这一行
+        什么也找不到，跑不跑都一样）。后几轮只看有标记的行（别的行一个字都没变，上一轮在它们里面什么也没找到，
+        这一轮也一样），条件在遮好的那几行上重新看。"""
         def claims(masked: str) -> list[tuple[int, int, str]]:
-            if masked is text:
-                return claims_in_lines(text, chosen.lines, chosen.names())
-            return claims_in_lines(masked, _marked_lines(masked, plain._MARKER_START), None)
+            if masked is not text:
+                return claims_in_lines(masked, _marked_lines(masked, plain._MARKER_START), None)
+            same_rows: dict[frozenset[str], list[int]] = {}
+            for line, names in chosen.lines.items():
+                same_rows.setdefault(frozenset(names), []).append(line)
+            return sorted(claim for names, lines in same_rows.items() for claim in claims_in_lines(text, lines, names))
         return plain.find(text, claims)
 
     def find_all(texts: list[str]) -> list[list[tuple[int, int, str]]]:
@@ -225,11 +244,31 @@ def _marked_lines(text: str, marker: str) -> list[int]:
     return lines
 
 
+_HOPS = 1000   # 开头字节出现过这么多次以后，剩下的交给 re 自己扫
+
+
+def _matches(pattern: re.Pattern[bytes], buffer: bytes):
+    """pattern.finditer(buffer)。开头字节不常见时，用 bytes.find 跳到它（memchr，比 re 逐字节地扫快得多），
+    在那里试 pattern.match；跳了 _HOPS 次还没扫完（这个字节其实很常见），剩下的交给 finditer。"""
+    anchor = pattern.pattern[1:2] if pattern.pattern.startswith(b"\\") else pattern.pattern[:1]
+    position = buffer.find(anchor)
+    for _ in range(_HOPS):
+        if position == -1:
+            return
+        match = pattern.match(buffer, position)
+        if match:
+            yield match
+        position = buffer.find(anchor, match.end() if match else position + 1)
+    if position != -1:
+        yield from pattern.finditer(buffer, position)
+
+
 def _candidates(texts: list[str], card_issuer: re.Pattern[bytes] | None = None) -> dict[int, _Lines]:
     """可能有命中的字符串的下标 → 它里面出现了必要条件的那些行，和每行出现的是哪几行规则的条件。"""
-    joined = "\n".join(texts)                       # 没有哪个必要条件含换行，所以不会跨过两个字符串
+    # 单字节副本：Latin-1 以外的字符变成 "?"，一个字符一个字节，位置不变。没有哪个必要条件含换行，
+    # 所以用 "\n" 连起来不会跨过两个字符串。一个个编码再连起来，比先连成一个（变宽的）str 再编码便宜。
+    encoded = b"\n".join([text.encode("latin-1", "replace") for text in texts])
     ends = list(itertools.accumulate(len(text) + 1 for text in texts))   # 各字符串之后那个换行的下一位
-    encoded = joined.encode("latin-1", "replace")
     folded = encoded.lower()
     chosen: dict[int, _Lines] = {}
 
@@ -248,7 +287,7 @@ def _candidates(texts: list[str], card_issuer: re.Pattern[bytes] | None = None) 
 
     for buffer, combined in ((folded, _FOLDED), (encoded, _RAW)):
         for pattern, named in combined:
-            for match in pattern.finditer(buffer):
+            for match in _matches(pattern, buffer):
                 take(match.start(), named[match.lastgroup])
     skeleton = folded.translate(_SKELETON)
     for match in _NUMBER_RUN.finditer(skeleton):
@@ -262,10 +301,10 @@ def _candidates(texts: list[str], card_issuer: re.Pattern[bytes] | None = None) 
     for index, text in enumerate(texts):
         if text.isascii():
             continue
-        if _UNSURE.search(text):
-            chosen.setdefault(index, _Lines()).whole = True
         begin = ends[index - 1] if index else 0     # "卡" 在单字节副本里成了 "?"：在原文里找
-        position = text.find("卡")
-        while position != -1:
-            position = text.find("卡", take(begin + position, ("bank_card_after_word",)) - begin)
+        for match in _UNSURE_OR_CARD_WORD.finditer(text):
+            if match.group() != "卡":
+                chosen.setdefault(index, _Lines()).whole = True
+                break
+            take(begin + match.start(), ("bank_card_after_word",))
     return chosen
