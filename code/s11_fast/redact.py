@@ -276,7 +276,7 @@ def _candidates(texts: list[str], card_issuer: re.Pattern[bytes] | None = None) 
         """position 所在的那一行记下这几行规则；返回行尾：同一行里的其余出现不必再找。"""
         index = bisect.bisect_right(ends, position)
         begin = ends[index - 1] if index else 0
-        lines = chosen.setdefault(index, _Lines())
+        lines = chosen.get(index) or chosen.setdefault(index, _Lines())
         if _WHOLE_STRING in names:
             lines.whole = True
             return ends[index]
