@@ -130,15 +130,16 @@ def _number_rows(folded: bytes, start: int, end: int, card_issuer: re.Pattern[by
 
 
 _NUMBER_GROUPS = b"0000-0000"
-# ……再看它是不是真的分好了组：号码前后不再挨着数字，每组的位数对得上（全是数字的 UUID 8-4-4-4-12、
-# 浮点数时间戳 1732867200.123456 都不是）。卡号 4-4-4-4(-1..3)、Amex 4-6-5、手机号 3-4-4（前面可以是 +86、0086）、
-# 身份证号 6-4-4-4（每个分隔都可有可无）。一个分好组的号码最长 23 个字符，所以在找到的地方前后各看 24、32 个字符。
-# 手机号前面挨着数字时，那四位必须是 0086（骨架里看不出来，在小写副本里查）。
+# ……再看它附近是不是真有一个分好了组的号码：前后不再挨着数字，每组的位数对得上（全是数字的 UUID 8-4-4-4-12、
+# 浮点数时间戳 1732867200.123456 都不是）。卡号 4-4-4-4(-1..3)、Amex 4-6-5、手机号 3-4-4（前面可以是 +86），
+# 身份证号 6-4-4-4（每个分隔都可有可无）；0086 后面的分组手机号要看数字本身，在小写副本里找。
+# 一个分好组的号码最长 23 个字符，"0000-0000" 在它里面：在找到的地方前 24、后 32 个字符里找就够了。
 _NUMBER_GROUPED = re.compile(
     rb"(?<!0)0000-0000-0000-0000(?:-0{1,3})?(?!0)"
     rb"|(?<!0)0000-000000-00000(?!0)"
-    rb"|(?:(?<!0)|(?<=\+00)|(?<=0000)(?P<after_digits>))000-0000-0000(?!0)"
+    rb"|(?:(?<!0)|(?<=\+00))000-0000-0000(?!0)"
     rb"|(?<!0)000000-?0000-?0000-?000[0x](?!0)")
+_GROUPED_MOBILE_AFTER_0086 = re.compile(rb"0086(?=1[3-9][0-9][ .-][0-9]{4}[ .-][0-9]{4}(?![0-9]))")
 _SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte in b" .-" else
                   byte if byte in b"+x" else ord(" ") for byte in range(256))
 # 拿不准就交给规则表：全角数字，以及 re 忽略大小写时会当成 ASCII 字母的字符（测试在全部 Unicode 上核对这份名单）
@@ -253,12 +254,10 @@ def _marked_lines(text: str, marker: str) -> list[int]:
     return lines
 
 
-def _grouped_number(skeleton: bytes, folded: bytes, position: int) -> int:
-    """skeleton 里 position 处有 "0000-0000"：附近一个真正分好组的号码的起点，没有就是 -1。"""
-    for match in _NUMBER_GROUPED.finditer(skeleton, max(position - 24, 0), position + 32):
-        if match.group("after_digits") is None or folded[match.start() - 4:match.start()] == b"0086":
-            return match.start()
-    return -1
+def _grouped_number_near(skeleton: bytes, folded: bytes, position: int) -> bool:
+    """skeleton 里 position 处有 "0000-0000"：附近有没有一个真正分好组的号码（有就把这一行交给数字类的规则）。"""
+    start, end = max(position - 24, 0), position + 32
+    return bool(_NUMBER_GROUPED.search(skeleton, start, end) or _GROUPED_MOBILE_AFTER_0086.search(folded, start, end))
 
 
 _HOPS = 1000   # 开头字节出现过这么多次以后，剩下的交给 re 自己扫
@@ -324,8 +323,8 @@ def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None) -> dict[int, 
             take(match.start(), rows)
     position = skeleton.find(_NUMBER_GROUPS)
     while position != -1:
-        grouped = _grouped_number(skeleton, folded, position)     # 可能在上一行：也记下
-        line_end = take(grouped, _NUMBER_RULES) if grouped != -1 else position
+        near = _grouped_number_near(skeleton, folded, position)
+        line_end = take(position, _NUMBER_RULES) if near else position
         position = skeleton.find(_NUMBER_GROUPS, max(line_end, position + 5))
     # str.isascii() 不用扫描：只在含非 ASCII 字符的字符串里找全角数字和那几个字母
     for index, text in enumerate(texts):

@@ -90,6 +90,8 @@ _multiline = st.lists(st.lists(_line, min_size=1, max_size=8).map("\n".join), mi
 @example(["-----BEGIN PRIVATE KEY-----\nabc\ndef\n-----END PRIVATE KEY-----\n13812345678"])   # spans lines
 @example(["monkey.sk-ABCDEFGHIJKLMNOPQRSTUV1234=x"])  # one condition's match must not hide the next one's start
 @example(["1234008613812345678", "x+8613812345678", "11010519491231002x"])   # 0086 / +86 mobiles, ID with x
+@example(["电话 +86 138 1234 5678\ntel:159-0000-1234"])   # a grouped number on the line before must not stand in
+@example(["12340086 138 1234 5678"])                     # a grouped mobile after 0086
 def test_many_lines_give_what_the_plain_module_gives(texts):
     assert find_all(texts) == plain(texts)
 
