@@ -1,12 +1,12 @@
 """s11_fast.redact — s11_redact 的加速：先用几趟便宜的扫描挑出“可能有秘密”的行，规则表只在这些行上跑
 
     s11_redact.scan_value ──► _find_all(texts)  （accelerate() 给的；S11_PLAIN=1 时是 s11_redact 自己的 [find(t) …]）
-        所有字符串用 "\\n" 连成一段 → 一份单字节的小写副本（Latin-1 以外的字符变成 "?"，位置不变）
-        → 每行规则的“必要条件”在副本里各找一遍：固定的字符串（"eyj"、"sk-"、"://"、"@"…）、
-          凭据的 "<敏感词><名字>=" 形状、数字骨架里长度对得上的一串数字（11、15–19 位……）或 "0000-0000" 分组
-        → 记下条件出现在哪个字符串的哪一行、是哪几行规则
-        → 每个字符串只把这些行（各带上它前面的 "\\n"）拼成一段小文字，交给 s11_redact.find，
-          每一轮只跑条件出现了的那几行规则；再把命中的位置换算回原来的字符串。
+        所有字符串用 "\\n" 连成一段（纯 ASCII 的和其余的各一段）→ 单字节副本（Latin-1 以外的字符变成 "?"，位置不变）
+        → 每行规则的“必要条件”：同一个开头字节的条件并成一个正则，一趟扫完（_FOLDED_CONDITIONS、_RAW_CONDITIONS）；
+          数字骨架里长度和开头几位对得上的一整串数字、分好组的号码（_number_rows、_NUMBER_GROUPED）
+        → 记下条件出现在哪个字符串的哪一行、是哪几行规则的条件
+        → 每个字符串里，条件相同的行（各带上它前面的 "\\n"）拼成一段小文字，只跑这几行规则（s11_redact._claims）；
+          遮过之后的下一轮只看有标记的行；命中的位置换算回原来的字符串（find 本身还是 s11_redact.find）。
 
 关键洞察：规则表的每一行（私钥除外）都不跨过换行（s11_redact 的文档这样保证），所以一行文字的结果只取决于
 这一行本身和它前面的那个 "\\n"：把挑出来的行单独拼起来跑，和在整个字符串上跑，得到的是同样的命中。
@@ -17,9 +17,12 @@
 - 卡号的校验会往前看 12 个字符找“订单号”字样（re 的 $ 也认一个结尾的换行），
   行首就是一串像卡号的数字时，上一行整个带上（上一行行首也是的话再往上）。
 
-保证：结果与 s11_redact 的 [find(t) for t in texts] 逐字相同（tests/fast/test_redact_fast.py 拿它作 oracle）。
-每个必要条件都是“这一行能在这一行里匹配，它就一定出现”；拿不准的字符串一律整个交给规则表：
-含全角数字的（规则表先换成半角，而且是整个字符串一起换），含 re 忽略大小写时会当成 ASCII 字母的 İ ı ſ K 的。
+保证：结果与 s11_redact 的 [find(t) for t in texts] 逐字相同（tests/fast/test_redact_fast.py 拿它作 oracle，
+hypothesis 在规则表的 CASES、数字和杂行拼成的多行字符串上核对）。每个必要条件都是“这一行规则能在这一行里
+认领到东西，它就一定出现”：多数只看正则的固定部分；数字类的还用到校验函数的两条（裸卡号要有
+s11_redact._CARD_ISSUER 的发卡行前缀；手机号以 1[3-9] 开头）——改了这些，要同时改这里，oracle 测试会报出来。
+拿不准的字符串一律整个交给规则表：含全角数字的（规则表先换成半角，而且是整个字符串一起换），
+含 re 忽略大小写时会当成 ASCII 字母的 İ ı ſ K 的。
 RULES 不是内置的那张表（学生加了一行）时，这里不知道新行的必要条件：整个退回 s11_redact.find。
 """
 
@@ -180,17 +183,12 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
 
     def claims_in_lines(text: str, lines: list[int], names: set[str] | None) -> list[tuple[int, int, str]]:
         """plain._claims(text) 落在 lines（行首位置）那些行里的命中：只在这些行（和它们要带上的上文）拼成的一段
-        小文字上跑，再换算回 text 的位置。names：要跑的规则；None = 在这段小文字上重新看条件。"""
+        小文字上跑，再换算回 text 的位置。names：要跑的规则；None = 整张表。"""
         pieces = _pieces(text, lines)
         window = "".join(text[start:end] for start, end in pieces)
-        if names is None:
-            again = _candidates([window], card_issuer).get(0)
-            if again is None:
-                return []
-            names = {rule.name for rule in built_in} if again.whole else again.names()
         starts = list(itertools.accumulate([0] + [end - start for start, end in pieces[:-1]]))
         wanted, found = set(lines), []
-        for start, end, label in plain._claims(window, rules_for(names)):
+        for start, end, label in plain._claims(window, None if names is None else rules_for(names)):
             piece = bisect.bisect_right(starts, start) - 1     # 命中从不跨过一行，所以落在一段里
             shift = pieces[piece][0] - starts[piece]
             if text.rfind("\n", 0, start + shift) + 1 in wanted:   # 带上的上文里的命中归它自己那一行去算
@@ -200,7 +198,7 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
     def find_in_lines(text: str, chosen: _Lines) -> list[tuple[int, int, str]]:
         """plain.find(text)。第一轮：条件相同的行拼在一起，只跑这些条件对应的规则（一行里没有条件的规则在这一行
         什么也找不到，跑不跑都一样）。后几轮只看有标记的行（别的行一个字都没变，上一轮在它们里面什么也没找到，
-        这一轮也一样），条件在遮好的那几行上重新看。"""
+        这一轮也一样），在这几行上跑整张表：它们很短，比重新找条件还便宜。"""
         def claims(masked: str) -> list[tuple[int, int, str]]:
             if masked is not text:
                 return claims_in_lines(masked, _marked_lines(masked, plain._MARKER_START), None)
