@@ -1,17 +1,28 @@
-"""s11_fast.redact — s11_redact 的加速：先用几趟便宜的扫描挑出“可能有秘密”的字符串，规则表只在它们上面跑
+"""s11_fast.redact — s11_redact 的加速：先用几趟便宜的扫描挑出“可能有秘密”的行，规则表只在这些行上跑
 
     s11_redact.scan_value ──► _find_all(texts)  （accelerate() 给的；S11_PLAIN=1 时是 s11_redact 自己的 [find(t) …]）
-        所有字符串用 "\\n" 连成一段 → 一份单字节的小写副本（Latin-1 以外的字符变成 "?"，位置不变）
-        → 每行规则的“必要条件”在副本里各找一遍：固定的字符串（"eyj"、"sk-"、"://"、"@"…）、
-          凭据的 "<敏感词><名字>=" 形状、数字骨架里 11 位连着的数字或 "0000-0000" 分组……
-        → 含有任何一个的字符串交给 s11_redact.find，每一轮只跑条件出现了的那几行；其余的字符串一处都不会有。
+        所有字符串用 "\\n" 连成一段（纯 ASCII 的和其余的各一段）→ 单字节副本（Latin-1 以外的字符变成 "?"，位置不变）
+        → 每行规则的“必要条件”：同一个开头字节的条件并成一个正则，一趟扫完（_FOLDED_CONDITIONS、_RAW_CONDITIONS）；
+          数字骨架里长度和开头几位对得上的一整串数字、分好组的号码（_number_rows、_NUMBER_GROUPED）
+        → 记下条件出现在哪个字符串的哪一行、是哪几行规则的条件
+        → 每个字符串里，条件相同的行（各带上它前面的 "\\n"）拼成一段小文字，只跑这几行规则（s11_redact._claims）；
+          遮过之后的下一轮只看有标记的行；命中的位置换算回原来的字符串（find 本身还是 s11_redact.find）。
 
-关键洞察：导出的绝大多数字符串（代码、日志、闲聊）一个必要条件都不含；判断这一点用 bytes.find 扫几遍副本，
-比让 31 条正则各自扫一遍全部文字、每个字符串各调用 31 次要便宜得多。
+关键洞察：规则表的每一行（私钥除外）都不跨过换行（s11_redact 的文档这样保证），所以一行文字的结果只取决于
+这一行本身和它前面的那个 "\\n"：把挑出来的行单独拼起来跑，和在整个字符串上跑，得到的是同样的命中。
+导出里的大段工具输出往往只有几行含有任何必要条件，其余的行规则表根本不必看。
 
-保证：结果与 s11_redact 的 [find(t) for t in texts] 逐字相同（tests/fast/test_redact_fast.py 拿它作 oracle）。
-每个必要条件都是“这一行能在这个字符串里匹配，它就一定出现”；拿不准的字符串一律交给规则表：
-含全角数字的（规则表先换成半角），含 re 忽略大小写时会当成 ASCII 字母的 İ ı ſ K 的。
+两处例外，宁可多带文字：
+- 私钥一行跨行（找的是 END 那一行）：条件 "private key" 出现的字符串整个交给规则表；
+- 卡号的校验会往前看 12 个字符找“订单号”字样（re 的 $ 也认一个结尾的换行），
+  行首就是一串像卡号的数字时，上一行整个带上（上一行行首也是的话再往上）。
+
+保证：结果与 s11_redact 的 [find(t) for t in texts] 逐字相同（tests/fast/test_redact_fast.py 拿它作 oracle，
+hypothesis 在规则表的 CASES、数字和杂行拼成的多行字符串上核对）。每个必要条件都是“这一行规则能在这一行里
+认领到东西，它就一定出现”：多数只看正则的固定部分；数字类的还用到校验函数的两条（裸卡号要有
+s11_redact._CARD_ISSUER 的发卡行前缀；手机号以 1[3-9] 开头）——改了这些，要同时改这里，oracle 测试会报出来。
+拿不准的字符串一律整个交给规则表：含全角数字的（规则表先换成半角，而且是整个字符串一起换），
+含 re 忽略大小写时会当成 ASCII 字母的 İ ı ſ K 的。
 RULES 不是内置的那张表（学生加了一行）时，这里不知道新行的必要条件：整个退回 s11_redact.find。
 """
 
@@ -23,98 +34,304 @@ import re
 from collections.abc import Callable
 from types import ModuleType
 
-# 每行规则的必要条件，在小写副本里找（规则名 → 要找的字节串）。正则的固定部分小写以后必定出现在副本里。
-_NEEDLES = {
-    "private_key": [b"private key"], "jwt": [b"eyj"], "slack_webhook": [b"hooks.slack.com/"],
-    "discord_webhook": [b"/api/webhooks/"], "sk_api_key": [b"sk-"],
-    "aws_access_key": [b"akia", b"asia"], "alibaba_access_key": [b"ltai"], "google_api_key": [b"aiza"],
-    "gitlab_token": [b"glpat-"],
-    "huggingface_token": [b"hf_"], "npm_token": [b"npm_"], "slack_token": [b"xox"], "digitalocean_token": [b"_v1_"],
-    "azure_key": [b"key="], "azure_sas": [b"sig="], "cookie": [b"cookie"], "bearer_token": [b"bearer"],
-    "auth_header": [b"authorization"], "url_password": [b"://"], "json_in_json": [b'\\"'], "email": [b"@"],
-}
-# 只写固定字符串会太宽的行：用与那一行同样结构、但以固定文字开头的正则（re 能直接跳到它）
-_SHAPES = {
-    "credential": [re.compile(word + rb"""(?=([a-z0-9_.-]{0,64}))\1["']?[ \t]*[:=]""")
-                   for word in (rb"pass", rb"secret", rb"token", rb"key")],
-    "aws_secret_key": [re.compile(rb"secret[ _-]?(?:access[ _-]?)?key")],
-    "github_token": [re.compile(rb"g(?:h[pousr]_|ithub_pat_)")],    # 一趟代替六次 find
-    "stripe_key": [re.compile(rb"k_(?:live|test)_")],
-    "telegram_bot_token": [re.compile(rb":(?<=[0-9]{8}:)[a-z0-9_-]{35}")],
-}
-# 数字类的行：数字骨架（数字 → "0"，空格 . - → "-"，其余 → " "）里 11 位连着的数字，或 "0000-0000" 这样的分组。
-# 手机号 11 位或 3-4-4 分组，卡号 15–19 位或 4-4-4-4 / 4-6-5，身份证号 18 位或 6-8-4 / 6-4-4-4：都至少含其中一个。
-_NUMBER_RULES = ("cn_id_number", "bank_card", "bank_card_after_word", "cn_mobile")
-_NUMBER_SHAPES = (b"0" * 11, b"0000-0000")
-_SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte in b" .-" else ord(" ") for byte in range(256))
-# 区分大小写也不常见、小写了就到处都是的前缀：在原文里找
-_EXACT = {"twilio_api_key": ["SK"]}
+# 每行规则的必要条件：(规则名, 正则)。正则的写法固定为：一个开头字节（条件里最不常见的那个字节），
+# 也许再跟一个别的字节，其余都是环视断言（"sk-" 写成 k-(?<=sk-)）。同一个开头字节的条件并成一个正则、一趟扫完：
+# re 对以固定字符开头的正则直接跳到那个字符，扫一遍的代价几乎只看这个字节有多常见。
+# 只吃进开头这一两个字节，是为了不跳过后面另一个条件的开头（"monkey.sk-…=" 里的 sk-）；
+# 同一个位置上最多只有一个条件能成立（第二个字节或断言互相排斥；"private key" 除外：它让整个字符串交给规则表）。
+# 正则的固定部分小写以后必定出现在小写副本里。
+_NAME_THEN_SIGN = rb"""[a-z0-9_.-]{0,64}["']?[ \t]*[:=]"""     # 凭据名字的其余部分，然后是 = 或 :
+_FOLDED_CONDITIONS = [   # 在小写副本里找
+    (("private_key",), rb"ke(?<=private ke)(?=y)"),          # 排在同一开头的条件前面
+    (("slack_webhook",), rb"ks(?<=hooks)(?=\.slack\.com/)"),
+    (("discord_webhook",), rb"ks(?<=/api/webhooks)(?=/)"),
+    (("sk_api_key",), rb"k-(?<=sk-)"),
+    (("stripe_key",), rb"k_(?=(?:live|test)_)"),
+    (("cookie",), rb"ki(?<=cooki)(?=e)"),
+    (("credential",), rb"ke(?<=toke)(?=n" + _NAME_THEN_SIGN + rb")"),
+    # "key" 后面跟着 = 或 :，也是 aws_secret_key（…secret_access_key=）和 azure_key（AccountKey=）的必要条件
+    (("credential", "aws_secret_key", "azure_key"), rb"ke(?=y" + _NAME_THEN_SIGN + rb")"),
+    (("credential",), rb"pa(?=ss" + _NAME_THEN_SIGN + rb")"),
+    (("credential",), rb"cr(?<=secr)(?=et" + _NAME_THEN_SIGN + rb")"),
+    (("bank_card_after_word",), rb"ca(?=rd)"),                  # 还有 "卡"：在含非 ASCII 字符的字符串里找
+    (("email", "url_password"), rb"@"),
+    (("json_in_json",), rb'\\"'),
+    (("slack_token",), rb"xo(?=x)"),
+    (("auth_header",), rb"za(?<=authoriza)(?=tion)"),
+    (("bearer_token",), rb"be(?=arer)"),
+    (("gitlab_token",), rb"gl(?=pat-)"),
+    (("github_token",), rb"gh(?=[pousr]_)"),
+    (("github_token",), rb"gi(?=thub_pat_)"),
+    (("azure_sas",), rb"g=(?<=sig=)"),
+    (("huggingface_token",), rb"_(?<=hf_)"),
+    (("npm_token",), rb"_(?<=npm_)"),
+    (("digitalocean_token",), rb"_v(?<=do[opr]_v)(?=1_)"),
+    (("telegram_bot_token",), rb":(?<=[0-9]{8}:)(?=[a-z0-9_-]{35})"),
+]
+_RAW_CONDITIONS = [      # 区分大小写的前缀（小写了就到处都是）：在没有小写的字节里找
+    (("jwt",), rb"J(?<=eyJ)"),
+    (("aws_access_key",), rb"AK(?=IA)"),
+    (("aws_access_key",), rb"AS(?=IA)"),
+    (("google_api_key",), rb"AI(?=za)"),
+    (("alibaba_access_key",), rb"LT(?=AI)"),
+    (("twilio_api_key",), rb"K(?<=SK)(?=[0-9a-f]{32})"),
+]
+_WHOLE_STRING = "private_key"   # 唯一会跨行的一行：条件出现了，就把整个字符串交给规则表
+
+
+def _by_first_byte(conditions: list[tuple[tuple[str, ...], bytes]]) -> list[tuple[re.Pattern[bytes], dict[str, tuple]]]:
+    """同一个开头字节的条件并成一个正则 <开头字节>(?:<第二个字节>(?P<c0>…)|…)：[(正则, {组名: 规则名})]。
+    开头字节写在分组外面，re 才认得出这个正则以固定字符开头；第二个字节写在组的前面，re 才能一眼否决那些分支。
+
+    >>> [(pattern.pattern, named) for pattern, named in _by_first_byte([(("a",), b"k-(?<=sk-)"), (("b",), b"ke(?=y)")])]
+    [(b'k(?:-(?P<c0>(?<=sk-))|e(?P<c1>(?=y)))', {'c0': ('a',), 'c1': ('b',)})]
+    """
+    groups: dict[bytes, list[tuple[tuple[str, ...], bytes]]] = {}
+    for names, pattern in conditions:
+        first = pattern[:2] if pattern.startswith(b"\\") else pattern[:1]    # 转义的字符占两个字节
+        groups.setdefault(first, []).append((names, pattern[len(first):]))
+    combined = []
+    for first, members in groups.items():
+        named = {f"c{number}": names for number, (names, _) in enumerate(members)}
+        rest = b"|".join(_literal_then_group(pattern, number) for number, (_, pattern) in enumerate(members))
+        combined.append((re.compile(first + b"(?:" + rest + b")"), named))
+    return combined
+
+
+def _literal_then_group(pattern: bytes, number: int) -> bytes:
+    second = b"" if pattern[:1] in (b"", b"(") else pattern[:1]
+    return second + b"(?P<c%d>%s)" % (number, pattern[len(second):])
+
+
+_FOLDED = _by_first_byte(_FOLDED_CONDITIONS)
+_RAW = _by_first_byte(_RAW_CONDITIONS)
+# 数字类的行，在数字骨架里找（数字 → "0"，空格 . - → "-"，"+" 和 "x" 不变，其余 → " "）：
+# 不分组的号码是前后都不挨着数字的一整串（后顾断言和 _NUMBER_END 保证的），长度和开头的几位决定它可能是哪一种（_number_rows）；
+# 分组的号码（3-4-4、4-4-4-4、4-6-5、6-8-4、6-4-4-4……）都含有 "0000-0000"，三行都要跑。
+# 日志里的 13 位毫秒时间戳、12 和 14 位的数字、没有发卡行前缀的订单号不是任何一种，不必交给规则表。
+# （卡号字样后面的卡号那一行，条件是 "card" 或 "卡" 这个词本身。）
+_NUMBER_RULES = ("cn_id_number", "bank_card", "cn_mobile")
+# 11 位，15 位以上，或 + 后面的 13 位（12、14 位不会是任何一种）
+_NUMBER_RUN = re.compile(rb"00000000000(?<!000000000000)(?:(?:0000+)?(?!0)|00(?<=\+0000000000000)(?!0))")
+
+
+def _number_rows(folded: bytes, start: int, end: int, card_issuer: re.Pattern[bytes] | None) -> tuple[str, ...]:
+    """folded[start:end] 是一整串数字（11 位、15 位以上，或 + 后面的 13 位）：哪几行规则可能认领它。
+    手机号以 1[3-9] 开头：11 位的整串，+86 后面（13 位的后 11 位），或者 0086 后面（任意长的一串的最后 11 位）；
+    身份证号是 18 位（或 17 位 + X），第 7、8 位是 18、19 或 20；
+    15–19 位的裸卡号要有已知的发卡行前缀（card_issuer 是 s11_redact._CARD_ISSUER 的字节版；None = 不查）。"""
+    length, rows = end - start, []
+    mobile = start if length == 11 else start + 2 if length == 13 else end - 11
+    if folded[mobile] == ord("1") and folded[mobile + 1] in b"3456789" and \
+            (length <= 13 or folded[mobile - 4:mobile] == b"0086"):
+        rows.append("cn_mobile")
+    if 15 <= length <= 19 and (card_issuer is None or card_issuer.fullmatch(folded, start, end)):
+        rows.append("bank_card")
+    if length in (17, 18) and folded[start + 6:start + 8] in (b"18", b"19", b"20"):   # 17 位 + X 也是
+        rows.append("cn_id_number")
+    return tuple(rows)
+
+
+_NUMBER_GROUPS = b"0000-0000"
+# ……再看它附近是不是真有一个分好了组的号码：前后不再挨着数字，每组的位数对得上（全是数字的 UUID 8-4-4-4-12、
+# 浮点数时间戳 1732867200.123456 都不是）。卡号 4-4-4-4(-1..3)、Amex 4-6-5、手机号 3-4-4（前面可以是 +86），
+# 身份证号 6-4-4-4（每个分隔都可有可无）；0086 后面的分组手机号要看数字本身，在小写副本里找。
+# 一个分好组的号码最长 23 个字符，"0000-0000" 在它里面：在找到的地方前 24、后 32 个字符里找就够了。
+_NUMBER_GROUPED = re.compile(
+    rb"(?<!0)0000-0000-0000-0000(?:-0{1,3})?(?!0)"
+    rb"|(?<!0)0000-000000-00000(?!0)"
+    rb"|(?:(?<!0)|(?<=\+00))000-0000-0000(?!0)"
+    rb"|(?<!0)000000-?0000-?0000-?000[0x](?!0)")
+_GROUPED_MOBILE_AFTER_0086 = re.compile(rb"0086(?=1[3-9][0-9][ .-][0-9]{4}[ .-][0-9]{4}(?![0-9]))")
+_SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte in b" .-" else
+                  byte if byte in b"+x" else ord(" ") for byte in range(256))
 # 拿不准就交给规则表：全角数字，以及 re 忽略大小写时会当成 ASCII 字母的字符（测试在全部 Unicode 上核对这份名单）
 _UNSURE = re.compile("[０-９İıſ\u212a]")
+_UNSURE_OR_CARD_WORD = re.compile(_UNSURE.pattern + "|卡")   # 一趟同时找 bank_card_after_word 的 "卡"
+# 行首能不能开始一个卡号（15 个以上的数字，中间最多隔一个空格、点或短横线）：能的话，校验要看上一行的末尾
+_CARD_AT_LINE_START = re.compile(r"(?:[0-9][ .-]?){15}")
+
+
+def _covered() -> set[str]:
+    """有必要条件的规则名。"""
+    conditions = _FOLDED_CONDITIONS + _RAW_CONDITIONS
+    return {name for names, _ in conditions for name in names} | set(_NUMBER_RULES)
+
+
+class _Lines:
+    """一个字符串里要交给规则表的地方：lines = {行首位置: 条件出现了的规则名}；whole = 整个字符串、整张表。"""
+
+    def __init__(self) -> None:
+        self.lines: dict[int, set[str]] = {}
+        self.whole = False
+
+    def names(self) -> set[str]:
+        return set().union(*self.lines.values())
 
 
 def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, int, str]]]]:
     """plain 是 s11_redact 模块本身（它在自己的最后一行调用这里：本模块从不 import 它，层次只有一个方向）。
-    返回它的 _find_all 的加速版：[plain.find(t) for t in texts]，只在挑出来的字符串上跑规则表。"""
+    返回它的 _find_all 的加速版：[plain.find(t) for t in texts]，只在挑出来的行上跑规则表。"""
     built_in = tuple(plain.RULES)
-    covered = set(_NEEDLES) | set(_SHAPES) | set(_EXACT) | set(_NUMBER_RULES)
+    card_issuer = re.compile(plain._CARD_ISSUER.pattern.encode(), plain._CARD_ISSUER.flags & ~re.UNICODE)
+    covered = _covered()
     if {rule.name for rule in built_in} != covered:   # 内置表里有一行这里不认识：不加速
         return plain._find_all
 
-    def claims(text: str) -> list[tuple[int, int, str]]:
-        """plain._claims(text)，只跑条件在 text 里出现了的那几行（别的行在这里匹配不到任何东西）。
-        find 的每一轮都用它：遮过之后的文字再看一次条件。"""
-        names = _candidates([text]).get(0)
-        if not names:
-            return []
-        return plain._claims(text, None if names is _EVERY else [rule for rule in built_in if rule.name in names])
+    def rules_for(names: set[str]) -> list:
+        return [rule for rule in built_in if rule.name in names]
+
+    def claims_in_lines(text: str, lines: list[int], names: set[str] | None) -> list[tuple[int, int, str]]:
+        """plain._claims(text) 落在 lines（行首位置）那些行里的命中：只在这些行（和它们要带上的上文）拼成的一段
+        小文字上跑，再换算回 text 的位置。names：要跑的规则；None = 整张表。"""
+        pieces = _pieces(text, lines)
+        window = "".join(text[start:end] for start, end in pieces)
+        starts = list(itertools.accumulate([0] + [end - start for start, end in pieces[:-1]]))
+        wanted, found = set(lines), []
+        for start, end, label in plain._claims(window, None if names is None else rules_for(names)):
+            piece = bisect.bisect_right(starts, start) - 1     # 命中从不跨过一行，所以落在一段里
+            shift = pieces[piece][0] - starts[piece]
+            if text.rfind("\n", 0, start + shift) + 1 in wanted:   # 带上的上文里的命中归它自己那一行去算
+                found.append((start + shift, end + shift, label))
+        return found
+
+    def find_in_lines(text: str, chosen: _Lines) -> list[tuple[int, int, str]]:
+        """plain.find(text)。第一轮：条件相同的行拼在一起，只跑这些条件对应的规则（一行里没有条件的规则在这一行
+        什么也找不到，跑不跑都一样）。后几轮只看有标记的行（别的行一个字都没变，上一轮在它们里面什么也没找到，
+        这一轮也一样），在这几行上跑整张表：它们很短，比重新找条件还便宜。"""
+        def claims(masked: str) -> list[tuple[int, int, str]]:
+            if masked is not text:
+                return claims_in_lines(masked, _marked_lines(masked, plain._MARKER_START), None)
+            same_rows: dict[frozenset[str], list[int]] = {}
+            for line, names in chosen.lines.items():
+                same_rows.setdefault(frozenset(names), []).append(line)
+            return sorted(claim for names, lines in same_rows.items() for claim in claims_in_lines(text, lines, names))
+        return plain.find(text, claims)
 
     def find_all(texts: list[str]) -> list[list[tuple[int, int, str]]]:
         if tuple(plain.RULES) != built_in:   # 学生改过规则表：新行的必要条件这里不知道
             return [plain.find(text) for text in texts]
-        chosen = _candidates(texts)
-        return [plain.find(text, claims) if index in chosen else [] for index, text in enumerate(texts)]
+        chosen = _candidates(texts, card_issuer)
+        return [[] if index not in chosen else plain.find(text) if chosen[index].whole
+                else find_in_lines(text, chosen[index]) for index, text in enumerate(texts)]
     return find_all
 
 
-_EVERY = frozenset({"*"})   # 拿不准的字符串：整张表都跑
+def _pieces(text: str, lines) -> list[tuple[int, int]]:
+    """要跑的各段 (start, end)：每段是连着的几行，从它前面的 "\\n" 开始（字符串开头的那行从 0 开始），
+    到行尾为止（不含下一个 "\\n"）。行首像卡号的，连上一行一起（见模块文档）。
+
+    >>> _pieces("ab\\ncd\\nef\\ngh", {3: set(), 9: set()})
+    [(2, 5), (8, 11)]
+    """
+    pieces: list[tuple[int, int]] = []
+    for line in sorted(lines):
+        first = line
+        while first > 0 and _CARD_AT_LINE_START.match(text, first):
+            first = text.rfind("\n", 0, first - 1) + 1
+        start, end = max(first - 1, 0), text.find("\n", line)
+        end = len(text) if end == -1 else end
+        while pieces and start <= pieces[-1][1]:    # 挨着或重叠的段并成一段
+            before_start, before_end = pieces.pop()
+            start, end = min(start, before_start), max(end, before_end)
+        pieces.append((start, end))
+    return pieces
 
 
-def _candidates(texts: list[str]) -> dict[int, frozenset[str] | set[str]]:
-    """可能有命中的字符串的下标 → 在它里面出现了必要条件的那些行的名字。"""
-    joined = "\n".join(texts)                       # 没有哪个必要条件含换行，所以不会跨过两个字符串
+def _marked_lines(text: str, marker: str) -> list[int]:
+    """含有 marker 的那些行的行首位置。
+
+    >>> _marked_lines("a\\nb [m] [m]\\nc\\n[m]", "[m")
+    [2, 14]
+    """
+    lines, position = [], text.find(marker)
+    while position != -1:
+        lines.append(text.rfind("\n", 0, position) + 1)
+        end = text.find("\n", position)
+        position = -1 if end == -1 else text.find(marker, end)
+    return lines
+
+
+def _grouped_number_near(skeleton: bytes, folded: bytes, position: int) -> bool:
+    """skeleton 里 position 处有 "0000-0000"：附近有没有一个真正分好组的号码（有就把这一行交给数字类的规则）。"""
+    start, end = max(position - 24, 0), position + 32
+    return bool(_NUMBER_GROUPED.search(skeleton, start, end) or _GROUPED_MOBILE_AFTER_0086.search(folded, start, end))
+
+
+_HOPS = 1000   # 开头字节出现过这么多次以后，剩下的交给 re 自己扫
+
+
+def _matches(pattern: re.Pattern[bytes], buffer: bytes):
+    """pattern.finditer(buffer)。开头字节不常见时，用 bytes.find 跳到它（memchr，比 re 逐字节地扫快得多），
+    在那里试 pattern.match；跳了 _HOPS 次还没扫完（这个字节其实很常见），剩下的交给 finditer。"""
+    anchor = pattern.pattern[1:2] if pattern.pattern.startswith(b"\\") else pattern.pattern[:1]
+    position = buffer.find(anchor)
+    for _ in range(_HOPS):
+        if position == -1:
+            return
+        match = pattern.match(buffer, position)
+        if match:
+            yield match
+        position = buffer.find(anchor, match.end() if match else position + 1)
+    if position != -1:
+        yield from pattern.finditer(buffer, position)
+
+
+def _candidates(texts: list[str], card_issuer: re.Pattern[bytes] | None = None) -> dict[int, _Lines]:
+    """可能有命中的字符串的下标 → 它里面出现了必要条件的那些行，和每行出现的是哪几行规则的条件。
+    纯 ASCII 的字符串和其余的分开扫：ASCII 的连起来还是单字节的 str，编码只是复制；混在一起就整段变宽。"""
+    chosen: dict[int, _Lines] = {}
+    for plain_ascii in (True, False):
+        indexes = [index for index, text in enumerate(texts) if text.isascii() == plain_ascii]
+        found = _scan([texts[index] for index in indexes], card_issuer)
+        chosen.update((indexes[number], lines) for number, lines in found.items())
+    return chosen
+
+
+def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None) -> dict[int, _Lines]:
+    """_candidates 的一组字符串。"""
+    # 单字节副本：Latin-1 以外的字符变成 "?"，一个字符一个字节，位置不变。没有哪个必要条件含换行，
+    # 所以用 "\n" 连起来不会跨过两个字符串。
+    encoded = "\n".join(texts).encode("latin-1", "replace")
     ends = list(itertools.accumulate(len(text) + 1 for text in texts))   # 各字符串之后那个换行的下一位
-    folded = joined.encode("latin-1", "replace").lower()
-    chosen: dict[int, frozenset[str] | set[str]] = {}
+    folded = encoded.lower()
+    chosen: dict[int, _Lines] = {}
 
     def take(position: int, names) -> int:
-        """position 所在的字符串记下这几行；返回它的末尾：同一个字符串里的其余出现不必再找。"""
+        """position 所在的那一行记下这几行规则；返回行尾：同一行里的其余出现不必再找。"""
         index = bisect.bisect_right(ends, position)
-        rows = chosen.setdefault(index, set())
-        if rows is not _EVERY:
-            rows.update(names)
-        return ends[index]
+        begin = ends[index - 1] if index else 0
+        lines = chosen.get(index) or chosen.setdefault(index, _Lines())
+        if _WHOLE_STRING in names:
+            lines.whole = True
+            return ends[index]
+        line_start = folded.rfind(b"\n", begin, position) + 1 or begin
+        lines.lines.setdefault(line_start - begin, set()).update(names)
+        line_end = folded.find(b"\n", position)
+        return len(folded) if line_end == -1 else line_end
 
-    for name, needles in _NEEDLES.items():
-        for needle in needles:
-            position = folded.find(needle)
-            while position != -1:
-                position = folded.find(needle, take(position, (name,)))
-    for name, patterns in _SHAPES.items():
-        for pattern in patterns:
-            match = pattern.search(folded)
-            while match:
-                match = pattern.search(folded, take(match.start(), (name,)))
+    for buffer, combined in ((folded, _FOLDED), (encoded, _RAW)):
+        for pattern, named in combined:
+            for match in _matches(pattern, buffer):
+                take(match.start(), named[match.lastgroup])
     skeleton = folded.translate(_SKELETON)
-    for shape in _NUMBER_SHAPES:
-        position = skeleton.find(shape)
-        while position != -1:
-            position = skeleton.find(shape, take(position, _NUMBER_RULES))
-    for name, literals in _EXACT.items():
-        for literal in literals:
-            position = joined.find(literal)
-            while position != -1:
-                position = joined.find(literal, take(position, (name,)))
+    for match in _NUMBER_RUN.finditer(skeleton):
+        rows = _number_rows(folded, match.start(), match.end(), card_issuer)
+        if rows:
+            take(match.start(), rows)
+    position = skeleton.find(_NUMBER_GROUPS)
+    while position != -1:
+        near = _grouped_number_near(skeleton, folded, position)
+        line_end = take(position, _NUMBER_RULES) if near else position
+        position = skeleton.find(_NUMBER_GROUPS, max(line_end, position + 5))
     # str.isascii() 不用扫描：只在含非 ASCII 字符的字符串里找全角数字和那几个字母
-    chosen.update((index, _EVERY) for index, text in enumerate(texts) if not text.isascii() and _UNSURE.search(text))
+    for index, text in enumerate(texts):
+        if text.isascii():
+            continue
+        begin = ends[index - 1] if index else 0     # "卡" 在单字节副本里成了 "?"：在原文里找
+        for match in _UNSURE_OR_CARD_WORD.finditer(text):
+            if match.group() != "卡":
+                chosen.setdefault(index, _Lines()).whole = True
+                break
+            take(begin + match.start(), ("bank_card_after_word",))
     return chosen

@@ -33,8 +33,7 @@ def plain(texts):
 
 
 def test_every_built_in_row_has_a_necessary_condition():
-    covered = set(fast._NEEDLES) | set(fast._SHAPES) | set(fast._EXACT) | set(fast._NUMBER_RULES)
-    assert {rule.name for rule in s11_redact.RULES} == covered
+    assert {rule.name for rule in s11_redact.RULES} == fast._covered()
 
 
 @pytest.mark.parametrize("number", range(len(EXAMPLES)), ids=lambda number: f"case-{number}")
@@ -70,6 +69,59 @@ _texts = st.lists(st.lists(_pieces | st.text(max_size=6), max_size=6).map("".joi
 @example(["a@example.com13812345678"])               # a second round after the first masks
 def test_fast_gives_what_the_plain_module_gives(texts):
     assert find_all(texts) == plain(texts)
+
+
+# Strings of many lines, as tool outputs are: rule cases and look-alikes among noise lines. The rules run only on
+# the lines that hold a condition (and the line before a card at a line's start), so this checks that a line gives
+# the same result alone as inside its whole string.
+_noise = st.sampled_from(["", "ok", "def f(x):", "    return x  # done", "2026-08-25 18:46:40 INFO started", "}"])
+_numbers = st.sampled_from([
+    "4111111111111111", "4111 1111 1111 1111", "订单号：", "order #", "卡号", "card no.", "13812345678", "+8613812345678",
+    "008613812345678", "1234008613812345678", "11010519491231002X", "110105 1949 1231 002X", "1732867200123",
+    "1732867200.123456", "6011000990139424", "2024113012345678", "Tel", "id=", "sk-", ".", "-"])
+_line = st.lists(_pieces | _numbers | _noise, max_size=4).map("".join)
+_multiline = st.lists(st.lists(_line, min_size=1, max_size=8).map("\n".join), min_size=1, max_size=3)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_multiline)
+@example(["订单号：\n4111111111111111"])          # a card at a line's start reads the end of the line before it
+@example(["x\na@example.com13812345678\ny"])     # the second round looks again at the marked line
+@example(["-----BEGIN PRIVATE KEY-----\nabc\ndef\n-----END PRIVATE KEY-----\n13812345678"])   # spans lines
+@example(["monkey.sk-ABCDEFGHIJKLMNOPQRSTUV1234=x"])  # one condition's match must not hide the next one's start
+@example(["1234008613812345678", "x+8613812345678", "11010519491231002x"])   # 0086 / +86 mobiles, ID with x
+@example(["电话 +86 138 1234 5678\ntel:159-0000-1234"])   # a grouped number on the line before must not stand in
+@example(["12340086 138 1234 5678"])                     # a grouped mobile after 0086
+def test_many_lines_give_what_the_plain_module_gives(texts):
+    assert find_all(texts) == plain(texts)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("订单号：\n4111111111111111", []),                                  # 订单号 at the end of the line before
+    ("卡号：\n4111111111111111", [(4, 20, "银行卡号")]),
+    ("1234008613812345678", [(8, 19, "手机号")]),                         # 0086 then a mobile, inside a long run
+    ("monkey.sk-ABCDEFGHIJKLMNOPQRSTUV1234=x", [(7, 36, "API密钥")]),
+])
+def test_the_cases_that_need_more_than_one_line_or_more_than_one_condition(text, expected):
+    texts = ["noise\n" * 3 + text + "\nmore noise"]
+    shift = len("noise\n" * 3)
+    assert plain(texts) == [[(start + shift, end + shift, label) for start, end, label in expected]]
+    assert find_all(texts) == plain(texts)
+
+
+def test_only_lines_with_a_condition_and_the_line_before_a_card_at_a_line_start_are_sent_to_the_rules():
+    text = "a\nb 13812345678\nc\nd\n4111111111111111\ne"
+    chosen = fast._candidates([text])[0]
+    assert sorted(chosen.lines) == [2, 20]
+    assert fast._pieces(text, chosen.lines) == [(1, 15), (17, 36)]   # "\nd" comes along: 4111… starts its line
+
+
+def test_conditions_take_in_at_most_two_bytes_so_none_hides_the_start_of_another():
+    conditions = fast._FOLDED_CONDITIONS + fast._RAW_CONDITIONS
+    folded = "\n".join(EXAMPLES).encode("latin-1", "replace")
+    for _, pattern in conditions:
+        for buffer in (folded, folded.lower()):
+            assert all(len(match.group()) <= 2 for match in re.finditer(pattern, buffer)), pattern
 
 
 def test_the_unsure_characters_are_all_that_ignorecase_reads_as_ascii_letters():
