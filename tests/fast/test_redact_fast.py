@@ -97,7 +97,7 @@ def test_many_lines_give_what_the_plain_module_gives(texts):
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("订单号：\n4111111111111111", []),                                  # 订单号 at the end of the line before
+    ("订单号：\n4111111111111111", []),                                  # the order-number word ends the line before
     ("卡号：\n4111111111111111", [(4, 20, "银行卡号")]),
     ("1234008613812345678", [(8, 19, "手机号")]),                         # 0086 then a mobile, inside a long run
     ("monkey.sk-ABCDEFGHIJKLMNOPQRSTUV1234=x", [(7, 36, "API密钥")]),
