@@ -241,7 +241,7 @@ def steps_markdown(ids: dict, history: dict[str, tuple], fork_point: int) -> str
         f"3. 🌿 **分叉**：分支 A、分支 B 各继承主会话前 {fork_point} 条，各自新增 "
         f"{branch_a[0][1] - fork_point} / {branch_b[0][1] - fork_point} 条（共 {branch_a[0][1]} / {branch_b[0][1]} 条）",
         f"4. ▶️ **恢复**：读档分支 B 接着干，{resumed_text}",
-        "5. 📤 **导出**：把分支 B 渲染成 Markdown 与离线 HTML（右侧预览，下方下载）",
+        "5. 📤 **导出**：把分支 B 渲染成 Markdown 与离线 HTML（预览和下载都在这个结果区里）",
     ])
 
 

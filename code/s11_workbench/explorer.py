@@ -744,7 +744,7 @@ class Explorer:
             child = own.fork_from(space, parent_id, at=keep, new_messages=new, title=name or None)
         inherited = f"继承前 {keep} 条" if keep else "什么都不继承（从空白开始）"
         done = (f"✅ 已在第 {keep} 条之后分叉出新会话 {child.session_id}：{inherited}，新增 {len(new)} 条，"
-                f"共 {len(child.messages)} 条；下面显示的就是它")
+                f"共 {len(child.messages)} 条；会话树和对话已经切到它")
         return (View(source=MINE, session_id=child.session_id, revision=child.revision, last_fork=child.session_id),
                 done, {"fork_reset": True, "touched": (child.session_id,) if space is own else None})
 

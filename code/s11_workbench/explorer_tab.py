@@ -43,7 +43,7 @@ from s11_workbench.shown import Shown, ShownEvent
 LABEL = "🌳 会话树浏览器"
 # 表格在自己的框里滚动，会话树限高，代码块折行；分支图的字不小于 12 px（窄屏上图按宽度缩小时，改看文字树）
 CSS = """
-#s11x-list, #s11x-hits, #s11x-spaces, #s11x-agents-table, #s11x-agents-risk { contain: inline-size; }
+#s11x-list, #s11x-hits, #s11x-spaces, #s11x-agents-table, #s11x-agents-risk, #s11x-preview { contain: inline-size; }
 #s11x-tree .wrap { max-height: 360px; overflow-y: auto; }
 #s11x-map .mermaid, #s11x-map svg { max-width: 100%; height: auto; }
 #s11x-map pre, #s11x-map pre code, #s11x-path pre, #s11x-path pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; }
@@ -468,8 +468,9 @@ def _export_area(result_line) -> _Controls:
                                          elem_id="s11x-download-md")
             html = gr.DownloadButton("⬇️ 下载 HTML (.html)", value=None, interactive=False,
                                      elem_id="s11x-download-html")
+        # 长行折到框的宽度（wrap_lines）、框自己不撑宽页面：手机上导出之后页面仍是 390 px 宽
         preview = gr.Code("", language="markdown", label="导出预览（Markdown 原文）", max_lines=30,
-                          interactive=False, elem_id="s11x-preview")
+                          interactive=False, wrap_lines=True, elem_id="s11x-preview")
     return _Controls(button=button, markdown=markdown, html=html, preview=preview)
 
 

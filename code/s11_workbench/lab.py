@@ -431,7 +431,8 @@ def _kill_evidence(rounds: List[Dict[str, Any]], torn: List[Dict[str, Any]], tem
         example = next((r for r in rounds if r["temp_files"]), rounds[0])
         lines += [f"- 每一轮读出的消息都不少于 kill 之前已完整保存的条数。例如第 {rounds.index(example) + 1} 轮："
                   f"kill 之前已保存 {example['saved']} 条，kill 之后文件 {example['size']:,} 字节，"
-                  f"读出 **{example['readable']}** 条"]
+                  f"读出 **{example['readable']}** 条（大会话的历史在 `.chunks/` 的块里，文件本身只有头、索引和"
+                  "最后一段，所以字节数比消息少得多）"]
         if temp_rounds:
             lines.append(f"- 其中 **{temp_rounds}** 轮 kill 正好落在写临时文件的途中：留下一个 `.tmp` 文件"
                          "（只有 kill -9 才会留下它，`check()` 稍后会把它列为残留，可以删除），正式文件完好")

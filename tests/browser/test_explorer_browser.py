@@ -512,6 +512,12 @@ def test_a_reader_forks_from_message_3_switches_branches_and_finds_a_tool_result
         page.locator("#s11x-path").get_by_text("verify_password").first.wait_for(timeout=5_000)
         no_raw_markdown(page)
         no_horizontal_overflow(page)
+        # the export preview of this transcript has long lines (issue 42 item 2: it widened a phone's page to 766 px)
+        visitor.action_tab("export")
+        visitor.press("#s11x-export")
+        visitor.result("export", "已导出会话")
+        page.locator("#s11x-preview").get_by_text("会话导出").first.wait_for(timeout=15_000)
+        no_horizontal_overflow(page)
         assert visitor.dialogs == [] and "Traceback" not in page.locator("body").inner_text()
         assert_all_requests_local(visitor.requests)
     finally:
