@@ -518,6 +518,9 @@ def test_a_reader_forks_from_message_3_switches_branches_and_finds_a_tool_result
         visitor.result("export", "已导出会话")
         page.locator("#s11x-preview").get_by_text("会话导出").first.wait_for(timeout=15_000)
         no_horizontal_overflow(page)
+        if os.environ.get("S11_EXPLORER_SCREENSHOTS"):
+            page.locator("#s11x-preview").scroll_into_view_if_needed()
+            page.screenshot(path=str(Path(os.environ["S11_EXPLORER_SCREENSHOTS"]) / f"export-{width}-{scheme}.png"))
         assert visitor.dialogs == [] and "Traceback" not in page.locator("body").inner_text()
         assert_all_requests_local(visitor.requests)
     finally:
