@@ -2,11 +2,11 @@
 
     run_story() ──> 一个只属于这次运行的临时文件夹里跑书中的 demo_tree_branching(StepStore(...))
                     StepStore 在每个公开操作结束时给目录拍一张快照（Snapshot：每个文件的路径、字节、内容摘要）
-      ⓪ 空目录 → ① 新建主会话 → ② 追加并存档 → ③ 分叉 A → ④ 分叉 B → ⑤ 恢复 B → ⑥ 导出
+      1 空目录 → 2 新建主会话 → 3 追加并存档 → 4 分叉 A → 5 分叉 B → 6 恢复 B → 7 导出
     changes(前一张, 这一张) ──> 出现 / 改变 / 消失的文件；会话文件的字段差别、消息条数；日志多出的行
     story_pages(story)      ──> 每一步一页：书里的那句话 + 和上一步相比 | 会话树 | 目录里的文件（高亮变了的）
 
-    sessions/                     ① 之后            ② 之后                       ③ 之后
+    sessions/                     第 2 步之后        第 3 步之后                   第 4 步之后
     ├── 5d38f60f4c00.json         🆕 revision 1     ✏️ revision 1 → 2              （不变）
     ├── 4d67e2e6b66c.json                                                        🆕 fork_point 5
     ├── .history/5d38f60f4c00/1.json                🆕 换掉之前的第 1 版
@@ -37,14 +37,14 @@ from s11_workbench.demo import inherited_count, text_summary
 from s11_workbench.markdown import inline_code, literal_inline
 
 SHOWN_FOLDER = "sessions/"     # 页面上的目录名：书里的写法（真正的文件夹是临时的，名字没有意义）
-EXPORT_LINES = 12              # ⑥ 导出：页面上显示导出文字的前几行
+EXPORT_LINES = 12              # 导出那一步：页面上显示导出文字的前几行
 MARKERS = {"appeared": "🆕 新出现", "changed": "✏️ 变了", "removed": "🗑️ 消失"}
 
 
 class Step(NamedTuple):
     key: str
     title: str
-    call: str | None   # 拍这张快照的那个 store 方法（⓪ 是建好仓库之后、任何操作之前）
+    call: str | None   # 拍这张快照的那个 store 方法（None：建好仓库之后、任何操作之前）
     code: str          # 书中演示的那一行
     chapter: str       # 书里的一句话（引用或转述），这一步在磁盘上验证它
 
@@ -88,7 +88,7 @@ class Snapshot(NamedTuple):
     step: Step
     files: tuple          # tuple[DiskFile, ...]，按路径排序
     nodes: tuple          # tuple[SessionNode, ...]：目录里的会话（画树用），按创建先后
-    export: str = ""      # ⑥ 导出的 Markdown
+    export: str = ""      # 导出那一步：导出的 Markdown
 
 
 class Change(NamedTuple):
@@ -179,7 +179,7 @@ class StepStore(SessionStore):
 
 
 def run_story() -> tuple[Snapshot, ...]:
-    """在一个新的临时文件夹里跑一遍书中的演示，返回七张快照（⓪–⑥）；文件夹随即删掉。
+    """在一个新的临时文件夹里跑一遍书中的演示，返回七张快照（STEPS 的每一步一张）；文件夹随即删掉。
     出错时抛 StoryError（一句中文）。"""
     try:
         with tempfile.TemporaryDirectory(prefix="s11-story-") as folder:
@@ -196,7 +196,7 @@ def run_story() -> tuple[Snapshot, ...]:
 # ---------------------------------------------------------------- 两张快照之间
 
 def changes(before: Snapshot | None, after: Snapshot) -> list[Change]:
-    """出现、改变、消失的文件（按表格的顺序）。before 为 None（⓪）时目录里已有的都算出现。
+    """出现、改变、消失的文件（按表格的顺序）。before 为 None（第一张）时目录里已有的都算出现。
 
     {'a.json': d1} -> {'a.json': d2, 'b.json': d3}  =>  [changed a.json, appeared b.json]
     """
@@ -328,13 +328,9 @@ def changes_markdown(previous: Snapshot | None, shot: Snapshot, names: dict[str,
                                                  for change in changed])
 
 
-def step_label(number: int) -> str:
-    """Walkthrough 上方那一排的名字：'③ 分叉出分支 A'。"""
-    return f"{'⓪①②③④⑤⑥⑦⑧⑨'[number]} {STEPS[number].title}"
-
-
 def step_heading(number: int) -> str:
-    return f"### {step_label(number)}（第 {number + 1} / {len(STEPS)} 步）"
+    """'### 第 4 / 7 步 · 分叉出分支 A'（gradio 的分步条从 1 数，这里也从 1 数）。"""
+    return f"### 第 {number + 1} / {len(STEPS)} 步 · {STEPS[number].title}"
 
 
 def touched_session(previous: Snapshot | None, shot: Snapshot) -> str | None:
@@ -384,7 +380,7 @@ def story_pages(snapshots: tuple[Snapshot, ...]) -> list[Page]:
 
 
 def waiting_pages() -> list[Page]:
-    """还没跑的时候：⓪ 说清楚点“下一步”会发生什么；其余几步只是占位（走到它们之前就会算好）。"""
+    """还没跑的时候：第 1 步说清楚点“下一步”会发生什么；其余几步只是占位（走到它们之前就会算好）。"""
     first = STEPS[0]
     start = "\n\n".join([step_heading(0), fenced(first.code, "python"), f"> 📖 {first.chapter}",
                           "👉 点 **下一步 ▶**：在一个只属于你的临时文件夹里真的跑一遍书中的 `demo_tree_branching`，"
@@ -392,5 +388,5 @@ def waiting_pages() -> list[Page]:
                           "打上记号）、它的字节数与 `revision` / `fork_point`，以及和上一步相比变了什么。"])
     pages = [Page(start, "#### 🌳 会话树\n\n（还没有会话）", f"#### 📁 {SHOWN_FOLDER} 里的文件\n\n（还没有文件）")]
     for number in range(1, len(STEPS)):
-        pages.append(Page(f"{step_heading(number)}\n\n（从 ⓪ 点 **下一步 ▶** 开始）", "", ""))
+        pages.append(Page(f"{step_heading(number)}\n\n（从第 1 步点 **下一步 ▶** 开始）", "", ""))
     return pages

@@ -1,16 +1,16 @@
 """story_tab.py — 「👣 一步一步看磁盘」标签页：书中的演示一步一页，每页是那一刻的会话目录
 
     gr.Walkthrough（gradio 自带的分步布局：宽屏一排步骤，手机上是进度条）
-    ┌ ⓪ 空目录 ─ ① 新建主会话 ─ ② 追加并存档 ─ ③ 分叉出分支 A ─ ④ 分叉出分支 B ─ ⑤ 恢复分支 B ─ ⑥ 导出 ┐
-    │ ### ③ 分叉出分支 A（第 4 / 7 步）   书中那一行代码 · 📖 书里的一句话 · 和上一步相比       │
+    ┌ 1 空目录 ─ 2 新建主会话 ─ 3 追加并存档 ─ 4 分叉出分支 A ─ 5 分叉出分支 B ─ 6 恢复分支 B ─ 7 导出 ┐
+    │ ### 第 4 / 7 步 · 分叉出分支 A    书中那一行代码 · 📖 书里的一句话 · 和上一步相比        │
     │ ┌ 🌳 会话树（文字） ┐ ┌ 📁 sessions/ 里的文件：🆕 / ✏️ 的那几行加粗 ┐                      │
     │ [◀ 上一步] [下一步 ▶] [⟲ 重来]                                                            │
     └───────────────────────────────────────────────────────────────────────────────────────────┘
-    ⓪ 的 下一步 ▶ ──> story.run_story()：临时文件夹里跑一遍，七页一次算好，填进七个 Step
-    其余按钮只翻页（gr.Walkthrough(selected=n)），⟲ 重来 回到 ⓪、清掉算好的七页（下一次是新的一遍、新的 ID）
+    第 1 步的 下一步 ▶ ──> story.run_story()：临时文件夹里跑一遍，七页一次算好，填进七个 Step
+    其余按钮只翻页（gr.Walkthrough(selected=n)），⟲ 重来 回到第 1 步、清掉算好的七页（下一次是新的一遍、新的 ID）
 
 Key insight: 翻页不必回服务器算任何东西——每个 Step 里的按钮本来就知道自己要去第几步；唯一的计算
-（拍七张快照，约几十毫秒）在 ⓪ 的“下一步”里做一次。这一遍属于这个页面（gr.State），不写访客的空间。
+（拍七张快照，约 10 毫秒 CPU）在第 1 步的“下一步”里做一次。这一遍属于这个页面（gr.State），不写访客的空间。
 会话文字只进 gr.Markdown（围栏里或转义过），从不进 gr.HTML。
 """
 
@@ -73,7 +73,7 @@ def build(ctx) -> None:
     views, controls = [], []
     with gr.Walkthrough(selected=0, elem_id="s11s-walk") as walk:
         for number, page in enumerate(waiting):
-            with gr.Step(story.step_label(number), id=number, elem_id=f"s11s-step-{number}"):
+            with gr.Step(story.STEPS[number].title, id=number, elem_id=f"s11s-step-{number}"):
                 if number == 0:
                     status = gr.Markdown("", elem_id="s11s-status")
                 head = gr.Markdown(page.head, elem_id=f"s11s-head-{number}")
@@ -86,7 +86,7 @@ def build(ctx) -> None:
                 controls.append(step_buttons(number))
 
     def on_start(already):
-        """⓪ 的 下一步 ▶：还没算就先算好七页（一次），再翻到 ①；算不了时留在 ⓪，状态行是一句中文。"""
+        """第 1 步的 下一步 ▶：还没算就先算好七页（一次），再翻到第 2 步；算不了时留在第 1 步，状态行是一句中文。"""
         if already:
             return [gr.skip(), ""] + [gr.skip()] * len(views) + [gr.Walkthrough(selected=1)]
         try:
@@ -97,7 +97,7 @@ def build(ctx) -> None:
         return [True, ""] + page_values(pages) + [gr.Walkthrough(selected=1)]
 
     def on_restart():
-        """⟲ 重来：回到 ⓪，七页换回占位；下一次“下一步”在新的临时文件夹里重新跑（新的 ID）。"""
+        """⟲ 重来：回到第 1 步，七页换回占位；下一次“下一步”在新的临时文件夹里重新跑（新的 ID）。"""
         return [False, ""] + page_values(waiting) + [gr.Walkthrough(selected=0)]
 
     everything = [ran, status, *views, walk]
@@ -116,7 +116,7 @@ def build(ctx) -> None:
 
 
 def step_buttons(number: int) -> tuple:
-    """一步下面的三个按钮：◀ 上一步（⓪ 没有）、下一步 ▶（⑥ 没有）、⟲ 重来（⓪ 没有）。"""
+    """一步下面的三个按钮：◀ 上一步（第一步没有）、下一步 ▶（最后一步没有）、⟲ 重来（第一步没有）。"""
     with gr.Row(elem_classes="s11s-controls"):
         back = gr.Button("◀ 上一步", size="sm", elem_id=f"s11s-back-{number}") if number > 0 else None
         forward = (gr.Button("下一步 ▶", variant="primary", size="sm", elem_id=f"s11s-next-{number}")

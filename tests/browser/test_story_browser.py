@@ -75,6 +75,8 @@ def test_a_reader_steps_through_the_story_from_the_8_11_result(browser, server, 
         page.locator("#s11-run").click()
         page.locator("#s11-status").get_by_text("✅").wait_for(timeout=20_000)
         before = sorted(path.relative_to(sessions) for path in sessions.rglob("*"))
+        page.locator("#s11-to-story").scroll_into_view_if_needed()
+        shoot(page, f"story-{width}-{scheme}-from-8.11.png")
 
         # one click from the 8.11 tab's result area lands on the step-through, at its start
         page.locator("#s11-to-story").click()
@@ -83,8 +85,10 @@ def test_a_reader_steps_through_the_story_from_the_8_11_result(browser, server, 
         fits(page)
 
         # forward through every step: each shows its own files, the right marks and the chapter's sentence
+        shoot(page, f"story-{width}-{scheme}-0.png")
         click(page, "#s11s-next-0")
         shown_step(page, 1)
+        shoot(page, f"story-{width}-{scheme}-1.png")
         files = page.locator("#s11s-files-1").inner_text()
         assert "🆕 新出现" in files and ".journal.jsonl" in files
         for number in range(2, STEPS):
@@ -98,7 +102,7 @@ def test_a_reader_steps_through_the_story_from_the_8_11_result(browser, server, 
         assert "一个字节都没变" in page.locator("#s11s-head-6").inner_text()
         assert page.locator("#s11s-next-6").count() == 0   # the last step has no "next"
 
-        # back one step, then restart: step ⓪ again, waiting for a fresh run
+        # back one step, then restart: step 1 again, waiting for a fresh run
         click(page, "#s11s-back-6")
         shown_step(page, 5)
         assert "✏️ 变了" in page.locator("#s11s-files-5").inner_text()
