@@ -32,7 +32,7 @@ import s11_journal
 from s11_export import fenced
 from s11_format import SessionError, is_session_name
 from s11_session import SessionStore, demo_tree_branching
-from s11_text import os_error_reason
+from s11_text import hide_paths, os_error_reason
 from s11_workbench.demo import inherited_count, text_summary
 from s11_workbench.markdown import inline_code, literal_inline
 
@@ -183,8 +183,14 @@ def run_story() -> tuple[Snapshot, ...]:
     出错时抛 StoryError（一句中文）。"""
     try:
         with tempfile.TemporaryDirectory(prefix="s11-story-") as folder:
-            store = StepStore(os.path.join(folder, "sessions"))
-            demo_tree_branching(store)
+            try:
+                store = StepStore(os.path.join(folder, "sessions"))
+                demo_tree_branching(store)
+            except StoryError:
+                raise
+            except SessionError as error:   # 仓库自己的错误：消息里的临时文件夹路径只留 sessions/ 之后的部分
+                said = hide_paths(str(error).replace(os.path.join(folder, ""), ""))
+                raise StoryError(f"书中的演示没能跑完：{said}") from None
             snapshots = tuple(store.snapshots)
     except OSError as error:
         raise StoryError(f"临时文件夹用不了：{os_error_reason(error)}，这一遍没能跑完（什么都没保存）") from None

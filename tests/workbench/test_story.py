@@ -244,3 +244,14 @@ def test_a_demo_that_does_not_match_the_steps_is_refused_in_chinese(monkeypatch)
     with pytest.raises(story.StoryError, match="书中的演示只走了 1 步"):
         story.run_story()
 
+
+
+def test_an_error_of_the_store_is_one_chinese_sentence_without_the_temporary_path(monkeypatch):
+    from s11_session import CorruptSession
+
+    def breaks(store):
+        raise CorruptSession(f"{store.storage_dir}/abc.json：文件坏了")
+    monkeypatch.setattr(story, "demo_tree_branching", breaks)
+    with pytest.raises(story.StoryError, match="书中的演示没能跑完") as caught:
+        story.run_story()
+    assert "s11-story-" not in str(caught.value) and "文件坏了" in str(caught.value)
