@@ -48,9 +48,12 @@ def shoot(page, name: str) -> None:
 
 
 def shown_step(page, number: int) -> None:
-    """Wait until step `number` is the one on screen (its heading is visible)."""
+    """Wait until step `number` is the one on screen (its heading is visible) and the step-through's top is in view
+    (on a phone the buttons sit below a long page: after a click the page scrolls back up to the new step)."""
     page.locator(f"#s11s-head-{number}").get_by_text(f"第 {number + 1} / {STEPS} 步").wait_for(
         state="visible", timeout=15_000)
+    page.wait_for_function("() => document.querySelector('#s11s-walk').getBoundingClientRect().top >= -1",
+                           timeout=5_000)
 
 
 def fits(page) -> None:
