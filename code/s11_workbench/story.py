@@ -31,6 +31,7 @@ from typing import NamedTuple
 import s11_journal
 from s11_export import fenced
 from s11_format import SessionError, is_session_name
+from s11_history import HISTORY_DIR
 from s11_session import SessionStore, demo_tree_branching
 from s11_text import hide_paths, os_error_reason
 from s11_workbench.demo import inherited_count, text_summary
@@ -39,6 +40,8 @@ from s11_workbench.markdown import inline_code, literal_inline
 SHOWN_FOLDER = "sessions/"     # 页面上的目录名：书里的写法（真正的文件夹是临时的，名字没有意义）
 EXPORT_LINES = 12              # 导出那一步：页面上显示导出文字的前几行
 MARKERS = {"appeared": "🆕 新出现", "changed": "✏️ 变了", "removed": "🗑️ 消失"}
+EXTRA_FILES_NOTE = ("书里的版本只写会话文件；`.journal.jsonl`（操作日志：每个操作一行，撤销靠它）、"
+                    "`.history/`（换掉之前的那一版）、`.lock`（写入时的目录锁）是本仓库加的。")
 
 
 class Step(NamedTuple):
@@ -245,18 +248,20 @@ def node_names(nodes: tuple) -> dict[str, str]:
     return names
 
 
-def file_label(file: DiskFile, names: dict[str, str]) -> str:
-    """表格里“是什么”那一列：'🌿 分支 A'、'🌱 主会话的第 1 版'、'操作日志'、'目录锁'。"""
-    owner = names.get(session_id_of(file) or "", "会话")
-    if file.path.startswith(".history/"):
-        return f"{owner} 换掉之前的第 {file.fields.get('revision') if file.fields else '?'} 版"
+def file_kind(file: DiskFile) -> str:
+    """'session'（会话文件）、'kept'（.history/ 里换掉之前的一版）、'journal'（操作日志）、'lock'、'other'。"""
     if file.fields:
-        return owner
-    if file.path == s11_journal.JOURNAL_FILE:
-        return f"操作日志 · {len(file.lines)} 行"
-    if file.path == ".lock":
-        return "目录锁（空文件）"
-    return "其他"
+        return "kept" if file.path.startswith(HISTORY_DIR + "/") else "session"
+    return {s11_journal.JOURNAL_FILE: "journal", ".lock": "lock"}.get(file.path, "other")
+
+
+def file_label(file: DiskFile, names: dict[str, str]) -> str:
+    """表格里文件名下面那一行：'🌿 分支 A'、'🌱 主会话 换掉之前的第 1 版'、'操作日志 · 3 行'、'目录锁（空文件）'。"""
+    owner = names.get(session_id_of(file) or "", "会话")
+    return {"session": owner,
+            "kept": f"{owner} 换掉之前的第 {(file.fields or {}).get('revision')} 版",
+            "journal": f"操作日志 · {len(file.lines)} 行",
+            "lock": "目录锁（空文件）"}.get(file_kind(file), "其他")
 
 
 def cell(value) -> str:
@@ -278,50 +283,63 @@ def files_table(shot: Snapshot, changed: list[Change], names: dict[str, str]) ->
                      f"| {cell(fields.get('fork_point'))} | {cell(fields.get('messages'))} |")
     if not shot.files:
         lines.append("| （空的） | 0 | — | — | — |")
+    if any(file_kind(file) != "session" for file in shot.files):
+        lines += ["", EXTRA_FILES_NOTE]
     return "\n".join(lines)
 
 
-def describe_new_session(file: DiskFile, nodes: dict, names: dict[str, str]) -> str:
-    fields = file.fields
+# ---------------------------------------------------------------- 一行“变了什么”：按文件的种类各写各的
+
+def session_detail(change: Change, previous: Snapshot | None, shot: Snapshot, names: dict[str, str]) -> str:
+    """新的会话文件：revision、消息条数、parent_id、fork_point；变了的：变了的字段和字节数。"""
+    fields = change.after.fields
+    if change.before is not None:
+        diffs = [f"`{key}` {cell(old)} → **{cell(new)}**"
+                 for key, old, new in field_changes(change.before.fields, fields)]
+        return f"{'，'.join(diffs)}；{change.before.size:,} → {change.after.size:,} 字节"
     parts = [f"`revision` {fields.get('revision')}", f"{fields.get('messages')} 条消息"]
     parent = fields.get("parent_id")
     if parent is None:
-        parts.append("`parent_id` null（根会话）")
-    else:
-        node = nodes.get(fields["session_id"])
-        inherited = inherited_count(node, nodes.get(parent)) if node is not None else fields.get("fork_point")
-        parts += [f"`parent_id` → {names.get(parent, parent)}",
-                  f"`fork_point` {fields.get('fork_point')}（继承 {inherited} 条 + 新增 "
-                  f"{fields.get('messages') - inherited} 条）"]
-    return "，".join(parts)
+        return "，".join(parts + ["`parent_id` null（根会话）"])
+    nodes = {node.session_id: node for node in shot.nodes}
+    node = nodes.get(fields.get("session_id"))
+    inherited = inherited_count(node, nodes.get(parent)) if node is not None else fields.get("fork_point") or 0
+    return "，".join(parts + [f"`parent_id` → {literal_inline(names.get(parent, parent))}",
+                              f"`fork_point` {fields.get('fork_point')}（继承 {inherited} 条 + 新增 "
+                              f"{fields.get('messages') - inherited} 条）"])
+
+
+def kept_detail(change: Change, previous: Snapshot | None, shot: Snapshot, names: dict[str, str]) -> str:
+    """.history/ 里的旧版：和上一步的哪个文件逐字节相同（就是被换掉的那一版）。"""
+    same = [old.path for old in (previous.files if previous else ()) if old.digest == change.after.digest]
+    if not same:
+        return "换掉之前的那一版"
+    return f"与上一步的 {inline_code(same[0])} 逐字节相同——旧的一版原样留下，没有被改写"
+
+
+def journal_detail(change: Change, previous: Snapshot | None, shot: Snapshot, names: dict[str, str]) -> str:
+    """操作日志：末尾多出来的行，各用 s11_journal 的一句中文说。"""
+    before = change.before.lines if change.before is not None else ()
+    added = change.after.lines[len(before):]
+    said = "；".join(literal_inline(s11_journal.describe(record)) for record in added)
+    return f"末尾多了 {len(added)} 行（{len(before)} → {len(change.after.lines)} 行）：{said}"
+
+
+def size_detail(change: Change, previous: Snapshot | None, shot: Snapshot, names: dict[str, str]) -> str:
+    return f"{change.after.size:,} 字节"
+
+
+DETAILS = {"session": session_detail, "kept": kept_detail, "journal": journal_detail, "lock": size_detail,
+           "other": size_detail}
 
 
 def describe_change(change: Change, previous: Snapshot | None, shot: Snapshot, names: dict[str, str]) -> str:
-    """一行“变了什么”。"""
+    """一行“变了什么”：'- ✏️ 变了 `5d38….json`（🌱 主会话）：`revision` 1 → **2**，…'。"""
     file = change.after or change.before
     where = f"{MARKERS[change.kind]} {inline_code(file.path)}（{literal_inline(file_label(file, names))}）"
-    if change.kind == "removed":
+    if change.after is None:
         return f"- {where}"
-    if change.kind == "changed" and file.fields:
-        diffs = [f"`{key}` {cell(old)} → **{cell(new)}**" for key, old, new
-                 in field_changes(change.before.fields, file.fields)]
-        return f"- {where}：{'，'.join(diffs)}；{change.before.size:,} → {file.size:,} 字节"
-    if change.kind == "changed" and file.path == s11_journal.JOURNAL_FILE:
-        added = file.lines[len(change.before.lines):]
-        said = "；".join(literal_inline(s11_journal.describe(record)) for record in added)
-        return f"- {where}：末尾多了 {len(added)} 行（{len(change.before.lines)} → {len(file.lines)} 行）：{said}"
-    if change.kind == "appeared" and file.path.startswith(".history/"):
-        same = [old.path for old in (previous.files if previous else ()) if old.digest == file.digest]
-        kept = (f"与上一步的 {inline_code(same[0])} 逐字节相同——旧的一版原样留下，没有被改写" if same
-                else "换掉之前的那一版")
-        return f"- {where}：{kept}"
-    if change.kind == "appeared" and file.fields:
-        nodes = {node.session_id: node for node in shot.nodes}
-        return f"- {where}：{describe_new_session(file, nodes, names)}"
-    if change.kind == "appeared" and file.path == s11_journal.JOURNAL_FILE:
-        said = "；".join(literal_inline(s11_journal.describe(record)) for record in file.lines)
-        return f"- {where}：{len(file.lines)} 行：{said}"
-    return f"- {where}：{file.size:,} 字节"
+    return f"- {where}：{DETAILS[file_kind(file)](change, previous, shot, names)}"
 
 
 def changes_markdown(previous: Snapshot | None, shot: Snapshot, names: dict[str, str]) -> str:

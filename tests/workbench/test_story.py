@@ -255,3 +255,15 @@ def test_an_error_of_the_store_is_one_chinese_sentence_without_the_temporary_pat
     with pytest.raises(story.StoryError, match="书中的演示没能跑完") as caught:
         story.run_story()
     assert "s11-story-" not in str(caught.value) and "文件坏了" in str(caught.value)
+
+
+def test_the_files_the_book_does_not_write_are_explained_under_the_table(pages):
+    assert story.EXTRA_FILES_NOTE not in pages[0].files   # the empty folder: nothing to explain
+    assert all(story.EXTRA_FILES_NOTE in page.files for page in pages[1:])
+
+
+def test_a_folder_of_session_files_only_needs_no_note():
+    only = story.Snapshot(story.STEPS[1], (disk("abc123abc123.json", "1", {"session_id": "abc123abc123",
+                                                                          "revision": 1, "messages": 2}),), ())
+    table = story.files_table(only, [], {"abc123abc123": "🌱 主会话"})
+    assert "`abc123abc123.json`" in table and story.EXTRA_FILES_NOTE not in table
