@@ -112,6 +112,7 @@ def test_a_reader_steps_through_the_story_from_the_8_11_result(browser, server, 
         click(page, "#s11s-restart-5")
         shown_step(page, 0)
         assert "点 下一步 ▶" in page.locator("#s11s-head-0").inner_text()
+        shoot(page, f"story-{width}-{scheme}-restarted.png")
         fits(page)
         # the story ran in a temporary folder: the visitor's sessions folder is exactly as it was
         assert sorted(path.relative_to(sessions) for path in sessions.rglob("*")) == before
