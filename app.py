@@ -3,7 +3,7 @@
     python app.py [--host 127.0.0.1] [--port 7860] [--sessions-dir gradio_sessions] [--students-per-address 1]
                   [--agent-folders] [--allow-host 名字 …]
 
-    tabs() = (demo_tab, explorer_tab, lesson_tab, lab_tab)   每个 code/s11_workbench/*_tab.py 有 LABEL、CSS 和 build(ctx)
+    tabs() = (demo_tab, story_tab, explorer_tab, lesson_tab, lab_tab)   每个 code/s11_workbench/*_tab.py 有 LABEL、CSS 和 build(ctx)
        └─> gr.Tab(LABEL) 里调 build(ctx)            ctx = TabContext(sessions_dir, spaces, visitor, teacher, ready, …)
     新增一页 = 在 code/s11_workbench/ 写一对 xxx.py（逻辑）+ xxx_tab.py（布局），再在 tabs() 里加上它的名字。
 
@@ -77,8 +77,8 @@ CSS = """
 def tabs() -> tuple:
     """工作台的标签页，按页面上的顺序。它们 import gradio（~5 秒），所以用到时才导入：`python app.py` 能先检查
     会话目录、先打印“正在加载”，`import app` 也不必等 gradio。"""
-    from s11_workbench import demo_tab, explorer_tab, lab_tab, lesson_tab
-    return demo_tab, explorer_tab, lesson_tab, lab_tab
+    from s11_workbench import demo_tab, explorer_tab, lab_tab, lesson_tab, story_tab
+    return demo_tab, story_tab, explorer_tab, lesson_tab, lab_tab
 
 
 def panels() -> tuple:
