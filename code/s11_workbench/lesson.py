@@ -49,7 +49,8 @@ STUCK_MINUTES = 8          # 这么久没有新进展算“卡住了”
 STUCK_MISSES = 5           # 或者连续这么多次操作都没让判定变好
 CLASS_FILE = "class.json"
 MAX_TEACHER_SPACES = 8     # 老师换浏览器、换电脑也不过几次：只记最近这么多个
-MAX_RETIRED_IDS = 500      # 重新开始过的关卡写过的起点节点：记着它们（课堂视图不算成分叉），最多这么多个
+MAX_RETIRED_IDS = 500
+REFRESH_SECONDS = 15.0     # 投在大屏上的课堂表每隔这么久自己刷新一次（学生页面也这么久看一次老师定的关卡）      # 重新开始过的关卡写过的起点节点：记着它们（课堂视图不算成分叉），最多这么多个
 TOOLS = {"check_clean": "doctor", "torn_in_trash": "doctor", "conflict_met": "second", "exported_clean": "export"}
 
 
@@ -253,6 +254,16 @@ class ClassPlan:
         with PendingWrite(self.path, text.encode("utf-8")) as pending:
             pending.commit()
         self._cached = (None, {})
+
+
+def refresh_seconds() -> float:
+    """老师的课堂表、学生页面检查「全班做第 N 关」的间隔：环境变量 S11_CLASS_REFRESH_SECONDS（1–600 秒），
+    默认 REFRESH_SECONDS；浏览器测试把它调短。"""
+    try:
+        seconds = float(os.environ.get("S11_CLASS_REFRESH_SECONDS", REFRESH_SECONDS))
+    except ValueError:
+        return REFRESH_SECONDS
+    return min(600.0, max(1.0, seconds)) if seconds == seconds else REFRESH_SECONDS
 
 
 def locked_levels(levels: list, class_level: str | None) -> list:
