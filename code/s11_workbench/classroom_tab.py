@@ -113,7 +113,7 @@ def build(ctx, seconds: float | None = None) -> None:
     refresh.click(on_load, inputs=[visitor, teacher], outputs=load_outputs, api_name="class_refresh",
                   concurrency_limit=4)
 
-    def on_tick(token, secret, known):
+    def on_tick(token, secret, known, picked):
         """定时刷新：重算全班的表（每个空间的行和摘要都有缓存）、书架的选项、画着的分叉图；没变的回 gr.skip()。"""
         if not (token and ctx.spaces.is_teacher(secret)):
             return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.Timer(active=False), gr.skip()
@@ -125,7 +125,9 @@ def build(ctx, seconds: float | None = None) -> None:
         choices = classroom.shelf_choices()
         shelf_update = gr.skip()
         if content_key(choices) != known.get("shelf"):   # 刚发布（或撤下）的书架会话：不必点 🔄 就出现在列表里
-            shelf_update, known["shelf"] = gr.Dropdown(choices=choices), content_key(choices)
+            values = [value for _, value in choices]
+            value = picked if picked in values else (values[0] if values else None)
+            shelf_update, known["shelf"] = gr.Dropdown(choices=choices, value=value), content_key(choices)
         drawn = known.get("drawn")
         map_text = map_rows = gr.skip()
         if drawn and drawn[0] in {value for _, value in choices}:
@@ -134,7 +136,7 @@ def build(ctx, seconds: float | None = None) -> None:
                 map_text, map_rows, known["drawn"] = text, found, (drawn[0], content_key([text, found]))
         return result.note, rows, shelf_update, map_text, map_rows, gr.skip(), known
 
-    clock.tick(on_tick, inputs=[visitor, teacher, seen], outputs=[note, table, shelf, fork_map, forks, clock, seen],
+    clock.tick(on_tick, inputs=[visitor, teacher, seen, shelf], outputs=[note, table, shelf, fork_map, forks, clock, seen],
                api_visibility="private", concurrency_limit=4, show_progress="hidden")
 
     def on_class_row(token, secret, evt: gr.EventData):
@@ -154,10 +156,16 @@ def build(ctx, seconds: float | None = None) -> None:
     def on_restart(token, secret, space_id, level_id):
         message = guarded(lambda: classroom.restart(token, secret, space_id, level_id))
         text = guarded(lambda: classroom.student(token, secret, space_id))
-        return message, text
+        try:   # 重新开始过的那一关不再是“开始过的”：选项跟着变
+            started = classroom.started_levels(token, secret, space_id)
+        except Exception:   # noqa: BLE001 上面已经给了那一句话
+            started = []
+        return (message, text, gr.Row(visible=bool(started)),
+                gr.Dropdown(choices=started, value=started[-1][1] if started else None))
 
-    restart_button.click(on_restart, inputs=[visitor, teacher, chosen_space, restart_level], outputs=[notice, student],
-                         api_name="class_restart_level", concurrency_limit=2)
+    restart_button.click(on_restart, inputs=[visitor, teacher, chosen_space, restart_level],
+                         outputs=[notice, student, restart_row, restart_level], api_name="class_restart_level",
+                         concurrency_limit=2)
 
     def on_level(token, secret, level_id):
         return guarded(lambda: classroom.set_level(token, secret, level_id))

@@ -330,21 +330,25 @@ def test_the_class_timer_shows_a_new_fork_and_a_new_shelf_session_on_its_next_ti
     table_at, shelf_at, seen_at = names.index(by_id("s11c-class")), names.index(by_id("s11c-shelf")), len(names) - 1
     teacher, student = spaces.new_token(), spaces.new_token()
     spaces.set_display_name(student, "投影上的小明")
-    first = tick.fn(teacher, secret, {})
+    first = tick.fn(teacher, secret, {}, None)
     rows = first[table_at]
     assert [row[0] for row in rows] == ["投影上的小明"] and rows[0][CLASS_HEADERS.index("分叉")] == 0
     known = first[seen_at]
-    assert tick.fn(teacher, secret, known)[table_at] == gr.skip()        # nothing changed: nothing sent
+    assert tick.fn(teacher, secret, known, None)[table_at] == gr.skip()        # nothing changed: nothing sent
     store = spaces.open(student).store
     store.fork(store.create_session("小明的会话", LINES), [{"role": "user", "content": "新的想法"}], at=2)
-    after = tick.fn(teacher, secret, known)
+    after = tick.fn(teacher, secret, known, None)
     assert after[table_at][0][CLASS_HEADERS.index("分叉")] == 1          # the next tick shows it, no click
     own = spaces.open(teacher)
-    spaces.publish(secret, own.space_id, own.store.create_session("刚发布的会话", LINES))
-    shelf = tick.fn(teacher, secret, after[seen_at])[shelf_at]
+    published = spaces.publish(secret, own.space_id, own.store.create_session("刚发布的会话", LINES))
+    ticked = tick.fn(teacher, secret, after[seen_at], None)
+    shelf = ticked[shelf_at]
     assert isinstance(shelf, gr.Dropdown) and any("刚发布的会话" in label for label, _ in shelf.choices)
+    assert shelf.value == published                                      # nothing was picked: it is picked
+    spaces.publish(secret, own.space_id, own.store.create_session("又一个会话", LINES))
+    assert tick.fn(teacher, secret, ticked[seen_at], published)[shelf_at].value == published   # a pick stays
     # a student's page (no secret) gets nothing, and its timer is switched off
-    refused = tick.fn(student, None, {})
+    refused = tick.fn(student, None, {}, None)
     assert refused[table_at] == gr.skip() and any(isinstance(out, gr.Timer) and out.active is False
                                                   for out in refused)
 
