@@ -398,7 +398,8 @@ class Lesson:
             anchors = level_state(entry).anchors
             first = next(iter(anchors.values()), None)
             return LessonView(level=exercise.id, session_id=first), "", {}
-        return self._act(token, view, teacher, action, counts=False, static=True)
+        return self._act(token, view, teacher, action, counts=False, static=True,
+                         any_level=True)   # 选的那一关自己查锁：从一关刚锁上的页面也能选回开放的关
 
     def start(self, token, view: LessonView, level_id=None, teacher=None) -> LessonPage:
         """开始（或重新开始）这一关：把起点树写进自己的空间，进度从头算。
@@ -424,7 +425,8 @@ class Lesson:
             done = f"🚀 已开始「{literal_inline(exercise.title)}」：起点已写进你的空间" if anchors else \
                 f"🚀 已开始「{literal_inline(exercise.title)}」"
             return LessonView(level=exercise.id, session_id=first), done, {}
-        return self._act(token, view, teacher, action, counts=False, static=True)
+        # 同上：查的是要开始的那一关
+        return self._act(token, view, teacher, action, counts=False, static=True, any_level=True)
 
     def select(self, token, view: LessonView, session_id, teacher=None) -> LessonPage:
         def action(space, progress):

@@ -171,6 +171,9 @@ def test_the_class_level_locks_later_levels_on_the_server(room):
     assert read_progress(folder) == before
     # a reload lands on the class level, not the locked one
     assert lesson.open_page(student).view.level == "rewind"
+    # a page still showing the locked level picks (or starts) an open one at the first click
+    assert lesson.pick(student, page.view, "rebuild").view.level == "rebuild"
+    assert "已开始" in lesson.start(student, page.view, "rebuild").notice
     # the teacher's own page is never locked
     assert "还没开放" not in lesson.pick(teacher, LessonView(), "resume", teacher=secret).notice
     # opening every level again
