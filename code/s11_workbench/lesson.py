@@ -13,6 +13,7 @@
                                                 "actions": 5, "misses": 2, "best": 3, "last_progress": …,
                                                 "solved_at": …}}, "current": "rewind"}
     <会话目录>/lessons/*.json   老师发布给全班的关卡（与 exercises/ 里的内置关卡同一种文件）
+    <会话目录>/class.json       老师定的「全班做第 N 关」（后面的关卡对同学锁着，pick / start / 每个动作都在服务器端查）
 
 Key insight: 判分只读学生自己的空间，进度也只写在它里面：两个同学永远看不到彼此；
 老师看全班时读的是同一份 .lesson.json（classroom.py），不需要任何共享的内存状态。
@@ -49,8 +50,8 @@ STUCK_MINUTES = 8          # 这么久没有新进展算“卡住了”
 STUCK_MISSES = 5           # 或者连续这么多次操作都没让判定变好
 CLASS_FILE = "class.json"
 MAX_TEACHER_SPACES = 8     # 老师换浏览器、换电脑也不过几次：只记最近这么多个
-MAX_RETIRED_IDS = 500
-REFRESH_SECONDS = 15.0     # 投在大屏上的课堂表每隔这么久自己刷新一次（学生页面也这么久看一次老师定的关卡）      # 重新开始过的关卡写过的起点节点：记着它们（课堂视图不算成分叉），最多这么多个
+MAX_RETIRED_IDS = 500      # 重新开始过的关卡写过的起点节点：记着它们（课堂视图不算成分叉），最多这么多个
+REFRESH_SECONDS = 15.0     # 投在大屏上的课堂表每隔这么久自己刷新一次（学生页面也这么久看一次老师定的关卡）
 TOOLS = {"check_clean": "doctor", "torn_in_trash": "doctor", "conflict_met": "second", "exported_clean": "export"}
 
 
@@ -789,7 +790,7 @@ def _retire(progress: dict, level: str) -> None:
     entry = progress["levels"].get(level)
     if not isinstance(entry, dict):
         return
-    old = [sid for sid in level_state(entry).anchors.values()]
+    old = list(level_state(entry).anchors.values())
     retired = [sid for sid in progress.get("retired") or [] if isinstance(sid, str)]
     progress["retired"] = (retired + old)[-MAX_RETIRED_IDS:]
 
