@@ -40,6 +40,12 @@ def _event_field(evt, name: str):
     return value if value is not None else []
 
 
+def _shelf_dropdown(choices: list, picked) -> gr.Dropdown:
+    """书架会话的新选项：选着的那个还在就留着，否则选第一个。"""
+    values = [value for _, value in choices]
+    return gr.Dropdown(choices=choices, value=picked if picked in values else (values[0] if values else None))
+
+
 def build(ctx, seconds: float | None = None) -> None:
     """搭好（隐藏的）课堂面板；页面加载后，只有教师模式才显示并填上数据，并开始每 seconds 秒自己刷新一次。"""
     classroom = Classroom(ctx.spaces)
@@ -66,7 +72,8 @@ def build(ctx, seconds: float | None = None) -> None:
             restart_level = gr.Dropdown([], label="他开始过的关卡", scale=3, min_width=200, elem_id="s11c-restart-level")
             restart_button = gr.Button("🔁 让他重新开始这一关（会话进他的回收站）", scale=2, min_width=200,
                                        elem_id="s11c-restart")
-        with gr.Accordion("🗺️ 全班的分叉图：从一个书架会话分出去的所有分支", open=False, elem_id="s11c-map-box"):
+        with gr.Accordion("🗺️ 全班的分叉图：从一个书架会话分出去的所有分支", open=False,
+                          elem_id="s11c-map-box") as map_box:
             with gr.Row(equal_height=True):
                 shelf = gr.Dropdown([], label="书架上的会话", scale=4, elem_id="s11c-shelf")
                 draw = gr.Button("🗺️ 画出来", scale=1, min_width=100, elem_id="s11c-draw")
@@ -125,9 +132,7 @@ def build(ctx, seconds: float | None = None) -> None:
         choices = classroom.shelf_choices()
         shelf_update = gr.skip()
         if content_key(choices) != known.get("shelf"):   # 刚发布（或撤下）的书架会话：不必点 🔄 就出现在列表里
-            values = [value for _, value in choices]
-            value = picked if picked in values else (values[0] if values else None)
-            shelf_update, known["shelf"] = gr.Dropdown(choices=choices, value=value), content_key(choices)
+            shelf_update, known["shelf"] = _shelf_dropdown(choices, picked), content_key(choices)
         drawn = known.get("drawn")
         map_text = map_rows = gr.skip()
         if drawn and drawn[0] in {value for _, value in choices}:
@@ -138,6 +143,16 @@ def build(ctx, seconds: float | None = None) -> None:
 
     clock.tick(on_tick, inputs=[visitor, teacher, seen, shelf], outputs=[note, table, shelf, fork_map, forks, clock, seen],
                api_visibility="private", concurrency_limit=4, show_progress="hidden")
+
+    def on_map_open(token, secret, known, picked):
+        """打开分叉图时马上重读书架（不等下一次定时刷新）：刚发布的会话就在列表里。"""
+        if not (token and ctx.spaces.is_teacher(secret)):
+            return gr.skip(), gr.skip()
+        choices = classroom.shelf_choices()
+        return _shelf_dropdown(choices, picked), {**(known or {}), "shelf": content_key(choices)}
+
+    map_box.expand(on_map_open, inputs=[visitor, teacher, seen, shelf], outputs=[shelf, seen],
+                   api_visibility="private", concurrency_limit=4)
 
     def on_class_row(token, secret, evt: gr.EventData):
         row = _event_field(evt, "row_value")

@@ -356,6 +356,22 @@ def test_the_class_timer_shows_a_new_fork_and_a_new_shelf_session_on_its_next_ti
                                                   for out in refused)
 
 
+def test_opening_the_fork_map_rereads_the_shelf_at_once(page):
+    import gradio as gr
+
+    demo, by_id, event, timers = page
+    spaces = demo.s11_spaces
+    opened = event(by_id("s11c-map-box"), "expand")
+    assert opened and by_id("s11c-shelf") in opened[0].outputs
+    teacher = spaces.new_token()
+    own = spaces.open(teacher)
+    published = spaces.publish(spaces.teacher_secret, own.space_id, own.store.create_session("打开就看得到", LINES))
+    dropdown, known = opened[0].fn(teacher, spaces.teacher_secret, {}, None)
+    assert published in [value for _, value in dropdown.choices] and dropdown.value is not None
+    assert "shelf" in known
+    assert opened[0].fn(spaces.new_token(), None, {}, None)[0] == gr.skip()   # a student's page gets nothing
+
+
 def test_the_class_timer_starts_only_on_the_teachers_page(page):
     demo, by_id, event, timers = page
     panel_timer = next(timer for timer in timers if event(timer, "tick") and by_id("s11c-class")
