@@ -259,23 +259,30 @@ def build(ctx) -> None:
     def on_load(token, secret, known):
         return page_outputs(lesson.open_page(token, secret), LOAD, known)
 
-    # 老师定的「全班做第 N 关」：载入时记下 class.json 的版本，之后定时看一眼，变了才重画（LEVEL 这一组）
-    class_seen = gr.State(None)
+    # 老师定的「全班做第 N 关」：载入时记下 class.json 的版本（class_seen）；定时器每次只看一眼它的修改时间，
+    # 变了才把新版本写进 class_changed（一个 State：不变时 gr.skip() 什么都不建），它的 change 事件才重画 LEVEL 这一组
+    class_seen, class_changed = gr.State(None), gr.State(None)
     ctx.ready.then(lambda: lesson.class_stamp(), inputs=None, outputs=[class_seen], api_visibility="private",
                    queue=False)
     ctx.ready.then(on_load, inputs=[visitor, teacher, shown], outputs=[components[key] for key in LOAD],
                    api_visibility="private", concurrency_limit=8)
     clock = gr.Timer(refresh_seconds())
 
-    def on_tick(token, current, secret, seen, known):
+    def on_tick(seen):
         stamp = lesson.class_stamp()
-        if not token or stamp == seen:
+        return gr.skip() if stamp == seen else stamp   # seen 是 None（载入那一步没送到）也算变了：宁可多画一次
+
+    clock.tick(on_tick, inputs=[class_seen], outputs=[class_changed], api_visibility="private",
+               concurrency_limit=8, show_progress="hidden")
+
+    def on_class_change(token, current, secret, stamp, known):
+        if not token or stamp is None:
             return [gr.skip()] * (len(LEVEL) + 1)
         return [*page_outputs(lesson.follow_class(token, current, secret), LEVEL, known), stamp]
 
-    clock.tick(on_tick, inputs=[visitor, view, teacher, class_seen, shown],
-               outputs=[components[key] for key in LEVEL] + [class_seen], api_visibility="private",
-               concurrency_limit=8, show_progress="hidden")
+    class_changed.change(on_class_change, inputs=[visitor, view, teacher, class_changed, shown],
+                         outputs=[components[key] for key in LEVEL] + [class_seen], api_visibility="private",
+                         concurrency_limit=8, show_progress="hidden")
 
     # 老师的出题区：打开时就把编辑框里的关卡（一开始是示例）检查一遍，不必先改一个字
     author.expand(on_check, inputs=[level_text], outputs=[level_check, level_map], api_visibility="private",

@@ -385,6 +385,8 @@ def test_the_class_timer_starts_only_on_the_teachers_page(page):
 
 
 def test_the_lesson_timer_switches_a_students_page_only_when_the_class_level_changes(page):
+    """The student page's timer only looks at class.json's stamp and writes a State (cheap: nothing is rebuilt);
+    the State's change event redraws the level, switched to the class level, with later levels locked."""
     import gradio as gr
 
     from s11_workbench.lesson_tab import LEVEL
@@ -392,16 +394,21 @@ def test_the_lesson_timer_switches_a_students_page_only_when_the_class_level_cha
     demo, by_id, event, timers = page
     spaces = demo.s11_spaces
     levels = by_id("s11l-levels")
-    tick = next(fn for timer in timers for fn in event(timer, "tick") if levels in fn.outputs)
+    redraws = [fn for fn in demo.fns.values() if levels in fn.outputs and any(
+        target[1] == "change" for target in fn.targets)]
+    assert len(redraws) == 1
+    redraw = redraws[0]
+    changed = demo.blocks[redraw.targets[0][0]]
+    tick = next(fn for timer in timers for fn in event(timer, "tick") if fn.outputs == [changed])
     student = spaces.new_token()
     stamp = Classroom(spaces).plan.stamp()
-    unchanged = tick.fn(student, LessonView(level="rebuild"), None, stamp, {})
-    assert all(out == gr.skip() for out in unchanged)
+    assert tick.fn(stamp) == gr.skip()                                  # nothing changed: nothing at all
     Classroom(spaces).set_level(spaces.new_token(), spaces.teacher_secret, "rewind")
-    changed = tick.fn(student, LessonView(level="rebuild"), None, stamp, {})
-    view = changed[LEVEL.index("view")]
-    assert view.level == "rewind" and changed[-1] != stamp
-    choices = changed[LEVEL.index("levels")].choices
+    new_stamp = tick.fn(stamp)
+    assert new_stamp != stamp and new_stamp != gr.skip()
+    outputs = redraw.fn(student, LessonView(level="rebuild"), None, new_stamp, {})
+    assert outputs[LEVEL.index("view")].level == "rewind" and outputs[-1] == new_stamp
+    choices = outputs[LEVEL.index("levels")].choices
     assert any(label.startswith("🔒") for label, _ in choices)
     Classroom(spaces).set_level(spaces.new_token(), spaces.teacher_secret, "")
 
