@@ -43,7 +43,7 @@ from s11_workbench.shown import Shown, ShownEvent
 LABEL = "🌳 会话树浏览器"
 # 表格在自己的框里滚动，会话树限高，代码块折行；分支图的字不小于 12 px（窄屏上图按宽度缩小时，改看文字树）
 CSS = """
-#s11x-list, #s11x-hits, #s11x-spaces, #s11x-agents-table, #s11x-agents-risk, #s11x-preview { contain: inline-size; }
+#s11x-list, #s11x-hits, #s11x-agents-table, #s11x-agents-risk, #s11x-preview { contain: inline-size; }
 #s11x-tree .wrap { max-height: 360px; overflow-y: auto; }
 #s11x-map .mermaid, #s11x-map svg { max-width: 100%; height: auto; }
 #s11x-map pre, #s11x-map pre code, #s11x-path pre, #s11x-path pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; }
@@ -72,7 +72,6 @@ INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、恢复、导�
          "或点用户消息上的 ✏️ 改写它，改写后的话成为新分支的第一条（和聊天软件一样）；"
          "**恢复** 一个会话给它续写一轮（由你输入，不调用大模型）；**导出** 脱敏的 Markdown / HTML。"
          "别的同学看不到你的空间。")
-TEACHER_HEADERS = ["空间", "会话数", "大小", "最后活动"]
 HIT_HEADERS = ["会话", "第几条", "上下文", "ID"]
 PICK_HINT = "👆 点对话里的一条消息，在它之后分叉；点用户消息上的 ✏️ 改写，改写后的话成为新分支的第一条。"
 FORK_LABEL = "🌿 在选中的消息之后分叉"
@@ -84,7 +83,7 @@ FORK_FORM = ("fork_at", "fork_text", "fork_title", "picked", "fork_button")
 # 所有输出，按这个顺序（compare_tab.py、agent_folders_tab.py 用 outputs + page_outputs(page) 接整页）
 ALL = ("notice", "confirm_box", "confirm_text", "view", "space_label", "source", "list_note", "table", "tree",
        "details", "chat", "path_note", "start", "resume_button", "delete", "restore", "download_md", "download_html",
-       "preview", "map", "problems", "trash", "trash_note", "examples", "teacher_box", "teacher_table", "publish",
+       "preview", "map", "problems", "trash", "trash_note", "examples", "teacher_box", "publish",
        "unpublish", "report", "resume_text", *RESULTS, "sibling_row", "sibling_text", "previous", "next",
        "hits_note", "hits", *FORK_FORM, "remembered", "shown")
 # 每个动作都重画的部分（列表、树、路径……每次都从磁盘重读）；下面几组只在会变的动作上加进来
@@ -160,7 +159,6 @@ def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> l
                                   lambda: gr.Dropdown(choices=page.examples, value=example), example),
         "teacher_box": lambda: shown.prop("teacher", page.teacher,
                                      lambda: gr.Column(visible=page.teacher), gr.skip),
-        "teacher_table": lambda: page.teacher_rows,
         "publish": button("publish", PUBLISH_LABEL, visible=page.teacher and view.source != SHELF),
         "unpublish": button("unpublish", UNPUBLISH_LABEL, visible=page.teacher and view.source == SHELF),
         "report": lambda: gr.skip() if page.report is None else page.report,
@@ -265,9 +263,8 @@ def build(ctx) -> None:
         map_pick = gr.Textbox("", visible="hidden", show_label=False, max_length=100, elem_id="s11x-map-pick")
     problems = gr.Markdown("", visible=False, elem_id="s11x-problems")
     with gr.Column(visible=False, elem_id="s11x-teacher") as teacher_box:
-        gr.Markdown("### 👩‍🏫 老师：全部学生空间（点一行只读打开）")
-        teacher_table = gr.Dataframe(headers=TEACHER_HEADERS, datatype="str", interactive=False, max_height=300,
-                                     elem_id="s11x-spaces")
+        # 全班的空间、名字和进度在页面上方的 🧑‍🏫 课堂面板里（classroom_tab.py）；这里只留发布到书架
+        gr.Markdown("### 👩‍🏫 老师：把选中的会话发布到共享书架")
         with gr.Row():
             publish_button = gr.Button(PUBLISH_LABEL, visible=False, elem_id="s11x-publish")
             unpublish_button = gr.Button(UNPUBLISH_LABEL, visible=False, elem_id="s11x-unpublish")
@@ -280,7 +277,7 @@ def build(ctx) -> None:
                   "resume_button": resume.button, "delete": trash.delete, "restore": trash.restore,
                   "download_md": export.markdown, "download_html": export.html, "preview": export.preview,
                   "map": branch_map, "problems": problems, "trash": trash.choices, "trash_note": trash.note,
-                  "examples": imports.examples, "teacher_box": teacher_box, "teacher_table": teacher_table,
+                  "examples": imports.examples, "teacher_box": teacher_box,
                   "publish": publish_button, "unpublish": unpublish_button, "report": imports.report,
                   "resume_text": resume.text, **{f"{area}_result": results[area] for area in AREAS},
                   "sibling_row": sibling_row, "sibling_text": sibling_text, "previous": previous_sibling,
@@ -358,13 +355,6 @@ def build(ctx) -> None:
 
     hits.select(on_hit, inputs=[visitor, view, teacher, shown], outputs=targets(PICKED), api_visibility="private",
                 concurrency_limit=8)
-
-    def on_space_row(token, current, secret, known, evt: gr.EventData):
-        row = _event_field(evt, "row_value")
-        return page_outputs(explorer.open_space(token, current, row[0] if row else None, secret), SOURCE, known)
-
-    teacher_table.select(on_space_row, inputs=[visitor, view, teacher, shown], outputs=targets(SOURCE),
-                         api_visibility="private", concurrency_limit=8)
 
     def on_message(current: View, evt: gr.EventData):
         """点对话里的一条消息 -> 分叉位置填成它的编号（在它之后分叉），按钮上写明第几条。"""

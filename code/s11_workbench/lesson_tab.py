@@ -11,6 +11,9 @@
 
 Key insight: 每个事件把 (令牌, 视图, 老师密钥, *控件的值) 交给 Lesson 的一个方法，拿回整页 LessonPage，
 由 page_outputs() 摊到各控件上；关卡作者和同学写的文字只进转义过的 Markdown、Radio、Code，从不进 gr.HTML。
+
+全班做第 N 关：页面上一个 gr.Timer 每隔一会儿看一眼 <会话目录>/class.json 的修改时间（一次 stat）；
+老师改过时这一页切到那一关，关卡列表里后面的关卡标 🔒（选了只得到一句说明，服务器端拒绝）。
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import gradio as gr
 from gradio.context import Context
 
 from s11_workbench.explorer import ROLES, Explorer
-from s11_workbench.lesson import Lesson, LessonPage, LessonView
+from s11_workbench.lesson import Lesson, LessonPage, LessonView, refresh_seconds
 from s11_workbench.shown import Shown, ShownEvent
 
 LABEL = "🎯 练习"
@@ -58,7 +61,7 @@ EXAMPLE = """{
 # 每个事件只回它改得动的控件；属性（选项、可见、可点）没变时只回值（为什么见 shown.py）。
 PAGE = ("notice", "view", "shown", "levels", "mine", "tree", "verdict", "hint", "solution", "solution_button",
         "others", "doctor", "second", "preview", "download_md", "download_html")
-LEVEL = PAGE + ("instructions", "goal", "goal_list", "tools")     # 换了一关：说明、目标树也要重画
+LEVEL = PAGE + ("instructions", "goal", "goal_list", "tools", "class_note")   # 换了一关：说明、目标树也要重画
 LOAD = LEVEL + ("author", "name")                                  # 页面载入：老师的出题区、自己的名字
 # 切回这个标签页：这一关重画，老师的出题区也再判一次——页面载入那一次没能送到（全班同时载入时）或出了错，
 # 老师不必刷新页面；没变时只回 gr.skip()
@@ -104,6 +107,7 @@ def page_outputs(page: LessonPage, names: tuple = LOAD, shown: dict | None = Non
         "second_text": lambda: gr.skip() if page.draft is None else page.draft,
         "resume_text": lambda: gr.skip() if page.main_draft is None else page.main_draft,
         "name": lambda: gr.skip() if page.name is None else page.name,
+        "class_note": lambda: page.class_note,
         "tools": lambda: same or shown.prop("tools", bool(page.tools),
                                        lambda: gr.Markdown(_tools_note(page.tools), visible=bool(page.tools)),
                                        _tools_note(page.tools)),
@@ -128,6 +132,7 @@ def build(ctx) -> None:
     view = gr.State(LessonView())
 
     gr.Markdown(INTRO)
+    class_note = gr.Markdown("", elem_id="s11l-class-note")
     notice = gr.Markdown("", elem_id="s11l-notice")
     with gr.Row(equal_height=True):
         name = gr.Textbox(label="你的名字（可选，只有老师看得到，可以随时改）", max_length=40, scale=4, min_width=200,
@@ -211,7 +216,7 @@ def build(ctx) -> None:
                   "solution": solution, "solution_button": solution_button, "others": others, "doctor": doctor,
                   "second": second, "preview": preview, "download_md": markdown_download,
                   "download_html": html_download, "author": author, "second_text": second_text,
-                  "resume_text": resume_text, "name": name, "tools": tools}
+                  "resume_text": resume_text, "name": name, "tools": tools, "class_note": class_note}
 
     def wire(trigger, action, inputs, api_name, names=PAGE):
         return trigger(LessonEvent(action, names), inputs=[visitor, view, teacher, *inputs, shown],
@@ -254,8 +259,34 @@ def build(ctx) -> None:
     def on_load(token, secret, known):
         return page_outputs(lesson.open_page(token, secret), LOAD, known)
 
+    # 老师定的「全班做第 N 关」：载入时记下 class.json 的版本（class_seen）；定时器每次只看一眼它的修改时间，
+    # 变了才把新版本写进 class_changed（一个 State：不变时 gr.skip() 什么都不建），它的 change 事件才重画 LEVEL 这一组
+    class_seen, class_changed = gr.State(None), gr.State(None)
+    ctx.ready.then(lambda: lesson.class_stamp(), inputs=None, outputs=[class_seen], api_visibility="private",
+                   queue=False)
     ctx.ready.then(on_load, inputs=[visitor, teacher, shown], outputs=[components[key] for key in LOAD],
                    api_visibility="private", concurrency_limit=8)
+    clock = gr.Timer(refresh_seconds())
+
+    def on_tick(seen):
+        stamp = lesson.class_stamp()
+        return gr.skip() if stamp == seen else stamp   # seen 是 None（载入那一步没送到）也算变了：宁可多画一次
+
+    clock.tick(on_tick, inputs=[class_seen], outputs=[class_changed], api_visibility="private",
+               concurrency_limit=8, show_progress="hidden")
+
+    def on_class_change(token, current, secret, stamp, known):
+        if not token or stamp is None:
+            return [gr.skip()] * (len(LEVEL) + 1)
+        return [*page_outputs(lesson.follow_class(token, current, secret), LEVEL, known), stamp]
+
+    class_changed.change(on_class_change, inputs=[visitor, view, teacher, class_changed, shown],
+                         outputs=[components[key] for key in LEVEL] + [class_seen], api_visibility="private",
+                         concurrency_limit=8, show_progress="hidden")
+
+    # 老师的出题区：打开时就把编辑框里的关卡（一开始是示例）检查一遍，不必先改一个字
+    author.expand(on_check, inputs=[level_text], outputs=[level_check, level_map], api_visibility="private",
+                  concurrency_limit=4)
     tab = Context.block
     if isinstance(tab, gr.Tab):   # 从会话树浏览器切回来：在那里做的动作也立刻判一次
         def on_tab(token, current, secret, known):

@@ -446,6 +446,11 @@ class Spaces:
         self._require_teacher(secret, "查看别人的空间")
         return self._existing(space_id)
 
+    def manage(self, secret, space_id: str) -> Space:
+        """教师替一位同学改动他已有的空间（课堂面板的“重新开始这一关”：只把会话移进他的回收站）。"""
+        self._require_teacher(secret, "改动学生的空间")
+        return self._space(self._existing(space_id).space_id)
+
     def _existing(self, space_id) -> Space:
         """已存在的空间的只读视图；不会创建目录。"""
         if not isinstance(space_id, str) or not _SPACE_ID.fullmatch(space_id):

@@ -137,7 +137,7 @@ def test_the_class_view_shows_names_progress_and_flags_the_stuck(room):
     assert rows["小明"]["关卡进度"] == "1/7" and rows["小明"]["状态"].startswith("✅")
     assert rows["小明"]["分叉"] == 2
     assert rows["<img src=x onerror=alert(1)> 小红"]["状态"].startswith("⚠️ 卡住了")
-    assert "另有 2 个空间" in table.note    # the silent one and the teacher's own fresh space
+    assert "另有 1 个空间" in table.note    # the silent one; the teacher's own fresh space is not a student
 
 
 def test_the_class_table_follows_every_new_step_of_a_student(room):
