@@ -57,7 +57,7 @@ CSS = """
 /* 分支图后面跟着文字版：宽屏看图；窄屏上图里的字会缩到 12 px 以下，改看文字版 */
 #s11x-map .mermaid ~ * { display: none; }
 @media (max-width: 720px) {
-  #s11x-map .mermaid { display: none; }
+  #s11x-map .mermaid { visibility: hidden; position: absolute; left: 0; right: 0; height: 0; overflow: hidden; }   /* 不用 display: none：mermaid 要量字，量到 0 就报错 */
   #s11x-map .mermaid ~ * { display: block; }
   #s11x-map pre, #s11x-map pre code, #s11x-map p { font-size: 13px !important; }
   #s11x-map p { line-height: 1.9; overflow-wrap: anywhere; }
