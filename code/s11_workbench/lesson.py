@@ -35,7 +35,7 @@ from s11_storage import PendingWrite
 from s11_text import shorten
 from s11_tree import Forest
 from s11_workbench import explorer as explorer_logic
-from s11_workbench.explorer import Explorer, View, explain, mermaid_map, page_tree, tree_label
+from s11_workbench.explorer import Explorer, View, branch_names, explain, mermaid_map, page_tree, tree_label
 from s11_workbench.markdown import literal_inline
 from s11_workbench.spaces import SpaceError, clean_display_name
 
@@ -608,7 +608,8 @@ class Lesson:
         page.view = dataclasses.replace(view, session_id=selected)
         names = {sid: goal for goal, sid in verdict.mapping.items()}
         labels = {goal.key: goal.label for goal in self.levels.get(view.level).goal}
-        page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end)
+        branches = branch_names(tree)   # 与会话树浏览器同样的名字（分支 A、B.A），不是“分支 ?”
+        page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end, branches.get(n["session_id"], ""))
                               + (f" = {labels[names[n['session_id']]]} ✅" if n["session_id"] in names else ""),
                               n["session_id"]) for n, prefix, _ in tree]
         page.converge_choices = [(shorten(label, 60), sid) for label, sid in page.tree_choices if sid != selected]
