@@ -389,7 +389,7 @@ class Lesson:
         def action(space, progress):
             level = self._started(view, progress)
             if not view.second:
-                raise LessonError("先点「📌 在第二个标签页打开」")
+                raise LessonError("先点「📌 在第二个标签页打开选中的会话」")
             session_id, revision = view.second
             turn = {"role": "user", "content": explorer_logic._turn_text(text)}
             space.writable().throttle()
