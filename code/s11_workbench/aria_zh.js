@@ -28,7 +28,7 @@
     "logo": "标志", "Stop Recording": "停止录制", "flowchart-v2": "流程图", "flowchart": "流程图",
     "Error": "出错了", "Warning": "注意", "Info": "提示", "Success": "完成", "common.complete": "完成",
     "Select all": "全选", "Remove All": "全部移除", "Clear all": "全部清空", "Settings": "设置",
-    "processing": "处理中", "Submit": "提交", "Stop": "停止",
+    "processing": "处理中", "Submit": "提交", "Stop": "停止", "Empty value": "空",
   };
   const ATTRIBUTES = ["aria-label", "title", "placeholder", "alt", "aria-roledescription"];
   // gradio 的外壳里放英文字的地方（都不含会话内容）
@@ -45,7 +45,7 @@
       .replace(/```[^\n]*\n?/g, " ")                 // 代码围栏的开头和结尾
       .replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1")     // 链接和图片只留文字
       .replace(/<[^>]{0,200}>/g, " ")                // 标签
-      .replace(/\\([\\`*_{}\[\]()#+\-.!|<>~])/g, "$1") // 转义的标点
+      .replace(/\\([!-\/:-@\[-`{-~])/g, "$1")      // 转义的 ASCII 标点（\_ \/ \* …）
       .replace(/(\*\*|__|~~|`)/g, "")                // 粗体、删除线、行内代码
       .replace(/^\s{0,3}(#{1,6}\s+|>\s?|[-*+]\s+)/gm, "") // 标题、引用、列表的记号
       .replace(/\s+/g, " ")
