@@ -222,7 +222,7 @@ def build(ctx) -> None:
                                  label="会话列表（每棵树：根在前、分支缩进；点一行选中）")
             tree = gr.Radio([], label="🌳 会话树（点一个节点选中它；◀ 活动端 = 对话现在停在哪里）", elem_id="s11x-tree")
         with gr.Column(scale=3, min_width=300):
-            details = gr.Markdown("👈 在左侧列表或会话树里选一个会话。", elem_id="s11x-details")
+            details = gr.Markdown("在会话列表或会话树里选一个会话（宽屏在左边，手机上在上面）。", elem_id="s11x-details")
             with gr.Row(equal_height=True, visible=False, elem_id="s11x-siblings") as sibling_row:
                 previous_sibling = gr.Button(PREVIOUS_LABEL, size="sm", min_width=90, scale=0, interactive=False,
                                              elem_id="s11x-sibling-prev")

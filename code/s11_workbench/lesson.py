@@ -488,7 +488,7 @@ class Lesson:
     # ── 内部 ────────────────────────────────────────────────────────────────────────────
     def _level(self, view: LessonView) -> str:
         if not view.level:
-            raise LessonError("请先在左边选一关")
+            raise LessonError("请先在「关卡」列表里选一关")
         return view.level
 
     def _started(self, view: LessonView, progress: dict) -> str:
@@ -644,7 +644,7 @@ def _instructions(exercise: Exercise) -> str:
 def _hint(exercise: Exercise, verdict, entry: dict) -> str:
     """判定的提示；连续几次没进展时再附上关卡作者写的一般提示（一条一条地给）。"""
     if verdict.solved:
-        return "🎉 这一关完成了！左边选下一关。"
+        return "🎉 这一关完成了！在「关卡」列表里选下一关。"
     lines = [f"💡 {literal_inline(verdict.hint)}"]
     misses = int(entry.get("misses", 0))
     if exercise.hints and misses:
