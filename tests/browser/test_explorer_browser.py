@@ -533,7 +533,10 @@ def map_text_px(page) -> float:
         const sizes = [];
         for (const el of document.querySelectorAll('#s11x-map .nodeLabel, #s11x-map pre, #s11x-map p')) {
             const r = el.getBoundingClientRect();
-            if (!r.width || getComputedStyle(el).display === 'none' || el.closest('[style*="display: none"]')) continue;
+            // hidden = display: none, or (the phone's diagram, hidden tabs and folded panels: still laid out for
+            // mermaid, see app.py's CSS) visibility: hidden
+            if (!r.width || getComputedStyle(el).display === 'none' || getComputedStyle(el).visibility === 'hidden'
+                || el.closest('[style*="display: none"]')) continue;
             if (el.tagName !== 'SPAN' && !el.closest('svg')) { sizes.push(parseFloat(getComputedStyle(el).fontSize)); continue; }
             const svg = el.closest('svg'), box = svg.viewBox.baseVal, scale = svg.getBoundingClientRect().width / box.width;
             sizes.push(parseFloat(getComputedStyle(el).fontSize) * scale);
