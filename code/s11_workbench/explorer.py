@@ -381,6 +381,14 @@ def node_caption(node: dict, name: str | None, title_chars: int = TITLE_CHARS) -
     return f"🌿 {branch_label(name)}：{shorten(node['title'], 30)}{plus} · {node['message_count']} 条"
 
 
+def short_caption(node: dict, name: str | None, title_chars: int = 24) -> str:
+    """'🌿 分支 B：修复登录服务内存泄漏 · 分支'；根：'🌱 修复登录服务内存泄漏'（全文命中的「会话」一列：
+    那条消息已在「上下文」一列里，不再重复分支新增的第一句）"""
+    if name == "":
+        return f"🌱 {shorten(node['title'], title_chars)}"
+    return f"🌿 {branch_label(name)}：{shorten(node['title'], title_chars)}"
+
+
 def tree_label(node: dict, prefix: str, marker: bool, name: str | None = None, into: dict | None = None) -> str:
     """'├─ 🌿 分支 A：修复… · ➕ 方案 A：为 cache… · 7 条 · 自第 5 条 [4d67e2e6b66c] ◀ 活动端'
     （纯文本：单选框标签不解析 Markdown / HTML）。
@@ -1058,7 +1066,7 @@ class Explorer:
                     if len(hits) < SEARCH_HITS:
                         hits.append([summary, str(number), _context(text, folded, words[0]), summary["session_id"]])
         names = names_in_forest(forest or Forest(summaries), {hit[3] for hit in hits})
-        hits = [[node_caption(summary, names.get(sid), 30), *rest, sid] for summary, *rest, sid in hits]
+        hits = [[short_caption(summary, names.get(sid)), *rest, sid] for summary, *rest, sid in hits]
         more = f"，列出前 {SEARCH_HITS} 处" if matched > len(hits) else ""
         note = (f"🔎 消息正文里找到 {matched:,} 处{more}（点一行跳到那条消息）" if matched
                 else "🔎 消息正文里没有找到")

@@ -815,7 +815,7 @@ def test_full_text_search_finds_a_word_in_a_tool_result_and_a_click_jumps_to_tha
     token, _ = student
     sid = store_of(spaces, token).create_session("日志排查", claude_with_tool_result("zebraquux"))
     page = explorer.refresh(token, View(), query="ZebraQuux")
-    assert page.hits == [["🌱 日志排查 · 4 条", "3", "ERROR pool exhausted zebraquux at 12:00", sid]]
+    assert page.hits == [["🌱 日志排查", "3", "ERROR pool exhausted zebraquux at 12:00", sid]]
     assert "找到 1 处" in page.hits_note
     jumped = explorer.jump(token, page.view, sid, "3")
     assert jumped.view.session_id == sid and jumped.view.focus == 3
