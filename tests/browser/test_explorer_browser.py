@@ -243,7 +243,7 @@ def walk(browser, server):
     a.pick_row(demo[9])                                   # branch B, the resumed one
     page.locator("#s11x-path").get_by_text("#9").wait_for()
     assert "◀ 活动端" in page.locator("#s11x-tree").inner_text()
-    page.locator("#s11x-path").get_by_role("button", name="清空").click()   # the chatbot's own "clear" (aria_zh.js: 清空) redraws
+    page.locator("#s11x-path").get_by_role("button", name="清空").click()   # the chatbot's own "clear" button (named in Chinese by aria_zh.js) redraws
     page.locator("#s11x-path").get_by_text("#9").wait_for()
     assert store.load(demo[9]) is not None and len(store.load(demo[9]).messages) == 9
     page.locator("#s11x-path").get_by_text("#3", exact=True).click()   # pick message 3 in the path view
