@@ -71,6 +71,14 @@ CSS = """
 .tab-container:not(.visually-hidden) { flex-wrap: wrap; height: auto; }
 .tab-wrapper { height: auto; }
 .tab-container.visually-hidden > button { width: 0 !important; min-width: 0 !important; padding: 0 !important; }
+/* 没打开的页签和收起的折叠面板照样排版、只是看不见（gradio 用的是 display: none）：mermaid 在里面画图时要量字的
+   大小，量到 0 就画出“Syntax error”并在控制台报错（在 8.11 页点了运行就切走、分支图收起时选节点都会遇到）。
+   高 0、裁掉溢出、不接鼠标：页面上看不到、点不到，读屏软件也跳过（visibility: hidden） */
+.tabitem[style*="display: none"], .gr-accordion > div[style*="display: none"] {
+  display: block !important; visibility: hidden !important; position: absolute !important; left: 0; right: 0; top: 0;
+  height: 0 !important; overflow: hidden !important; pointer-events: none; }
+/* 页脚只留「API」一项：gradio 仍在它后面放一个分隔点（手机上 API 链接隐藏后只剩这个点） */
+footer > .divider:last-child { display: none; }
 """
 
 
@@ -100,6 +108,8 @@ class TabContext(NamedTuple):
 
 # 页面载入后把 ?teacher= 和 ?agents= 从地址栏抹掉（浏览器里运行的代码都在 .js 文件里，不写在 Python 字符串里）
 FORGET_LINK_SECRETS_JS = (HERE / "code" / "s11_workbench" / "forget_link_secrets.js").read_text(encoding="utf-8")
+# gradio 自己写死的英文 aria-label、title、上传框和页脚的字换成中文；对话里每条消息的 aria-label 换成纯文字
+ARIA_ZH_JS = (HERE / "code" / "s11_workbench" / "aria_zh.js").read_text(encoding="utf-8")
 
 
 def enter_space(spaces, token, request) -> tuple:
@@ -131,7 +141,7 @@ def launch_options(demo=None, hosts=None) -> dict:
     spaces = getattr(demo, "s11_spaces", None)
     css = CSS + "".join(tab.CSS for tab in tabs() + panels())
     # 各页自己的脚本（只是页面的代码，从不执行会话文字）：每页的 JS 读自它的 .js 文件（"() => {...}"），页面载入时依次运行
-    scripts = [tab.JS for tab in tabs() + panels() if getattr(tab, "JS", "")]
+    scripts = [ARIA_ZH_JS] + [tab.JS for tab in tabs() + panels() if getattr(tab, "JS", "")]
     js = "() => {\n" + "\n".join(f"({script})();" for script in scripts) + "\n}" if scripts else None
     options = {"theme": theme, "css": css, "js": js, "footer_links": ["api"], "ssr_mode": False,
                "max_file_size": (spaces.limits if spaces is not None else Limits()).max_upload_bytes,

@@ -580,7 +580,7 @@ def _diagnose(exercise: Exercise, goal: GoalNode, space: _Space, mapping: dict, 
     if goal.key in space.state.anchors:
         pool = _candidates(exercise, goal, space, mapping)
         if not pool:
-            return "missing_start", f"这一关起点里的「{goal.label}」不见了（可能被删除了）：点「🔁 重新开始这一关」"
+            return "missing_start", f"这一关起点里的「{goal.label}」不见了（可能被删除了）：点「🚀 开始这一关」"
     else:
         pool = _candidates(exercise, goal, space, mapping)
     misses = [(_fits(exercise, goal, sid, space, mapping), sid) for sid in pool]
@@ -662,7 +662,7 @@ def check(exercise: Exercise, store: SessionStore, state: LevelState) -> Verdict
         parts = [Part(describe_goal(goal, labels), False) for goal in exercise.goal]
         if exercise.active_end is not None:
             parts.append(Part(f"活动端停在「{labels[exercise.active_end]}」", False))
-        return Verdict(tuple(parts), f"{too_many}：删掉这一关里多余的会话，或点「🔁 重新开始这一关」", "too_many", {})
+        return Verdict(tuple(parts), f"{too_many}：删掉这一关里多余的会话，或点「🚀 开始这一关」", "too_many", {})
 
 
 def _judge(exercise: Exercise, space: _Space, labels: dict) -> Verdict:
@@ -742,7 +742,7 @@ def _exported_clean(item, space, mapping, labels):
         return True, label, ""
     if exports:
         return False, label, f"你导出的不是「{labels[item.node]}」：先在树里选中它，再导出"
-    return False, label, f"选中「{labels[item.node]}」，点「📤 导出（已脱敏）」"
+    return False, label, f"选中「{labels[item.node]}」，点「📤 导出选中的会话（已脱敏）」"
 
 
 CHECKS: Dict[str, CheckKind] = {

@@ -116,6 +116,7 @@ PARENT_KINDS = ("missing_parent", "missing_converged")   # 只由“哪些会话
 FIRST_ADDED_SHOWN = 24
 FOCUS_OPEN_CHARS = 200     # 被指向的那条消息里，这么短的折叠块才默认展开（手机上也不会把📍那行顶出窗口）
 NAME_LEVELS = 4            # 分支名最多写几层（'B.A.C.A'），更深的前面写 '…'
+UNNAMED_BRANCH = "（未命名分支）"   # 不是根、却不知道它在树里排第几时的名字（从不写成“分支 ?”）
 # 每个动作的结果写在引起它的控件旁边：Page.area 是这几块之一（""：只写在页面顶上）
 AREAS = ("list", "path", "fork", "resume", "export", "trash", "confirm", "import", "teacher", "map")
 REFUSAL_CHARS = 2000       # 上传被拒时浏览器报来的那段 JSON 最多多长（文件名在 gradio 里最多 255 字节）
@@ -354,21 +355,47 @@ def branch_names(tree: list) -> dict[str, str]:
     return names
 
 
-def node_caption(node: dict, name: str, title_chars: int = TITLE_CHARS) -> str:
-    """'分支 B：修复… · ➕ 方案 B：改用 Weak… · 9 条'（纯文本）；根：'🌱 修复登录服务内存泄漏 · 5 条'"""
-    if not name:
+def names_in_forest(forest: Forest, session_ids) -> dict[str, str]:
+    """每个 ID -> 它在自己那棵树里的名字（与会话树、分支图同一套：branch_names，根是空串）；
+    只走这些 ID 所在的树（搜索命中的、对比的两边），不给整个空间的每棵树都排一遍。"""
+    names: dict[str, str] = {}
+    for session_id in session_ids:
+        if session_id in forest.by_id and session_id not in names:
+            names.update(branch_names(page_tree(forest, session_id)))
+    return names
+
+
+def branch_label(name: str | None) -> str:
+    """branch_names() 给的名字 -> 页面上怎么叫它：'B.A' -> '分支 B.A'；没有名字（不知道它在树里排第几）->
+    '（未命名分支）'，从不写成“分支 ?”。"""
+    return f"分支 {name}" if name else UNNAMED_BRANCH
+
+
+def node_caption(node: dict, name: str | None, title_chars: int = TITLE_CHARS) -> str:
+    """'分支 B：修复… · ➕ 方案 B：改用 Weak… · 9 条'（纯文本）；根（name 是空串）：'🌱 修复登录服务内存泄漏 · 5 条'；
+    name 是 None：不是根、但不知道叫什么 -> '🌿 （未命名分支）：…'"""
+    if name == "":
         return f"🌱 {shorten(node['title'], title_chars)} · {node['message_count']} 条"
     added = node.get("first_added") or ""
     plus = f" · ➕ {shorten(added, FIRST_ADDED_SHOWN)}" if added else " · （没有新增消息）"
-    return f"🌿 分支 {name}：{shorten(node['title'], 30)}{plus} · {node['message_count']} 条"
+    return f"🌿 {branch_label(name)}：{shorten(node['title'], 30)}{plus} · {node['message_count']} 条"
+
+
+def short_caption(node: dict, name: str | None, title_chars: int = 24) -> str:
+    """'🌿 分支 B：修复登录服务内存泄漏 · 分支'；根：'🌱 修复登录服务内存泄漏'（全文命中的「会话」一列：
+    那条消息已在「上下文」一列里，不再重复分支新增的第一句）"""
+    if name == "":
+        return f"🌱 {shorten(node['title'], title_chars)}"
+    return f"🌿 {branch_label(name)}：{shorten(node['title'], title_chars)}"
 
 
 def tree_label(node: dict, prefix: str, marker: bool, name: str | None = None, into: dict | None = None) -> str:
     """'├─ 🌿 分支 A：修复… · ➕ 方案 A：为 cache… · 7 条 · 自第 5 条 [4d67e2e6b66c] ◀ 活动端'
     （纯文本：单选框标签不解析 Markdown / HTML）。
     into（s11_tree.converged_into）给出时，收敛节点标“⇠┄ 收敛了 […]”，被收敛的分支标“已收敛到 […]”，另带本段的标签。"""
-    name = name if name is not None else ("?" if prefix else "")
-    fork = f" · 自第 {node['fork_point']} 条" if node.get("fork_point") is not None and name else ""
+    if name is None and not prefix:
+        name = ""   # 没有前缀的是树根
+    fork = f" · 自第 {node['fork_point']} 条" if node.get("fork_point") is not None and name != "" else ""
     end = " ◀ 活动端" if marker else ""
     marks = marks_text(node, into) if into is not None else ""
     caption = node_caption(node, name)
@@ -1026,9 +1053,10 @@ class Explorer:
         return self._act(token, view, teacher, action, check=True, area="teacher")
 
     # ── 全文搜索 ───────────────────────────────────────────────────────────────
-    def _search(self, store, summaries: list[dict], query: str) -> tuple[list, str]:
+    def _search(self, store, summaries: list[dict], query: str, forest: Forest | None = None) -> tuple[list, str]:
         """当前来源里每条消息的全文搜索（不区分大小写，几个词都要出现在同一条里）。
-        -> ([[会话, 第几条, 上下文, ID], …], 说明)。继承来的前缀只在它最早出现的节点里算一次。"""
+        -> ([[会话, 第几条, 上下文, ID], …], 说明)。继承来的前缀只在它最早出现的节点里算一次。
+        「会话」一列用会话树里的名字（'🌿 分支 B.A：…'），同名的分支也分得清。"""
         words = str(query or "").casefold().split()
         hits, matched = [], 0
         for summary in summaries:   # 最近创建的在前
@@ -1036,8 +1064,9 @@ class Explorer:
                 if all(word in folded for word in words):
                     matched += 1
                     if len(hits) < SEARCH_HITS:
-                        hits.append([shorten(summary["title"], 30), str(number), _context(text, folded, words[0]),
-                                     summary["session_id"]])
+                        hits.append([summary, str(number), _context(text, folded, words[0]), summary["session_id"]])
+        names = names_in_forest(forest or Forest(summaries), {hit[3] for hit in hits})
+        hits = [[short_caption(summary, names.get(sid)), *rest, sid] for summary, *rest, sid in hits]
         more = f"，列出前 {SEARCH_HITS} 处" if matched > len(hits) else ""
         note = (f"🔎 消息正文里找到 {matched:,} 处{more}（点一行跳到那条消息）" if matched
                 else "🔎 消息正文里没有找到")
@@ -1193,7 +1222,7 @@ class Explorer:
         page.rows, page.list_note = rows if not str(view.query or "").split() else _list_rows(summaries, view.query,
                                                                                                 forest)
         if str(view.query or "").split():
-            page.hits, page.hits_note = self._search(store, summaries, view.query)
+            page.hits, page.hits_note = self._search(store, summaries, view.query, forest)
         else:   # 还没搜过：后台先把正文读进缓存，第一次搜索就不必读遍每个文件
             self._warm(store, summaries)
         if check:
@@ -1249,7 +1278,8 @@ def _list_rows(summaries: list[dict], query: str, forest: Forest | None = None) 
     if words:
         hits = [s for s in summaries if all(
             w in f"{s['title']} {s['session_id']} {s.get('first_added', '')}".casefold() for w in words)]
-        rows = [[f"{shorten(s['title'], 60)} · {s['message_count']} 条", s["session_id"]] for s in hits[:LIST_LIMIT]]
+        names = names_in_forest(forest or Forest(summaries), [s["session_id"] for s in hits[:LIST_LIMIT]])
+        rows = [[node_caption(s, names.get(s["session_id"]), 60), s["session_id"]] for s in hits[:LIST_LIMIT]]
         shown = f"，显示前 {LIST_LIMIT} 个" if len(hits) > LIST_LIMIT else ""
         return rows, f"标题或 ID 里找到 {len(hits):,} 个{shown}；消息正文里的命中在下方「🔎 全文搜索」"
     forest = forest or Forest(summaries)

@@ -57,7 +57,7 @@ CSS = """
 /* 分支图后面跟着文字版：宽屏看图；窄屏上图里的字会缩到 12 px 以下，改看文字版 */
 #s11x-map .mermaid ~ * { display: none; }
 @media (max-width: 720px) {
-  #s11x-map .mermaid { display: none; }
+  #s11x-map .mermaid { visibility: hidden; position: absolute; left: 0; right: 0; height: 0; overflow: hidden; }   /* 不用 display: none：mermaid 要量字，量到 0 就报错 */
   #s11x-map .mermaid ~ * { display: block; }
   #s11x-map pre, #s11x-map pre code, #s11x-map p { font-size: 13px !important; }
   #s11x-map p { line-height: 1.9; overflow-wrap: anywhere; }
@@ -220,7 +220,7 @@ def build(ctx) -> None:
                                  label="会话列表（每棵树：根在前、分支缩进；点一行选中）")
             tree = gr.Radio([], label="🌳 会话树（点一个节点选中它；◀ 活动端 = 对话现在停在哪里）", elem_id="s11x-tree")
         with gr.Column(scale=3, min_width=300):
-            details = gr.Markdown("👈 在左侧列表或会话树里选一个会话。", elem_id="s11x-details")
+            details = gr.Markdown("在会话列表或会话树里选一个会话（宽屏在左边，手机上在上面）。", elem_id="s11x-details")
             with gr.Row(equal_height=True, visible=False, elem_id="s11x-siblings") as sibling_row:
                 previous_sibling = gr.Button(PREVIOUS_LABEL, size="sm", min_width=90, scale=0, interactive=False,
                                              elem_id="s11x-sibling-prev")

@@ -37,7 +37,7 @@ from s11_storage import PendingWrite
 from s11_text import shorten
 from s11_tree import Forest
 from s11_workbench import explorer as explorer_logic
-from s11_workbench.explorer import Explorer, View, explain, mermaid_map, page_tree, tree_label
+from s11_workbench.explorer import Explorer, View, branch_names, explain, mermaid_map, page_tree, tree_label
 from s11_workbench.markdown import literal_inline
 from s11_workbench.spaces import SpaceError, clean_display_name
 
@@ -527,7 +527,7 @@ class Lesson:
         def action(space, progress):
             level = self._started(view, progress)
             if not view.second:
-                raise LessonError("先点「📌 在第二个标签页打开」")
+                raise LessonError("先点「📌 在第二个标签页打开选中的会话」")
             session_id, revision = view.second
             turn = {"role": "user", "content": explorer_logic._turn_text(text)}
             space.writable().throttle()
@@ -626,7 +626,7 @@ class Lesson:
     # ── 内部 ────────────────────────────────────────────────────────────────────────────
     def _level(self, view: LessonView) -> str:
         if not view.level:
-            raise LessonError("请先在左边选一关")
+            raise LessonError("请先在「关卡」列表里选一关")
         return view.level
 
     def _started(self, view: LessonView, progress: dict) -> str:
@@ -751,7 +751,8 @@ class Lesson:
         page.view = dataclasses.replace(view, session_id=selected)
         names = {sid: goal for goal, sid in verdict.mapping.items()}
         labels = {goal.key: goal.label for goal in self.levels.get(view.level).goal}
-        page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end)
+        branches = branch_names(tree)   # 与会话树浏览器同样的名字（分支 A、B.A），不是“分支 ?”
+        page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end, branches.get(n["session_id"], ""))
                               + (f" = {labels[names[n['session_id']]]} ✅" if n["session_id"] in names else ""),
                               n["session_id"]) for n, prefix, _ in tree]
         page.converge_choices = [(shorten(label, 60), sid) for label, sid in page.tree_choices if sid != selected]
@@ -840,7 +841,7 @@ def _instructions(exercise: Exercise) -> str:
 def _hint(exercise: Exercise, verdict, entry: dict) -> str:
     """判定的提示；连续几次没进展时再附上关卡作者写的一般提示（一条一条地给）。"""
     if verdict.solved:
-        return "🎉 这一关完成了！左边选下一关。"
+        return "🎉 这一关完成了！在「关卡」列表里选下一关。"
     lines = [f"💡 {literal_inline(verdict.hint)}"]
     misses = int(entry.get("misses", 0))
     if exercise.hints and misses:

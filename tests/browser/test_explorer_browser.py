@@ -243,7 +243,7 @@ def walk(browser, server):
     a.pick_row(demo[9])                                   # branch B, the resumed one
     page.locator("#s11x-path").get_by_text("#9").wait_for()
     assert "◀ 活动端" in page.locator("#s11x-tree").inner_text()
-    page.locator("#s11x-path").get_by_role("button", name="Clear").click()   # the chatbot's own "clear" redraws
+    page.locator("#s11x-path").get_by_role("button", name="清空").click()   # the chatbot's own "clear" button (named in Chinese by aria_zh.js) redraws
     page.locator("#s11x-path").get_by_text("#9").wait_for()
     assert store.load(demo[9]) is not None and len(store.load(demo[9]).messages) == 9
     page.locator("#s11x-path").get_by_text("#3", exact=True).click()   # pick message 3 in the path view
@@ -533,7 +533,10 @@ def map_text_px(page) -> float:
         const sizes = [];
         for (const el of document.querySelectorAll('#s11x-map .nodeLabel, #s11x-map pre, #s11x-map p')) {
             const r = el.getBoundingClientRect();
-            if (!r.width || getComputedStyle(el).display === 'none' || el.closest('[style*="display: none"]')) continue;
+            // hidden = display: none, or (the phone's diagram, hidden tabs and folded panels: still laid out for
+            // mermaid, see app.py's CSS) visibility: hidden
+            if (!r.width || getComputedStyle(el).display === 'none' || getComputedStyle(el).visibility === 'hidden'
+                || el.closest('[style*="display: none"]')) continue;
             if (el.tagName !== 'SPAN' && !el.closest('svg')) { sizes.push(parseFloat(getComputedStyle(el).fontSize)); continue; }
             const svg = el.closest('svg'), box = svg.viewBox.baseVal, scale = svg.getBoundingClientRect().width / box.width;
             sizes.push(parseFloat(getComputedStyle(el).fontSize) * scale);

@@ -122,7 +122,7 @@ def test_search_matches_titles_and_ids_case_insensitively(explorer, spaces, stud
     token, ids = student
     store_of(spaces, token).create_session("Refactor the LOGIN cache")
     page = explorer.refresh(token, View(), query="login CACHE")
-    assert [row[0] for row in page.rows] == ["Refactor the LOGIN cache · 0 条"] and "找到 1 个" in page.list_note
+    assert [row[0] for row in page.rows] == ["🌱 Refactor the LOGIN cache · 0 条"] and "找到 1 个" in page.list_note
     page = explorer.refresh(token, View(), query=ids["branch_a_id"][:8])
     assert [row[explorer_module.ID_COLUMN] for row in page.rows] == [ids["branch_a_id"]]
     assert explorer.refresh(token, View(), query="没有这样的会话").rows == []
@@ -815,7 +815,7 @@ def test_full_text_search_finds_a_word_in_a_tool_result_and_a_click_jumps_to_tha
     token, _ = student
     sid = store_of(spaces, token).create_session("日志排查", claude_with_tool_result("zebraquux"))
     page = explorer.refresh(token, View(), query="ZebraQuux")
-    assert page.hits == [["日志排查", "3", "ERROR pool exhausted zebraquux at 12:00", sid]]
+    assert page.hits == [["🌱 日志排查", "3", "ERROR pool exhausted zebraquux at 12:00", sid]]
     assert "找到 1 处" in page.hits_note
     jumped = explorer.jump(token, page.view, sid, "3")
     assert jumped.view.session_id == sid and jumped.view.focus == 3
