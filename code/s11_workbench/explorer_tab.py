@@ -13,7 +13,8 @@ Key insight: 每个事件都经 PageEvent 把浏览器里的空间令牌（ctx.v
 交给 Explorer 的一个方法，拿回一整页 Page，再由 page_outputs() 摊到这个事件改得动的控件上（属性没变的只回值，
 见 PAGE / PICKED / SOURCE……和记着“页面上已有的属性”的 shown）——这里没有任何判断逻辑。
 会话文字只进 Chatbot / Markdown（已转义）/ Dataframe / Radio / Code，从不进 gr.HTML。
-每块动作各有一个函数（_fork_area、_resume_area……）搭它的控件：别的面板（书架、比较、分享）照样接在旁边。
+每块动作各有一个函数（_resume_area、_export_area……）搭它的控件：别的面板（书架、比较、分享）照样接在旁边。
+分叉是对话正下方的分叉控件（fork_control_tab.py，练习页用的同一个）：点一条消息 = 选位置，位置从不悄悄变成 0。
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 import gradio as gr
 from gradio.context import Context
 
-from s11_workbench import agent_folders_tab, compare_tab, share_tab
+from s11_workbench import agent_folders_tab, compare_tab, fork_control_tab, share_tab
 from s11_workbench.explorer import (
     AREAS,
     ID_COLUMN,
@@ -74,13 +75,11 @@ INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、恢复、导�
          "别的同学看不到你的空间。")
 TEACHER_HEADERS = ["空间", "会话数", "大小", "最后活动"]
 HIT_HEADERS = ["会话", "第几条", "上下文", "ID"]
-PICK_HINT = "👆 点对话里的一条消息，在它之后分叉；点用户消息上的 ✏️ 改写，改写后的话成为新分支的第一条。"
-FORK_LABEL = "🌿 在选中的消息之后分叉"
 
 
 # 每个事件只回它改得动的控件；属性（选项、可见、可点）和页面上已有的一样时只回值（为什么见 shown.py）。
 RESULTS = tuple(f"{area}_result" for area in AREAS)
-FORK_FORM = ("fork_at", "fork_text", "fork_title", "picked", "fork_button")
+FORK_FORM = fork_control_tab.FORM   # 分叉控件的五格：位置、第一条消息、标题、说明、按钮
 # 所有输出，按这个顺序（compare_tab.py、agent_folders_tab.py 用 outputs + page_outputs(page) 接整页）
 ALL = ("notice", "confirm_box", "confirm_text", "view", "space_label", "source", "list_note", "table", "tree",
        "details", "chat", "path_note", "start", "resume_button", "delete", "restore", "download_md", "download_html",
@@ -91,7 +90,7 @@ ALL = ("notice", "confirm_box", "confirm_text", "view", "space_label", "source",
 PAGE = tuple(name for name in ALL if name not in ("problems", "teacher_box", "report", "resume_text", *FORK_FORM))
 CHECKED = PAGE + ("problems",)                   # 顺便体检的动作（check=True）：体检结果那一格
 PICKED = PAGE + FORK_FORM                        # 可能换了选中的会话：分叉表单清空
-SOURCE = CHECKED + ("teacher_box",)              # 换来源、页面载入、切回本页：老师区要不要显示
+SOURCE = CHECKED + ("teacher_box",) + FORK_FORM  # 换来源、页面载入、切回本页：老师区要不要显示；链接选好的位置
 IMPORTED = PAGE + FORK_FORM + ("report",)        # 导入：报告框
 # 新页面上各控件的属性就是 build() 搭出来的样子：第一次事件也不必为它们发整个组件
 BUILT = {"source": ((("📁 我的空间", MINE), ("📚 共享书架", SHELF))), "tree": (), "writable": True,
@@ -128,7 +127,7 @@ def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> l
     def fork_form(index):
         if not page.fork_reset:
             return gr.skip()
-        return (None, "", "", PICK_HINT, FORK_LABEL)[index]
+        return fork_control_tab.values(page.fork_pick, index)   # 清空，或 ?session=&m= 链接选好的那一条
 
     values = {
         "notice": lambda: gr.skip() if keep else (page.notice if not page.area else ""),
@@ -233,17 +232,20 @@ def build(ctx) -> None:
                               height=520, show_label=False, feedback_options=None, group_consecutive_messages=False,
                               buttons=["copy", "copy_all"],   # 不要“分享到 Hugging Face”：页面全程离线
                               editable="user",                # ✏️ 改写一条用户消息 = 在它之前分叉
-                              elem_id="s11x-path", placeholder="选中会话后，这里显示从根到它的完整对话")
+                              elem_id="s11x-path", elem_classes="s11-fork-chat",   # 分叉控件的脚本认这个类
+                              placeholder="选中会话后，这里显示从根到它的完整对话")
             with gr.Row(equal_height=False, elem_id="s11x-window"):
                 path_note = gr.Markdown("", elem_id="s11x-path-note")
                 earlier = gr.Button("◀ 更早", size="sm", min_width=70, scale=0, elem_id="s11x-earlier")
                 later = gr.Button("最新 ▶", size="sm", min_width=70, scale=0, elem_id="s11x-latest")
+            # 分叉控件紧贴在对话下面：点一条消息，说明和按钮就在读者眼前（页面脚本再把它移进视野）
+            with gr.Accordion("🌿 分叉", open=True, elem_id="s11x-fork-tab"):
+                fork = fork_control_tab.build("s11x", lambda: result_line("fork"))
             # gr.Number 不设 precision / minimum：那样 gradio 自己先转换，"abc" 或 NaN 在它那里抛出、
             # 留下堆栈；现在原样交给 explorer.py 检查，给出中文提示
             start = gr.Number(label=f"跳到第几条（每页 {PAGE_SIZE} 条，回车）", step=1, elem_id="s11x-start")
             result_line("path")
             with gr.Column(elem_id="s11x-actions"):
-                fork = _fork_area(result_line)
                 resume = _resume_area(result_line)
                 export = _export_area(result_line)
                 with gr.Accordion("🔗 分享整棵树", open=False, elem_id="s11x-share-tab"):   # 脱敏复核（share_tab.py）
@@ -366,21 +368,7 @@ def build(ctx) -> None:
     teacher_table.select(on_space_row, inputs=[visitor, view, teacher, shown], outputs=targets(SOURCE),
                          api_visibility="private", concurrency_limit=8)
 
-    def on_message(current: View, evt: gr.EventData):
-        """点对话里的一条消息 -> 分叉位置填成它的编号（在它之后分叉），按钮上写明第几条。"""
-        index = _event_field(evt, "index")
-        index = index[0] if isinstance(index, list) and index else index
-        numbers = current.chat_numbers
-        if not (isinstance(index, int) and 0 <= index < len(numbers)):
-            return [gr.skip()] * 3
-        number = numbers[index]
-        link = f"`?session={current.session_id}&m={number}`" if current.session_id and number else ""
-        picked = (f"📌 已选中第 {number} 条：下面的按钮在它之后分叉（新分支继承前 {number} 条）。"
-                  + (f" 这条消息的链接：{link}" if link else ""))
-        return number, picked, f"🌿 在第 {number} 条之后分叉"   # 按钮的值就是它的字：只回字
-
-    chat.select(on_message, inputs=[view], outputs=[fork.at, fork.picked, fork.button], api_visibility="private",
-                queue=False)
+    fork_control_tab.wire_picking(fork, chat, view)   # 点一条消息 / 「从头分叉」= 选位置
 
     def on_edit(token, current, secret, known, evt: gr.EventData):
         """✏️ 改写了一条用户消息 -> 在它之前分叉，改写后的话是新分支的第一条。"""
@@ -433,19 +421,6 @@ class _Controls:
 
     def __init__(self, **controls):
         self.__dict__.update(controls)
-
-
-def _fork_area(result_line) -> _Controls:
-    with gr.Accordion("🌿 分叉", open=True, elem_id="s11x-fork-tab"):
-        picked = gr.Markdown(PICK_HINT, elem_id="s11x-picked")
-        at = gr.Number(label="在第几条之后分叉（点对话里的消息自动填入；填 0 = 什么都不继承、从空白开始）",
-                       step=1, value=None, elem_id="s11x-fork-at")
-        text = gr.Textbox(label="新分支的第一条消息（可选，以用户身份）", lines=2, max_length=20_000,
-                          elem_id="s11x-fork-text")
-        title = gr.Textbox(label="新分支的标题（可选）", max_length=200, elem_id="s11x-fork-title")
-        button = gr.Button(FORK_LABEL, variant="primary", elem_id="s11x-fork")
-        result_line("fork")
-    return _Controls(picked=picked, at=at, text=text, title=title, button=button)
 
 
 def _resume_area(result_line) -> _Controls:
