@@ -58,6 +58,7 @@ class LessonView:
     revision: int = -1
     second: tuple = ()          # 第二个标签页打开的 (session_id, 当时的修订号)
     show_solution: bool = False
+    chat_numbers: tuple = ()    # 对话框第 i 行是第几条消息（点一条消息 = 分叉位置，fork_control.py）
 
 
 @dataclass
@@ -86,6 +87,9 @@ class LessonPage:
     static: bool = True          # False：说明、目标树这些这一关不变的部分不必重发（每次操作之后都是 False）
     draft: str | None = None     # 第二个标签页的输入框：None 保持原样，"" 清空
     main_draft: str | None = None  # 本页续写的输入框：同上
+    chat: list = field(default_factory=list)   # 选中节点从根开始的对话（和会话树浏览器同一个画法）
+    fork_reset: bool = False     # 分叉控件清空（换了节点、换了关卡、分叉成功）
+    area: str = ""               # "fork"：提示写在分叉按钮下面（读者正看着那里），不写在页面顶上
 
 
 class LessonError(SessionError):
@@ -228,7 +232,8 @@ class Lesson:
         return bool(teacher) and self.spaces.is_teacher(teacher)
 
     def _act(self, token, view: LessonView, teacher, action: Callable, *, counts: bool = True,
-             draft: str | None = None, main_draft: str | None = None, static: bool = False) -> LessonPage:
+             draft: str | None = None, main_draft: str | None = None, static: bool = False,
+             area: str = "") -> LessonPage:
         """action(space, progress) -> (新视图, 提示, 额外字段)；之后重新判分、记进度、画整页。"""
         extra: dict = {}
         try:
@@ -243,7 +248,7 @@ class Lesson:
             if main_draft is not None:
                 extra["main_draft"] = main_draft
             counts = False
-        return self.render(token, view, teacher, notice, counts=counts, static=static, **extra)
+        return self.render(token, view, teacher, notice, counts=counts, static=static, area=area, **extra)
 
     def open_page(self, token, teacher=None) -> LessonPage:
         """页面载入：回到上次做的那一关，名字框填上存着的名字。还没存过名字就不碰名字框：全班同时载入时
@@ -264,7 +269,7 @@ class Lesson:
             entry = progress["levels"].get(exercise.id, {})
             anchors = level_state(entry).anchors
             first = next(iter(anchors.values()), None)
-            return LessonView(level=exercise.id, session_id=first), "", {}
+            return LessonView(level=exercise.id, session_id=first), "", {"fork_reset": True}
         return self._act(token, view, teacher, action, counts=False, static=True)
 
     def start(self, token, view: LessonView, level_id=None, teacher=None) -> LessonPage:
@@ -288,23 +293,26 @@ class Lesson:
             first = next((sid for key, sid in anchors.items() if not self._torn(exercise, key)), None)
             done = f"🚀 已开始「{literal_inline(exercise.title)}」：起点已写进你的空间" if anchors else \
                 f"🚀 已开始「{literal_inline(exercise.title)}」"
-            return LessonView(level=exercise.id, session_id=first), done, {}
+            return LessonView(level=exercise.id, session_id=first), done, {"fork_reset": True}
         return self._act(token, view, teacher, action, counts=False, static=True)
 
     def select(self, token, view: LessonView, session_id, teacher=None) -> LessonPage:
         def action(space, progress):
             if not session_id or not os.path.isfile(space.store.path_of(session_id)):
                 raise SessionNotFound(f"未找到会话：{session_id}（不在你的空间里）")
-            return dataclasses.replace(view, session_id=session_id, revision=-1), "", {}
+            return (dataclasses.replace(view, session_id=session_id, revision=-1), "",
+                    {"fork_reset": session_id != view.session_id})
         return self._act(token, view, teacher, action, counts=False)
 
-    def fork(self, token, view: LessonView, at, text="", teacher=None) -> LessonPage:
-        """会话树浏览器的同一个分叉：在第 at 条之后。"""
+    def fork(self, token, view: LessonView, at, text="", title="", teacher=None) -> LessonPage:
+        """会话树浏览器的同一个分叉：at 是分叉控件交回的选择（fork_control.py，点对话里的消息得来），
+        空着就拒绝、从不当成 0。成功后分叉控件清空（第一条消息、标题都不会带进下一次分叉）。"""
         def action(space, progress):
             self._started(view, progress)
-            page = self.explorer.fork(token, View(session_id=self._selected(view)), at, text or "", "")
-            return self._after(view, page)
-        return self._act(token, view, teacher, action)
+            page = self.explorer.fork(token, View(session_id=self._selected(view)), at, text or "", title or "")
+            after, notice, _ = self._after(view, page)
+            return after, notice, {"fork_reset": True}
+        return self._act(token, view, teacher, action, area="fork")
 
     def resume(self, token, view: LessonView, text, role="user", teacher=None) -> LessonPage:
         """会话树浏览器的同一个续写（带着页面读入时的修订号）。"""
@@ -605,7 +613,11 @@ class Lesson:
         mtimes = explorer_logic._mtimes(store, tree)
         end = explorer_logic.active_end(tree, mtimes)
         selected = view.session_id if view.session_id in forest.by_id else None
-        page.view = dataclasses.replace(view, session_id=selected)
+        page.view = dataclasses.replace(view, session_id=selected, chat_numbers=())
+        node = store.load(selected) if selected else None
+        if node is not None:   # 和会话树浏览器同一个对话画法：点一条消息 = 选分叉位置
+            page.chat, numbers, _, _ = explorer_logic._path_chat(node, None, str)
+            page.view = dataclasses.replace(page.view, chat_numbers=tuple(numbers))
         names = {sid: goal for goal, sid in verdict.mapping.items()}
         labels = {goal.key: goal.label for goal in self.levels.get(view.level).goal}
         page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end)
