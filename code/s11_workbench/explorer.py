@@ -995,7 +995,7 @@ class Explorer:
             text = _publish_text(session_id, plan)
             fingerprint = (space.space_id, _publish_fingerprint(space.store, session_id, plan))
             return (dataclasses.replace(view, pending=("publish", session_id, fingerprint, text)),
-                    "👆 确认条在上方「🗑️ 删除 / 回收站」下面：看清脱敏计数，再点「✅ 确认」", {})
+                    "👇 确认条就在下面：看清脱敏计数，再点「✅ 确认」", {})
         return self._act(token, view, teacher, action, asks=True, area="teacher")
 
     def _confirm_publish(self, view: View, session_id: str, fingerprint: tuple, teacher):

@@ -7,7 +7,8 @@
     │ 🌳 会话树  ├─ 分支 A ◀ 活动端    │ ▸ 🌿 分叉 ▸ 📂 恢复 ▸ 📤 导出 ▸ 🔗 分享 ▸ 🗑️ 回收站 ▸ 📥 导入 │
     │                                │   每块的结果写在它自己的按钮下面（*_result）               │
     └ 🗺️ 分支图（mermaid） · 🩺 体检 · 👩‍🏫 老师：所有空间 / 发布到书架 ─────────────────────────┘
-    ⚠️ 确认条（页面顶部）：清空回收站、永久删除、发布之前先说清楚删什么、释放多少、遮住几处，点「确认」才做
+    ⚠️ 确认条（回收站和 📚 发布按钮正下方）：清空回收站、永久删除、发布之前先说清楚删什么、释放多少、遮住几处，
+       点「确认」才做
 
 Key insight: 每个事件都经 PageEvent 把浏览器里的空间令牌（ctx.visitor）和服务器端的 gr.State（视图、老师密钥）
 交给 Explorer 的一个方法，拿回一整页 Page，再由 page_outputs() 摊到这个事件改得动的控件上（属性没变的只回值，
@@ -251,7 +252,12 @@ def build(ctx) -> None:
                 with gr.Accordion("🔗 分享整棵树", open=False, elem_id="s11x-share-tab"):   # 脱敏复核（share_tab.py）
                     share_tab.build(ctx, view)
                 trash = _trash_area(result_line)
-                # 清空回收站 / 永久删除 / 发布：先确认（就在回收站下面，点过的按钮旁边）
+                # 老师的发布 / 撤下就在确认条上面：确认条出现在点过的按钮旁边（以前在页面底部，相隔上千像素）
+                with gr.Row():
+                    publish_button = gr.Button(PUBLISH_LABEL, visible=False, elem_id="s11x-publish")
+                    unpublish_button = gr.Button(UNPUBLISH_LABEL, visible=False, elem_id="s11x-unpublish")
+                result_line("teacher")
+                # 清空回收站 / 永久删除 / 发布：先确认（就在回收站和发布按钮下面，点过的按钮旁边）
                 with gr.Column(visible=False, elem_id="s11x-confirm") as confirm_box:
                     confirm_text = gr.Markdown("", elem_id="s11x-confirm-text")
                     with gr.Row():
@@ -270,10 +276,6 @@ def build(ctx) -> None:
         gr.Markdown("### 👩‍🏫 老师：全部学生空间（点一行只读打开）")
         teacher_table = gr.Dataframe(headers=TEACHER_HEADERS, datatype="str", interactive=False, max_height=300,
                                      elem_id="s11x-spaces")
-        with gr.Row():
-            publish_button = gr.Button(PUBLISH_LABEL, visible=False, elem_id="s11x-publish")
-            unpublish_button = gr.Button(UNPUBLISH_LABEL, visible=False, elem_id="s11x-unpublish")
-        result_line("teacher")
 
     shown = gr.State(dict(BUILT))
     components = {"notice": notice, "confirm_box": confirm_box, "confirm_text": confirm_text, "view": view,

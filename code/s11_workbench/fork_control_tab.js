@@ -8,10 +8,17 @@
   const bringControl = (prefix) => {
     const buttons = document.getElementById(`${prefix}-fork-buttons`);
     if (!buttons) return;
-    // 一个块也看不见（手风琴收着）时先打开它：说明和按钮就在对话下面
+    // 手风琴收着时先打开它：说明和按钮就在对话下面
     const accordion = document.querySelector(`#${prefix}-fork-tab > button.label-wrap:not(.open)`);
     if (accordion && buttons.offsetParent === null) accordion.click();
-    window.requestAnimationFrame(() => buttons.scrollIntoView({ block: "nearest", behavior: "smooth" }));
+    const show = () => window.requestAnimationFrame(() => buttons.scrollIntoView({ block: "nearest" }));
+    show();
+    // 服务器写回「已选中第 k 条」之后说明变长、按钮往下挪：再移一次（只看这一次变化，最多等 5 秒）
+    const picked = document.getElementById(`${prefix}-picked`);
+    if (!picked) return;
+    const watch = new MutationObserver(() => { watch.disconnect(); show(); });
+    watch.observe(picked, { childList: true, subtree: true, characterData: true });
+    window.setTimeout(() => watch.disconnect(), 5000);
   };
   document.addEventListener("click", (event) => {
     if (event.button !== 0 || !event.target || !event.target.closest) return;
@@ -19,5 +26,5 @@
     if (!chat || !chat.id || !event.target.closest(".message, .message-row")) return;
     if (event.target.closest("button, a, textarea, input, summary")) return;   // 复制、✏️ 改写、折叠块：不是选位置
     bringControl(chat.id.replace(/-path$/, ""));
-  });
+  }, true);   // 捕获阶段：对话框自己的点击处理不会挡住它
 }

@@ -32,6 +32,8 @@ from s11_workbench.fork_control import (
 FORM = ("fork_at", "fork_text", "fork_title", "picked", "fork_button")   # 分叉后要清空的五格，按这个顺序
 # 点一条消息之后，把分叉按钮移进视野（两页共用；lesson_tab.py 把它交给 app.py 装一次）
 JS = Path(__file__).with_name("fork_control_tab.js").read_text(encoding="utf-8")
+# 脚本把按钮移进视野时，下面留一点空：按钮不贴着屏幕底边
+CSS = ".s11-fork-buttons { scroll-margin-bottom: 24px; }\n"
 
 
 class ForkControl:
@@ -54,7 +56,7 @@ def build(prefix: str, result_line=None) -> ForkControl:
     text = gr.Textbox(label="新分支的第一条消息（可选，以用户身份）", lines=2, max_length=20_000,
                       elem_id=f"{prefix}-fork-text")
     title = gr.Textbox(label="新分支的标题（可选）", max_length=200, elem_id=f"{prefix}-fork-title")
-    with gr.Row(elem_id=f"{prefix}-fork-buttons"):
+    with gr.Row(elem_id=f"{prefix}-fork-buttons", elem_classes="s11-fork-buttons"):
         button = gr.Button(FORK_LABEL, variant="primary", min_width=160, elem_id=f"{prefix}-fork")
         start = gr.Button(START_LABEL, min_width=140, elem_id=f"{prefix}-fork-start")
     result = result_line() if result_line else gr.Markdown("", elem_id=f"{prefix}-fork-result")
