@@ -71,19 +71,20 @@ def values(pick: Pick | None, index: int, *, clear_text: bool = True):
 
 
 def wire_picking(control: ForkControl, chat, view) -> None:
-    """点对话里的一条消息 / 点「从头分叉」-> 位置框、说明和按钮上的字（只在浏览器这一页，不读磁盘）。
+    """点对话里的一条消息 / 点「从头分叉」-> 位置框、说明和按钮上的字；上一次的结果行（比如“还没选”）清掉。
+    只在浏览器这一页，不读磁盘。
     view 是页面的 gr.State：它的 session_id 和 chat_numbers（对话框第 i 行是第几条消息）由服务器画对话时记下。"""
-    outputs = [control.at, control.picked, control.button]
+    outputs = [control.at, control.picked, control.button, control.result]
 
     def on_message(current, evt: gr.EventData):
         data = getattr(evt, "_data", None)
         index = data.get("index") if isinstance(data, dict) else None
         pick = click_pick(getattr(current, "session_id", None), getattr(current, "chat_numbers", ()), index)
-        return [gr.skip()] * 3 if pick is None else [pick.value, pick.note, pick.label]
+        return [gr.skip()] * 4 if pick is None else [pick.value, pick.note, pick.label, ""]
 
     def on_start(current):
         pick = start_pick(getattr(current, "session_id", None))
-        return [pick.value, pick.note, pick.label]
+        return [pick.value, pick.note, pick.label, "" if pick.value else gr.skip()]
 
     chat.select(on_message, inputs=[view], outputs=outputs, api_visibility="private", queue=False)
     control.start.click(on_start, inputs=[view], outputs=outputs, api_visibility="private", queue=False)
