@@ -4,9 +4,8 @@
 //     触发它的 input 事件，服务器照样核对令牌和 ID。Enter 键激活链接时浏览器也发 click，同样拦下；
 //     按着 Ctrl / ⌘ / Shift / 中键点的（新标签页打开）和复制出去的链接照旧是 ?session= 链接。
 //     点完把对话移进视野：读者看着图点了一个节点，它的对话就在眼前（以前在上面 1,600 px 处）。
-//  3. ?session=<id> 链接：页面一画出来就切到本页（标签名见 explorer_tab.LABEL），不等服务器发完令牌再切
-//     （那要 1.5–10 秒，其间一直显示 8.11 页）。服务器的页面加载事件照旧会切一次、选中会话、选好第 m 条。
-//  4. 选了 / 拖进来的文件太大或后缀不对：在 gradio 上传之前拦下（它的弹窗是英文的），交给服务器写一句中文。
+//     （?session= 链接一打开就切到本页的那段在 explorer_tab_head.html 里：它得在 <head> 里早早运行。）
+//  2. 选了 / 拖进来的文件太大或后缀不对：在 gradio 上传之前拦下（它的弹窗是英文的），交给服务器写一句中文。
 //     限额和后缀从隐藏的规则框里读（服务器填的），服务器上的检查（check_upload、UploadGuard）照旧都在。
 () => {
   if (window.s11xScript) return;
@@ -42,21 +41,6 @@
     if (event.key !== "Enter" || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
     pickFromMap(event);
   }, true);
-  if (new URLSearchParams(window.location.search).has("session")) {
-    const openExplorer = () => {
-      const tab = Array.from(document.querySelectorAll("button[role=tab]"))
-        .find((button) => button.textContent.includes("会话树浏览器"));
-      if (!tab) return false;
-      if (tab.getAttribute("aria-selected") !== "true") tab.click();
-      return true;
-    };
-    if (!openExplorer()) {   // 标签栏还没画出来：每 50 ms 再看一次，最多 10 秒
-      const started = Date.now();
-      const timer = window.setInterval(() => {
-        if (openExplorer() || Date.now() - started > 10000) window.clearInterval(timer);
-      }, 50);
-    }
-  }
   const rules = () => {
     const box = document.querySelector("#s11x-upload-rules textarea, #s11x-upload-rules input");
     try { return JSON.parse(box ? box.value : ""); } catch (error) { return null; }

@@ -68,6 +68,8 @@ CSS = """
 """ + share_tab.CSS + compare_tab.CSS   # 「📦 分享」与「⚖️ 对比 / 🔀 收敛」面板的样式（share_tab.py、compare_tab.py）
 # 页面自己的脚本（点分支图里的节点、上传之前查大小和后缀）：在 explorer_tab.js 里，app.py 把各页的 JS 合在一起交给 launch(js=...)
 JS = Path(__file__).with_name("explorer_tab.js").read_text(encoding="utf-8")
+# ?session= 链接一打开就切到本页的脚本：放进页面的 <head>（app.py 交给 launch(head_paths=...)），挂页面之前就在等标签栏
+HEAD = str(Path(__file__).with_name("explorer_tab_head.html"))
 INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、恢复、导出\n\n"
          "这里列出 **你自己空间** 里的全部会话（8.11 标签页的演示也写在这里），还有老师放上 **共享书架** 的会话。"
          "选中一个节点看它从根开始的完整路径；**点对话里的一条消息** 就在它之后 **分叉**，"
