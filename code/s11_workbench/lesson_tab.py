@@ -237,6 +237,9 @@ def build(ctx) -> None:
     wire(tree.input, lesson.select, [tree], "lesson_select")
     wire(fork.button.click, lesson.fork, [fork.at, fork.text, fork.title], "lesson_fork")
     fork_control_tab.wire_picking(fork, chat, view)   # 点一条消息 / 「从头分叉」= 选位置
+    # 对话框自带的“清空”只清掉页面上的显示：立刻重画，免得同学以为会话被删了
+    chat.clear(LessonEvent(lesson.render), inputs=[visitor, view, teacher, shown],
+               outputs=[components[key] for key in PAGE], api_visibility="private", concurrency_limit=8)
     wire(resume_button.click, lesson.resume, [resume_text, role], "lesson_resume", PAGE + ("resume_text",))
     wire(converge_button.click, lesson.converge, [others, decision], "lesson_converge")
     wire(doctor_button.click, lesson.doctor, [], "lesson_doctor")

@@ -245,6 +245,7 @@ def shoot_shots(visitor: Visitor, name: str) -> None:
     size = visitor.page.viewport_size
     for width in (1400, 390):
         visitor.page.set_viewport_size({"width": width, "height": 900})
+        visitor.page.locator("#s11l-fork-buttons").evaluate("e => e.scrollIntoView({block: 'nearest'})")
         for scheme in ("light", "dark"):
             visitor.page.emulate_media(color_scheme=scheme)
             visitor.page.wait_for_timeout(300)
@@ -269,6 +270,8 @@ def test_levels_2_and_3_by_clicking_only_with_the_fork_control_in_view(browser, 
         page.locator("#s11l-verdict").get_by_text("还没开始").wait_for(timeout=15_000)
         student.act(lambda: page.locator("#s11l-start").click(), "已开始「第 2 关")
         pick_node(student, "= 主会话", "#5")
+        page.locator("#s11l-path").get_by_role("button", name="Clear").click()   # the chat's own clear redraws it
+        page.locator("#s11l-path").get_by_text("#5", exact=True).wait_for(timeout=15_000)
         # the fork button stays refused until a message is picked: never a silent fork at 0
         refused = student.begin(lambda: page.locator("#s11l-fork").click(), "分叉位置还没选", "s11l-fork-result")
         refused()
@@ -276,7 +279,7 @@ def test_levels_2_and_3_by_clicking_only_with_the_fork_control_in_view(browser, 
         page.locator("#s11l-fork").get_by_text("第 3 条").wait_for(timeout=15_000)
         page.wait_for_timeout(300)   # the control is scrolled into view once its note has grown
         assert in_view(page, "#s11l-fork") and in_view(page, "#s11l-picked"), "the fork button is out of view"
-        shoot_shots(student, f"lesson-fork-picked-from-{width}")
+        shoot_shots(student, "lesson-fork-picked")
         page.locator("#s11l-fork-title textarea, #s11l-fork-title input").first.fill("新思路")
         student.fork(3, "换个方向：先看 ws_pool 的长连接")()
         page.locator("#s11l-hint").get_by_text("这一关完成了").wait_for(timeout=15_000)
