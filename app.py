@@ -143,9 +143,12 @@ def launch_options(demo=None, hosts=None) -> dict:
     # 各页自己的脚本（只是页面的代码，从不执行会话文字）：每页的 JS 读自它的 .js 文件（"() => {...}"），页面载入时依次运行
     scripts = [ARIA_ZH_JS] + [tab.JS for tab in tabs() + panels() if getattr(tab, "JS", "")]
     js = "() => {\n" + "\n".join(f"({script})();" for script in scripts) + "\n}" if scripts else None
+    # 要在页面挂好之前就运行的脚本（?session= 链接直接打开会话树浏览器）：各页的 HEAD 是一个 .html 文件
+    heads = [tab.HEAD for tab in tabs() + panels() if getattr(tab, "HEAD", "")]
     options = {"theme": theme, "css": css, "js": js, "footer_links": ["api"], "ssr_mode": False,
                "max_file_size": (spaces.limits if spaces is not None else Limits()).max_upload_bytes,
-               "state_session_capacity": PAGE_SESSIONS, "run_history": False, "enable_monitoring": False}
+               "state_session_capacity": PAGE_SESSIONS, "run_history": False, "enable_monitoring": False,
+               "head_paths": heads}
     if spaces is not None:
         from starlette.middleware import Middleware
 

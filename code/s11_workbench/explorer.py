@@ -65,7 +65,7 @@ from s11_tree import (
     root_of,
     walk,
 )
-from s11_workbench import downloads
+from s11_workbench import downloads, fork_control
 from s11_workbench.bounded import BoundedCache, file_stamp
 from s11_workbench.markdown import (
     command_chip,
@@ -168,6 +168,7 @@ class Page:
     draft: str | None = None           # 续写输入框：None 保持原样，"" 清空，其余是读者没发出去的话
     area: str = ""                     # 结果写在哪块控件旁边（AREAS 之一）；"" 只写在顶上
     fork_reset: bool = False           # 分叉表单清空（分叉成功、换了会话）
+    fork_pick: object = None           # 清空时换上的选择（fork_control.Pick：?session=&m= 链接选好的那条；None = 没选）
     siblings: tuple = ("", None, None)  # 分岔处的 (说明, 上一个兄弟, 下一个兄弟)：“◀ 1/2 ▶”
     hits: list = field(default_factory=list)   # 全文搜索的命中：[会话, 第几条, 上下文, ID]
     hits_note: str = ""
@@ -625,11 +626,13 @@ class Explorer:
                 node = None
             if node is None:
                 if not session_id:   # 记住的会话已删掉或不在这个空间：安静地什么都不选
-                    return View(), "", {}
+                    return View(), "", {"fork_reset": True}
                 return View(), (f"⚠️ 链接里的会话 {literal_inline(session_id, 64)} 不在你的空间里："
-                                "私人空间属于打开它的浏览器（和地址），别人的链接在这里打不开。"), {}
+                                "私人空间属于打开它的浏览器（和地址），别人的链接在这里打不开。"), {"fork_reset": True}
             focus = _message_number(message, len(node.messages)) if session_id else None
-            return View(session_id=wanted, revision=-1, focus=focus, end=focus), "", {}
+            # 链接里的第 k 条就是分叉位置；重新载入（remembered）时什么都没选：分叉按钮会拒绝，不会是 0
+            return (View(session_id=wanted, revision=-1, focus=focus, end=focus), "",
+                    {"fork_reset": True, "fork_pick": fork_control.link_pick(wanted, focus)})
         return self._act(token, View(), teacher, action, check=True)   # 页面载入：提示写在页面顶上
 
     def refresh(self, token, view: View, query: str | None = None, teacher: str | None = None) -> Page:
@@ -644,8 +647,8 @@ class Explorer:
         """切换来源：自己的空间、共享书架，或（老师）某个学生的空间。"""
         if source not in (MINE, SHELF) and not str(source).startswith(SPACE_PREFIX):
             return self.render(token, view, teacher, "⚠️ 未知的来源")
-        return self._act(token, View(source=source), teacher, lambda space, own: (View(source=source), "", {}),
-                         check=True)
+        return self._act(token, View(source=source), teacher,
+                         lambda space, own: (View(source=source), "", {"fork_reset": True}), check=True)
 
     def select(self, token, view: View, session_id: str, teacher: str | None = None, *, area: str = "list") -> Page:
         def action(space, own):
@@ -722,20 +725,19 @@ class Explorer:
         """“最新 ▶”：回到最后 PAGE_SIZE 条。"""
         return self.window(token, view, None, teacher)
 
-    def fork(self, token, view: View, at: int | None, first_message: str = "", title: str = "",
+    def fork(self, token, view: View, at, first_message: str = "", title: str = "",
              teacher: str | None = None) -> Page:
-        """在第 at 条之后分叉（保留前 at 条；at=0 是明确选了“什么都不继承”）；只读来源（书架、老师查看）
-        复制进自己的空间。at 为空时不猜：先点对话里的一条消息。"""
+        """在第 at 条之后分叉（保留前 at 条）；只读来源（书架、老师查看）复制进自己的空间。
+        at 是分叉控件交回的选择（fork_control.py："<会话>#k"，k=0 是明确选了「从头分叉」）或接口给的整数；
+        空着就不猜：先点对话里的一条消息。"""
         def action(space, own):
-            empty = at is None or (isinstance(at, str) and not at.strip())
-            keep = None if empty else _as_count(at)   # 输入先查：没选会话时也告诉读者位置填错了
             parent_id = self._selected(view)
+            keep = fork_control.position(at, parent_id)
             if keep is None:
                 if view.last_fork and view.last_fork == parent_id:   # 双击、或成功后又点了一次：不再分一个
                     return view, (f"✅ 刚分叉出的新会话 {parent_id} 就是现在显示的这个；要再分叉，"
                                   "先在对话里点一条消息"), {}
-                raise ExplorerError("分叉位置还没选：先在对话里点一条消息（在它之后分叉），或在「在第几条之后分叉」"
-                                    "里填一个数；填 0 表示什么都不继承、从空白开始")
+                raise fork_control.nothing_picked()
             return self._fork(space, own, parent_id, keep, first_message, title)
         return self._act(token, view, teacher, action, area="fork")
 
@@ -769,9 +771,7 @@ class Explorer:
             child = own.store.fork(parent_id, new, at=keep, title=name or None)
         else:   # 书架或老师查看：祖先链以原 ID 复制进自己的空间，再在自己的空间里分叉
             child = own.fork_from(space, parent_id, at=keep, new_messages=new, title=name or None)
-        inherited = f"继承前 {keep} 条" if keep else "什么都不继承（从空白开始）"
-        done = (f"✅ 已在第 {keep} 条之后分叉出新会话 {child.session_id}：{inherited}，新增 {len(new)} 条，"
-                f"共 {len(child.messages)} 条；会话树和对话已经切到它")
+        done = fork_control.result_line(keep, child.session_id, len(new), len(child.messages))
         return (View(source=MINE, session_id=child.session_id, revision=child.revision, last_fork=child.session_id),
                 done, {"fork_reset": True, "touched": (child.session_id,) if space is own else None})
 
@@ -1022,7 +1022,7 @@ class Explorer:
             text = _publish_text(session_id, plan)
             fingerprint = (space.space_id, _publish_fingerprint(space.store, session_id, plan))
             return (dataclasses.replace(view, pending=("publish", session_id, fingerprint, text)),
-                    "👆 确认条在上方「🗑️ 删除 / 回收站」下面：看清脱敏计数，再点「✅ 确认」", {})
+                    "👇 确认条就在下面：看清脱敏计数，再点「✅ 确认」", {})
         return self._act(token, view, teacher, action, asks=True, area="teacher")
 
     def _confirm_publish(self, view: View, session_id: str, fingerprint: tuple, teacher):
@@ -1232,7 +1232,8 @@ class Explorer:
         if not space.read_only:
             page.trash_choices, page.trash_note = _trash_choices(store, view.deleted)
         if page.teacher:
-            page.teacher_rows = _teacher_rows(self.spaces.list_spaces(teacher))
+            page.teacher_rows = _teacher_rows(self.spaces.list_spaces(teacher), self.spaces.display_names(teacher),
+                                              own=own.space_id)
         if node is not None:
             self._render_node(page, store, node, forest, clean=s11_redact.redact if space.read_only else str)
         for key, value in extra.items():
@@ -1496,12 +1497,18 @@ def _restorable(store, session_id: str) -> bool:
         return False
 
 
-def _teacher_rows(spaces: list[dict]) -> list:
+def _teacher_rows(spaces: list[dict], names: dict, own: str | None = None) -> list:
+    """老师的「只读打开一位同学」下拉框：(名字 · 会话数 · 最后活动, space_id)，最近活动的在前，不列老师自己的空间。
+    名字是同学自己起的（敌意文字）：只进下拉框的文字，截短。"""
     rows = []
     for item in spaces:
+        if item["space_id"] == own:
+            continue
         last = item.get("last_activity")
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last)) if last else "—"
-        rows.append([item["space_id"], item.get("sessions", 0), human_size(item.get("bytes", 0)), when])
+        when = time.strftime("%H:%M", time.localtime(last)) if last else "—"
+        name = shorten(names.get(item["space_id"], ""), 30) or f"（没起名字）空间 {item['space_id'][:6]}"
+        rows.append((f"{name} · {item.get('sessions', 0)} 个会话 · {human_size(item.get('bytes', 0))} · 最后活动 {when}",
+                     item["space_id"]))
     return rows
 
 

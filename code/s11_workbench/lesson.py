@@ -64,6 +64,7 @@ class LessonView:
     revision: int = -1
     second: tuple = ()          # 第二个标签页打开的 (session_id, 当时的修订号)
     show_solution: bool = False
+    chat_numbers: tuple = ()    # 对话框第 i 行是第几条消息（点一条消息 = 分叉位置，fork_control.py）
 
 
 @dataclass
@@ -93,6 +94,9 @@ class LessonPage:
     draft: str | None = None     # 第二个标签页的输入框：None 保持原样，"" 清空
     main_draft: str | None = None  # 本页续写的输入框：同上
     class_note: str = ""         # 老师定了「全班做第 N 关」时页面上方的一句话
+    chat: list = field(default_factory=list)   # 选中节点从根开始的对话（和会话树浏览器同一个画法）
+    fork_reset: bool = False     # 分叉控件清空（换了节点、换了关卡、分叉成功）
+    area: str = ""               # "fork"：提示写在分叉按钮下面（读者正看着那里），不写在页面顶上
 
 
 class LessonError(SessionError):
@@ -326,7 +330,7 @@ class Lesson:
 
     def _act(self, token, view: LessonView, teacher, action: Callable, *, counts: bool = True,
              draft: str | None = None, main_draft: str | None = None, static: bool = False,
-             any_level: bool = False) -> LessonPage:
+             any_level: bool = False, area: str = "") -> LessonPage:
         """action(space, progress) -> (新视图, 提示, 额外字段)；之后重新判分、记进度、画整页。
         视图里的关卡被老师锁着时（全班还在做前面的关）一律拒绝，什么都不写；any_level：与关卡无关的动作（改名字）。"""
         extra: dict = {}
@@ -344,7 +348,7 @@ class Lesson:
             if main_draft is not None:
                 extra["main_draft"] = main_draft
             counts = False
-        return self.render(token, view, teacher, notice, counts=counts, static=static, **extra)
+        return self.render(token, view, teacher, notice, counts=counts, static=static, area=area, **extra)
 
     def open_page(self, token, teacher=None) -> LessonPage:
         """页面载入：回到上次做的那一关，名字框填上存着的名字。还没存过名字就不碰名字框：全班同时载入时
@@ -398,7 +402,7 @@ class Lesson:
             entry = progress["levels"].get(exercise.id, {})
             anchors = level_state(entry).anchors
             first = next(iter(anchors.values()), None)
-            return LessonView(level=exercise.id, session_id=first), "", {}
+            return LessonView(level=exercise.id, session_id=first), "", {"fork_reset": True}
         return self._act(token, view, teacher, action, counts=False, static=True,
                          any_level=True)   # 选的那一关自己查锁：从一关刚锁上的页面也能选回开放的关
 
@@ -425,7 +429,7 @@ class Lesson:
             first = next((sid for key, sid in anchors.items() if not self._torn(exercise, key)), None)
             done = f"🚀 已开始「{literal_inline(exercise.title)}」：起点已写进你的空间" if anchors else \
                 f"🚀 已开始「{literal_inline(exercise.title)}」"
-            return LessonView(level=exercise.id, session_id=first), done, {}
+            return LessonView(level=exercise.id, session_id=first), done, {"fork_reset": True}
         # 同上：查的是要开始的那一关
         return self._act(token, view, teacher, action, counts=False, static=True, any_level=True)
 
@@ -433,16 +437,19 @@ class Lesson:
         def action(space, progress):
             if not session_id or not os.path.isfile(space.store.path_of(session_id)):
                 raise SessionNotFound(f"未找到会话：{session_id}（不在你的空间里）")
-            return dataclasses.replace(view, session_id=session_id, revision=-1), "", {}
+            return (dataclasses.replace(view, session_id=session_id, revision=-1), "",
+                    {"fork_reset": session_id != view.session_id})
         return self._act(token, view, teacher, action, counts=False)
 
-    def fork(self, token, view: LessonView, at, text="", teacher=None) -> LessonPage:
-        """会话树浏览器的同一个分叉：在第 at 条之后。"""
+    def fork(self, token, view: LessonView, at, text="", title="", teacher=None) -> LessonPage:
+        """会话树浏览器的同一个分叉：at 是分叉控件交回的选择（fork_control.py，点对话里的消息得来），
+        空着就拒绝、从不当成 0。成功后分叉控件清空（第一条消息、标题都不会带进下一次分叉）。"""
         def action(space, progress):
             self._started(view, progress)
-            page = self.explorer.fork(token, View(session_id=self._selected(view)), at, text or "", "")
-            return self._after(view, page)
-        return self._act(token, view, teacher, action)
+            page = self.explorer.fork(token, View(session_id=self._selected(view)), at, text or "", title or "")
+            after, notice, _ = self._after(view, page)
+            return after, notice, {"fork_reset": True}
+        return self._act(token, view, teacher, action, area="fork")
 
     def resume(self, token, view: LessonView, text, role="user", teacher=None) -> LessonPage:
         """会话树浏览器的同一个续写（带着页面读入时的修订号）。"""
@@ -748,7 +755,11 @@ class Lesson:
         mtimes = explorer_logic._mtimes(store, tree)
         end = explorer_logic.active_end(tree, mtimes)
         selected = view.session_id if view.session_id in forest.by_id else None
-        page.view = dataclasses.replace(view, session_id=selected)
+        page.view = dataclasses.replace(view, session_id=selected, chat_numbers=())
+        node = store.load(selected) if selected else None
+        if node is not None:   # 和会话树浏览器同一个对话画法：点一条消息 = 选分叉位置
+            page.chat, numbers, _, _ = explorer_logic._path_chat(node, None, str)
+            page.view = dataclasses.replace(page.view, chat_numbers=tuple(numbers))
         names = {sid: goal for goal, sid in verdict.mapping.items()}
         labels = {goal.key: goal.label for goal in self.levels.get(view.level).goal}
         branches = branch_names(tree)   # 与会话树浏览器同样的名字（分支 A、B.A），不是“分支 ?”

@@ -207,7 +207,7 @@ def run_story() -> tuple[Snapshot, ...]:
 def changes(before: Snapshot | None, after: Snapshot) -> list[Change]:
     """出现、改变、消失的文件（按表格的顺序）。before 为 None（第一张）时目录里已有的都算出现。
 
-    {'a.json': d1} -> {'a.json': d2, 'b.json': d3}  =>  [changed a.json, appeared b.json]
+    {'a.json': d1} -> {'a.json': d2, 'b.json': d3} → [changed a.json, appeared b.json]
     """
     old = {file.path: file for file in (before.files if before else ())}
     new = {file.path: file for file in after.files}
@@ -227,7 +227,7 @@ def field_changes(before: dict, after: dict) -> list[tuple[str, object, object]]
     """会话文件两版之间变了的顶层字段（messages 已是条数），按后一版里的顺序。
 
     {'revision': 1, 'messages': 2, 'title': 't'} -> {'revision': 2, 'messages': 5, 'title': 't'}
-      =>  [('revision', 1, 2), ('messages', 2, 5)]
+     → [('revision', 1, 2), ('messages', 2, 5)]
     """
     keys = list(after) + [key for key in before if key not in after]
     return [(key, before.get(key), after.get(key)) for key in keys if before.get(key) != after.get(key)]

@@ -567,7 +567,7 @@ def test_the_teacher_sees_every_space_and_opens_one_read_only(explorer, spaces, 
     token, ids = student
     teacher_token = spaces.new_token()
     page = explorer.open_page(teacher_token, TEACHER)
-    assert page.teacher and spaces.open(token).space_id in {row[0] for row in page.teacher_rows}
+    assert page.teacher and spaces.open(token).space_id in {row[1] for row in page.teacher_rows}
     assert explorer.open_page(token).teacher is False and explorer.open_page(token).teacher_rows == []
     opened = explorer.open_space(teacher_token, View(), spaces.open(token).space_id, TEACHER)
     assert opened.read_only and len(opened.rows) == 3 and "学生空间" in opened.space_label
