@@ -57,3 +57,64 @@ def test_file_stamp_is_inode_size_and_time_and_none_for_a_missing_file(tmp_path)
     info = os.lstat(path)
     assert file_stamp(str(path)) == (info.st_ino, 2, info.st_mtime_ns)
     assert file_stamp(str(tmp_path / "missing.json")) is None
+
+
+# ── the space quota (spaces.folder_usage): one walk, per-directory entries in a BoundedCache ──────────────────
+def _scans_of(folder, monkeypatch) -> list:
+    """Every os.scandir of `folder` from now on (the quota's walk of the space's own level)."""
+    seen, real = [], os.scandir
+
+    def counting(path=".", *args):
+        if os.fspath(path) == os.fspath(folder):
+            seen.append(path)
+        return real(path, *args)
+    monkeypatch.setattr(os, "scandir", counting)
+    return seen
+
+
+def test_the_quota_counts_sessions_and_bytes_in_one_walk_of_a_folder_just_written(tmp_path, monkeypatch):
+    from s11_workbench.spaces import Spaces
+    spaces = Spaces(tmp_path / "sessions")
+    space = spaces.open(spaces.new_token())
+    session_id = space.store.create_session("刚写下", [{"role": "user", "content": "你好"}])
+    on_disk = sum(os.lstat(os.path.join(root, name)).st_size for root, _, names in os.walk(space.folder)
+                  for name in names)
+    walks = _scans_of(space.folder, monkeypatch)
+    assert space.usage() == (1, on_disk)                # the folder changed a moment ago: nothing cached counts
+    assert len(walks) == 1                              # not once for the count and once more for the bytes
+    assert os.path.exists(space.store.path_of(session_id))
+
+
+def test_a_folder_replaced_by_another_with_the_same_modification_time_is_counted_again(tmp_path):
+    from s11_workbench.spaces import Spaces
+    spaces = Spaces(tmp_path / "sessions")
+    space = spaces.open(spaces.new_token())
+    trash = os.path.join(space.folder, ".trash")
+    os.makedirs(trash)
+    (tmp_path / "old").mkdir()
+    with open(os.path.join(trash, "a.json"), "w", encoding="utf-8") as handle:
+        handle.write("x" * 100)
+    os.utime(trash, ns=(OLD, OLD))
+    os.utime(space.folder, ns=(OLD, OLD))
+    assert space.usage() == (0, 100)                   # an hour old: both levels are cached and trusted
+    os.rename(trash, str(tmp_path / "old" / "trash"))   # another .trash in its place (a new inode), same time
+    os.makedirs(trash)
+    with open(os.path.join(trash, "b.json"), "w", encoding="utf-8") as handle:
+        handle.write("y" * 7)
+    os.utime(trash, ns=(OLD, OLD))
+    os.utime(space.folder, ns=(OLD, OLD))
+    assert space.usage() == (0, 7)                      # the directory's own (inode, size, time) is the stamp
+
+
+def test_the_quota_cache_is_bounded_and_shared_by_the_spaces_of_one_server(tmp_path, monkeypatch):
+    import s11_workbench.spaces as spaces_module
+    monkeypatch.setattr(spaces_module, "SCAN_CACHE_DIRS", 3)
+    spaces = spaces_module.Spaces(tmp_path / "sessions")
+    first, second = (spaces.open(spaces.new_token()) for _ in range(2))
+    for space in (first, second):
+        for name in ("a", "b"):
+            os.makedirs(os.path.join(space.folder, ".history", name))
+        for root, _, _ in os.walk(space.folder):
+            os.utime(root, ns=(OLD, OLD))
+    assert first.usage()[1] == 0 and second.usage()[1] == 0
+    assert first._scans is second._scans and len(first._scans) == 3   # 8 folders walked, the 3 most recent kept
