@@ -1397,9 +1397,12 @@ def _text_chars(texts: list) -> int:
 
 def _folder_stamps(folder: str) -> dict:
     """仓库目录和它下面一层子目录（.trash、块目录）里每个条目的 (inode, 大小, 修改时间)：只 stat，不打开文件。
-    （s11_storage.stat_key，与仓库的摘要缓存同一个键）。"""
+    （s11_storage.stat_key，与仓库的摘要缓存同一个键）。
+    不进 .history/：留下的旧版只在换掉会话文件（或移进、移出回收站）的同时才多、才少，那个文件的戳已经变了；
+    每个会话一格旧版的戳只会让每个空间的这张表随续写过的会话一直长。"""
     stamps: dict = {}
     pending = [folder]
+    history = os.path.join(folder, s11_history.HISTORY_DIR)
     while pending:
         current = pending.pop()
         try:
@@ -1410,7 +1413,7 @@ def _folder_stamps(folder: str) -> dict:
                     except OSError:
                         continue
                     stamps[entry.path] = stat_key(info)
-                    if current == folder and entry.is_dir(follow_symlinks=False):
+                    if current == folder and entry.path != history and entry.is_dir(follow_symlinks=False):
                         pending.append(entry.path)
         except OSError:
             continue

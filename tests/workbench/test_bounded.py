@@ -118,3 +118,27 @@ def test_the_quota_cache_is_bounded_and_shared_by_the_spaces_of_one_server(tmp_p
             os.utime(root, ns=(OLD, OLD))
     assert first.usage()[1] == 0 and second.usage()[1] == 0
     assert first._scans is second._scans and len(first._scans) == 3   # 8 folders walked, the 3 most recent kept
+
+
+# ── the explorer's check cache: one stamp per file the check reads, none per kept revision ─────────────────
+def test_the_check_cache_keeps_no_stamp_per_kept_revision_and_still_sees_a_broken_file(tmp_path):
+    from s11_session import demo_tree_branching
+    from s11_workbench.explorer import Explorer, View
+    from s11_workbench.spaces import Spaces
+    spaces = Spaces(tmp_path / "sessions")
+    token = spaces.new_token()
+    space = spaces.open(token)
+    ids = demo_tree_branching(space.store)
+    explorer = Explorer(spaces, export_root=str(tmp_path / "exports"))
+    view = explorer.select(token, View(), ids["branch_a_id"]).view
+    for turn in ("一", "二", "三"):                     # every resume keeps the replaced revision in .history/
+        view = explorer.resume(token, view, turn).view
+    page = explorer.refresh(token, view)
+    history = os.path.join(space.folder, ".history")
+    assert len(os.listdir(os.path.join(history, ids["branch_a_id"]))) == 3 and page.problems == ""
+    stamps, _ = explorer._checks.peek(space.folder)
+    assert not [path for path in stamps if path.startswith(history + os.sep)]
+    with open(space.store.path_of(ids["branch_b_id"]), "w", encoding="utf-8") as handle:
+        handle.write("{not json")                       # a hand edit beside them is still found
+    assert ids["branch_b_id"] in explorer.refresh(token, view).problems
+    assert len(os.listdir(os.path.join(history, ids["branch_a_id"]))) == 3   # nothing kept was touched
