@@ -32,7 +32,6 @@ import logging
 import math
 import os
 import re
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -302,8 +301,9 @@ def _tool_results_only(message: dict, tool_names: dict) -> list | None:
 
 
 # ── 树：从摘要列表算出整棵树（找孩子、遍历、画前缀都在 s11_tree，这里只挑画法）─────────────────────
-# 页面上的树每一层都照画（与命令行不同，不设缩进上限）：单选框的标签和以前逐字相同
-PAGE_MAX_INDENT = sys.maxsize
+# 页面上的树最多缩进 PAGE_MAX_INDENT 层，更深的节点在前缀里写“…（第 N 层）”（与命令行同一条规则）：不设上限时
+# 第 d 层的标签有 3d 个字符，1,000 层的分叉链光是树的标签就有 150 万字（随深度平方增长），每次点选都要画、都要传
+PAGE_MAX_INDENT = 24
 
 
 def page_tree(forest: Forest, session_id: str) -> list[tuple[dict, str, int]]:
