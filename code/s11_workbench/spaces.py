@@ -808,16 +808,16 @@ def folder_usage(folder: str, scans: Optional[BoundedCache] = None) -> Tuple[int
 
     scans：每层目录的统计按目录自己的 (inode, 大小, 修改时间) 存在这里（Spaces 的一个 bounded.BoundedCache）。
     仓库写会话、块、回收站和旧版都是新建、改名或删除，目录的修改时间随之变，所以戳没变，这一层就没变；
-    刚改过的目录按 bounded 的 racy 规则先不算数。唯一就地追加的文件是操作日志（.journal.jsonl）：每个记日志的
-    操作都同时改名了一个会话文件，所以它长出的字节在同一次统计里就算进去了。"""
-    sessions, total, stack, top = 0, 0, [folder], True
+    刚改过的目录按 bounded 的 racy 规则先不算数。唯一就地追加的文件是操作日志（.journal.jsonl，目录的修改时间
+    不变）：每个记日志的操作都先改名一个会话文件、紧接着追加那一行，这时目录还“刚改过”，所以新的一行照样数得到；
+    最坏少数一行（约 200 字节），到下一次改名为止。"""
+    top = _scan(folder, scans)
+    total, stack = top.file_bytes, list(top.subdirs)
     while stack:
         scan = _scan(stack.pop(), scans)
-        sessions = scan.sessions if top else sessions
-        top = False
         total += scan.file_bytes
         stack += scan.subdirs
-    return sessions, total
+    return top.sessions, total
 
 
 class _DirScan(NamedTuple):
