@@ -301,9 +301,10 @@ def _tool_results_only(message: dict, tool_names: dict) -> list | None:
 
 
 # ── 树：从摘要列表算出整棵树（找孩子、遍历、画前缀都在 s11_tree，这里只挑画法）─────────────────────
-# 页面上的树最多缩进 PAGE_MAX_INDENT 层，更深的节点在前缀里写“…（第 N 层）”（与命令行同一条规则）：不设上限时
-# 第 d 层的标签有 3d 个字符，1,000 层的分叉链光是树的标签就有 150 万字（随深度平方增长），每次点选都要画、都要传
-PAGE_MAX_INDENT = 24
+# 页面上的树最多缩进 PAGE_MAX_INDENT 层，更深的节点在前缀里写“…（第 N 层）”（与命令行同一条规则）。缩进是不换行空格，
+# 不设上限时第 d 层的标签有 3d 个字符：20 多层就把 390 px 的手机页面撑宽，1,000 层的分叉链光是树的标签就有 150 万字
+# （随深度平方增长），每次点选都要画、都要传。8 层是 390 px 上 60 层的链也不撑宽页面的缩进
+PAGE_MAX_INDENT = 8
 
 
 def page_tree(forest: Forest, session_id: str) -> list[tuple[dict, str, int]]:

@@ -751,9 +751,9 @@ def test_a_deep_chain_s_labels_stop_widening_and_name_the_depth_instead(explorer
     page = explorer.select(token, View(), leaf)
     labels = [label for label, _ in page.tree_choices]
     assert len(labels) == 300 and "（第 299 层）" in labels[-1]
-    assert max(map(len, labels)) < 200             # drawn in full, the deepest would be ~970 characters wide
+    assert max(map(len, labels)) < 120             # drawn in full, the deepest would be ~970 characters wide
     rows = [label for label, _ in page.rows]        # the list draws the first LIST_LIMIT rows of the same tree
-    assert len(rows) == LIST_LIMIT and f"（第 {LIST_LIMIT - 1} 层）" in rows[-1] and max(map(len, rows)) < 200
+    assert len(rows) == LIST_LIMIT and f"（第 {LIST_LIMIT - 1} 层）" in rows[-1] and max(map(len, rows)) < 120
 
 
 def test_branch_points_only_keeps_root_forks_leaves_and_counts_what_it_skips():
