@@ -32,7 +32,6 @@ import logging
 import math
 import os
 import re
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -304,8 +303,10 @@ def _tool_results_only(message: dict, tool_names: dict) -> list | None:
 
 
 # ── 树：从摘要列表算出整棵树（找孩子、遍历、画前缀都在 s11_tree，这里只挑画法）─────────────────────
-# 页面上的树每一层都照画（与命令行不同，不设缩进上限）：单选框的标签和以前逐字相同
-PAGE_MAX_INDENT = sys.maxsize
+# 页面上的树最多缩进 PAGE_MAX_INDENT 层，更深的节点在前缀里写“…（第 N 层）”（与命令行同一条规则）。缩进是不换行空格，
+# 不设上限时第 d 层的标签有 3d 个字符：20 多层就把 390 px 的手机页面撑宽，1,000 层的分叉链光是树的标签就有 150 万字
+# （随深度平方增长），每次点选都要画、都要传。8 层是 390 px 上 60 层的链也不撑宽页面的缩进
+PAGE_MAX_INDENT = 8
 
 
 def page_tree(forest: Forest, session_id: str) -> list[tuple[dict, str, int]]:
@@ -1428,9 +1429,12 @@ def _text_chars(texts: list) -> int:
 
 def _folder_stamps(folder: str) -> dict:
     """仓库目录和它下面一层子目录（.trash、块目录）里每个条目的 (inode, 大小, 修改时间)：只 stat，不打开文件。
-    （s11_storage.stat_key，与仓库的摘要缓存同一个键）。"""
+    （s11_storage.stat_key，与仓库的摘要缓存同一个键）。
+    不进 .history/：留下的旧版只在换掉会话文件（或移进、移出回收站）的同时才多、才少，那个文件的戳已经变了；
+    每个会话一格旧版的戳只会让每个空间的这张表随续写过的会话一直长。"""
     stamps: dict = {}
     pending = [folder]
+    history = os.path.join(folder, s11_history.HISTORY_DIR)
     while pending:
         current = pending.pop()
         try:
@@ -1441,7 +1445,7 @@ def _folder_stamps(folder: str) -> dict:
                     except OSError:
                         continue
                     stamps[entry.path] = stat_key(info)
-                    if current == folder and entry.is_dir(follow_symlinks=False):
+                    if current == folder and entry.path != history and entry.is_dir(follow_symlinks=False):
                         pending.append(entry.path)
         except OSError:
             continue

@@ -745,6 +745,17 @@ def test_a_1000_deep_chain_with_side_branches_draws_only_branch_points(explorer,
     assert [value for label, value in page.tree_choices if "◀ 活动端" in label] == [leaf]
 
 
+def test_a_deep_chain_s_labels_stop_widening_and_name_the_depth_instead(explorer, spaces):
+    token = spaces.new_token()
+    _, leaf = _chain(SessionStore(spaces.open(token).folder, durable=False), 300)
+    page = explorer.select(token, View(), leaf)
+    labels = [label for label, _ in page.tree_choices]
+    assert len(labels) == 300 and "（第 299 层）" in labels[-1]
+    assert max(map(len, labels)) < 120             # drawn in full, the deepest would be ~970 characters wide
+    rows = [label for label, _ in page.rows]        # the list draws the first LIST_LIMIT rows of the same tree
+    assert len(rows) == LIST_LIMIT and f"（第 {LIST_LIMIT - 1} 层）" in rows[-1] and max(map(len, rows)) < 120
+
+
 def test_branch_points_only_keeps_root_forks_leaves_and_counts_what_it_skips():
     def node(sid, parent):
         return ({"session_id": sid, "parent_id": parent}, "", 0)
