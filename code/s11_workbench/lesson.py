@@ -46,7 +46,8 @@ LESSONS_DIR = "lessons"
 MAX_PUBLISHED = 50
 STUCK_MINUTES = 8          # 这么久没有新进展算“卡住了”
 STUCK_MISSES = 5           # 或者连续这么多次操作都没让判定变好
-TOOLS = {"check_clean": "doctor", "torn_in_trash": "doctor", "conflict_met": "second", "exported_clean": "export"}
+TOOLS = {"check_clean": "doctor", "torn_in_trash": "doctor", "conflict_met": "second", "exported_clean": "export",
+         "fork_undone": "undo"}   # ↶ 撤销在会话树浏览器里（history_tab.py）
 
 
 # ── 服务器端视图与整页结果 ────────────────────────────────────────────────────────────────
@@ -212,7 +213,8 @@ def goal_text(exercise: Exercise) -> str:
 def _check_label(item, labels) -> str:
     return {"check_clean": "体检（check()）没有问题", "torn_in_trash": "写坏的文件进了回收站",
             "conflict_met": f"两个标签页续写「{labels.get(item.node, '')}」时遇到 ConflictError",
-            "exported_clean": f"导出「{labels.get(item.node, '')}」且不泄露密钥"}[item.kind]
+            "exported_clean": f"导出「{labels.get(item.node, '')}」且不泄露密钥",
+            "fork_undone": "分错的那次分叉用 ↶ 撤销 撤掉（不是删掉）"}[item.kind]
 
 
 # ── 动作 ─────────────────────────────────────────────────────────────────────────────────────

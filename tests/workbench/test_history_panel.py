@@ -119,7 +119,7 @@ def test_undoing_a_fork_moves_it_to_the_trash_and_selects_its_parent(panel, expl
     assert Path(trashed[0]).read_bytes() == kept   # nothing lost: the same bytes sit in the trash
     assert page.can_redo and "↷ 重做会再做第 6 步" in unescape(page.next_step)
     # the undone fork is no longer in the tree, so the journal names it by title and id again
-    assert "- ~~第 6 步" in page.timeline and f"撤销了第 6 步（分叉了分支 「" in unescape(page.timeline)
+    assert "- ~~第 6 步" in page.timeline and "撤销了第 6 步（分叉了分支 「" in unescape(page.timeline)
     assert f"[{child}]（自第 6 条））" in unescape(page.timeline)
 
     again = panel.redo(token, shown.view)
@@ -320,3 +320,37 @@ def test_a_changed_selection_clears_the_looked_at_revision(panel, explorer, stud
     other = explorer.select(token, View(), ids["branch_a_id"]).view
     moved = panel.show(token, other, None, 1, looked)
     assert moved.looking == [] and moved.looking_note == "" and moved.looked == ()
+
+
+# ── the lesson level that needs undo, done by clicking in the explorer ──────────────────────────
+def test_the_undo_level_is_solved_by_clicking_in_the_explorer(panel, explorer, spaces):
+    from s11_workbench.lesson import Lesson, LessonView
+    lesson = Lesson(spaces, explorer=explorer)
+    token = spaces.new_token()
+    started = lesson.start(token, LessonView(), "undo")
+    assert started.notice.startswith("🚀") and not started.solved
+    main = started.view.session_id
+    view = explorer.select(token, View(), main).view
+    wrong = explorer.fork(token, view, 5, "先试试 LRU 上限", "")
+    hint = unescape(lesson.render(token, started.view, None).hint)
+    assert "第 5 条之后分叉" in hint and "↶ 撤销" in hint   # the near miss points at the undo button
+    undone = panel.undo(token, wrong.view)
+    assert "分叉了分支 A（自第 5 条）" in undone.notice and undone.explorer.view.session_id == main
+    right = explorer.fork(token, undone.explorer.view, 3, "换个方向：先看 ws_pool", "")
+    assert right.notice.startswith("✅")
+    judged = lesson.render(token, started.view, None, counts=True)
+    assert judged.solved, judged.verdict
+    assert "↶ 撤销" in judged.goal_text and "✅ 分错的那次分叉是用 ↶ 撤销 撤掉的" in unescape(judged.verdict)
+
+
+def test_the_undo_level_is_not_solved_by_deleting_the_wrong_fork(panel, explorer, spaces):
+    from s11_workbench.lesson import Lesson, LessonView
+    lesson = Lesson(spaces, explorer=explorer)
+    token = spaces.new_token()
+    started = lesson.start(token, LessonView(), "undo")
+    view = explorer.select(token, View(), started.view.session_id).view
+    wrong = explorer.fork(token, view, 5, "先试试 LRU 上限", "")
+    deleted = explorer.delete(token, wrong.view)
+    explorer.fork(token, deleted.view, 3, "换个方向：先看 ws_pool", "")
+    judged = lesson.render(token, started.view, None)
+    assert not judged.solved and "是用 🗑️ 删除的，不是撤销的" in unescape(judged.hint)
