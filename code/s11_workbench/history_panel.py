@@ -241,16 +241,26 @@ def described(record: dict, names: dict[str, str], window: dict[int, dict]) -> s
 
 
 def timeline_markdown(rows: list[dict], skipped: list[str], names: dict[str, str]) -> str:
-    """操作历史：新的在前，一行一步；已撤销（可以重做）的划掉。文字一律转义。"""
+    """操作历史：新的在前，一行一步；撤销掉的划掉（还能重做的注明“可以 ↷ 重做”——之后做了新操作就不能了）。
+    文字一律转义。"""
     if not rows:
         return "（还没有操作：在这个空间里新建、分叉、续写、删除……每一步都会记在这里，也都能撤销）"
     window = {row["n"]: row["record"] for row in rows}
+    last_step = {}   # 第几步 -> 最后一次撤销 / 重做它的是哪个（旧的在前地看，后来的盖掉先前的）
+    for row in reversed(rows):
+        if row["op"] in ("undo", "redo"):
+            last_step[row["record"].get("target")] = row["op"]
     lines = []
     for row in rows:
         text = literal_inline(described(row["record"], names, window))
         when = literal_inline(row["at"][5:] if len(row["at"]) >= 16 else row["at"])
         line = f"第 {row['n']} 步 · {when} · {text}"
-        lines.append(f"- ~~{line}~~ （↶ 已撤销，可以 ↷ 重做）" if row["undone"] else f"- {line}")
+        if row["undone"]:
+            lines.append(f"- ~~{line}~~ （↶ 已撤销，可以 ↷ 重做）")
+        elif last_step.get(row["n"]) == "undo":
+            lines.append(f"- ~~{line}~~ （↶ 已撤销）")
+        else:
+            lines.append(f"- {line}")
     if skipped:
         lines.append(f"- ⚠️ 日志里有 {len(skipped)} 行读不懂（写到一半被中断或被改坏），已跳过")
     return "\n".join(lines)

@@ -84,6 +84,9 @@ class _Panel:
                         api_name="explorer_revision_look", **steps)
         self.back.click(back, inputs=[visitor, view, teacher, self.revisions], outputs=mine + outputs,
                         api_name="explorer_revert", **steps)
+        # Chatbot 自带的 🗑️ 只是关掉这里的显示（那一版还在）：连说明一起收起
+        self.looking.clear(lambda: (gr.Chatbot(visible=False), "", ()), outputs=[self.looking, self.looking_note,
+                                                                                 self.looked], queue=False)
         # 浏览器里的任何动作都会换掉视图（选中、修订号……）：面板跟着重画（结果行不动）
         quiet = {"concurrency_limit": 8, "api_visibility": "private", "show_progress": "hidden"}
         refresh_inputs = [visitor, view, teacher, self.revisions, self.looked]

@@ -354,3 +354,15 @@ def test_the_undo_level_is_not_solved_by_deleting_the_wrong_fork(panel, explorer
     explorer.fork(token, deleted.view, 3, "换个方向：先看 ws_pool", "")
     judged = lesson.render(token, started.view, None)
     assert not judged.solved and "是用 🗑️ 删除的，不是撤销的" in unescape(judged.hint)
+
+
+def test_a_step_undone_before_a_new_operation_stays_struck_through(panel, explorer, spaces, student):
+    token, ids = student
+    view = explorer.select(token, View(), ids["branch_a_id"]).view
+    resumed = explorer.resume(token, view, "一轮")
+    undone = panel.undo(token, resumed.view)
+    assert "- ~~第 6 步" in undone.timeline and "可以 ↷ 重做" in undone.timeline
+    explorer.resume(token, undone.explorer.view, "新的一轮")   # a new operation: step 6 can no longer be redone
+    page = panel.show(token, View())
+    line = next(line for line in page.timeline.splitlines() if "第 6 步 ·" in line)
+    assert line.startswith("- ~~第 6 步") and line.endswith("（↶ 已撤销）") and not page.can_redo
