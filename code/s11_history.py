@@ -153,20 +153,25 @@ def saved(store: Any, session: Any, before: int, after: int, unversioned: bool =
 
 
 # ── 读旧版 ──────────────────────────────────────────────────────────────────────────────────
-def revisions(store: Any, session_id: str) -> List[Dict[str, Any]]:
+def revisions(store: Any, session_id: str, newest: Optional[int] = None) -> List[Dict[str, Any]]:
     """一个会话的每一版（按修订号）：revision、at（那一版写下的时间）、message_count、bytes、path；
-    现在这一版 live=True，回收站里的（删除时的那一版）in_trash=True。一版都没有时 SessionNotFound。"""
+    现在这一版 live=True，回收站里的（删除时的那一版）in_trash=True。一版都没有时 SessionNotFound。
+    newest：旧版只细看修订号最大的这么多个（每一版都要读它的头；续写了上千次的会话，界面只列最近几版）。"""
     found = []
     folder = history_dir(store.storage_dir, session_id)
     try:
         names = os.listdir(folder)
     except (FileNotFoundError, NotADirectoryError):
         names = []
+    kept = []
     for name in names:
         match = _KEPT_NAME.fullmatch(name) or _OLDER_LIFE.fullmatch(name)
         if match:
-            found.append(_describe(store.storage_dir, os.path.join(folder, name), int(match.group(1)),
-                                   older=match.re is _OLDER_LIFE))
+            kept.append((int(match.group(1)), match.re is _OLDER_LIFE, name))
+    if newest is not None:
+        kept = sorted(kept, reverse=True)[:max(0, newest)]
+    for revision, older, name in kept:
+        found.append(_describe(store.storage_dir, os.path.join(folder, name), revision, older=older))
     live = store.path_of(session_id)
     if os.path.lexists(live):
         entry = _describe(store.storage_dir, live, None, older=False)

@@ -193,7 +193,7 @@ class HistoryPanel:
 
     def _revisions(self, page: HistoryPage, store, view: View, revision, name: str) -> None:
         try:
-            found = s11_history.revisions(store, view.session_id)
+            found = s11_history.revisions(store, view.session_id, newest=REVISIONS_SHOWN)
         except (SessionError, OSError):
             found = []
         page.revision_choices = revision_choices(found)

@@ -366,3 +366,22 @@ def test_a_step_undone_before_a_new_operation_stays_struck_through(panel, explor
     page = panel.show(token, View())
     line = next(line for line in page.timeline.splitlines() if "第 6 步 ·" in line)
     assert line.startswith("- ~~第 6 步") and line.endswith("（↶ 已撤销）") and not page.can_redo
+
+
+def test_a_node_saved_many_times_lists_and_reads_only_its_newest_revisions(panel, explorer, spaces, student,
+                                                                          monkeypatch):
+    from s11_workbench.history_panel import REVISIONS_SHOWN
+    token, ids = student
+    store = spaces.open(token).store
+    for turn in range(REVISIONS_SHOWN + 10):
+        node = store.load(ids["branch_a_id"])
+        node.messages.append({"role": "user", "content": f"turn {turn}"})
+        store.save(node)
+    read = []
+    describe = s11_history._describe
+    monkeypatch.setattr(s11_history, "_describe", lambda *args, **kw: read.append(args[1]) or describe(*args, **kw))
+    view = explorer.select(token, View(), ids["branch_a_id"]).view
+    page = panel.show(token, view)
+    numbers = [number for _, number in page.revision_choices]
+    assert numbers == list(range(REVISIONS_SHOWN + 11, 10, -1))[:REVISIONS_SHOWN]   # newest first, live on top
+    assert len(read) <= REVISIONS_SHOWN + 1   # the older kept files were not even opened
