@@ -289,11 +289,12 @@ def replay(storage_dir: str) -> Replay:
     return Replay(done, undone, expected)
 
 
-def timeline(store: Any, limit: int = 50) -> Tuple[List[Dict[str, Any]], List[str]]:
+def timeline(store: Any, limit: int = 50, state: Optional[Replay] = None) -> Tuple[List[Dict[str, Any]], List[str]]:
     """给界面和命令行的日志：最近 limit 条（新的在前），每条 {n, at, op, text, undone（现在处于撤销状态）,
-    record}，以及跳过的坏行的说明。undone 的那些正是 redo() 能重做的。"""
+    record}，以及跳过的坏行的说明。undone 的那些正是 redo() 能重做的。
+    state：调用方刚 replay() 过就交进来，日志不必再从头读一遍。"""
     shown, skipped = s11_journal.newest(store.storage_dir, limit)
-    undone = {record["n"] for record in replay(store.storage_dir).undone}
+    undone = {record["n"] for record in (state or replay(store.storage_dir)).undone}
     return [{"n": item.record["n"], "at": item.record.get("at", ""), "op": item.record["op"], "text": item.text,
              "undone": item.record["n"] in undone, "record": item.record} for item in shown], skipped
 

@@ -44,7 +44,7 @@ from s11_workbench.explorer import (
 from s11_workbench.markdown import literal_inline
 
 HISTORY_SHOWN = 30        # 操作历史显示最近几步（更早的：命令行 `python code/s11_cli.py history --limit N`）
-REVISIONS_SHOWN = 30      # 一个会话最多列出最近几版
+REVISIONS_SHOWN = 12      # 一个会话最多列出最近几版（每一版都要读它的头；更早的：命令行 history ID）
 TITLE_CHARS = 30
 READ_ONLY = ("这是只读的来源（📚 共享书架或 👩‍🏫 学生空间）：这里只能看操作历史和旧版，不能撤销、重做或回到某一版"
              "——它们只作用于你自己的空间。切回「📁 我的空间」再试")
@@ -178,8 +178,8 @@ class HistoryPanel:
         page = HistoryPage(writable=not space.read_only)
         try:
             names = names_of(Forest(store.list_sessions()))
-            rows, skipped = s11_history.timeline(store, HISTORY_SHOWN)
             state = s11_history.replay(store.storage_dir)
+            rows, skipped = s11_history.timeline(store, HISTORY_SHOWN, state)
         except (SessionError, OSError) as error:
             page.timeline = _explain(error)
             return page

@@ -107,7 +107,7 @@ def panel() -> _Panel:
         undo_result = gr.Markdown("", elem_id="s11h-undo-result", elem_classes="s11x-result")
         next_step = gr.Markdown("", elem_id="s11h-next")
         timeline = gr.Markdown("", elem_id="s11h-timeline")
-        revisions = gr.Radio([], label="🕰️ 选中会话的每一版（新的在前）", elem_id="s11h-revisions")
+        revisions = gr.Radio([], label="🕰️ 选中会话的每一版（新的在前，最近 12 版）", elem_id="s11h-revisions")
         revisions_note = gr.Markdown("", elem_id="s11h-revisions-note")
         with gr.Row(equal_height=True):
             look = gr.Button(LOOK_LABEL, min_width=110, elem_id="s11h-look")
