@@ -1,7 +1,7 @@
 """Undo in Debian's chromium, as a reader: run the 8.11 demo, open the explorer, then in its 📜 history panel undo a
 fork (the node leaves the list and goes to the trash), undo a resume and redo it, undo a delete, look at an old
-revision of branch B read-only and go back to it -- each result under the button that was clicked, the disk agreeing,
-at 1400 px and 390 px, light and dark, with no horizontal overflow on the phone.
+revision of branch B read-only and go back to it -- each result under the button that was clicked, the disk agreeing;
+on the read-only shelf the buttons are gone. At 1400 px and 390 px, light and dark, no horizontal overflow.
 
 Set S11_UNDO_SCREENSHOTS=/some/folder to also write the panel's screenshots there (both widths, both schemes).
 """
@@ -170,6 +170,14 @@ def test_undo_a_fork_a_resume_and_a_delete_redo_one_and_go_back_to_a_revision(br
         assert node.revision == revision + 1 and len(node.messages) == 7
         page.wait_for_function("!document.querySelector('#s11x-path').innerText.includes('监控上线后再看内存曲线')")
         fits(page)
+
+        # the read-only shelf: the panel reads, but offers no undo, redo or revert
+        page.locator("#s11x-source").get_by_text("📚 共享书架").click()
+        page.locator("#s11h-next").get_by_text("只读").wait_for(timeout=15_000)
+        for button in ("#s11h-undo", "#s11h-redo", "#s11h-back"):
+            page.locator(button).wait_for(state="hidden", timeout=15_000)
+        page.locator("#s11x-source").get_by_text("📁 我的空间").click()
+        page.locator("#s11h-undo").wait_for(state="visible", timeout=15_000)
 
         # the other colour scheme, same panel (the space and the selection survive a reload)
         other = "dark" if scheme == "light" else "light"
