@@ -101,7 +101,7 @@ class HistoryPanel:
             old = s11_history.load_revision(space.store, session_id, number)
             live = space.store.load(session_id)
             clean = s11_redact.redact if space.read_only else str
-            note = _looking_note(old, live, self._name_of(space.store, session_id))
+            note = _looking_note(old, live, names_of_one(space.store, session_id))
             return "", None, {"looking": _chat(old, clean), "looking_note": note, "looked": (session_id, number),
                               "revision": number}
         return self._act(token, view, teacher, action, "revisions", revision)
@@ -123,7 +123,7 @@ class HistoryPanel:
             space.throttle()
             space.require_room(sessions=0, nbytes=_approximate_bytes(old))
             node = s11_history.revert(store, session_id, number)
-            name = self._name_of(store, session_id)
+            name = names_of_one(store, session_id)
             done = (f"⏪ 已把 {name} 回到第 {number} 版：它的内容存成了新的第 {node.revision} 版（{len(node.messages)} 条消息）；"
                     f"原来的第 {live.revision} 版还在下面的列表里，↶ 撤销就回去")
             return done, _refreshed(view), {"revision": number}
@@ -199,11 +199,11 @@ class HistoryPanel:
         page.revision_choices = revision_choices(found)
         numbers = [number for _, number in page.revision_choices]
         page.revision = revision if revision in numbers else None
-        page.revisions_note = (f"{literal_inline(name)} 共 {len(numbers)} 版（每次保存留下一版，撤销、回到某一版也是新的一版）"
-                               if numbers else "")
-
-    def _name_of(self, store, session_id: str) -> str:
-        return names_of_one(store, session_id)
+        if len(numbers) >= REVISIONS_SHOWN:   # 只读了最新的几版：总数不知道，也不必知道
+            page.revisions_note = (f"{literal_inline(name)} 的最近 {len(numbers)} 版（更早的用命令行 "
+                                   f"`history {view.session_id}` 看；每一版都还在）")
+        elif numbers:
+            page.revisions_note = f"{literal_inline(name)} 共 {len(numbers)} 版（每次保存留下一版，撤销、回到某一版也是新的一版）"
 
     @staticmethod
     def _parent_of(store, session_id: str | None) -> str | None:

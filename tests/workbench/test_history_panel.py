@@ -385,3 +385,5 @@ def test_a_node_saved_many_times_lists_and_reads_only_its_newest_revisions(panel
     numbers = [number for _, number in page.revision_choices]
     assert numbers == list(range(REVISIONS_SHOWN + 11, 10, -1))[:REVISIONS_SHOWN]   # newest first, live on top
     assert len(read) <= REVISIONS_SHOWN + 1   # the older kept files were not even opened
+    assert f"分支 A 的最近 {REVISIONS_SHOWN} 版" in unescape(page.revisions_note)
+    assert f"history {ids['branch_a_id']}" in page.revisions_note
