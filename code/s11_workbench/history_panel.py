@@ -124,7 +124,7 @@ class HistoryPanel:
             space.require_room(sessions=0, nbytes=_approximate_bytes(old))
             node = s11_history.revert(store, session_id, number)
             name = names_of_one(store, session_id)
-            done = (f"⏪ 已把 {name} 回到第 {number} 版：它的内容存成了新的第 {node.revision} 版（{len(node.messages)} 条消息）；"
+            done = (f"⏪ 已把 {literal_inline(name)} 回到第 {number} 版：它的内容存成了新的第 {node.revision} 版（{len(node.messages)} 条消息）；"
                     f"原来的第 {live.revision} 版还在下面的列表里，↶ 撤销就回去")
             return done, _refreshed(view), {"revision": number}
         return self._act(token, view, teacher, action, "revisions", revision)
@@ -145,7 +145,7 @@ class HistoryPanel:
             if stack and stack[-1]["n"] == done.get("target"):
                 verb = "撤销" if step is s11_history.undo else "重做"
                 text = f"{verb}了第 {done['target']} 步：{s11_journal.describe(stack[-1], names)}"
-            return f"{mark} {text}", _after_step(store, view, parent, done), {}
+            return f"{mark} {literal_inline(text)}", _after_step(store, view, parent, done), {}
         return self._act(token, view, teacher, action, "undo")
 
     def _act(self, token, view: View, teacher, action: Callable, area: str, revision=None) -> HistoryPage:
@@ -356,11 +356,13 @@ def _writable(space):
 
 
 def _revision_number(value) -> int:
-    """单选框的值 -> 修订号。没选、或不是整数（浏览器之外直接调 API）时说清楚。"""
+    """单选框的值 -> 修订号。没选、或不是整数（浏览器之外直接调 API）时说清楚收到了什么。"""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise ExplorerError("还没选哪一版：先在「这个会话的每一版」里选一版")
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ExplorerError("先在「这个会话的每一版」里选一版")
+        raise ExplorerError(f"版本号应是不小于 0 的整数，收到 {shorten(repr(value), 40)}：先在「这个会话的每一版」里选一版")
     return value
 
 
@@ -385,7 +387,8 @@ def _after_step(store, view: View, parent: str | None, done: dict) -> View:
 
 
 def _explain(error: BaseException) -> str:
-    """冲突要说清是哪一步、为什么（s11_history 的原话），而不是浏览器续写时那句“输入框里的话还在”。"""
-    if isinstance(error, ConflictError):
-        return f"⚠️ {hide_paths(shorten(str(error), 300))}"
+    """异常 -> 结果行的一句话。仓库的话原样说（冲突要说清是哪一步、为什么，而不是浏览器续写时那句“输入框里的话
+    还在”），但其中的会话标题是别人写的文字：整句转义后才进 Markdown。"""
+    if isinstance(error, SessionError):
+        return f"⚠️ {literal_inline(hide_paths(shorten(str(error), 300)))}"
     return explain(error)

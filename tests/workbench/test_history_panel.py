@@ -95,8 +95,8 @@ def test_an_empty_space_says_there_is_nothing_to_undo(panel, spaces):
     assert "还没有操作" in page.timeline and not page.can_undo and not page.can_redo
     before = snapshot(spaces.open(token).folder)
     refused = panel.undo(token, View())
-    assert refused.notice == "⚠️ 没有可以撤销的操作" and refused.area == "undo"
-    assert panel.redo(token, View()).notice.startswith("⚠️ 没有可以重做的操作")
+    assert unescape(refused.notice) == "⚠️ 没有可以撤销的操作" and refused.area == "undo"
+    assert unescape(panel.redo(token, View()).notice).startswith("⚠️ 没有可以重做的操作")
     assert snapshot(spaces.open(token).folder) == before
 
 
@@ -108,7 +108,7 @@ def test_undoing_a_fork_moves_it_to_the_trash_and_selects_its_parent(panel, expl
     store = spaces.open(token).store
     kept = Path(store.path_of(child)).read_bytes()
     page = panel.undo(token, forked.view)
-    assert page.area == "undo" and page.notice == "↶ 撤销了第 6 步：分叉了分支 B.A（自第 6 条）"
+    assert page.area == "undo" and unescape(page.notice) == "↶ 撤销了第 6 步：分叉了分支 B.A（自第 6 条）"
     assert store.load(child) is None
     shown = page.explorer
     assert child not in listed(shown) and child not in {value for _, value in shown.tree_choices}
@@ -123,7 +123,7 @@ def test_undoing_a_fork_moves_it_to_the_trash_and_selects_its_parent(panel, expl
     assert f"[{child}]（自第 6 条））" in unescape(page.timeline)
 
     again = panel.redo(token, shown.view)
-    assert again.notice == f"↷ 重做了第 6 步：分叉了分支 「{store.load(child).title}」[{child}]（自第 6 条）"
+    assert unescape(again.notice) == f"↷ 重做了第 6 步：分叉了分支 「{store.load(child).title}」[{child}]（自第 6 条）"
     assert child in listed(again.explorer) and store.load(child).messages[-1]["content"] == "换个思路"
     assert again.explorer.view.session_id == ids["branch_b_id"]
 
@@ -135,7 +135,7 @@ def test_undoing_a_resume_saves_the_previous_content_as_a_new_revision(panel, ex
     resumed = explorer.resume(token, view, "再加一轮")
     assert store.load(ids["branch_a_id"]).revision == 2
     page = panel.undo(token, resumed.view)
-    assert page.notice == "↶ 撤销了第 6 步：续写了分支 A：revision 1 → 2"
+    assert unescape(page.notice) == "↶ 撤销了第 6 步：续写了分支 A：revision 1 → 2"
     node = store.load(ids["branch_a_id"])
     assert node.revision == 3 and len(node.messages) == 7
     assert s11_history.load_revision(store, ids["branch_a_id"], 2).messages[-1]["content"] == "再加一轮"
@@ -150,7 +150,7 @@ def test_undoing_a_delete_restores_the_session(panel, explorer, spaces, student)
     deleted = explorer.delete(token, view)
     assert ids["branch_a_id"] not in listed(deleted)
     page = panel.undo(token, deleted.view)
-    assert page.notice.startswith("↶ 撤销了第 6 步：删除了 「") and page.notice.endswith("（移进回收站）")
+    assert unescape(page.notice).startswith("↶ 撤销了第 6 步：删除了 「") and unescape(page.notice).endswith("（移进回收站）")
     assert ids["branch_a_id"] in listed(page.explorer)
     assert spaces.open(token).store.load(ids["branch_a_id"]).revision == 1
 
@@ -168,7 +168,7 @@ def test_a_stale_undo_is_refused_and_nothing_changes(panel, explorer, spaces, st
     assert store.load(ids["branch_b_id"]).revision == 7
     before = snapshot(spaces.open(token).folder)
     page = panel.undo(token, View(session_id=ids["branch_b_id"], revision=7))
-    assert page.notice.startswith("⚠️ 不能撤销第 5 步（续写了") and "日志之外改过" in page.notice
+    assert unescape(page.notice).startswith("⚠️ 不能撤销第 5 步（续写了") and "日志之外改过" in unescape(page.notice)
     assert snapshot(spaces.open(token).folder) == before
     assert page.explorer is not None and page.explorer.view.revision == 7   # the page re-read the file
 
@@ -181,7 +181,7 @@ def test_a_purge_cannot_be_undone_and_the_panel_says_so(panel, explorer, spaces,
     assert "有意的彻底删除，撤销不了" in page.next_step
     before = snapshot(spaces.open(token).folder)
     refused = panel.undo(token, View())
-    assert "彻底删除" in refused.notice and "不能撤销" in refused.notice
+    assert "彻底删除" in unescape(refused.notice) and "不能撤销" in unescape(refused.notice)
     assert snapshot(spaces.open(token).folder) == before
 
 
@@ -196,7 +196,7 @@ def test_the_shelf_shows_its_history_but_refuses_undo_redo_and_revert(panel, exp
     assert page.timeline.startswith("- 第")   # the shelf's own journal, read-only
     before = snapshot(spaces.sessions_dir)
     for refused in (panel.undo(token, shelf), panel.redo(token, shelf), panel.revert(token, shelf, 1)):
-        assert refused.notice == f"⚠️ {READ_ONLY}" and refused.explorer is None
+        assert unescape(refused.notice) == f"⚠️ {READ_ONLY}" and refused.explorer is None
     assert snapshot(spaces.sessions_dir) == before
 
 
@@ -208,10 +208,10 @@ def test_the_teacher_view_of_a_student_cannot_undo(panel, explorer, spaces, stud
     page = panel.show(teacher_token, view, TEACHER)
     assert not page.writable and "续写了分支 B" in unescape(page.timeline)   # the teacher reads the student's journal
     before = snapshot(spaces.sessions_dir)
-    assert panel.undo(teacher_token, view, TEACHER).notice == f"⚠️ {READ_ONLY}"
-    assert panel.revert(teacher_token, view, 1, TEACHER).notice == f"⚠️ {READ_ONLY}"
+    assert unescape(panel.undo(teacher_token, view, TEACHER).notice) == f"⚠️ {READ_ONLY}"
+    assert unescape(panel.revert(teacher_token, view, 1, TEACHER).notice) == f"⚠️ {READ_ONLY}"
     # without the teacher's secret the same view is not even readable
-    assert "只有老师" in panel.undo(teacher_token, view).notice
+    assert "只有老师" in unescape(panel.undo(teacher_token, view).notice)
     assert snapshot(spaces.sessions_dir) == before
     looked = panel.look(teacher_token, view, 1, TEACHER)   # reading an old revision is fine
     assert looked.looking and looked.looked == (ids["branch_b_id"], 1)
@@ -233,7 +233,7 @@ def test_another_students_session_is_not_reachable_through_the_panel(panel, spac
     other = spaces.new_token()
     view = View(session_id=ids["branch_b_id"], revision=2)
     assert panel.show(other, view).revision_choices == []
-    assert "没有第 1 版" in panel.look(other, view, 1).notice
+    assert "没有第 1 版" in unescape(panel.look(other, view, 1).notice)
     assert panel.revert(other, view, 1).notice.startswith("⚠️")
     assert spaces.open(other).store.list_sessions() == []
 
@@ -267,14 +267,14 @@ def test_going_back_to_a_revision_saves_it_as_a_new_one(panel, explorer, spaces,
     store = spaces.open(token).store
     view = explorer.select(token, View(), ids["branch_b_id"]).view
     page = panel.revert(token, view, 1)
-    assert page.notice.startswith("⏪ 已把 分支 B 回到第 1 版：它的内容存成了新的第 3 版（7 条消息）")
+    assert unescape(page.notice).startswith("⏪ 已把 分支 B 回到第 1 版：它的内容存成了新的第 3 版（7 条消息）")
     node = store.load(ids["branch_b_id"])
     assert node.revision == 3 and len(node.messages) == 7
     assert len(s11_history.load_revision(store, ids["branch_b_id"], 2).messages) == 9   # nothing lost
     assert page.explorer.view.revision == 3 and page.explorer.message_count == 7
     assert [number for _, number in page.revision_choices] == [3, 2, 1]
     undone = panel.undo(token, page.explorer.view)   # and back again
-    assert "回到第 1 版" in undone.notice and len(store.load(ids["branch_b_id"]).messages) == 9
+    assert "回到第 1 版" in unescape(undone.notice) and len(store.load(ids["branch_b_id"]).messages) == 9
 
 
 def test_going_back_from_a_stale_page_is_refused(panel, explorer, spaces, student):
@@ -283,7 +283,7 @@ def test_going_back_from_a_stale_page_is_refused(panel, explorer, spaces, studen
     explorer.resume(token, view, "another tab saved first")   # the page's revision is now stale
     before = snapshot(spaces.open(token).folder)
     page = panel.revert(token, view, 1)
-    assert page.notice.startswith("⚠️ 会话") and "又被保存过，现在是第 3 版" in page.notice
+    assert unescape(page.notice).startswith("⚠️ 会话") and "又被保存过，现在是第 3 版" in unescape(page.notice)
     assert snapshot(spaces.open(token).folder) == before
     assert page.explorer.view.revision == 3
 
@@ -295,20 +295,21 @@ def test_a_missing_or_bad_revision_is_refused(panel, explorer, spaces, student, 
     before = snapshot(spaces.open(token).folder)
     for page in (panel.look(token, view, revision), panel.revert(token, view, revision)):
         assert page.notice.startswith("⚠️") and page.area == "revisions"
-        assert "选一版" in page.notice or "没有第 99 版" in page.notice
+        assert "选一版" in unescape(page.notice) or "没有第 99 版" in unescape(page.notice)
+        assert revision in (None, "", 99) or f"收到 {revision!r}" in unescape(page.notice)
     assert snapshot(spaces.open(token).folder) == before
 
 
 def test_going_back_to_the_current_revision_is_refused(panel, explorer, student):
     token, ids = student
     view = explorer.select(token, View(), ids["branch_b_id"]).view
-    assert "现在就是第 2 版" in panel.revert(token, view, 2).notice
+    assert "现在就是第 2 版" in unescape(panel.revert(token, view, 2).notice)
 
 
 def test_without_a_selection_the_revision_buttons_say_what_to_do(panel, student):
     token, _ = student
     for page in (panel.look(token, View(), 1), panel.revert(token, View(), 1)):
-        assert page.notice == "⚠️ 请先在列表或会话树里选一个会话，再看它的每一版"
+        assert unescape(page.notice) == "⚠️ 请先在列表或会话树里选一个会话，再看它的每一版"
 
 
 def test_a_changed_selection_clears_the_looked_at_revision(panel, explorer, student):
@@ -335,7 +336,7 @@ def test_the_undo_level_is_solved_by_clicking_in_the_explorer(panel, explorer, s
     hint = unescape(lesson.render(token, started.view, None).hint)
     assert "第 5 条之后分叉" in hint and "↶ 撤销" in hint   # the near miss points at the undo button
     undone = panel.undo(token, wrong.view)
-    assert "分叉了分支 A（自第 5 条）" in undone.notice and undone.explorer.view.session_id == main
+    assert "分叉了分支 A（自第 5 条）" in unescape(undone.notice) and undone.explorer.view.session_id == main
     right = explorer.fork(token, undone.explorer.view, 3, "换个方向：先看 ws_pool", "")
     assert right.notice.startswith("✅")
     judged = lesson.render(token, started.view, None, counts=True)
@@ -387,3 +388,17 @@ def test_a_node_saved_many_times_lists_and_reads_only_its_newest_revisions(panel
     assert len(read) <= REVISIONS_SHOWN + 1   # the older kept files were not even opened
     assert f"分支 A 的最近 {REVISIONS_SHOWN} 版" in unescape(page.revisions_note)
     assert f"history {ids['branch_a_id']}" in page.revisions_note
+
+
+def test_hostile_titles_reach_the_result_lines_escaped(panel, explorer, spaces):
+    token = spaces.new_token()
+    store = spaces.open(token).store
+    hostile = "**粗** <b>x</b> [a](j:x)"
+    root = store.create_session(hostile, [{"role": "user", "content": "hi"}] * 3)
+    forked = explorer.fork(token, explorer.select(token, View(), root).view, 2, "", hostile)
+    undone = panel.undo(token, forked.view)
+    redone = panel.redo(token, undone.explorer.view)
+    reverted = panel.revert(token, explorer.select(token, View(), root).view, 0)   # no such revision: an error line
+    for notice in (undone.notice, redone.notice, reverted.notice):
+        assert not re.search(r"(?<!\\)[<>*\[\]()]", notice), notice
+    assert hostile in unescape(redone.notice) and "没有第 0 版" in reverted.notice   # undone: gone from the tree
