@@ -777,7 +777,8 @@ def _fork_undone(item, space, mapping, labels):
             last_step[record.get("target")] = op
         elif op == "delete":
             deleted.update(ids)
-    where = "在「🌳 会话树浏览器」右侧的「📜 操作历史 · ↶ 撤销 / ↷ 重做」里"
+    # 撤销在会话树浏览器里，不在练习页上：它的控件用“”引，「」只引练习页上有的东西
+    where = "在 “🌳 会话树浏览器” 的 “📜 操作历史 · ↶ 撤销 / ↷ 重做” 里"
     if not forks:
         return False, label, ("还没有分错过：这一关练的是撤销——先照说明在错的位置分叉一次，再" + where +
                               "点 ↶ 撤销 把它撤掉")
@@ -791,7 +792,7 @@ def _fork_undone(item, space, mapping, labels):
     if wrong["ids"][0] in deleted:
         return False, label, (f"{step}是用 🗑️ 删除的，不是撤销的：删除只把文件挪进回收站，日志里它仍是一次分叉。"
                               f"{where}连点 ↶ 撤销，直到撤掉那次分叉（先撤掉的删除会把它取回），再重新做对的分叉；"
-                              "或者点「🔁 重新开始这一关」")
+                              "或者在练习页上重新开始这一关")
     return False, label, f"{step}还在：{where}点 ↶ 撤销（之后又续写过它的话，撤销会先撤那几步，多点几次）"
 
 
