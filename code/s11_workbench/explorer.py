@@ -573,6 +573,10 @@ class Explorer:
             return self.spaces.view(teacher, view.source[len(SPACE_PREFIX):]), own
         raise ExplorerError("只有老师能查看别人的空间")
 
+    def space_for(self, token, view: View, teacher: str | None = None):
+        """_space 的公开入口：浏览器里别的面板（history_panel）的每个动作也这样重新验令牌、认来源。"""
+        return self._space(token, view, teacher)
+
     def _is_teacher(self, teacher: str | None) -> bool:
         return bool(teacher) and self.spaces.is_teacher(teacher)
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import gradio as gr
 from gradio.context import Context
 
-from s11_workbench import agent_folders_tab, compare_tab, fork_control_tab, share_tab
+from s11_workbench import agent_folders_tab, compare_tab, fork_control_tab, history_tab, share_tab
 from s11_workbench.explorer import (
     AREAS,
     ID_COLUMN,
@@ -66,6 +66,7 @@ CSS = """
   #s11x-map p code { white-space: pre; background: none !important; border: none !important; padding: 0 !important; }
 }
 """ + share_tab.CSS + compare_tab.CSS   # 「📦 分享」与「⚖️ 对比 / 🔀 收敛」面板的样式（share_tab.py、compare_tab.py）
+CSS += history_tab.CSS   # 「📜 操作历史 · ↶ 撤销 / ↷ 重做」（history_tab.py）
 # 页面自己的脚本（点分支图里的节点、上传之前查大小和后缀）：在 explorer_tab.js 里，app.py 把各页的 JS 合在一起交给 launch(js=...)
 JS = Path(__file__).with_name("explorer_tab.js").read_text(encoding="utf-8")
 # ?session= 链接一打开就切到本页的脚本：放进页面的 <head>（app.py 交给 launch(head_paths=...)），挂页面之前就在等标签栏
@@ -267,6 +268,7 @@ def build(ctx) -> None:
                         cancel_button = gr.Button("取消", min_width=120, elem_id="s11x-confirm-no")
                 result_line("confirm")
                 imports = _import_area(result_line, ctx)
+                history = history_tab.panel()   # 📜 操作历史 · ↶ 撤销 / ↷ 重做（history_tab.py）
     with gr.Accordion("🗺️ 分支图（每个节点写着分支名和它新增的第一句；点一个节点选中它）", open=True,
                       elem_id="s11x-map-accordion"):
         branch_map = gr.Markdown("", elem_id="s11x-map")
@@ -390,6 +392,7 @@ def build(ctx) -> None:
                api_visibility="private", concurrency_limit=8)
 
     compare_tab.build(ctx, explorer, view, tree, outputs, page_outputs)   # ⚖️ 对比 / 🔀 收敛（compare_tab.py）
+    history.wire(explorer, ctx, view, outputs, page_outputs)   # ↶ 撤销之后浏览器整页重画
     tab = Context.block
     tabs = tab.parent if isinstance(tab, gr.Tab) and tab.id is not None else None   # app.py 的 gr.Tabs
 

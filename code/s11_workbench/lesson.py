@@ -52,7 +52,8 @@ CLASS_FILE = "class.json"
 MAX_TEACHER_SPACES = 8     # 老师换浏览器、换电脑也不过几次：只记最近这么多个
 MAX_RETIRED_IDS = 500      # 重新开始过的关卡写过的起点节点：记着它们（课堂视图不算成分叉），最多这么多个
 REFRESH_SECONDS = 15.0     # 投在大屏上的课堂表每隔这么久自己刷新一次（学生页面也这么久看一次老师定的关卡）
-TOOLS = {"check_clean": "doctor", "torn_in_trash": "doctor", "conflict_met": "second", "exported_clean": "export"}
+TOOLS = {"check_clean": "doctor", "torn_in_trash": "doctor", "conflict_met": "second", "exported_clean": "export",
+         "fork_undone": "undo"}   # ↶ 撤销在会话树浏览器里（history_tab.py）
 
 
 # ── 服务器端视图与整页结果 ────────────────────────────────────────────────────────────────
@@ -312,7 +313,8 @@ def goal_text(exercise: Exercise) -> str:
 def _check_label(item, labels) -> str:
     return {"check_clean": "体检（check()）没有问题", "torn_in_trash": "写坏的文件进了回收站",
             "conflict_met": f"两个标签页续写「{labels.get(item.node, '')}」时遇到 ConflictError",
-            "exported_clean": f"导出「{labels.get(item.node, '')}」且不泄露密钥"}[item.kind]
+            "exported_clean": f"导出「{labels.get(item.node, '')}」且不泄露密钥",
+            "fork_undone": "分错的那次分叉用 ↶ 撤销 撤掉（不是删掉）"}[item.kind]
 
 
 # ── 动作 ─────────────────────────────────────────────────────────────────────────────────────

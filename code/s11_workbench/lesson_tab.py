@@ -132,7 +132,8 @@ def page_outputs(page: LessonPage, names: tuple = LOAD, shown: dict | None = Non
     return [result[name] for name in names]
 
 
-TOOL_NAMES = {"doctor": "🩺 体检", "second": "🪟 第二个标签页", "export": "📤 导出", "converge": "🔀 收敛"}
+TOOL_NAMES = {"doctor": "🩺 体检", "second": "🪟 第二个标签页", "export": "📤 导出", "converge": "🔀 收敛",
+              "undo": "↶ 撤销（在 “🌳 会话树浏览器” 的 “📜 操作历史” 里）"}
 
 
 def _tools_note(tools: tuple) -> str:

@@ -145,7 +145,7 @@ def test_a_projected_class_view_keeps_itself_current_and_runs_the_class(browser,
         first = spaces._space(by_name[NAMES[0]]).store
         first.fork(first.create_session("甲的会话", LINES), [{"role": "user", "content": "新想法"}], at=3)
         column = CLASS_HEADERS.index("分叉")
-        teacher.page.wait_for_function(   # the next tick shows the fork: 分叉 1 in 学生甲's row, nobody clicked
+        teacher.page.wait_for_function(   # the next tick shows the fork (one fork in the first student's row), nobody clicked
             "([name, column]) => [...document.querySelectorAll('#s11c-class .virtual-row')].some(row =>"
             " row.innerText.includes(name) && row.querySelector(`[data-col=\"${column}\"]`)"
             " && row.querySelector(`[data-col=\"${column}\"]`).innerText.trim() === '1')",
@@ -161,7 +161,7 @@ def test_a_projected_class_view_keeps_itself_current_and_runs_the_class(browser,
         teacher.page.keyboard.press("Escape")
         assert shelf_id
 
-        # 全班做第 2 关: both student pages switch to it by themselves, level 3 is locked
+        # the class level set to 2: both student pages switch to it by themselves, level 3 is locked
         teacher.choose("s11c-level", "第 2 关 · 回到第 3 条，换个思路")
         teacher.page.locator("#s11c-level-set").click()
         teacher.wait_text("s11c-notice", "全班做「第 2 关")

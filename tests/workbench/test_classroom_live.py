@@ -76,7 +76,7 @@ def test_a_student_who_only_forked_an_imported_shelf_session_has_one_fork_and_no
     spaces.publish(secret, spaces.verify(teacher), imported)
     spaces.open(student).fork_from(spaces.shelf(), imported, at=2)
     row = rows_by_name(classroom, teacher, secret)["只分叉"]
-    assert (row["分叉"], row["导入"]) == (1, 0)           # it used to say 导入 1: the copied root has a source
+    assert (row["分叉"], row["导入"]) == (1, 0)           # it used to count one import: the copied root has a source
     assert (row["续写"], row["收敛"], row["演示"]) == (0, 0, "")
 
 
@@ -149,7 +149,7 @@ def test_the_table_says_just_now_not_zero_minutes(room):
     assert "0 分钟" not in json.dumps(row, ensure_ascii=False)
 
 
-# ── 全班做第 N 关 ──────────────────────────────────────────────────────────────────────────────────────────
+# ── the class level ──────────────────────────────────────────────────────────────────────────────────────────
 def test_the_class_level_locks_later_levels_on_the_server(room):
     spaces, lesson, classroom = room
     secret = spaces.teacher_secret
