@@ -382,7 +382,7 @@ def test_the_teacher_sees_both_spaces_read_only_and_publishes_for_everyone(brows
         panel.wait_for(timeout=15_000)
         # the students by name (none given here: the space's first six characters), picked from a dropdown
         teacher.page.locator("#s11x-student input").click()
-        options = teacher.page.locator("ul.options li")
+        options = teacher.page.locator("#s11x-student").get_by_role("option")
         options.first.wait_for(timeout=15_000)
         listed = options.all_inner_texts()
         assert any(a.space_id()[:6] in o for o in listed) and any(b.space_id()[:6] in o for o in listed), listed

@@ -272,7 +272,7 @@ def test_levels_2_and_3_by_clicking_only_with_the_fork_control_in_view(browser, 
         page.locator("#s11l-verdict").get_by_text("还没开始").wait_for(timeout=15_000)
         student.act(lambda: page.locator("#s11l-start").click(), "已开始「第 2 关")
         pick_node(student, "= 主会话", "#5")
-        page.locator("#s11l-path").get_by_role("button", name="Clear").click()   # the chat's own clear redraws it
+        page.locator("#s11l-path").get_by_role("button", name="清空").click()   # the chat's own clear redraws it
         page.locator("#s11l-path").get_by_text("#5", exact=True).wait_for(timeout=15_000)
         # the fork button stays refused until a message is picked: never a silent fork at 0
         refused = student.begin(lambda: page.locator("#s11l-fork").click(), "分叉位置还没选", "s11l-fork-result")
@@ -335,6 +335,10 @@ def test_a_lesson_with_a_teacher_and_two_students(browser, server, tmp_path):
         teacher.page.locator("#s11c-refresh").click()
         table = teacher.page.locator("#s11c-class")
         table.get_by_text(NAMES[1]).locator("visible=true").first.wait_for(timeout=15_000)
+        # the table also refreshes itself on a timer: wait for the answer to the click, not an older tick's table
+        from playwright.sync_api import expect
+        expect(row_of(table, NAMES[1])).to_contain_text("卡住了", timeout=15_000)
+        expect(row_of(table, NAMES[0])).to_contain_text(f"1/{LEVELS}", timeout=15_000)
         rows = {name: row_of(table, name).inner_text() for name in NAMES}
         assert f"1/{LEVELS}" in rows[NAMES[0]] and "做完了" in rows[NAMES[0]] and "卡住了" not in rows[NAMES[0]]
         assert f"1/{LEVELS}" in rows[NAMES[1]] and "卡住了" in rows[NAMES[1]]

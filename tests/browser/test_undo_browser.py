@@ -111,7 +111,8 @@ def test_undo_a_fork_a_resume_and_a_delete_redo_one_and_go_back_to_a_revision(br
 
         # a fork from branch B, undone: it leaves the list and the tree, and sits in the trash
         select(page, b)
-        page.locator("#s11x-fork-at input").fill("6")
+        page.locator("#s11x-path").get_by_text("#6", exact=True).click()   # a click on message 6 picks the position
+        page.locator("#s11x-fork").get_by_text("第 6 条").wait_for()
         page.locator("#s11x-fork-text textarea").fill("换个思路：先加监控")
         click(page, "#s11x-fork")
         child = re.search(r"新会话 ([0-9a-f]{12})", result(page, "#s11x-fork-result", "已在第 6 条之后分叉")).group(1)
