@@ -334,17 +334,26 @@ def letters(index: int) -> str:
     return name
 
 
+SUBAGENT = "🤖 子代理"
+
+
 def branch_names(tree: list) -> dict[str, str]:
     """一棵树（先序，父在子前）-> {节点: 'B'、'B.A' 这样的名字}；根是空串。兄弟按创建先后排字母。
+    导入的子代理不是用户造成的分叉：它们不占字母，按先序另外编号 '🤖 子代理 1'、'🤖 子代理 2' …
 
     主会话 → {A, B → {B.A}}：{根: '', A: 'A', B: 'B', B.A: 'B.A'}"""
     names: dict[str, str] = {}
     counts: dict[str, int] = {}
+    agents = 0
     for item in tree:
         node = item[0]
         parent = node.get("parent_id")
         if parent not in names:   # 根（或父节点不在这棵树里）
             names[node["session_id"]] = ""
+            continue
+        if node.get("subagent"):
+            agents += 1
+            names[node["session_id"]] = f"{SUBAGENT} {agents}"
             continue
         position = counts.get(parent, 0)
         counts[parent] = position + 1
@@ -354,13 +363,31 @@ def branch_names(tree: list) -> dict[str, str]:
     return names
 
 
+def branch_title(name: str) -> str:
+    """名字 -> 页面上的叫法：'B' -> '分支 B'；'🤖 子代理 2' 原样（子代理的分支 '🤖 子代理 2.A' 也原样）。"""
+    return name if name.startswith(SUBAGENT) else f"分支 {name}"
+
+
+def fork_place(node: dict, name: str) -> str:
+    """树标签里“从哪里长出来”：' · 自第 5 条'；子代理：' · 在第 3 条（启动它的调用）'；根：''。"""
+    if not name or node.get("fork_point") is None:
+        return ""
+    if node.get("subagent") and not node.get("fork_point"):
+        return f" · 在第 {node['spawned_at']} 条（启动它的调用）" if node.get("spawned_at") else ""
+    return f" · 自第 {node['fork_point']} 条"
+
+
 def node_caption(node: dict, name: str, title_chars: int = TITLE_CHARS) -> str:
-    """'分支 B：修复… · ➕ 方案 B：改用 Weak… · 9 条'（纯文本）；根：'🌱 修复登录服务内存泄漏 · 5 条'"""
+    """'分支 B：修复… · ➕ 方案 B：改用 Weak… · 9 条'（纯文本）；根：'🌱 修复登录服务内存泄漏 · 5 条'；
+    子代理：'🤖 子代理 1：查找没有测试的模块 · 全部为新增 · 17 条'（它什么都没继承）。"""
     if not name:
         return f"🌱 {shorten(node['title'], title_chars)} · {node['message_count']} 条"
     added = node.get("first_added") or ""
+    if node.get("subagent") and not node.get("fork_point"):
+        title = node["title"].removeprefix("子代理：")
+        return f"{name}：{shorten(title, 30)} · 全部为新增 · {node['message_count']} 条"
     plus = f" · ➕ {shorten(added, FIRST_ADDED_SHOWN)}" if added else " · （没有新增消息）"
-    return f"🌿 分支 {name}：{shorten(node['title'], 30)}{plus} · {node['message_count']} 条"
+    return f"🌿 {branch_title(name)}：{shorten(node['title'], 30)}{plus} · {node['message_count']} 条"
 
 
 def tree_label(node: dict, prefix: str, marker: bool, name: str | None = None, into: dict | None = None) -> str:
@@ -368,7 +395,7 @@ def tree_label(node: dict, prefix: str, marker: bool, name: str | None = None, i
     （纯文本：单选框标签不解析 Markdown / HTML）。
     into（s11_tree.converged_into）给出时，收敛节点标“⇠┄ 收敛了 […]”，被收敛的分支标“已收敛到 […]”，另带本段的标签。"""
     name = name if name is not None else ("?" if prefix else "")
-    fork = f" · 自第 {node['fork_point']} 条" if node.get("fork_point") is not None and name else ""
+    fork = fork_place(node, name)
     end = " ◀ 活动端" if marker else ""
     marks = marks_text(node, into) if into is not None else ""
     caption = node_caption(node, name)
@@ -432,11 +459,12 @@ def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: b
     for node, _, _ in nodes:
         mark = " ◀ 活动端" if node["session_id"] == end else ""
         name = names.get(node["session_id"], "")
-        head = f"🌿 分支 {name}" if name else "🌱 根"
+        head = ("🌿 " + branch_title(name) if not name.startswith(SUBAGENT) else name) if name else "🌱 根"
         if node.get("converged_from"):
             head = "🔀 " + head[2:]
         added = node.get("first_added") or ""
         plus = f"<br/>➕ {mermaid_text(added, FIRST_ADDED_SHOWN)}" if name and added else ""
+        plus = "<br/>全部为新增" if node.get("subagent") and not node.get("fork_point") else plus
         label = (f"{head}{mark}<br/>{mermaid_text(node['title'])}{plus}<br/>💬 {node['message_count']} 条"
                  f" · 🆔 {mermaid_text(node['session_id'], 16)}")
         label += "".join(f"<br/>🏷️ #{number} {mermaid_text(text, 16)}" for number, text in own_labels(node)[:2])
@@ -448,6 +476,8 @@ def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: b
             via = f" · 省略 {skipped} 个" if skipped else ""
             fork = node.get("fork_point")
             text = f"自第 {fork} 条{via}" if fork is not None else f"分支{via}"
+            if node.get("subagent") and not fork:   # 子代理：从启动它的调用那一条引出来
+                text = f"第 {node['spawned_at']} 条启动{via}" if node.get("spawned_at") else f"启动{via}"
             lines.append(f'    {alias[parent]} -->|"{text}"| {alias[node["session_id"]]}')
     for node, _, _ in nodes:   # 🔀 收敛：每个 converged_from 一条虚线，指向收敛节点
         for other in node.get("converged_from") or []:
@@ -1304,19 +1334,25 @@ def _siblings(forest: Forest, node: SessionNode, names: dict[str, str]) -> tuple
     name = names.get(node.session_id, "")
     added = forest.by_id[node.session_id].get("first_added") or ""
     plus = f"：➕ {literal_inline(added, FIRST_ADDED_SHOWN)}" if added else ""
-    text = (f"🌿 父会话在这里分成 {len(ids)} 支：现在是 **分支 {literal_inline(name)}**（{at + 1}/{len(ids)}，"
-            f"自第 {node.fork_point} 条）{plus}")
+    text = (f"🌿 父会话在这里分成 {len(ids)} 支：现在是 **{literal_inline(branch_title(name))}**（{at + 1}/{len(ids)}"
+            f"{fork_place(forest.by_id[node.session_id], name).replace(' · ', '，')}）{plus}")
     return text, ids[at - 1], ids[(at + 1) % len(ids)]
 
 
 def _details(store, node: SessionNode, read_only: bool, clean: Callable[[str], str] = str, name: str = "") -> str:
     lineage = store.lineage(node.session_id)
     path = " → ".join(f"{literal_inline(clean(s['title']), 24)}" for s in lineage)
-    facts = [f"### {'🌿 分支 ' + literal_inline(name) + '：' if name else ''}{literal_inline(clean(node.title), 80)}",
+    head = ("🌿 " if not name.startswith(SUBAGENT) else "") + literal_inline(branch_title(name)) + "：" if name else ""
+    facts = [f"### {head}{literal_inline(clean(node.title), 80)}",
              f"🆔 `{node.session_id}` · 💬 {len(node.messages):,} 条 · 🕒 {literal_inline(node.created_at)} · "
              f"修订 {node.revision}" + (" · 🔒 只读" if read_only else ""),
              f"🌳 路径：{path}"]
-    if node.fork_point is not None and node.parent_id:
+    source = node.source if isinstance(node.source, dict) else {}
+    if source.get("subagent") is True and not node.fork_point and node.parent_id:
+        where = source.get("spawned_at")
+        facts.append(f"🤖 子代理：父会话 `{node.parent_id}`" + (f" 第 {where} 条" if type(where) is int else "")
+                     + f" 启动了它；它什么都没继承，{len(node.messages)} 条全部为新增，编号从 1 起")
+    elif node.fork_point is not None and node.parent_id:
         facts.append(f"🌿 前 {node.fork_point} 条继承自父会话 `{node.parent_id}`，之后 "
                      f"{len(node.messages) - node.fork_point} 条是本分支新增的")
     from s11_import import usage  # 和导入一样按需加载
@@ -1343,7 +1379,7 @@ def _path_chat(node: SessionNode, start: int | None, clean, *, end: int | None =
     pending: list[tuple[int, str]] = []   # 还没等到结果的工具调用：(行号, 工具名)
     for index in range(begin, stop):
         if node.fork_point and index == node.fork_point and node.parent_id:
-            branch = f"分支 {name} " if name else "本分支"
+            branch = f"{branch_title(name)} " if name else "本分支"
             rows.append(_thought(f"🌿 ─── {branch}从这里开始：前 {node.fork_point} 条继承自父会话 ───", ""))
             numbers.append(index)
             pending = []
