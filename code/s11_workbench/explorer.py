@@ -76,6 +76,7 @@ from s11_workbench.markdown import (
     unescaped,
 )
 from s11_workbench.spaces import SpaceError, folder_bytes
+from s11_workbench.tool_calls import tool_subject
 
 log = logging.getLogger(__name__)
 
@@ -221,7 +222,7 @@ def _thought(title: str, body: str) -> dict:
 
 _PART_TITLES = {
     "thinking": lambda part: "💭 思考",
-    "tool_call": lambda part: f"🔧 调用工具 {literal_inline(part.caption, 40)}",
+    "tool_call": lambda part: f"🔧 调用工具 {literal_inline(part.caption, 40)}",   # 后面再接它动了什么（tool_subject）
     "tool_output": lambda part: f"📤 工具结果 {literal_inline(part.caption, 40)}" + (" ❌" if part.is_error else ""),
     "unknown": lambda part: f"📦 内容块 {literal_inline(part.caption, 40)}",
 }
@@ -253,6 +254,9 @@ def _message_rows(message: dict, number: int, tool_names: dict, clean: Callable[
     body: list[str] = []
     rows: list[dict] = []
     calls: list[tuple[int, str]] = []
+    content = message.get("content")
+    subjects = iter([tool_subject(block) for block in content if isinstance(block, dict)
+                     and block.get("type") in ("tool_use", "toolCall")] if isinstance(content, list) else [])
     if chip is not None:
         command, output = chip
         if command:
@@ -269,9 +273,12 @@ def _message_rows(message: dict, number: int, tool_names: dict, clean: Callable[
             elif part.kind == "thinking":
                 rows.append(_thought(_PART_TITLES["thinking"](part), inert_markdown(text)))
             else:
+                title = _PART_TITLES[part.kind](part)
                 if part.kind == "tool_call":
                     calls.append((len(rows), part.caption))
-                rows.append(_thought(_PART_TITLES[part.kind](part), fenced(text)))
+                    subject = clean(next(subjects, ""))   # 命令、文件、查询：不点开也看得见这次调用动了什么
+                    title += f" · {literal_inline(subject)}" if subject else ""
+                rows.append(_thought(title, fenced(text)))
     if isinstance(message.get("expanded"), str):   # 用户打的是 /init 这样的命令：代理展开后的全文点开就能看
         rows.append(_thought("📜 代理展开后的全文", fenced(fold(clean(message["expanded"])))))
     collapse = message.get("role") == "system" or message.get("meta")

@@ -15,7 +15,9 @@ import s11_tree
 from s11_import import import_file
 from s11_session import SessionStore
 from s11_tree import Forest
-from s11_workbench.explorer import branch_names, mermaid_map, page_tree, tree_label
+from s11_workbench.explorer import _path_chat, branch_names, chat_rows, mermaid_map, page_tree, tree_label
+from s11_workbench.markdown import unescaped
+from s11_workbench.tool_calls import SUBJECT_CHARS, tool_subject
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CLAUDE = EXAMPLES / "claude-code-rate-limit.jsonl"   # a session whose subagent lives in subagents/ beside it
@@ -86,3 +88,47 @@ def test_a_subagent_summary_survives_a_hand_broken_spawned_at(store):
     data = {"session_id": "x", "messages": [], "source": {"subagent": True, "spawned_at": "3; drop"}}
     summary = s11_tree.summary_of(data)
     assert summary["subagent"] is True and summary["spawned_at"] is None
+
+
+# ── tool headers say what the call touched ──────────────────────────────────────────────────
+@pytest.mark.parametrize("block, subject", [
+    ({"type": "tool_use", "name": "Bash", "input": {"command": "pytest -q", "description": "跑测试"}}, "pytest -q"),
+    ({"type": "tool_use", "name": "Read", "input": {"file_path": "/repo/app.py"}}, "/repo/app.py"),
+    ({"type": "tool_use", "name": "Edit", "input": {"file_path": "a.py", "old_string": "x", "new_string": "y"}}, "a.py"),
+    ({"type": "tool_use", "name": "Grep", "input": {"pattern": "def login", "path": "src/"}}, "def login（src/）"),
+    ({"type": "tool_use", "name": "Glob", "input": {"pattern": "**/*.py"}}, "**/*.py"),
+    ({"type": "tool_use", "name": "WebFetch", "input": {"url": "https://e.com/a", "prompt": "读"}}, "https://e.com/a"),
+    ({"type": "tool_use", "name": "Task", "input": {"description": "查接口", "prompt": "很长的提示"}}, "查接口"),
+    ({"type": "toolCall", "name": "read", "arguments": {"path": "src/x.py"}}, "src/x.py"),   # Pi
+    ({"type": "tool_use", "name": "shell", "input": {"command": ["bash", "-lc", "rg -n x src/"]}}, "rg -n x src/"),
+    ({"type": "tool_use", "name": "apply_patch",
+      "input": {"input": "*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Add File: b.py\n+z\n"}},
+     "src/a.py, b.py"),   # Codex
+    ({"type": "tool_use", "name": "run_shell_command", "input": {"command": "ls -la"}}, "ls -la"),   # Gemini CLI
+    ({"type": "tool_use", "name": "mystery", "input": {"x": 1}}, ""),
+    ({"type": "tool_use", "name": "Bash", "input": "not a dict"}, ""),
+    ({"type": "tool_use", "name": "Bash", "input": {"command": 42}}, ""),
+], ids=["bash", "read", "edit", "grep", "glob", "webfetch", "task", "pi-read", "codex-shell", "codex-patch",
+        "gemini-shell", "unknown", "bad-input", "bad-command"])
+def test_a_tool_call_names_its_command_file_or_query(block, subject):
+    assert tool_subject(block) == subject
+
+
+def test_the_subject_is_one_bounded_line_of_text():
+    block = {"type": "tool_use", "name": "Bash", "input": {"command": "echo **hi** <b>x</b>\n" + "y" * 500}}
+    shown = tool_subject(block)
+    assert "\n" not in shown and len(shown) <= SUBJECT_CHARS and shown.endswith("…")
+    rows = chat_rows({"role": "assistant", "content": [block]}, 3, {}, str)
+    title = rows[0]["metadata"]["title"]
+    assert r"\*\*hi\*\* \<b\>x\<\/b\>" in title   # escaped: the header shows the characters, not bold or a tag
+    assert "echo **hi** <b>x</b>" in unescaped(title)
+
+
+def test_collapsed_calls_of_the_imported_session_show_their_command_and_path(store):
+    report, _, _ = imported_tree(store)
+    node = store.load(report.root_ids[0])
+    chat, _, _, _ = _path_chat(node, 0, str)
+    titles = [unescaped(row["metadata"]["title"]) for row in chat if row.get("metadata")]
+    assert any("Bash · pytest tests/test_auth.py -q" in title for title in titles), titles
+    assert any("Read · /home/dev/shop-api/app/config.py" in title for title in titles), titles
+    assert any("Task · 检查其它公开接口的限流" in title for title in titles), titles
