@@ -321,8 +321,11 @@ def page_tree(forest: Forest, session_id: str) -> list[tuple[dict, str, int]]:
 
 def active_end(tree: list[tuple[dict, str, int]], mtimes: dict[str, int]) -> str | None:
     """“活动端”：导入的会话以 source.active_end 为准；否则是最近写过的叶子（刚续写的那个分支）。"""
+    flagged = {node["session_id"] for node, _, _ in tree if node.get("active_end")}
+    # 续写过的节点和装着 Agent 新对话的子节点都记着 active_end：子节点才是 Agent 现在停的地方
+    stale = {node["parent_id"] for node, _, _ in tree if node["session_id"] in flagged}
     for node, _, _ in tree:
-        if node.get("active_end"):   # 摘要里的 source.active_end（s11_session._remember）
+        if node["session_id"] in flagged - stale:   # 摘要里的 source.active_end（s11_session._remember）
             return node["session_id"]
     parents = {node["parent_id"] for node, _, _ in tree}
     leaves = [node for node, _, _ in tree if node["session_id"] not in parents]
@@ -1008,7 +1011,7 @@ class Explorer:
                                         budget=_space_budget(s11_import.WriteBudget, target))
         picked = report.active_id or (report.node_ids[0] if report.node_ids else None)
         done = (f"📥 已导入 {literal_inline(os.path.basename(path), 80)}：{len(report.node_ids)} 个节点，"
-                f"跳过 {len(report.skipped)} 行")
+                f"跳过 {len(report.skipped)} 行") + _continued_text(report)
         return View(source=MINE, session_id=picked, revision=-1), done, {"report": report.describe(),
                                                                          "fork_reset": True}
 
@@ -1263,6 +1266,16 @@ class Explorer:
             node, view.start, clean, end=view.end, focus=view.focus, name=names.get(node.session_id, ""))
         page.message_count = len(node.messages)
         page.view = dataclasses.replace(view, chat_numbers=tuple(numbers))
+
+
+def _continued_text(report) -> str:
+    """导入报告里“你续写过的节点”怎么样了：Agent 的新对话落进了哪个子节点，或者没能导入。"""
+    parts = [f"你续写过的 `{kept}` 原样保留，Agent 新写的 {count} 条放进了它的子节点 `{child}`"
+             for kept, child, count in report.continued[:3]]
+    if report.diverged:
+        parts.append(f"⚠️ {len(report.diverged)} 个你续写过的节点保留原样，Agent 那边的历史和它对不上，"
+                     "那里的新对话没有导入（见导入报告）")
+    return "；" + "；".join(parts) if parts else ""
 
 
 # ── 页面各块 ───────────────────────────────────────────────────────────────────────────────
