@@ -33,7 +33,7 @@ from s11_format import SessionError
 from s11_session import SessionNode, SessionStore
 from s11_text import describe_os_error, human_size, os_error_reason, printable
 
-from . import compressed, continuation, tree_jsonl
+from . import archive, compressed, continuation, tree_jsonl
 from .convert import MAX_DEPTH, TEXT_LIMIT, TOOL_OUTPUT_LIMIT
 from .formats import CLAUDE, FORMATS, detect, dispatch, dispatch_document, known_formats, refusal
 from .graph import Tree, active_ends, apply_labels, repair
@@ -68,7 +68,8 @@ NO_BUDGET = WriteBudget()
 
 def import_file(path: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_BYTES,
                 dry_run: bool = False, budget: WriteBudget = NO_BUDGET) -> ImportReport:
-    """导入一个 Claude Code / Pi / Codex CLI / Gemini CLI 的会话记录，返回 ImportReport。
+    """导入一个 Claude Code / Pi / Codex CLI / Gemini CLI 的会话记录（或装着一个会话和它子代理文件夹的 .zip），
+    返回 ImportReport。
 
     格式不对（UnsupportedFormat）、太大（TranscriptTooLarge）、没有对话（NoConversation）、是别的会话的
     子代理文件（CompanionFile，消息里写明该导入哪个文件）时抛错，仓库不变。
@@ -76,6 +77,9 @@ def import_file(path: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_
     budget（见 WriteBudget）在写之前拿到确切的字节数，可以拒绝。
     """
     path = os.fspath(path)
+    if archive.is_archive(path):   # 一个 zip 装着会话文件和它的子代理文件夹（浏览器一次只能传一个文件）
+        with archive.unpacked(path, max_bytes) as session:
+            return import_file(session, store, max_bytes=max_bytes, dry_run=dry_run, budget=budget)
     if os.path.isfile(path) and tree_jsonl.is_tree_file(path):   # 本项目自己导出的会话树：原样复原，不走格式表
         return tree_jsonl.import_tree(path, store, max_bytes=max_bytes, dry_run=dry_run, budget=budget)
     _refuse_companion(path)
@@ -119,7 +123,8 @@ def _import_paths(paths: List[str], store: SessionStore, max_bytes: int, dry_run
         report = ImportReport(file=t.file, format=t.format.name, bytes_read=size, skipped=t.skipped,
                               skipped_total=t.skipped_total, skipped_by_reason=dict(t.skipped_by_reason),
                               dropped=dict(t.dropped), warnings=t.warnings,
-                              messages=sum(len(p.own) for p in plan), files=list(t.files), unit=t.unit)
+                              messages=sum(len(p.own) for p in plan), files=list(t.files), unit=t.unit,
+                              missing_subagents=list(t.missing_agents))
         _write(store, save_order(made), report, dry_run, budget, plan)
     written = set(report.node_ids)
     report.root_ids = [n.session_id for n in made if n.parent_id is None and n.session_id in written]

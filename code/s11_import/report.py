@@ -77,6 +77,7 @@ class ImportReport:
     kept: int = 0               # 仓库里被续写过、因此没有覆盖的节点
     # 续写过的节点之后 Agent 又写的对话落到了哪里：[(续写过的节点, 装新对话的子节点, Agent 的新消息条数)]
     continued: List[Tuple[str, str, int]] = field(default_factory=list)
+    missing_subagents: List[str] = field(default_factory=list)   # 启动了、记录却没读到的子代理文件（agent-<id>.jsonl）
     diverged: List[str] = field(default_factory=list)   # 续写过、Agent 那边也有新对话、两边的历史却对不上的节点
     files: List[str] = field(default_factory=list)
     active_ids: List[str] = field(default_factory=list)   # 每个会话文件的活动端（导入一个文件时只有一个）

@@ -90,8 +90,9 @@ MAX_TITLE_CHARS = 200
 MAP_MAX_EDGES = 400        # mermaid 自己拒绝 500 条边以上、5 万字符以上的图；留出余量
 MAP_MAX_CHARS = 40_000
 TEXT_MAP_MAX_LINES = 300
-UPLOAD_SUFFIXES = (".jsonl", ".json", ".jsonl.zst")   # 能上传的会话记录：各家代理的 .jsonl，Gemini CLI 旧版的 .json，
-# Codex 压缩过的旧 rollout（解压后的字节同样受上传上限约束，见 s11_import.compressed）
+UPLOAD_SUFFIXES = (".jsonl", ".json", ".jsonl.zst", ".zip")   # 能上传的会话记录：各家代理的 .jsonl，Gemini CLI 旧版的 .json，
+# Codex 压缩过的旧 rollout（解压后的字节同样受上传上限约束，见 s11_import.compressed），
+# 装着一个 Claude Code 会话和它 subagents/ 文件夹的 .zip（解开后同样受上限约束，见 s11_import.archive）
 TRASH_SHOWN = 30
 PREVIEW_CHARS = 30_000
 MINE, SHELF, SPACE_PREFIX = "mine", "shelf", "space:"
@@ -990,7 +991,7 @@ class Explorer:
 
     def _checked_upload(self, own, path) -> str:
         if not path or not isinstance(path, str):
-            raise ExplorerError("请先选择一个会话记录文件（.jsonl，Gemini CLI 的旧版记录是 .json）")
+            raise ExplorerError("请先选择一个会话记录文件（.jsonl，Gemini CLI 的旧版记录是 .json；连子代理文件夹一起是 .zip）")
         real = os.path.realpath(path)
         if self.upload_root and os.path.commonpath([real, self.upload_root]) != self.upload_root:
             raise ExplorerError("上传的文件不在上传目录里，已拒绝")
@@ -1011,7 +1012,7 @@ class Explorer:
                                         budget=_space_budget(s11_import.WriteBudget, target))
         picked = report.active_id or (report.node_ids[0] if report.node_ids else None)
         done = (f"📥 已导入 {literal_inline(os.path.basename(path), 80)}：{len(report.node_ids)} 个节点，"
-                f"跳过 {len(report.skipped)} 行") + _continued_text(report)
+                f"跳过 {len(report.skipped)} 行") + _import_outcome(report)
         return View(source=MINE, session_id=picked, revision=-1), done, {"report": report.describe(),
                                                                          "fork_reset": True}
 
@@ -1268,13 +1269,16 @@ class Explorer:
         page.view = dataclasses.replace(view, chat_numbers=tuple(numbers))
 
 
-def _continued_text(report) -> str:
-    """导入报告里“你续写过的节点”怎么样了：Agent 的新对话落进了哪个子节点，或者没能导入。"""
+def _import_outcome(report) -> str:
+    """结果行上该让读者知道的事：你续写过的节点怎么样了（Agent 的新对话落进了哪个子节点，或者没能导入），
+    看不到的子代理记录（怎么连文件夹一起导入写在导入报告里）。"""
     parts = [f"你续写过的 `{kept}` 原样保留，Agent 新写的 {count} 条放进了它的子节点 `{child}`"
              for kept, child, count in report.continued[:3]]
     if report.diverged:
         parts.append(f"⚠️ {len(report.diverged)} 个你续写过的节点保留原样，Agent 那边的历史和它对不上，"
                      "那里的新对话没有导入（见导入报告）")
+    if report.missing_subagents:
+        parts.append(f"⚠️ 看不到 {len(report.missing_subagents)} 个子代理的记录（导入报告里写着是哪些、怎么连文件夹一起导入）")
     return "；" + "；".join(parts) if parts else ""
 
 

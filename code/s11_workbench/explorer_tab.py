@@ -490,7 +490,8 @@ def _trash_area(result_line) -> _Controls:
 def _import_area(result_line, ctx) -> _Controls:
     with gr.Accordion("📥 导入", open=False, elem_id="s11x-import-tab"):
         # 不设 file_types：gradio 会先在浏览器里用英文弹窗拒绝别的后缀；改由 check_upload 在服务器上查，写一句中文
-        upload = gr.File(label="上传 Claude Code / Pi / Codex / Gemini CLI 的会话记录（.jsonl / .json / .jsonl.zst）",
+        upload = gr.File(label="上传 Claude Code / Pi / Codex / Gemini CLI 的会话记录（.jsonl / .json / .jsonl.zst；"
+                               "连子代理文件夹一起打成 .zip）",
                          type="filepath", elem_id="s11x-upload")
         # 页面的脚本（JS）在上传之前按这里的规则查大小和后缀；不行就把问题写进 refused（都在页面里、看不见）
         rules = json.dumps({"max": ctx.spaces.limits.max_upload_bytes, "suffixes": list(UPLOAD_SUFFIXES)})

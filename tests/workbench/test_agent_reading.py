@@ -7,6 +7,7 @@ at the right absolute message, the fork divider is a divider, the ✏️ box hol
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,18 @@ import s11_tree
 from s11_import import import_file
 from s11_session import SessionStore
 from s11_tree import Forest
-from s11_workbench.explorer import _path_chat, branch_names, chat_rows, mermaid_map, page_tree, tree_label
+from s11_workbench.explorer import (
+    Explorer,
+    View,
+    _path_chat,
+    branch_names,
+    chat_rows,
+    mermaid_map,
+    page_tree,
+    tree_label,
+)
 from s11_workbench.markdown import unescaped
+from s11_workbench.spaces import Limits, Spaces
 from s11_workbench.tool_calls import SUBJECT_CHARS, tool_subject
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -132,3 +143,45 @@ def test_collapsed_calls_of_the_imported_session_show_their_command_and_path(sto
     assert any("Bash · pytest tests/test_auth.py -q" in title for title in titles), titles
     assert any("Read · /home/dev/shop-api/app/config.py" in title for title in titles), titles
     assert any("Task · 检查其它公开接口的限流" in title for title in titles), titles
+
+
+# ── an uploaded session whose subagents stayed behind ──────────────────────────────────────
+def test_a_session_uploaded_without_its_subagents_folder_names_what_is_missing(tmp_path, store):
+    alone = tmp_path / "upload" / "3f1c-session.jsonl"   # what a browser upload gives: the file, no folder beside it
+    alone.parent.mkdir()
+    alone.write_bytes(CLAUDE.read_bytes())
+    report = import_file(alone, store)
+    assert report.missing_subagents == ["agent-a7e3c91.jsonl"]
+    text = report.describe()
+    assert "看不到 1 个子代理的记录：agent-a7e3c91.jsonl" in text and "3f1c-session/subagents/" in text
+    assert ".zip" in text and "--agent-folders" in text
+    # with the folder beside it nothing is missing and nothing is said
+    report = import_file(CLAUDE, SessionStore(tmp_path / "other"))
+    assert report.missing_subagents == [] and "看不到" not in report.describe()
+
+
+@pytest.fixture
+def explorer(tmp_path) -> Explorer:
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    spaces = Spaces(tmp_path / "sessions", limits=Limits(creates_per_minute=10_000, create_burst=10_000,
+                                                         min_free_bytes=0))
+    return Explorer(spaces, export_root=str(tmp_path / "exports"), upload_root=str(uploads))
+
+
+def test_the_upload_result_line_points_at_the_missing_subagents_and_a_zip_brings_them(explorer, tmp_path):
+    token = explorer.spaces.new_token()
+    alone = tmp_path / "uploads" / "3f1c.jsonl"
+    alone.write_bytes(CLAUDE.read_bytes())
+    page = explorer.import_upload(token, View(), str(alone))
+    assert "看不到 1 个子代理的记录" in page.notice and "agent-a7e3c91.jsonl" in page.report, page.notice
+    assert not any(row[0].lstrip("│├└─ \u00a0").startswith("🤖") for row in page.rows)
+    bundle = tmp_path / "uploads" / "3f1c.zip"
+    with zipfile.ZipFile(bundle, "w") as archive:
+        archive.write(CLAUDE, "3f1c.jsonl")
+        archive.write(CLAUDE.parent / "claude-code-rate-limit" / "subagents" / "agent-a7e3c91.jsonl",
+                      "3f1c/subagents/agent-a7e3c91.jsonl")
+    assert explorer.check_upload(token, str(bundle)) == ""
+    page = explorer.import_upload(token, View(), str(bundle))
+    assert page.notice.startswith("📥") and "看不到" not in page.notice, page.notice
+    assert any("🤖 子代理 1：检查其它公开接口的限流" in label for label, _ in page.tree_choices), page.tree_choices

@@ -947,7 +947,7 @@ def test_an_upload_is_checked_as_soon_as_it_arrives_with_a_chinese_reason(explor
     wrong.write_text("hello")
     good = uploads / "ok.jsonl"
     good.write_bytes(Path(s11_import.list_examples()[-1]).read_bytes())
-    assert explorer.check_upload(token, str(wrong)).startswith("⚠️ 只能导入 .jsonl、.json、.jsonl.zst 文件")
+    assert explorer.check_upload(token, str(wrong)).startswith("⚠️ 只能导入 .jsonl、.json、.jsonl.zst、.zip 文件")
     assert explorer.check_upload(token, str(good)) == ""
     assert explorer.check_upload("forged.token", str(good)).startswith("⚠️")   # the token is checked first
     tight = Explorer(Spaces(tmp_path / "s2", limits=Limits(max_upload_bytes=10, min_free_bytes=0)),
