@@ -99,6 +99,8 @@ MINE, SHELF, SPACE_PREFIX = "mine", "shelf", "space:"
 LIST_HEADERS = ["会话", "ID"]
 ID_COLUMN = LIST_HEADERS.index("ID")
 ROLES = {"user": "👤 用户（user）", "assistant": "🤖 助手（assistant）"}   # 续写时读者可以选的角色
+# 对话的过滤（像 claude-code-log 那样）：值 -> 单选框上的字。过滤只藏行，每行仍记着它的绝对消息编号，点它照样在那里分叉
+CHAT_FILTERS = {"all": "全部", "talk": "隐藏工具与思考", "prompts": "只看我的提问"}
 ROLE_NAMES = {"user": "用户", "assistant": "助手", "system": "系统", "tool": "工具", "toolResult": "工具"}
 SEARCH_HITS = 50           # 搜索最多列出多少处命中
 HIT_CONTEXT = 36           # 命中前后各留多少个字
@@ -139,6 +141,7 @@ class View:
     end: int | None = None             # 对话窗口停在第几条（含）：有 focus 时让它落在窗口末尾，Chatbot 滚到底就看见它
     last_fork: str | None = None       # 刚分叉出的节点：再点一次“分叉”不会又分一个
     pending: tuple = ()                # 等读者确认的动作：(动作, 参数, 指纹, 给读者看的说明)；别的动作一律清掉它
+    shown: str = "all"                 # 对话里显示什么（CHAT_FILTERS 的键）：全部 / 隐藏工具与思考 / 只看我的提问
 
 
 @dataclass
@@ -736,6 +739,14 @@ class Explorer:
         """“最新 ▶”：回到最后 PAGE_SIZE 条。"""
         return self.window(token, view, None, teacher)
 
+    def show_only(self, token, view: View, shown, teacher: str | None = None) -> Page:
+        """对话的过滤（CHAT_FILTERS）：全部 / 隐藏工具与思考 / 只看我的提问。窗口位置不变。"""
+        def action(space, own):
+            if shown not in CHAT_FILTERS:
+                raise ExplorerError(f"对话只能这样显示：{' / '.join(CHAT_FILTERS.values())}")
+            return dataclasses.replace(view, shown=shown), "", {}
+        return self._act(token, view, teacher, action, area="path")
+
     def fork(self, token, view: View, at: int | None, first_message: str = "", title: str = "",
              teacher: str | None = None) -> Page:
         """在第 at 条之后分叉（保留前 at 条；at=0 是明确选了“什么都不继承”）；只读来源（书架、老师查看）
@@ -1264,7 +1275,8 @@ class Explorer:
         page.details = _details(store, node, page.read_only, clean, names.get(node.session_id, ""))
         page.siblings = _siblings(forest, node, names)
         page.chat, numbers, page.path_note, page.window_start = _path_chat(
-            node, view.start, clean, end=view.end, focus=view.focus, name=names.get(node.session_id, ""))
+            node, view.start, clean, end=view.end, focus=view.focus, name=names.get(node.session_id, ""),
+            shown=view.shown)
         page.message_count = len(node.messages)
         page.view = dataclasses.replace(view, chat_numbers=tuple(numbers))
 
@@ -1387,10 +1399,46 @@ def _details(store, node: SessionNode, read_only: bool, clean: Callable[[str], s
 
 
 def _path_chat(node: SessionNode, start: int | None, clean, *, end: int | None = None, focus: int | None = None,
-               name: str = "") -> tuple[list, list, str, int | None]:
+               name: str = "", shown: str = "all") -> tuple[list, list, str, int | None]:
     """对话窗口：[start, start+PAGE_SIZE) 这几条消息 -> (Chatbot 的行, 每行对应的消息编号, 说明, 窗口起点 1 起)。
     end（含）给了就让窗口停在那条上（链接、搜索命中：它落在最后，Chatbot 滚到底就看见它）。
-    只装着工具结果的消息不单独成泡：结果接进前面那次调用的折叠块里。"""
+    只装着工具结果的消息不单独成泡：结果接进前面那次调用的折叠块里。
+    shown（CHAT_FILTERS）只藏行：留下的每行仍对应它的绝对消息编号，窗口仍按消息条数翻页。"""
+    rows, numbers, note, first = _all_rows(node, start, clean, end=end, focus=focus, name=name)
+    if shown not in ("talk", "prompts") or not rows:
+        return rows, numbers, note, first
+    kept = [(row, number) for row, number in zip(rows, numbers) if _shown(row, node.messages, number, shown)]
+    what = CHAT_FILTERS[shown]
+    note += f"；{what}：这一页显示 {len(kept)} 行" if kept else f"；{what}：这一页没有可显示的，点「◀ 更早」或换成「全部」"
+    return [row for row, _ in kept], [number for _, number in kept], note, first
+
+
+def _shown(row: dict, messages: list, number: int, shown: str) -> bool:
+    """过滤时这一行留不留：分叉分隔线总留着；折叠块（思考、工具、注入的文字）都藏；只看提问时只留用户亲手打的话。"""
+    if _is_divider(row):
+        return True
+    if row.get("metadata"):
+        return False
+    if shown == "talk":
+        return True
+    message = messages[number - 1] if 0 < number <= len(messages) else None
+    return isinstance(message, dict) and message.get("role") == "user" and not message.get("meta") \
+        and not message.get("summary")
+
+
+DIVIDER_RULE = "* * *"   # 分隔线以一条水平线开头：别的行都以 “**#编号**” 开头，页面的样式据此把它画成分隔线，不画成气泡
+
+
+def _divider(text: str) -> dict:
+    return {"role": "assistant", "content": f"{DIVIDER_RULE}\n\n{text}\n\n{DIVIDER_RULE}"}
+
+
+def _is_divider(row: dict) -> bool:
+    return not row.get("metadata") and str(row.get("content", "")).startswith(DIVIDER_RULE)
+
+
+def _all_rows(node: SessionNode, start: int | None, clean, *, end: int | None, focus: int | None,
+              name: str) -> tuple[list, list, str, int | None]:
     total = len(node.messages)
     if end is not None and total:
         stop = min(total, max(1, end))
@@ -1404,7 +1452,7 @@ def _path_chat(node: SessionNode, start: int | None, clean, *, end: int | None =
     for index in range(begin, stop):
         if node.fork_point and index == node.fork_point and node.parent_id:
             branch = f"{branch_title(name)} " if name else "本分支"
-            rows.append(_thought(f"🌿 ─── {branch}从这里开始：前 {node.fork_point} 条继承自父会话 ───", ""))
+            rows.append(_divider(f"🌿 {branch}从这里开始：前 {node.fork_point} 条继承自父会话"))
             numbers.append(index)
             pending = []
         message = node.messages[index] if isinstance(node.messages[index], dict) else {"content": node.messages[index]}

@@ -185,3 +185,72 @@ def test_the_upload_result_line_points_at_the_missing_subagents_and_a_zip_brings
     page = explorer.import_upload(token, View(), str(bundle))
     assert page.notice.startswith("📥") and "看不到" not in page.notice, page.notice
     assert any("🤖 子代理 1：检查其它公开接口的限流" in label for label, _ in page.tree_choices), page.tree_choices
+
+
+# ── filters: all · hide tools and thinking · only my prompts ────────────────────────────────
+def typed_by_user(message: dict) -> bool:
+    """A prompt the user typed: a user message with text, not injected, not a compaction summary, not tool results."""
+    content = message["content"]
+    has_text = isinstance(content, str) or any(block.get("type") == "text" for block in content)
+    return message["role"] == "user" and has_text and not message.get("meta") and not message.get("summary")
+
+
+def opened(explorer):
+    token = explorer.spaces.new_token()
+    page = explorer.import_example(token, View(), "claude-code-rate-limit.jsonl")
+    return token, page
+
+
+def test_hiding_tools_and_thinking_keeps_only_the_talk_and_each_row_keeps_its_message_number(explorer):
+    token, page = opened(explorer)
+    node = explorer.spaces.open(token).store.load(page.view.session_id)
+    everything = page.chat
+    assert any(row.get("metadata") for row in everything)   # the session has thinking and tool calls
+    talk = explorer.show_only(token, page.view, "talk")
+    assert talk.chat and not any(row.get("metadata") for row in talk.chat)
+    assert len(talk.chat) < len(everything) and "隐藏工具与思考" in talk.path_note
+    for row, number in zip(talk.chat, talk.view.chat_numbers):
+        assert row["content"].startswith(f"**#{number}**")   # the row still names its absolute message
+    back = explorer.show_only(token, talk.view, "all")
+    assert back.chat == everything and back.view.chat_numbers == page.view.chat_numbers
+    assert len(node.messages) == talk.message_count
+
+
+def test_only_my_prompts_shows_the_typed_prompts_and_a_pick_forks_at_the_absolute_message(explorer):
+    token, page = opened(explorer)
+    store = explorer.spaces.open(token).store
+    node = store.load(page.view.session_id)
+    prompts = explorer.show_only(token, page.view, "prompts")
+    numbers = prompts.view.chat_numbers
+    typed = [n for n, message in enumerate(node.messages, 1) if typed_by_user(message)]
+    assert list(numbers) == typed and len(typed) >= 2
+    # the reader clicks the second row shown: the page maps it through chat_numbers, as explorer_tab.on_message does
+    at = numbers[1]
+    assert at > 2   # far from the row index: a filter that forgot the numbers would fork at 1 or 2
+    child = explorer.fork(token, prompts.view, at, "在第二个提问之后另问一句")
+    made = store.load(child.view.session_id)
+    assert made.parent_id == node.session_id and made.fork_point == at
+    assert made.messages[:at] == node.messages[:at] and made.messages[at]["content"] == "在第二个提问之后另问一句"
+
+
+def test_an_unknown_filter_is_refused_in_chinese_and_the_view_is_kept(explorer):
+    token, page = opened(explorer)
+    refused = explorer.show_only(token, page.view, "<script>")
+    assert refused.notice.startswith("⚠️ 对话只能这样显示：全部 / 隐藏工具与思考 / 只看我的提问")
+    assert refused.view.shown == "all" and refused.chat == page.chat
+
+
+def test_the_fork_divider_is_a_divider_row_not_a_folded_bubble_and_survives_the_filters(explorer):
+    token, page = opened(explorer)
+    store = explorer.spaces.open(token).store
+    child = explorer.fork(token, page.view, 3, "另一种做法")
+    for shown in ("all", "talk", "prompts"):
+        rows = explorer.show_only(token, child.view, shown).chat
+        dividers = [row for row in rows if "从这里开始" in row["content"]]
+        assert len(dividers) == 1 and "metadata" not in dividers[0], shown
+        assert dividers[0]["content"].startswith("* * *") and "前 3 条继承自父会话" in dividers[0]["content"]
+    # only the divider starts with a rule: every other bubble starts with its **#N** header
+    others = [row for row in explorer.show_only(token, child.view, "all").chat if "metadata" not in row
+              and "从这里开始" not in row["content"]]
+    assert others and all(row["content"].startswith("**#") for row in others)
+    assert store.load(child.view.session_id).fork_point == 3

@@ -102,7 +102,9 @@ def test_selecting_a_branch_shows_the_tree_with_the_active_end_and_the_path_from
     headers = [row["content"].split("\n")[0] for row in page.chat if "metadata" not in row]
     assert headers[0].startswith("**#2**") and headers[-1].startswith("**#9**")
     titles = [row["metadata"]["title"] for row in page.chat if "metadata" in row]
-    assert titles[0] == "#1 🧠 系统提示" and any("从这里开始" in title for title in titles)
+    assert titles[0] == "#1 🧠 系统提示" and not any("从这里开始" in title for title in titles)
+    assert any(row["content"].startswith("* * *") and "从这里开始" in row["content"] for row in page.chat
+               if "metadata" not in row)   # the fork divider is a divider row (issue 42), not a folded bubble
     assert page.view.revision == 2 and page.message_count == 9 and "第 1–9 条" in page.path_note
     assert "前 5 条继承自父会话" in page.details
 
@@ -926,8 +928,8 @@ def test_harness_commands_become_a_command_chip_and_the_divider_has_no_body(expl
     assert any(row.get("metadata", {}).get("title", "").endswith("📟 命令输出") and "See ya!" in row["content"]
                for row in page.chat)
     child = explorer.fork(token, page.view, 2, "继续")
-    divider = [row for row in child.chat if "从这里开始" in row.get("metadata", {}).get("title", "")]
-    assert len(divider) == 1 and divider[0]["content"] == ""
+    divider = [row for row in child.chat if "从这里开始" in row["content"] and "metadata" not in row]
+    assert len(divider) == 1 and divider[0]["content"].startswith("* * *")
 
 
 def test_a_torn_line_is_reported_in_chinese_not_in_the_json_parsers_english(explorer, spaces, tmp_path):
