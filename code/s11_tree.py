@@ -177,9 +177,12 @@ def _spawned_at(source: Any) -> Optional[int]:
 def first_added(messages: List[Dict[str, Any]], fork_point: Optional[int]) -> str:
     """分支新增的第一条消息的前 FIRST_ADDED_CHARS 个字（根会话、没有新增时为空串）。
 
-    fork_point 为 0（子代理、在开头分叉的分支）：全部消息都是新增的，取第一条。"""
+    fork_point 为 0（子代理、在开头分叉的分支）：全部消息都是新增的，取第一条。
+    🔀 收敛节点（最后一条带 "converge"）：取它的决定，不取排在前面的“带过来的消息”——树上写的是定了什么。"""
     if fork_point is None or fork_point >= len(messages) or type(messages[fork_point]) is not dict:
         return ""   # 不是字典的消息只会出现在坏文件里（列表不逐条检查消息，见 s11_format.decode_listing）
+    if type(messages[-1]) is dict and isinstance(messages[-1].get("converge"), dict):
+        fork_point = len(messages) - 1
     try:
         text = content_text(messages[fork_point].get("content"))
     except RecursionError:   # 同上：坏文件里嵌套极深的内容

@@ -400,6 +400,8 @@ def node_caption(node: dict, name: str, title_chars: int = TITLE_CHARS) -> str:
     if node.get("subagent") and not node.get("fork_point"):
         title = node["title"].removeprefix("子代理：")
         return f"{name}：{shorten(title, 30)} · 全部为新增 · {node['message_count']} 条"
+    if node.get("converged_from"):   # 🔀 收敛节点：写它的决定（first_added 取的就是决定，见 s11_tree.first_added）
+        return f"🔀 {branch_title(name)} 收敛：{shorten(added or node['title'], 40)} · {node['message_count']} 条"
     plus = f" · ➕ {shorten(added, FIRST_ADDED_SHOWN)}" if added else " · （没有新增消息）"
     return f"🌿 {branch_title(name)}：{shorten(node['title'], 30)}{plus} · {node['message_count']} 条"
 
@@ -413,8 +415,8 @@ def tree_label(node: dict, prefix: str, marker: bool, name: str | None = None, i
     end = " ◀ 活动端" if marker else ""
     marks = marks_text(node, into) if into is not None else ""
     caption = node_caption(node, name)
-    if node.get("converged_from"):
-        caption = "🔀" + caption[1:] if caption[:1] in ("🌱", "🌿") else caption
+    if node.get("converged_from") and caption[:1] == "🌱":
+        caption = "🔀" + caption[1:]
     return f"{prefix}{caption}{fork} [{node['session_id']}]{end}{marks}"
 
 
@@ -477,7 +479,8 @@ def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: b
         if node.get("converged_from"):
             head = "🔀 " + head[2:]
         added = node.get("first_added") or ""
-        plus = f"<br/>➕ {mermaid_text(added, FIRST_ADDED_SHOWN)}" if name and added else ""
+        added_mark = "🔀 决定：" if node.get("converged_from") else "➕ "
+        plus = f"<br/>{added_mark}{mermaid_text(added, FIRST_ADDED_SHOWN)}" if name and added else ""
         plus = "<br/>全部为新增" if node.get("subagent") and not node.get("fork_point") else plus
         label = (f"{head}{mark}<br/>{mermaid_text(node['title'])}{plus}<br/>💬 {node['message_count']} 条"
                  f" · 🆔 {mermaid_text(node['session_id'], 16)}")

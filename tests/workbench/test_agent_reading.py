@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+import s11_converge
 import s11_tree
 from s11_import import import_file
-from s11_session import SessionStore
+from s11_session import SessionStore, demo_tree_branching
 from s11_tree import Forest
 from s11_workbench.explorer import (
     Explorer,
@@ -254,3 +255,24 @@ def test_the_fork_divider_is_a_divider_row_not_a_folded_bubble_and_survives_the_
               and "从这里开始" not in row["content"]]
     assert others and all(row["content"].startswith("**#") for row in others)
     assert store.load(child.view.session_id).fork_point == 3
+
+
+# ── the converge node is titled by its decision ────────────────────────────────────────────
+def test_a_converge_node_reads_as_its_decision_not_as_a_carried_message(tmp_path):
+    store = SessionStore(tmp_path / "store")
+    ids = demo_tree_branching(store)
+    a, b = ids["branch_a_id"], ids["branch_b_id"]
+    carried_text = s11_tree.content_text(store.load(a).messages[5]["content"])
+    node = s11_converge.converge(store, b, [a], "采用方案 B，LRU 上限也留着", carry=[(a, 6)])
+    assert node.title == "🔀 收敛：采用方案 B，LRU 上限也留着"
+    forest = Forest(store.list_sessions())
+    summary = forest.by_id[node.session_id]
+    assert summary["first_added"].startswith("采用方案 B")   # not the carried message that comes first
+    tree = page_tree(forest, node.session_id)
+    names = branch_names(tree)
+    label = tree_label(summary, "", False, names[node.session_id])
+    assert "收敛：采用方案 B，LRU 上限也留着" in label and carried_text[:10] not in label
+    graph = mermaid_map(tree, None, None, links=False, names=names)
+    assert "🔀 决定：采用方案 B" in graph
+    titled = s11_converge.converge(store, b, [a], "再定一次", title="最终方案")   # a title the reader gave wins
+    assert titled.title == "最终方案"
