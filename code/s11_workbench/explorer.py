@@ -1633,10 +1633,14 @@ _EDIT_HEADER = re.compile(r"^(?:📍 )?\*\*#\d+\*\*[^\n]*\n+")
 
 
 def _edited_text(value) -> str:
-    """Chatbot 的 edit 事件给回的文字 -> 读者改写后的那句话：去掉我们加的“#3 👤 用户”那一行和转义。"""
+    """Chatbot 的 edit 事件给回的文字 -> 读者改写后的那句话：去掉我们加的“#3 👤 用户”那一行和转义。
+    页面的脚本（explorer_tab.js）在改写框打开时已经换成了纯文字：没有那一行的文字原样就是读者打的话。"""
     if isinstance(value, list):
         value = "\n".join(str(item.get("text", "")) if isinstance(item, dict) else str(item) for item in value)
-    text = _EDIT_HEADER.sub("", str(value or ""), count=1)
+    text = str(value or "")
+    if not _EDIT_HEADER.match(text):
+        return _turn_text(text)
+    text = _EDIT_HEADER.sub("", text, count=1)
     fence = re.fullmatch(r"(`{3,}|~{3,})[^\n]*\n(.*)\n\1\s*", text, re.DOTALL)
     text = fence.group(2) if fence else re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", text)
     return _turn_text(text)

@@ -276,3 +276,20 @@ def test_a_converge_node_reads_as_its_decision_not_as_a_carried_message(tmp_path
     assert "🔀 决定：采用方案 B" in graph
     titled = s11_converge.converge(store, b, [a], "再定一次", title="最终方案")   # a title the reader gave wins
     assert titled.title == "最终方案"
+
+
+# ── the ✏️ edit box holds plain text ────────────────────────────────────────────────────────
+def test_an_edit_sent_as_plain_text_is_kept_verbatim_and_the_raw_bubble_still_works(explorer):
+    token = explorer.spaces.new_token()
+    store = explorer.spaces.open(token).store
+    ids = demo_tree_branching(store)
+    page = explorer.select(token, View(), ids["branch_b_id"])
+    row = page.view.chat_numbers.index(4)
+    # the page's script turns the edit box into what the reader typed; markdown-looking text stays as it is
+    plain = r"改查 C:\tmp\*.log 里的 **粗** `x` <b>"
+    child = store.load(explorer.edit_fork(token, page.view, row, plain).view.session_id)
+    assert child.messages[3] == {"role": "user", "content": plain} and child.fork_point == 3
+    # without the script the box holds the bubble's Markdown: the header line and escapes are still taken off
+    raw = page.chat[row]["content"].replace("event\\_listener", "ws\\_pool")
+    again = store.load(explorer.edit_fork(token, page.view, row, raw).view.session_id)
+    assert again.messages[3]["content"] == "我怀疑是 ws_pool 注册表无限增长，帮忙重点排查。"
