@@ -2,7 +2,7 @@
 
     3f1c.zip ─┬─ 3f1c.jsonl                         会话文件（恰好一个）
               └─ 3f1c/subagents/agent-a7e3c91.jsonl  子代理（+ .meta.json、workflows/…），照常随会话文件读进来
-    unpacked(zip, max_bytes) ──► 临时文件夹里的会话文件路径（with 块结束就删掉临时文件夹）
+    unpacked(zip, max_bytes) ──► 临时文件夹（with 块结束就删掉）── the_session() ──► 其中唯一的会话文件
 
 Key insight: zip 里的名字、大小都是上传的人写的：名字只当文字（带 ..、绝对路径、反斜杠、符号链接的成员一律拒绝），
 大小边解边数（真正解出来的字节超过 max_bytes 就停，不信目录里写的 file_size），只解会话记录（.jsonl / .json）。
@@ -35,7 +35,7 @@ def is_archive(path: str) -> bool:
 
 @contextmanager
 def unpacked(path: str, max_bytes: int) -> Iterator[str]:
-    """把 zip 里的会话记录解进一个临时文件夹，交出其中唯一的会话文件（子代理文件不算）。"""
+    """把 zip 里的会话记录解进一个临时文件夹，交出这个文件夹（找其中的会话文件由调用方做：pipeline.find_transcripts）。"""
     name = printable(os.path.basename(path))
     folder = tempfile.mkdtemp(prefix="s11-zip-")
     try:
@@ -44,9 +44,19 @@ def unpacked(path: str, max_bytes: int) -> Iterator[str]:
                 _extract(archive, folder, max_bytes, name)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError) as error:
             raise UnsupportedFormat(f"{name} 不是能读的 .zip 文件（{printable(str(error))[:120]}）；仓库没有任何改动") from None
-        yield _the_session(folder, name)
+        yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def the_session(found: list, folder: str, name: str) -> str:
+    """解开的文件夹里找到的会话文件（子代理文件不算）-> 唯一的那个；没有或不止一个时拒绝。"""
+    if len(found) != 1:
+        listed = "、".join(printable(os.path.relpath(path, folder)) for path in found[:5])
+        what = f"有 {len(found)} 个会话文件（{listed}）" if found else "没有会话记录（.jsonl / .json）"
+        raise UnsupportedFormat(f"{name} 里{what}：一个 zip 装一个会话文件和它旁边的同名文件夹（子代理在 "
+                                "<会话ID>/subagents/ 里）；仓库没有任何改动")
+    return found[0]
 
 
 def _extract(archive: zipfile.ZipFile, folder: str, max_bytes: int, name: str) -> None:
@@ -83,14 +93,3 @@ def _safe_parts(member: zipfile.ZipInfo, name: str) -> list:
         raise UnsupportedFormat(f"{name} 里的成员 {printable(raw)[:120]} 的名字不安全（绝对路径、..、反斜杠或符号链接）；"
                                 "仓库没有任何改动")
     return parts
-
-
-def _the_session(folder: str, name: str) -> str:
-    from .pipeline import find_transcripts  # pipeline 也 import 本模块：用到时再取
-    found, _ = find_transcripts([folder])
-    if len(found) != 1:
-        listed = "、".join(printable(os.path.relpath(path, folder)) for path in found[:5])
-        what = f"有 {len(found)} 个会话文件（{listed}）" if found else "没有会话记录（.jsonl / .json）"
-        raise UnsupportedFormat(f"{name} 里{what}：一个 zip 装一个会话文件和它旁边的同名文件夹（子代理在 "
-                                "<会话ID>/subagents/ 里）；仓库没有任何改动")
-    return found[0]

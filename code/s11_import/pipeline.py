@@ -78,7 +78,8 @@ def import_file(path: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_
     """
     path = os.fspath(path)
     if archive.is_archive(path):   # 一个 zip 装着会话文件和它的子代理文件夹（浏览器一次只能传一个文件）
-        with archive.unpacked(path, max_bytes) as session:
+        with archive.unpacked(path, max_bytes) as folder:
+            session = archive.the_session(find_transcripts([folder])[0], folder, printable(os.path.basename(path)))
             return import_file(session, store, max_bytes=max_bytes, dry_run=dry_run, budget=budget)
     if os.path.isfile(path) and tree_jsonl.is_tree_file(path):   # 本项目自己导出的会话树：原样复原，不走格式表
         return tree_jsonl.import_tree(path, store, max_bytes=max_bytes, dry_run=dry_run, budget=budget)

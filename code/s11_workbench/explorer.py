@@ -1287,7 +1287,7 @@ class Explorer:
 def _import_outcome(report) -> str:
     """结果行上该让读者知道的事：你续写过的节点怎么样了（Agent 的新对话落进了哪个子节点，或者没能导入），
     看不到的子代理记录（怎么连文件夹一起导入写在导入报告里）。"""
-    parts = [f"你续写过的 `{kept}` 原样保留，Agent 新写的 {count} 条放进了它的子节点 `{child}`"
+    parts = [f"你续写过的 `{kept}` 原样保留，Agent 在那之后写的 {count} 条在它的子节点 `{child}` 里"
              for kept, child, count in report.continued[:3]]
     if report.diverged:
         parts.append(f"⚠️ {len(report.diverged)} 个你续写过的节点保留原样，Agent 那边的历史和它对不上，"

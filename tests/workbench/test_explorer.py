@@ -143,10 +143,11 @@ def test_tool_calls_and_thinking_are_collapsed_and_long_outputs_folded(explorer,
     thoughts = {row["metadata"]["title"]: row for row in page.chat if "metadata" in row}
     # the assistant turn has no text: no empty bubble, its number goes into the first collapsed block;
     # the tool result (a user turn holding only that) joins its call in one block on the assistant's side
-    assert set(thoughts) == {"**#2** 🤖 助手 · 💭 思考", "🔧 调用工具 Bash → 📤 有结果"}
+    # the call's header names its command (issue 42: no need to open every call)
+    assert set(thoughts) == {"**#2** 🤖 助手 · 💭 思考", "🔧 调用工具 Bash · ls → 📤 有结果"}
     assert all(row["metadata"]["status"] == "done" for row in thoughts.values())   # collapsed
     assert [row["role"] for row in page.chat if "metadata" not in row] == ["user"]   # only "列出文件"
-    folded = thoughts["🔧 调用工具 Bash → 📤 有结果"]["content"]
+    folded = thoughts["🔧 调用工具 Bash · ls → 📤 有结果"]["content"]
     assert '"command": "ls"' in folded and "📤 结果" in folded
     assert "已折叠" in folded and "5,000 行" in folded and len(folded) < len(long_output) // 5
     assert page.view.chat_numbers == (1, 2, 2)
