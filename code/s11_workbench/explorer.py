@@ -1279,7 +1279,7 @@ class Explorer:
         page.siblings = _siblings(forest, node, names)
         page.chat, numbers, page.path_note, page.window_start = _path_chat(
             node, view.start, clean, end=view.end, focus=view.focus, name=names.get(node.session_id, ""),
-            shown=view.shown)
+            shown=view.shown, spawned=_spawned(forest, node.session_id, names, clean))
         page.message_count = len(node.messages)
         page.view = dataclasses.replace(view, chat_numbers=tuple(numbers))
 
@@ -1382,7 +1382,8 @@ def _details(store, node: SessionNode, read_only: bool, clean: Callable[[str], s
     lineage = store.lineage(node.session_id)
     path = " → ".join(f"{literal_inline(clean(s['title']), 24)}" for s in lineage)
     head = ("🌿 " if not name.startswith(SUBAGENT) else "") + literal_inline(branch_title(name)) + "：" if name else ""
-    facts = [f"### {head}{literal_inline(clean(node.title), 80)}",
+    title = node.title.removeprefix("子代理：") if name.startswith(SUBAGENT) else node.title
+    facts = [f"### {head}{literal_inline(clean(title), 80)}",
              f"🆔 `{node.session_id}` · 💬 {len(node.messages):,} 条 · 🕒 {literal_inline(node.created_at)} · "
              f"修订 {node.revision}" + (" · 🔒 只读" if read_only else ""),
              f"🌳 路径：{path}"]
@@ -1401,19 +1402,48 @@ def _details(store, node: SessionNode, read_only: bool, clean: Callable[[str], s
     return "\n\n".join(facts)
 
 
+def _spawned(forest: Forest, session_id: str, names: dict[str, str], clean) -> dict[int, list[str]]:
+    """这个节点启动的子代理：{第几条（启动它的调用）: ['🤖 子代理 1：检查… [f23010c50e67]', …]}（纯文字）。"""
+    spawned: dict[int, list[str]] = {}
+    for child in forest.children(session_id):
+        if child.get("subagent") and child.get("spawned_at"):
+            title = shorten(clean(child["title"]).removeprefix("子代理："), 40)
+            spawned.setdefault(child["spawned_at"], []).append(
+                f"{names.get(child['session_id']) or SUBAGENT}：{title} [{child['session_id']}]")
+    return spawned
+
+
 def _path_chat(node: SessionNode, start: int | None, clean, *, end: int | None = None, focus: int | None = None,
-               name: str = "", shown: str = "all") -> tuple[list, list, str, int | None]:
+               name: str = "", shown: str = "all",
+               spawned: dict[int, list[str]] | None = None) -> tuple[list, list, str, int | None]:
     """对话窗口：[start, start+PAGE_SIZE) 这几条消息 -> (Chatbot 的行, 每行对应的消息编号, 说明, 窗口起点 1 起)。
     end（含）给了就让窗口停在那条上（链接、搜索命中：它落在最后，Chatbot 滚到底就看见它）。
     只装着工具结果的消息不单独成泡：结果接进前面那次调用的折叠块里。
-    shown（CHAT_FILTERS）只藏行：留下的每行仍对应它的绝对消息编号，窗口仍按消息条数翻页。"""
+    shown（CHAT_FILTERS）只藏行：留下的每行仍对应它的绝对消息编号，窗口仍按消息条数翻页。
+    spawned（_spawned）：在启动子代理的那条消息后面画一条分隔线，写明它启动了哪个子代理（在会话树里选中它就能读）。"""
     rows, numbers, note, first = _all_rows(node, start, clean, end=end, focus=focus, name=name)
+    if spawned:
+        rows, numbers = _with_spawn_marks(rows, numbers, spawned)
     if shown not in ("talk", "prompts") or not rows:
         return rows, numbers, note, first
     kept = [(row, number) for row, number in zip(rows, numbers) if _shown(row, node.messages, number, shown)]
     what = CHAT_FILTERS[shown]
     note += f"；{what}：这一页显示 {len(kept)} 行" if kept else f"；{what}：这一页没有可显示的，点「◀ 更早」或换成「全部」"
     return [row for row, _ in kept], [number for _, number in kept], note, first
+
+
+def _with_spawn_marks(rows: list, numbers: list, spawned: dict[int, list[str]]) -> tuple[list, list]:
+    """每条启动了子代理的消息的最后一行后面，插一条分隔线：'🤖 这里启动了 子代理 1：… [id]'。"""
+    marked_rows, marked_numbers = [], []
+    for index, (row, number) in enumerate(zip(rows, numbers)):
+        marked_rows.append(row)
+        marked_numbers.append(number)
+        last = index + 1 == len(rows) or numbers[index + 1] != number
+        if last and number in spawned:
+            marked_rows.append(_divider("🤖 这里启动了 " + "；".join(literal_inline(text) for text in spawned[number])
+                                        + "（在会话树里选中它就能读）"))
+            marked_numbers.append(number)
+    return marked_rows, marked_numbers
 
 
 def _shown(row: dict, messages: list, number: int, shown: str) -> bool:

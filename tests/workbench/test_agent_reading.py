@@ -211,7 +211,8 @@ def test_hiding_tools_and_thinking_keeps_only_the_talk_and_each_row_keeps_its_me
     assert talk.chat and not any(row.get("metadata") for row in talk.chat)
     assert len(talk.chat) < len(everything) and "隐藏工具与思考" in talk.path_note
     for row, number in zip(talk.chat, talk.view.chat_numbers):
-        assert row["content"].startswith(f"**#{number}**")   # the row still names its absolute message
+        if not row["content"].startswith("* * *"):   # divider lines (fork, subagent started) stay too
+            assert row["content"].startswith(f"**#{number}**")   # the row still names its absolute message
     back = explorer.show_only(token, talk.view, "all")
     assert back.chat == everything and back.view.chat_numbers == page.view.chat_numbers
     assert len(node.messages) == talk.message_count
@@ -222,7 +223,8 @@ def test_only_my_prompts_shows_the_typed_prompts_and_a_pick_forks_at_the_absolut
     store = explorer.spaces.open(token).store
     node = store.load(page.view.session_id)
     prompts = explorer.show_only(token, page.view, "prompts")
-    numbers = prompts.view.chat_numbers
+    numbers = [number for row, number in zip(prompts.chat, prompts.view.chat_numbers)
+               if not row["content"].startswith("* * *")]   # the subagent's divider line stays, at message 4
     typed = [n for n, message in enumerate(node.messages, 1) if typed_by_user(message)]
     assert list(numbers) == typed and len(typed) >= 2
     # the reader clicks the second row shown: the page maps it through chat_numbers, as explorer_tab.on_message does
@@ -293,3 +295,20 @@ def test_an_edit_sent_as_plain_text_is_kept_verbatim_and_the_raw_bubble_still_wo
     raw = page.chat[row]["content"].replace("event\\_listener", "ws\\_pool")
     again = store.load(explorer.edit_fork(token, page.view, row, raw).view.session_id)
     assert again.messages[3]["content"] == "我怀疑是 ws_pool 注册表无限增长，帮忙重点排查。"
+
+
+def test_the_parent_conversation_marks_the_task_call_that_started_the_subagent(explorer):
+    token, page = opened(explorer)
+    store = explorer.spaces.open(token).store
+    agent = next(s for s in store.list_sessions() if s["subagent"])
+    marks = [(index, row) for index, row in enumerate(page.chat) if "这里启动了" in row["content"]]
+    assert len(marks) == 1, marks
+    index, row = marks[0]
+    assert row["content"].startswith("* * *") and "metadata" not in row   # a divider line, not a bubble
+    assert "🤖 子代理 1：检查其它公开接口的限流" in unescaped(row["content"]) and agent["session_id"] in row["content"]
+    numbers = page.view.chat_numbers
+    assert numbers[index] == agent["spawned_at"] == numbers[index - 1]   # right after the Task call's own rows
+    assert index + 1 == len(numbers) or numbers[index + 1] > agent["spawned_at"]
+    opened_agent = explorer.select(token, page.view, agent["session_id"])
+    assert "### 🤖 子代理 1：检查其它公开接口的限流" in unescaped(opened_agent.details)
+    assert "子代理：检查" not in unescaped(opened_agent.details.split("\n")[0])
