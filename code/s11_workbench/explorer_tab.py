@@ -65,7 +65,7 @@ CSS = """
 #s11x-path .message-row:has(.prose > hr:first-child) .prose p { margin: 0; }
 #s11x-path .message-row:has(.prose > hr:first-child) .flex-wrap,
 #s11x-path .message-row:has(.prose > hr:first-child) .flex-wrap > div { width: 100%; max-width: 100%; }
-#s11x-path .message-row:has(.prose > hr:first-child) .message-buttons { display: none; }
+#s11x-path .message-row:has(.prose > hr:first-child) + .message-buttons { display: none; }
 #s11x-actions > .block { margin-bottom: 6px; }
 /* 分支图后面跟着文字版：宽屏看图；窄屏上图里的字会缩到 12 px 以下，改看文字版 */
 #s11x-map .mermaid ~ * { display: none; }
