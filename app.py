@@ -3,7 +3,7 @@
     python app.py [--host 127.0.0.1] [--port 7860] [--sessions-dir gradio_sessions] [--students-per-address 1]
                   [--agent-folders] [--allow-host 名字 …]
 
-    tabs() = (demo_tab, explorer_tab, lesson_tab, lab_tab)   每个 code/s11_workbench/*_tab.py 有 LABEL、CSS 和 build(ctx)
+    tabs() = (demo_tab, story_tab, explorer_tab, lesson_tab, lab_tab)   每个 code/s11_workbench/*_tab.py 有 LABEL、CSS 和 build(ctx)
        └─> gr.Tab(LABEL) 里调 build(ctx)            ctx = TabContext(sessions_dir, spaces, visitor, teacher, ready, …)
     新增一页 = 在 code/s11_workbench/ 写一对 xxx.py（逻辑）+ xxx_tab.py（布局），再在 tabs() 里加上它的名字。
 
@@ -71,14 +71,22 @@ CSS = """
 .tab-container:not(.visually-hidden) { flex-wrap: wrap; height: auto; }
 .tab-wrapper { height: auto; }
 .tab-container.visually-hidden > button { width: 0 !important; min-width: 0 !important; padding: 0 !important; }
+/* 没打开的页签和收起的折叠面板照样排版、只是看不见（gradio 用的是 display: none）：mermaid 在里面画图时要量字的
+   大小，量到 0 就画出“Syntax error”并在控制台报错（在 8.11 页点了运行就切走、分支图收起时选节点都会遇到）。
+   高 0、裁掉溢出、不接鼠标：页面上看不到、点不到，读屏软件也跳过（visibility: hidden） */
+.tabitem[style*="display: none"], .gr-accordion > div[style*="display: none"] {
+  display: block !important; visibility: hidden !important; position: absolute !important; left: 0; right: 0; top: 0;
+  height: 0 !important; overflow: hidden !important; pointer-events: none; }
+/* 页脚只留「API」一项：gradio 仍在它后面放一个分隔点（手机上 API 链接隐藏后只剩这个点） */
+footer > .divider:last-child { display: none; }
 """
 
 
 def tabs() -> tuple:
     """工作台的标签页，按页面上的顺序。它们 import gradio（~5 秒），所以用到时才导入：`python app.py` 能先检查
     会话目录、先打印“正在加载”，`import app` 也不必等 gradio。"""
-    from s11_workbench import demo_tab, explorer_tab, lab_tab, lesson_tab
-    return demo_tab, explorer_tab, lesson_tab, lab_tab
+    from s11_workbench import demo_tab, explorer_tab, lab_tab, lesson_tab, story_tab
+    return demo_tab, story_tab, explorer_tab, lesson_tab, lab_tab
 
 
 def panels() -> tuple:
@@ -100,6 +108,8 @@ class TabContext(NamedTuple):
 
 # 页面载入后把 ?teacher= 和 ?agents= 从地址栏抹掉（浏览器里运行的代码都在 .js 文件里，不写在 Python 字符串里）
 FORGET_LINK_SECRETS_JS = (HERE / "code" / "s11_workbench" / "forget_link_secrets.js").read_text(encoding="utf-8")
+# gradio 自己写死的英文 aria-label、title、上传框和页脚的字换成中文；对话里每条消息的 aria-label 换成纯文字
+ARIA_ZH_JS = (HERE / "code" / "s11_workbench" / "aria_zh.js").read_text(encoding="utf-8")
 
 
 def enter_space(spaces, token, request) -> tuple:
@@ -131,11 +141,14 @@ def launch_options(demo=None, hosts=None) -> dict:
     spaces = getattr(demo, "s11_spaces", None)
     css = CSS + "".join(tab.CSS for tab in tabs() + panels())
     # 各页自己的脚本（只是页面的代码，从不执行会话文字）：每页的 JS 读自它的 .js 文件（"() => {...}"），页面载入时依次运行
-    scripts = [tab.JS for tab in tabs() + panels() if getattr(tab, "JS", "")]
+    scripts = [ARIA_ZH_JS] + [tab.JS for tab in tabs() + panels() if getattr(tab, "JS", "")]
     js = "() => {\n" + "\n".join(f"({script})();" for script in scripts) + "\n}" if scripts else None
+    # 要在页面挂好之前就运行的脚本（?session= 链接直接打开会话树浏览器）：各页的 HEAD 是一个 .html 文件
+    heads = [tab.HEAD for tab in tabs() + panels() if getattr(tab, "HEAD", "")]
     options = {"theme": theme, "css": css, "js": js, "footer_links": ["api"], "ssr_mode": False,
                "max_file_size": (spaces.limits if spaces is not None else Limits()).max_upload_bytes,
-               "state_session_capacity": PAGE_SESSIONS, "run_history": False, "enable_monitoring": False}
+               "state_session_capacity": PAGE_SESSIONS, "run_history": False, "enable_monitoring": False,
+               "head_paths": heads}
     if spaces is not None:
         from starlette.middleware import Middleware
 

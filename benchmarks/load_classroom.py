@@ -292,7 +292,8 @@ class Page:
         await pause()
         await self.call("lesson_start", "lesson_start", [token, None, None, "rewind", None])
         await pause()
-        data = await self.call("lesson_fork", "lesson_fork", [token, None, None, 3, f"第 {self.rounds} 轮：换个方向", None])
+        data = await self.call("lesson_fork", "lesson_fork", [token, None, None, 3, f"第 {self.rounds} 轮：换个方向", "",
+                                                               None])
         tree = self.app.pick("lesson_fork", data, "s11l-tree")   # the level's nodes: not new in the next list
         choices = tree.get("choices") or [] if isinstance(tree, dict) else []
         self.known.update(choice[1] for choice in choices if isinstance(choice, (list, tuple)) and len(choice) == 2)
@@ -859,7 +860,7 @@ def postprocess_costs(pages: int, scratch: Path) -> None:
             await call(state, "explorer_import_example", [token, EXAMPLES[0]])
             await call(state, "lesson_pick", [token, "rewind"])
             await call(state, "lesson_start", [token, "rewind"])
-            await call(state, "lesson_fork", [token, 3, "x"])
+            await call(state, "lesson_fork", [token, 3, "x", ""])
 
     asyncio.run(rounds())
     rows = [[name, values[-1][2], values[-1][3], c.ms(c.median([v[0] for v in values]), 1),

@@ -29,7 +29,8 @@ Scope: 不执行练习文件里的任何东西（只是数据）；检查只读�
 会话超过 MAX_JUDGED_SESSIONS 个、或回溯比较超过 MAX_FITS 次，就不判，判定里说“这个空间的会话太多，无法判题”。
 所以一次点击的工作量与空间里堆了多少会话无关（老师点开一个学生也是）。限制：同样像的候选超过 MAX_CANDIDATES 个时，
 只差在新增消息角色上的那个可能没被细看。
-本模块只依赖标准库和 s11_session、s11_trash、s11_text。
+检查 fork_undone 读这一关开始之后的操作日志（s11_journal，流式；超过 MAX_JOURNAL_RECORDS 行就不判）。
+本模块只依赖标准库和 s11_session、s11_journal、s11_trash、s11_text。
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import s11_journal
 import s11_trash
 from s11_session import SessionError, SessionStore
 from s11_text import printable, shorten
@@ -63,6 +65,7 @@ ROLES = ("system", "user", "assistant")
 MAX_CANDIDATES = 8            # 每个目标节点最多细看几个候选：按摘要粗分挑出最像的几个
 MAX_JUDGED_SESSIONS = 1_000   # 这一关里新建的会话超过这么多就不判（一次上传会话树就能造出几千个）
 MAX_FITS = 20_000             # 回溯最多比较这么多次（候选 × 目标的组合），超过就不判
+MAX_JOURNAL_RECORDS = 20_000  # 这一关开始之后的操作日志超过这么多行就不判（fork_undone 要逐行看）
 _KEY = re.compile(r"[a-z][a-z0-9_]{0,23}")
 _ID = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")
 
@@ -439,8 +442,9 @@ class TooManyToJudge(Exception):
 class _Space:
     """一次检查里读到的学生空间：摘要、按需读入的节点、哪些节点算这一关的；fits 数比较了几次（有上限）。"""
 
-    def __init__(self, store: SessionStore, state: LevelState):
+    def __init__(self, store: SessionStore, state: LevelState, goals: tuple = ()):
         self.store, self.state, self.fits = store, state, 0
+        self.goals = {goal.key: goal for goal in goals}   # 额外的检查要知道目标节点的父节点、分叉点
         self.by_id = {s["session_id"]: s for s in store.list_sessions()}
         anchored = set(state.anchors.values())
         self.fresh = {sid for sid, s in self.by_id.items()
@@ -580,7 +584,7 @@ def _diagnose(exercise: Exercise, goal: GoalNode, space: _Space, mapping: dict, 
     if goal.key in space.state.anchors:
         pool = _candidates(exercise, goal, space, mapping)
         if not pool:
-            return "missing_start", f"这一关起点里的「{goal.label}」不见了（可能被删除了）：点「🔁 重新开始这一关」"
+            return "missing_start", f"这一关起点里的「{goal.label}」不见了（可能被删除了）：点「🚀 开始这一关」"
     else:
         pool = _candidates(exercise, goal, space, mapping)
     misses = [(_fits(exercise, goal, sid, space, mapping), sid) for sid in pool]
@@ -652,7 +656,7 @@ def describe_goal(goal: GoalNode, labels: dict) -> str:
 def check(exercise: Exercise, store: SessionStore, state: LevelState) -> Verdict:
     """学生空间 vs 目标：每个目标部分一行 ✅ / ⬜，外加第一处没对上的地方的提示。只读，不改任何文件。
     会话太多时（见模块文档的“有界”）每个部分都是 ⬜，提示说明为什么没判。"""
-    space = _Space(store, state)
+    space = _Space(store, state, exercise.goal)
     labels = {goal.key: goal.label for goal in exercise.goal}
     try:
         if len(space.fresh) > MAX_JUDGED_SESSIONS:
@@ -662,7 +666,7 @@ def check(exercise: Exercise, store: SessionStore, state: LevelState) -> Verdict
         parts = [Part(describe_goal(goal, labels), False) for goal in exercise.goal]
         if exercise.active_end is not None:
             parts.append(Part(f"活动端停在「{labels[exercise.active_end]}」", False))
-        return Verdict(tuple(parts), f"{too_many}：删掉这一关里多余的会话，或点「🔁 重新开始这一关」", "too_many", {})
+        return Verdict(tuple(parts), f"{too_many}：删掉这一关里多余的会话，或点「🚀 开始这一关」", "too_many", {})
 
 
 def _judge(exercise: Exercise, space: _Space, labels: dict) -> Verdict:
@@ -742,7 +746,54 @@ def _exported_clean(item, space, mapping, labels):
         return True, label, ""
     if exports:
         return False, label, f"你导出的不是「{labels[item.node]}」：先在树里选中它，再导出"
-    return False, label, f"选中「{labels[item.node]}」，点「📤 导出（已脱敏）」"
+    return False, label, f"选中「{labels[item.node]}」，点「📤 导出选中的会话（已脱敏）」"
+
+
+def _records_since_start(space: _Space) -> List[dict]:
+    """这一关开始之后的操作日志（旧的在前）。太多就不判（TooManyToJudge）：一次点击的工作量有上限。"""
+    found = []
+    for record in s11_journal.read(space.store.storage_dir).records():
+        if record.get("ns", 0) >= space.state.started_ns:
+            found.append(record)
+            if len(found) > MAX_JOURNAL_RECORDS:
+                raise TooManyToJudge(f"这一关开始之后的操作太多，无法判题（超过 {MAX_JOURNAL_RECORDS:,} 步）")
+    return found
+
+
+def _fork_undone(item, space, mapping, labels):
+    """日志里有一次分错了位置的分叉（父节点或分叉点与目标节点 item.node 不同），它是被 ↶ 撤销 掉的（最后一次
+    撤销 / 重做是撤销），而且现在也不在（没有从回收站取回）。只删掉它、或根本没分错过，都给出差在哪里。"""
+    goal = space.goals[item.node]
+    right = (space.state.anchors.get(goal.parent) or mapping.get(goal.parent), goal.fork_point)
+    anchored = set(space.state.anchors.values())
+    label = "分错的那次分叉是用 ↶ 撤销 撤掉的（不是删掉的）"
+    forks, last_step, deleted = [], {}, set()
+    for record in _records_since_start(space):
+        op, ids = record["op"], record["ids"]
+        if op == "fork" and ids and ids[0] not in anchored and ids[0] != mapping.get(item.node) \
+                and (record.get("parent"), record.get("fork_point")) != right:
+            forks.append(record)
+        elif op in ("undo", "redo"):
+            last_step[record.get("target")] = op
+        elif op == "delete":
+            deleted.update(ids)
+    # 撤销在会话树浏览器里，不在练习页上：它的控件用“”引，「」只引练习页上有的东西
+    where = "在 “🌳 会话树浏览器” 的 “📜 操作历史 · ↶ 撤销 / ↷ 重做” 里"
+    if not forks:
+        return False, label, ("还没有分错过：这一关练的是撤销——先照说明在错的位置分叉一次，再" + where +
+                              "点 ↶ 撤销 把它撤掉")
+    for record in forks:
+        if last_step.get(record["n"]) == "undo" and not os.path.lexists(space.store.path_of(record["ids"][0])):
+            return True, label, ""
+    wrong = forks[-1]
+    step = f"第 {wrong['n']} 步那次分错的分叉（自第 {wrong.get('fork_point', '?')} 条）"
+    if last_step.get(wrong["n"]) is not None:   # 撤销过，可它又回来了（↷ 重做、或从回收站取回）
+        return False, label, f"{step}撤销过，可它又回来了（重做了或从回收站取回了）：{where}再点 ↶ 撤销"
+    if wrong["ids"][0] in deleted:
+        return False, label, (f"{step}是用 🗑️ 删除的，不是撤销的：删除只把文件挪进回收站，日志里它仍是一次分叉。"
+                              f"{where}连点 ↶ 撤销，直到撤掉那次分叉（先撤掉的删除会把它取回），再重新做对的分叉；"
+                              "或者在练习页上重新开始这一关")
+    return False, label, f"{step}还在：{where}点 ↶ 撤销（之后又续写过它的话，撤销会先撤那几步，多点几次）"
 
 
 CHECKS: Dict[str, CheckKind] = {
@@ -750,6 +801,7 @@ CHECKS: Dict[str, CheckKind] = {
     "torn_in_trash": CheckKind(("node",), _torn_in_trash),
     "conflict_met": CheckKind(("node",), _conflict_met),
     "exported_clean": CheckKind(("node", "secret"), _exported_clean),
+    "fork_undone": CheckKind(("node",), _fork_undone),
 }
 
 

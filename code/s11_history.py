@@ -153,20 +153,25 @@ def saved(store: Any, session: Any, before: int, after: int, unversioned: bool =
 
 
 # ── 读旧版 ──────────────────────────────────────────────────────────────────────────────────
-def revisions(store: Any, session_id: str) -> List[Dict[str, Any]]:
+def revisions(store: Any, session_id: str, newest: Optional[int] = None) -> List[Dict[str, Any]]:
     """一个会话的每一版（按修订号）：revision、at（那一版写下的时间）、message_count、bytes、path；
-    现在这一版 live=True，回收站里的（删除时的那一版）in_trash=True。一版都没有时 SessionNotFound。"""
+    现在这一版 live=True，回收站里的（删除时的那一版）in_trash=True。一版都没有时 SessionNotFound。
+    newest：旧版只细看修订号最大的这么多个（每一版都要读它的头；续写了上千次的会话，界面只列最近几版）。"""
     found = []
     folder = history_dir(store.storage_dir, session_id)
     try:
         names = os.listdir(folder)
     except (FileNotFoundError, NotADirectoryError):
         names = []
+    kept = []
     for name in names:
         match = _KEPT_NAME.fullmatch(name) or _OLDER_LIFE.fullmatch(name)
         if match:
-            found.append(_describe(store.storage_dir, os.path.join(folder, name), int(match.group(1)),
-                                   older=match.re is _OLDER_LIFE))
+            kept.append((int(match.group(1)), match.re is _OLDER_LIFE, name))
+    if newest is not None:
+        kept = sorted(kept, reverse=True)[:max(0, newest)]
+    for revision, older, name in kept:
+        found.append(_describe(store.storage_dir, os.path.join(folder, name), revision, older=older))
     live = store.path_of(session_id)
     if os.path.lexists(live):
         entry = _describe(store.storage_dir, live, None, older=False)
@@ -284,11 +289,12 @@ def replay(storage_dir: str) -> Replay:
     return Replay(done, undone, expected)
 
 
-def timeline(store: Any, limit: int = 50) -> Tuple[List[Dict[str, Any]], List[str]]:
+def timeline(store: Any, limit: int = 50, state: Optional[Replay] = None) -> Tuple[List[Dict[str, Any]], List[str]]:
     """给界面和命令行的日志：最近 limit 条（新的在前），每条 {n, at, op, text, undone（现在处于撤销状态）,
-    record}，以及跳过的坏行的说明。undone 的那些正是 redo() 能重做的。"""
+    record}，以及跳过的坏行的说明。undone 的那些正是 redo() 能重做的。
+    state：调用方刚 replay() 过就交进来，日志不必再从头读一遍。"""
     shown, skipped = s11_journal.newest(store.storage_dir, limit)
-    undone = {record["n"] for record in replay(store.storage_dir).undone}
+    undone = {record["n"] for record in (state or replay(store.storage_dir)).undone}
     return [{"n": item.record["n"], "at": item.record.get("at", ""), "op": item.record["op"], "text": item.text,
              "undone": item.record["n"] in undone, "record": item.record} for item in shown], skipped
 

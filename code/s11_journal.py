@@ -310,28 +310,39 @@ def _title(record: Dict[str, Any], index: int = 0) -> str:
     return f"{name}[{ids[index]}]" if ids else "（无）"
 
 
+def _who(record: Dict[str, Any], names: Dict[str, str], prefix: str) -> str:
+    """第一个会话怎么称呼：界面给了名字（'分支 B.A'）就用它；否则 prefix + '「标题」[ID]'。"""
+    ids = record["ids"]
+    if ids and ids[0] in names:
+        return names[ids[0]]
+    return prefix + _title(record)
+
+
 def _revisions(record: Dict[str, Any]) -> str:
     if not record["ids"]:
         return ""
     return f"：revision {record['before'][0]} → {record['after'][0]}"
 
 
-_DESCRIPTIONS = {   # op → 一句中文（记录 → 文字）；新操作 = 这里一行
-    "create": lambda r: f"新建了会话 {_title(r)}",
-    "save": lambda r: (f"把 {_title(r)} 回到第 {r['revert_of']} 版{_revisions(r)}" if "revert_of" in r
-                       else f"续写了 {_title(r)}{_revisions(r)}"),
-    "fork": lambda r: f"分叉了分支 {_title(r)}（自第 {r.get('fork_point', '?')} 条）",
-    "converge": lambda r: f"收敛成 {_title(r)}（收敛了 {len(r.get('others') or [])} 个分支）",
-    "label": lambda r: f"给 {_title(r)} 第 {r.get('number', '?')} 条改了标签{_revisions(r)}",
-    "delete": lambda r: (f"彻底删除了 {_title(r)}" if r.get("purge") else f"删除了 {_title(r)}（移进回收站）"),
-    "restore": lambda r: f"从回收站恢复了 {_title(r)}",
-    "import": lambda r: f"导入了 {len(r['ids'])} 个会话" + (f"（第一个是 {_title(r)}）" if r["ids"] else ""),
-    "undo": lambda r: f"撤销了第 {r.get('target', '?')} 步（{r.get('what', '')}）",
-    "redo": lambda r: f"重做了第 {r.get('target', '?')} 步（{r.get('what', '')}）",
+_DESCRIPTIONS = {   # op → 一句中文（记录, 名字 → 文字）；新操作 = 这里一行
+    "create": lambda r, n: f"新建了{_who(r, n, '会话 ')}",
+    "save": lambda r, n: (f"把{_who(r, n, ' ')} 回到第 {r['revert_of']} 版{_revisions(r)}" if "revert_of" in r
+                          else f"续写了{_who(r, n, ' ')}{_revisions(r)}"),
+    "fork": lambda r, n: f"分叉了{_who(r, n, '分支 ')}（自第 {r.get('fork_point', '?')} 条）",
+    "converge": lambda r, n: f"收敛成{_who(r, n, ' ')}（收敛了 {len(r.get('others') or [])} 个分支）",
+    "label": lambda r, n: f"给{_who(r, n, ' ')} 第 {r.get('number', '?')} 条改了标签{_revisions(r)}",
+    "delete": lambda r, n: (f"彻底删除了{_who(r, n, ' ')}" if r.get("purge")
+                            else f"删除了{_who(r, n, ' ')}（移进回收站）"),
+    "restore": lambda r, n: f"从回收站恢复了{_who(r, n, ' ')}",
+    "import": lambda r, n: f"导入了 {len(r['ids'])} 个会话" + (f"（第一个是{_who(r, n, ' ')}）" if r["ids"] else ""),
+    "undo": lambda r, n: f"撤销了第 {r.get('target', '?')} 步（{r.get('what', '')}）",
+    "redo": lambda r, n: f"重做了第 {r.get('target', '?')} 步（{r.get('what', '')}）",
 }
 
 
-def describe(record: Dict[str, Any]) -> str:
-    """一条记录 → 一句中文，比如 '分叉了分支「B.A」[4d67e2e6b66c]（自第 6 条）'。"""
+def describe(record: Dict[str, Any], names: Optional[Dict[str, str]] = None) -> str:
+    """一条记录 → 一句中文，比如 '分叉了分支「B.A」[4d67e2e6b66c]（自第 6 条）'。
+    names：界面对会话的称呼（{ID: '分支 B.A'}，会话树浏览器的分支名），有就用它代替「标题」[ID]：
+    '分叉了分支 B.A（自第 6 条）'、'续写了分支 B：revision 2 → 3'。"""
     how = _DESCRIPTIONS.get(record["op"])
-    return how(record) if how else f"{printable(record['op'])}（本版本不认识的操作）"
+    return how(record, names or {}) if how else f"{printable(record['op'])}（本版本不认识的操作）"

@@ -82,7 +82,8 @@ def student_shot(browser, url: str, width: int, scheme: str, path: Path) -> None
     page.locator("#s11l-verdict").get_by_text("还没开始").wait_for(timeout=30_000)
     page.locator("#s11l-start").click()
     page.locator("#s11l-notice").get_by_text("已开始").wait_for(timeout=30_000)
-    page.locator("#s11l-fork-at input").fill("5")
+    page.locator("#s11l-path").get_by_text("#5", exact=True).first.click()   # a click picks the fork position
+    page.locator("#s11l-fork").get_by_text("第 5 条").wait_for(timeout=30_000)
     page.locator("#s11l-fork").click()
     page.locator("#s11l-hint").get_by_text("第 5 条").wait_for(timeout=30_000)
     page.locator("#s11l-mine svg[id^='mermaid']").wait_for(timeout=30_000)

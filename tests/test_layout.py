@@ -250,7 +250,7 @@ def test_comments_in_tests_benchmarks_and_scripts_are_english():
 README = REPO / "README.md"
 DOCS = REPO / "docs"
 FIRST_SCREEN = 40
-DOC_PAGES = ["store", "explorer", "classroom", "sharing", "import", "converge", "exercises", "performance"]
+DOC_PAGES = ["store", "explorer", "classroom", "sharing", "import", "converge", "exercises", "performance", "undo"]
 AGENTS = ["Claude Code", "Pi", "Codex CLI", "Gemini CLI"]
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 CODE_PATH = re.compile(r"`((?:code|benchmarks|tests|scripts|exercises|examples)/[\w./-]*[\w/])`")

@@ -27,7 +27,16 @@ from s11_import import usage
 from s11_session import ConflictError, SessionError
 from s11_text import shorten
 from s11_tree import PAGE_STYLE, Forest, branch_prefixes, content_text, creation_order, root_of, walk
-from s11_workbench.explorer import MINE, ExplorerError, View, _as_count, explain
+from s11_workbench.explorer import (
+    MINE,
+    ExplorerError,
+    View,
+    _as_count,
+    branch_label,
+    branch_names,
+    explain,
+    names_in_forest,
+)
 from s11_workbench.markdown import literal_inline
 
 log = logging.getLogger(__name__)
@@ -103,7 +112,9 @@ class Comparer:
         start = selected or max(summaries, key=creation_order)["session_id"]
         steps = list(branch_prefixes(walk(forest, root_of(start, forest.by_id)), PAGE_STYLE))
         nodes = [step.node for step, _ in steps]
-        choices = [(choice_label(step.node, prefix), step.node["session_id"]) for step, prefix in steps]
+        names = branch_names([(node,) for node in nodes])   # 与会话树、分支图同样的名字：分支 A、B、B.A
+        choices = [(choice_label(step.node, prefix, names.get(step.node["session_id"])), step.node["session_id"])
+                   for step, prefix in steps]
         ids = {node["session_id"] for node in nodes}
         if len(ids) < 2:
             return Pickers(choices, None, None, "这棵树只有一个节点：先分叉出第二个分支再来对比。")
@@ -121,11 +132,12 @@ class Comparer:
             if not a_id or not b_id:
                 raise ExplorerError("请先在上面选好 A 和 B 两个节点")
             result = own.store.compare(a_id, b_id)
+            names = names_in_forest(Forest(own.store.list_sessions()), (a_id, b_id))
         except Exception as error:
             if not isinstance(error, (SessionError, OSError)):
                 log.exception("compare failed")
             return Comparison(notice=explain(error))
-        return comparison_of(result)
+        return comparison_of(result, names)
 
     def carry_choices(self, token, pair: Pair | None, winner: str | None) -> list:
         """胜出的一支换了：可勾选的换成另一支的消息（令牌无效时什么都不给）。"""
@@ -200,14 +212,20 @@ class Comparer:
 
 
 # ── 页面各块（纯函数，测试直接调用）──────────────────────────────────────────────────────────
-def choice_label(node: dict, prefix: str) -> str:
-    """'├─ +2：方案 A：为 cache… · 修复登录服务内存泄漏 · 分支 · 7 条 [4d67e2e6b66c]'（纯文本）。
-    分支新增的第一句放在最前：同名的分支（演示里的 A、B）在窄屏上也分得清。"""
+def choice_label(node: dict, prefix: str, name: str | None = None) -> str:
+    """'├─ 分支 A · +2：方案 A：为 cache… · 修复登录服务内存泄漏 · 分支 · 7 条 [4d67e2e6b66c]'（纯文本）。
+    name 是会话树里的名字（branch_names：根是空串，不写）；之后是分支新增的第一句：同名的分支在窄屏上也分得清。"""
+    head = f"{side_title(name)} · " if name != "" else ""
     added = f"+{node['message_count'] - node['fork_point']}：{node['first_added']} · " \
         if node.get("fork_point") is not None and node.get("first_added") else ""
     icon = "🔀 " if node.get("converged_from") and "🔀" not in node["title"] else ""
-    return (f"{prefix}{added}{icon}{shorten(node['title'], CHOICE_CHARS)} · {node['message_count']} 条 "
+    return (f"{prefix}{head}{added}{icon}{shorten(node['title'], CHOICE_CHARS)} · {node['message_count']} 条 "
             f"[{node['session_id']}]")
+
+
+def side_title(name: str | None) -> str:
+    """会话树里的名字 -> 对比里怎么叫它：'B.A' -> '分支 B.A'，根（空串）-> '🌱 根'，不知道 -> '（未命名分支）'。"""
+    return "🌱 根" if name == "" else branch_label(name)
 
 
 def default_pair(nodes: list[dict], selected: str | None) -> tuple[str | None, str | None]:
@@ -229,13 +247,16 @@ def default_pair(nodes: list[dict], selected: str | None) -> tuple[str | None, s
     return (others[0] if others else parent), b
 
 
-def comparison_of(result: dict) -> Comparison:
-    """store.compare() 的结果 -> 页面上的各块。"""
+def comparison_of(result: dict, names: dict | None = None) -> Comparison:
+    """store.compare() 的结果 -> 页面上的各块。names：ID -> 会话树里的名字（names_in_forest），两边都叫
+    「分支 A」「分支 B.A」这样的名字，和会话树、分支图上一样；不在里面的叫「（未命名分支）」。"""
     a_id, b_id, common = result["a_id"], result["b_id"], result["common"]
     only_a, only_b = result["only_a"], result["only_b"]
-    counts = [f"**A** {literal_inline(result['title_a'], 40)} `{a_id}`：之后 {len(only_a)} 条消息、"
+    names = names or {}
+    title = {"a": side_title(names.get(a_id)), "b": side_title(names.get(b_id))}
+    counts = [f"**A** = **{title['a']}**（{literal_inline(result['title_a'], 40)}）`{a_id}`：之后 {len(only_a)} 条消息、"
               f"{tool_call_count(only_a)} 次工具调用",
-              f"**B** {literal_inline(result['title_b'], 40)} `{b_id}`：之后 {len(only_b)} 条消息、"
+              f"**B** = **{title['b']}**（{literal_inline(result['title_b'], 40)}）`{b_id}`：之后 {len(only_b)} 条消息、"
               f"{tool_call_count(only_b)} 次工具调用"]
     summary = "\n\n".join([f"⚖️ {literal_inline(result['note'], 300)}", *(f"- {line}" for line in counts),
                              usage_table(result)])
@@ -246,11 +267,11 @@ def comparison_of(result: dict) -> Comparison:
         summary=summary,
         shared_label=(f"前 {common} 条相同（点开看）" if common else "开头没有相同的消息"),
         shared=shared_lines(result),
-        table=delta_table(result),
+        table=delta_table(result, title),
         workspace=workspace_text(result.get("workspace_diff"), result),
         pair=pair,
-        winner_choices=[(f"A：{shorten(side_name(result, 'a'), 24)} [{a_id}]", a_id),
-                        (f"B：{shorten(side_name(result, 'b'), 24)} [{b_id}]", b_id)],
+        winner_choices=[(f"A：{title['a']} · {shorten(side_name(result, 'a'), 24)} [{a_id}]", a_id),
+                        (f"B：{title['b']} · {shorten(side_name(result, 'b'), 24)} [{b_id}]", b_id)],
         winner=b_id)
 
 
@@ -307,13 +328,16 @@ def _cell(message, number: int | None = None) -> str:
     return f"{head}{icon} {literal_inline(shorten(text, CELL_CHARS)) or '（空）'}{extra}"
 
 
-def delta_table(result: dict) -> str:
-    """两边之后的消息按轮对齐：第 k 行是两边各自的第 common+k 条（一边没有就是“—”）。Markdown 表格。"""
+def delta_table(result: dict, title: dict | None = None) -> str:
+    """两边之后的消息按轮对齐：第 k 行是两边各自的第 common+k 条（一边没有就是“—”）。Markdown 表格。
+    title：{"a": "分支 A", "b": "分支 B"}（side_title），写在表头里。"""
     only_a, only_b, common = result["only_a"], result["only_b"], result["common"]
     rows = max(len(only_a), len(only_b))
     if not rows:
         return "两边在相同的前缀之后都没有新消息。"
-    lines = [f"| 轮 | A · {literal_inline(side_name(result, 'a'), 30)} | B · {literal_inline(side_name(result, 'b'), 30)} |",
+    title = title or {"a": "A", "b": "B"}
+    lines = [f"| 轮 | A · {title['a']}：{literal_inline(side_name(result, 'a'), 30)} "
+             f"| B · {title['b']}：{literal_inline(side_name(result, 'b'), 30)} |",
              "| --- | --- | --- |"]
     for index in range(min(rows, MAX_ROWS)):
         number = common + index + 1

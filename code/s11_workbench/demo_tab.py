@@ -6,6 +6,7 @@
     │ ┌ 会话树 ────────────────┐ ┌ 分支 B 的导出预览 ─────────────────────────┐ │
     │ │ 文字摘要 + mermaid      │ │ 🟦 1–5 继承 · 🟩 6–7 分叉 · 🟧 8–9 恢复后  │ │
     │ │ 五步：存档 读档 分叉…   │ │ [⬇️ .md] [⬇️ .html]                        │ │
+    │ │ [👣 一步一步看…]        │ │   （链接：切到「👣 一步一步看磁盘」页）    │ │
     │ └────────────────────────┘ └────────────────────────────────────────────┘ │
     │ 字段说明：version · revision · fork_point · workspace · created_ns · source │
     │ ┌ ① 主会话 ┐ ┌ ② 分支 A ┐ ┌ ③ 分支 B：revision 1 → 2，messages 7 → 9 ┐      │
@@ -22,6 +23,7 @@ import logging
 from pathlib import Path
 
 import gradio as gr
+from gradio.context import Context
 
 from s11_text import public_name
 from s11_workbench.demo import explain_error, field_notes_markdown, files_markdown, run_demo_safely
@@ -56,6 +58,8 @@ TREE_PLACEHOLDER = ("#### 🌳 会话树\n\n👆 点击上方按钮，这里会�
 EXPORT_PLACEHOLDER = ("#### 📤 Markdown 导出预览\n\n运行后，这里显示恢复定稿的分支 B 导出的 Markdown 报告，"
                       "按 继承 / 分叉新增 / 恢复后追加 分成三组。")
 FILE_NAMES = ("① 🌱 主会话", "② 🌿 分支 A", "③ 🌿 分支 B")
+STORY_TAB = "story_tab"   # app.py 给每一页的 id 是它的模块名
+STORY_LINK = "👣 一步一步看：每一步之后，会话目录里多了什么、变了什么"
 
 
 def intro(sessions_dir: str) -> str:
@@ -76,6 +80,16 @@ def file_placeholder(name: str) -> str:
 ENABLE_DOWNLOADS = Path(__file__).with_name("demo_tab.js").read_text(encoding="utf-8")
 
 
+def story_link(tab) -> None:
+    """会话树下面的一个链接按钮：一次点击切到「👣 一步一步看磁盘」（同一个演示，每一步之后看一次磁盘）。
+    这一页不在 app.py 的 gr.Tabs 里时（单独搭这一页）不放。"""
+    tabs = tab.parent if isinstance(tab, gr.Tab) else None
+    if not isinstance(tabs, gr.Tabs):
+        return
+    link = gr.Button(STORY_LINK, size="sm", variant="secondary", elem_id="s11-to-story")
+    link.click(lambda: gr.Tabs(selected=STORY_TAB), outputs=tabs, api_visibility="private", queue=False)
+
+
 def enable_run_button():
     return gr.Button(interactive=True)
 
@@ -83,6 +97,7 @@ def enable_run_button():
 def build(ctx) -> None:
     """在当前 gr.Blocks / gr.Tab 上下文里搭好 8.11 的界面（ctx 见 app.TabContext）。"""
     sessions_dir = ctx.sessions_dir
+    tab = Context.block   # app.py 的 gr.Tab（单独搭这一页的测试里不是）：结果区里那个链接要切到它的兄弟页
     gr.Markdown(intro(sessions_dir), elem_id="s11-intro")
     # 页面加载事件（ctx.ready）领到空间令牌之前按钮不可点：太早点击只会得到“缺少空间令牌”
     run_button = gr.Button(RUN_LABEL, variant="primary", size="lg", elem_id="s11-run",
@@ -94,6 +109,7 @@ def build(ctx) -> None:
         with gr.Row(equal_height=False, elem_id="s11-story"):
             with gr.Column(scale=2, min_width=300):
                 tree = gr.Markdown(TREE_PLACEHOLDER, elem_id="s11-tree", container=True)
+                story_link(tab)
             with gr.Column(scale=3, min_width=300):
                 export = gr.Markdown(EXPORT_PLACEHOLDER, elem_id="s11-export", container=True)
                 with gr.Row(elem_id="s11-downloads"):

@@ -32,7 +32,6 @@ import logging
 import math
 import os
 import re
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -65,7 +64,7 @@ from s11_tree import (
     root_of,
     walk,
 )
-from s11_workbench import downloads
+from s11_workbench import downloads, fork_control
 from s11_workbench.bounded import BoundedCache, file_stamp
 from s11_workbench.markdown import (
     command_chip,
@@ -120,6 +119,7 @@ PARENT_KINDS = ("missing_parent", "missing_converged")   # 只由“哪些会话
 FIRST_ADDED_SHOWN = 24
 FOCUS_OPEN_CHARS = 200     # 被指向的那条消息里，这么短的折叠块才默认展开（手机上也不会把📍那行顶出窗口）
 NAME_LEVELS = 4            # 分支名最多写几层（'B.A.C.A'），更深的前面写 '…'
+UNNAMED_BRANCH = "（未命名分支）"   # 不是根、却不知道它在树里排第几时的名字（从不写成“分支 ?”）
 # 每个动作的结果写在引起它的控件旁边：Page.area 是这几块之一（""：只写在页面顶上）
 AREAS = ("list", "path", "fork", "resume", "export", "trash", "confirm", "import", "teacher", "map")
 REFUSAL_CHARS = 2000       # 上传被拒时浏览器报来的那段 JSON 最多多长（文件名在 gradio 里最多 255 字节）
@@ -172,6 +172,7 @@ class Page:
     draft: str | None = None           # 续写输入框：None 保持原样，"" 清空，其余是读者没发出去的话
     area: str = ""                     # 结果写在哪块控件旁边（AREAS 之一）；"" 只写在顶上
     fork_reset: bool = False           # 分叉表单清空（分叉成功、换了会话）
+    fork_pick: object = None           # 清空时换上的选择（fork_control.Pick：?session=&m= 链接选好的那条；None = 没选）
     siblings: tuple = ("", None, None)  # 分岔处的 (说明, 上一个兄弟, 下一个兄弟)：“◀ 1/2 ▶”
     hits: list = field(default_factory=list)   # 全文搜索的命中：[会话, 第几条, 上下文, ID]
     hits_note: str = ""
@@ -313,8 +314,10 @@ def _tool_results_only(message: dict, tool_names: dict) -> list | None:
 
 
 # ── 树：从摘要列表算出整棵树（找孩子、遍历、画前缀都在 s11_tree，这里只挑画法）─────────────────────
-# 页面上的树每一层都照画（与命令行不同，不设缩进上限）：单选框的标签和以前逐字相同
-PAGE_MAX_INDENT = sys.maxsize
+# 页面上的树最多缩进 PAGE_MAX_INDENT 层，更深的节点在前缀里写“…（第 N 层）”（与命令行同一条规则）。缩进是不换行空格，
+# 不设上限时第 d 层的标签有 3d 个字符：20 多层就把 390 px 的手机页面撑宽，1,000 层的分叉链光是树的标签就有 150 万字
+# （随深度平方增长），每次点选都要画、都要传。8 层是 390 px 上 60 层的链也不撑宽页面的缩进
+PAGE_MAX_INDENT = 8
 
 
 def page_tree(forest: Forest, session_id: str) -> list[tuple[dict, str, int]]:
@@ -377,40 +380,64 @@ def branch_names(tree: list) -> dict[str, str]:
     return names
 
 
-def branch_title(name: str) -> str:
-    """名字 -> 页面上的叫法：'B' -> '分支 B'；'🤖 子代理 2' 原样（子代理的分支 '🤖 子代理 2.A' 也原样）。"""
+def names_in_forest(forest: Forest, session_ids) -> dict[str, str]:
+    """每个 ID -> 它在自己那棵树里的名字（与会话树、分支图同一套：branch_names，根是空串）；
+    只走这些 ID 所在的树（搜索命中的、对比的两边），不给整个空间的每棵树都排一遍。"""
+    names: dict[str, str] = {}
+    for session_id in session_ids:
+        if session_id in forest.by_id and session_id not in names:
+            names.update(branch_names(page_tree(forest, session_id)))
+    return names
+
+
+def branch_label(name: str | None) -> str:
+    """branch_names() 给的名字 -> 页面上怎么叫它：'B.A' -> '分支 B.A'；子代理（'🤖 子代理 2'、'🤖 子代理 2.A'）原样；
+    没有名字（不知道它在树里排第几）-> '（未命名分支）'，从不写成“分支 ?”。"""
+    if not name:
+        return UNNAMED_BRANCH
     return name if name.startswith(SUBAGENT) else f"分支 {name}"
 
 
-def fork_place(node: dict, name: str) -> str:
-    """树标签里“从哪里长出来”：' · 自第 5 条'；子代理：' · 在第 3 条（启动它的调用）'；根：''。"""
-    if not name or node.get("fork_point") is None:
+
+def fork_place(node: dict, name: str | None) -> str:
+    """树标签里“从哪里长出来”：' · 自第 5 条'；子代理：' · 在第 3 条（启动它的调用）'；根（name 是空串）：''。"""
+    if name == "" or node.get("fork_point") is None:
         return ""
     if node.get("subagent") and not node.get("fork_point"):
         return f" · 在第 {node['spawned_at']} 条（启动它的调用）" if node.get("spawned_at") else ""
     return f" · 自第 {node['fork_point']} 条"
 
 
-def node_caption(node: dict, name: str, title_chars: int = TITLE_CHARS) -> str:
-    """'分支 B：修复… · ➕ 方案 B：改用 Weak… · 9 条'（纯文本）；根：'🌱 修复登录服务内存泄漏 · 5 条'；
-    子代理：'🤖 子代理 1：查找没有测试的模块 · 全部为新增 · 17 条'（它什么都没继承）。"""
-    if not name:
+def node_caption(node: dict, name: str | None, title_chars: int = TITLE_CHARS) -> str:
+    """'分支 B：修复… · ➕ 方案 B：改用 Weak… · 9 条'（纯文本）；根（name 是空串）：'🌱 修复登录服务内存泄漏 · 5 条'；
+    子代理：'🤖 子代理 1：查找没有测试的模块 · 全部为新增 · 17 条'（它什么都没继承）；
+    name 是 None：不是根、但不知道叫什么 -> '🌿 （未命名分支）：…'"""
+    if name == "":
         return f"🌱 {shorten(node['title'], title_chars)} · {node['message_count']} 条"
     added = node.get("first_added") or ""
     if node.get("subagent") and not node.get("fork_point"):
         title = node["title"].removeprefix("子代理：")
         return f"{name}：{shorten(title, 30)} · 全部为新增 · {node['message_count']} 条"
     if node.get("converged_from"):   # 🔀 收敛节点：写它的决定（first_added 取的就是决定，见 s11_tree.first_added）
-        return f"🔀 {branch_title(name)} 收敛：{shorten(added or node['title'], 40)} · {node['message_count']} 条"
+        return f"🔀 {branch_label(name)} 收敛：{shorten(added or node['title'], 40)} · {node['message_count']} 条"
     plus = f" · ➕ {shorten(added, FIRST_ADDED_SHOWN)}" if added else " · （没有新增消息）"
-    return f"🌿 {branch_title(name)}：{shorten(node['title'], 30)}{plus} · {node['message_count']} 条"
+    return f"🌿 {branch_label(name)}：{shorten(node['title'], 30)}{plus} · {node['message_count']} 条"
+
+
+def short_caption(node: dict, name: str | None, title_chars: int = 24) -> str:
+    """'🌿 分支 B：修复登录服务内存泄漏 · 分支'；根：'🌱 修复登录服务内存泄漏'（全文命中的「会话」一列：
+    那条消息已在「上下文」一列里，不再重复分支新增的第一句）"""
+    if name == "":
+        return f"🌱 {shorten(node['title'], title_chars)}"
+    return f"🌿 {branch_label(name)}：{shorten(node['title'], title_chars)}"
 
 
 def tree_label(node: dict, prefix: str, marker: bool, name: str | None = None, into: dict | None = None) -> str:
     """'├─ 🌿 分支 A：修复… · ➕ 方案 A：为 cache… · 7 条 · 自第 5 条 [4d67e2e6b66c] ◀ 活动端'
     （纯文本：单选框标签不解析 Markdown / HTML）。
     into（s11_tree.converged_into）给出时，收敛节点标“⇠┄ 收敛了 […]”，被收敛的分支标“已收敛到 […]”，另带本段的标签。"""
-    name = name if name is not None else ("?" if prefix else "")
+    if name is None and not prefix:
+        name = ""   # 没有前缀的是树根
     fork = fork_place(node, name)
     end = " ◀ 活动端" if marker else ""
     marks = marks_text(node, into) if into is not None else ""
@@ -475,7 +502,7 @@ def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: b
     for node, _, _ in nodes:
         mark = " ◀ 活动端" if node["session_id"] == end else ""
         name = names.get(node["session_id"], "")
-        head = ("🌿 " + branch_title(name) if not name.startswith(SUBAGENT) else name) if name else "🌱 根"
+        head = ("🌿 " + branch_label(name) if not name.startswith(SUBAGENT) else name) if name else "🌱 根"
         if node.get("converged_from"):
             head = "🔀 " + head[2:]
         added = node.get("first_added") or ""
@@ -591,6 +618,10 @@ class Explorer:
             return self.spaces.view(teacher, view.source[len(SPACE_PREFIX):]), own
         raise ExplorerError("只有老师能查看别人的空间")
 
+    def space_for(self, token, view: View, teacher: str | None = None):
+        """_space 的公开入口：浏览器里别的面板（history_panel）的每个动作也这样重新验令牌、认来源。"""
+        return self._space(token, view, teacher)
+
     def _is_teacher(self, teacher: str | None) -> bool:
         return bool(teacher) and self.spaces.is_teacher(teacher)
 
@@ -645,11 +676,13 @@ class Explorer:
                 node = None
             if node is None:
                 if not session_id:   # 记住的会话已删掉或不在这个空间：安静地什么都不选
-                    return View(), "", {}
+                    return View(), "", {"fork_reset": True}
                 return View(), (f"⚠️ 链接里的会话 {literal_inline(session_id, 64)} 不在你的空间里："
-                                "私人空间属于打开它的浏览器（和地址），别人的链接在这里打不开。"), {}
+                                "私人空间属于打开它的浏览器（和地址），别人的链接在这里打不开。"), {"fork_reset": True}
             focus = _message_number(message, len(node.messages)) if session_id else None
-            return View(session_id=wanted, revision=-1, focus=focus, end=focus), "", {}
+            # 链接里的第 k 条就是分叉位置；重新载入（remembered）时什么都没选：分叉按钮会拒绝，不会是 0
+            return (View(session_id=wanted, revision=-1, focus=focus, end=focus), "",
+                    {"fork_reset": True, "fork_pick": fork_control.link_pick(wanted, focus)})
         return self._act(token, View(), teacher, action, check=True)   # 页面载入：提示写在页面顶上
 
     def refresh(self, token, view: View, query: str | None = None, teacher: str | None = None) -> Page:
@@ -664,8 +697,8 @@ class Explorer:
         """切换来源：自己的空间、共享书架，或（老师）某个学生的空间。"""
         if source not in (MINE, SHELF) and not str(source).startswith(SPACE_PREFIX):
             return self.render(token, view, teacher, "⚠️ 未知的来源")
-        return self._act(token, View(source=source), teacher, lambda space, own: (View(source=source), "", {}),
-                         check=True)
+        return self._act(token, View(source=source), teacher,
+                         lambda space, own: (View(source=source), "", {"fork_reset": True}), check=True)
 
     def select(self, token, view: View, session_id: str, teacher: str | None = None, *, area: str = "list") -> Page:
         def action(space, own):
@@ -750,20 +783,19 @@ class Explorer:
             return dataclasses.replace(view, shown=shown), "", {}
         return self._act(token, view, teacher, action, area="path")
 
-    def fork(self, token, view: View, at: int | None, first_message: str = "", title: str = "",
+    def fork(self, token, view: View, at, first_message: str = "", title: str = "",
              teacher: str | None = None) -> Page:
-        """在第 at 条之后分叉（保留前 at 条；at=0 是明确选了“什么都不继承”）；只读来源（书架、老师查看）
-        复制进自己的空间。at 为空时不猜：先点对话里的一条消息。"""
+        """在第 at 条之后分叉（保留前 at 条）；只读来源（书架、老师查看）复制进自己的空间。
+        at 是分叉控件交回的选择（fork_control.py："<会话>#k"，k=0 是明确选了「从头分叉」）或接口给的整数；
+        空着就不猜：先点对话里的一条消息。"""
         def action(space, own):
-            empty = at is None or (isinstance(at, str) and not at.strip())
-            keep = None if empty else _as_count(at)   # 输入先查：没选会话时也告诉读者位置填错了
             parent_id = self._selected(view)
+            keep = fork_control.position(at, parent_id)
             if keep is None:
                 if view.last_fork and view.last_fork == parent_id:   # 双击、或成功后又点了一次：不再分一个
                     return view, (f"✅ 刚分叉出的新会话 {parent_id} 就是现在显示的这个；要再分叉，"
                                   "先在对话里点一条消息"), {}
-                raise ExplorerError("分叉位置还没选：先在对话里点一条消息（在它之后分叉），或在「在第几条之后分叉」"
-                                    "里填一个数；填 0 表示什么都不继承、从空白开始")
+                raise fork_control.nothing_picked()
             return self._fork(space, own, parent_id, keep, first_message, title)
         return self._act(token, view, teacher, action, area="fork")
 
@@ -797,9 +829,7 @@ class Explorer:
             child = own.store.fork(parent_id, new, at=keep, title=name or None)
         else:   # 书架或老师查看：祖先链以原 ID 复制进自己的空间，再在自己的空间里分叉
             child = own.fork_from(space, parent_id, at=keep, new_messages=new, title=name or None)
-        inherited = f"继承前 {keep} 条" if keep else "什么都不继承（从空白开始）"
-        done = (f"✅ 已在第 {keep} 条之后分叉出新会话 {child.session_id}：{inherited}，新增 {len(new)} 条，"
-                f"共 {len(child.messages)} 条；会话树和对话已经切到它")
+        done = fork_control.result_line(keep, child.session_id, len(new), len(child.messages))
         return (View(source=MINE, session_id=child.session_id, revision=child.revision, last_fork=child.session_id),
                 done, {"fork_reset": True, "touched": (child.session_id,) if space is own else None})
 
@@ -1050,7 +1080,7 @@ class Explorer:
             text = _publish_text(session_id, plan)
             fingerprint = (space.space_id, _publish_fingerprint(space.store, session_id, plan))
             return (dataclasses.replace(view, pending=("publish", session_id, fingerprint, text)),
-                    "👆 确认条在上方「🗑️ 删除 / 回收站」下面：看清脱敏计数，再点「✅ 确认」", {})
+                    "👇 确认条就在下面：看清脱敏计数，再点「✅ 确认」", {})
         return self._act(token, view, teacher, action, asks=True, area="teacher")
 
     def _confirm_publish(self, view: View, session_id: str, fingerprint: tuple, teacher):
@@ -1081,9 +1111,10 @@ class Explorer:
         return self._act(token, view, teacher, action, check=True, area="teacher")
 
     # ── 全文搜索 ───────────────────────────────────────────────────────────────
-    def _search(self, store, summaries: list[dict], query: str) -> tuple[list, str]:
+    def _search(self, store, summaries: list[dict], query: str, forest: Forest | None = None) -> tuple[list, str]:
         """当前来源里每条消息的全文搜索（不区分大小写，几个词都要出现在同一条里）。
-        -> ([[会话, 第几条, 上下文, ID], …], 说明)。继承来的前缀只在它最早出现的节点里算一次。"""
+        -> ([[会话, 第几条, 上下文, ID], …], 说明)。继承来的前缀只在它最早出现的节点里算一次。
+        「会话」一列用会话树里的名字（'🌿 分支 B.A：…'），同名的分支也分得清。"""
         words = str(query or "").casefold().split()
         hits, matched = [], 0
         for summary in summaries:   # 最近创建的在前
@@ -1091,8 +1122,9 @@ class Explorer:
                 if all(word in folded for word in words):
                     matched += 1
                     if len(hits) < SEARCH_HITS:
-                        hits.append([shorten(summary["title"], 30), str(number), _context(text, folded, words[0]),
-                                     summary["session_id"]])
+                        hits.append([summary, str(number), _context(text, folded, words[0]), summary["session_id"]])
+        names = names_in_forest(forest or Forest(summaries), {hit[3] for hit in hits})
+        hits = [[short_caption(summary, names.get(sid)), *rest, sid] for summary, *rest, sid in hits]
         more = f"，列出前 {SEARCH_HITS} 处" if matched > len(hits) else ""
         note = (f"🔎 消息正文里找到 {matched:,} 处{more}（点一行跳到那条消息）" if matched
                 else "🔎 消息正文里没有找到")
@@ -1248,7 +1280,7 @@ class Explorer:
         page.rows, page.list_note = rows if not str(view.query or "").split() else _list_rows(summaries, view.query,
                                                                                                 forest)
         if str(view.query or "").split():
-            page.hits, page.hits_note = self._search(store, summaries, view.query)
+            page.hits, page.hits_note = self._search(store, summaries, view.query, forest)
         else:   # 还没搜过：后台先把正文读进缓存，第一次搜索就不必读遍每个文件
             self._warm(store, summaries)
         if check:
@@ -1258,7 +1290,8 @@ class Explorer:
         if not space.read_only:
             page.trash_choices, page.trash_note = _trash_choices(store, view.deleted)
         if page.teacher:
-            page.teacher_rows = _teacher_rows(self.spaces.list_spaces(teacher))
+            page.teacher_rows = _teacher_rows(self.spaces.list_spaces(teacher), self.spaces.display_names(teacher),
+                                              own=own.space_id)
         if node is not None:
             self._render_node(page, store, node, forest, clean=s11_redact.redact if space.read_only else str)
         for key, value in extra.items():
@@ -1318,7 +1351,8 @@ def _list_rows(summaries: list[dict], query: str, forest: Forest | None = None) 
     if words:
         hits = [s for s in summaries if all(
             w in f"{s['title']} {s['session_id']} {s.get('first_added', '')}".casefold() for w in words)]
-        rows = [[f"{shorten(s['title'], 60)} · {s['message_count']} 条", s["session_id"]] for s in hits[:LIST_LIMIT]]
+        names = names_in_forest(forest or Forest(summaries), [s["session_id"] for s in hits[:LIST_LIMIT]])
+        rows = [[node_caption(s, names.get(s["session_id"]), 60), s["session_id"]] for s in hits[:LIST_LIMIT]]
         shown = f"，显示前 {LIST_LIMIT} 个" if len(hits) > LIST_LIMIT else ""
         return rows, f"标题或 ID 里找到 {len(hits):,} 个{shown}；消息正文里的命中在下方「🔎 全文搜索」"
     forest = forest or Forest(summaries)
@@ -1373,7 +1407,7 @@ def _siblings(forest: Forest, node: SessionNode, names: dict[str, str]) -> tuple
     name = names.get(node.session_id, "")
     added = forest.by_id[node.session_id].get("first_added") or ""
     plus = f"：➕ {literal_inline(added, FIRST_ADDED_SHOWN)}" if added else ""
-    text = (f"🌿 父会话在这里分成 {len(ids)} 支：现在是 **{literal_inline(branch_title(name))}**（{at + 1}/{len(ids)}"
+    text = (f"🌿 父会话在这里分成 {len(ids)} 支：现在是 **{literal_inline(branch_label(name))}**（{at + 1}/{len(ids)}"
             f"{fork_place(forest.by_id[node.session_id], name).replace(' · ', '，')}）{plus}")
     return text, ids[at - 1], ids[(at + 1) % len(ids)]
 
@@ -1381,7 +1415,7 @@ def _siblings(forest: Forest, node: SessionNode, names: dict[str, str]) -> tuple
 def _details(store, node: SessionNode, read_only: bool, clean: Callable[[str], str] = str, name: str = "") -> str:
     lineage = store.lineage(node.session_id)
     path = " → ".join(f"{literal_inline(clean(s['title']), 24)}" for s in lineage)
-    head = ("🌿 " if not name.startswith(SUBAGENT) else "") + literal_inline(branch_title(name)) + "：" if name else ""
+    head = ("🌿 " if not name.startswith(SUBAGENT) else "") + literal_inline(branch_label(name)) + "：" if name else ""
     title = node.title.removeprefix("子代理：") if name.startswith(SUBAGENT) else node.title
     facts = [f"### {head}{literal_inline(clean(title), 80)}",
              f"🆔 `{node.session_id}` · 💬 {len(node.messages):,} 条 · 🕒 {literal_inline(node.created_at)} · "
@@ -1484,7 +1518,7 @@ def _all_rows(node: SessionNode, start: int | None, clean, *, end: int | None, f
     pending: list[tuple[int, str]] = []   # 还没等到结果的工具调用：(行号, 工具名)
     for index in range(begin, stop):
         if node.fork_point and index == node.fork_point and node.parent_id:
-            branch = f"{branch_title(name)} " if name else "本分支"
+            branch = f"{branch_label(name)} " if name else "本分支"
             rows.append(_divider(f"🌿 {branch}从这里开始：前 {node.fork_point} 条继承自父会话"))
             numbers.append(index)
             pending = []
@@ -1538,9 +1572,12 @@ def _text_chars(texts: list) -> int:
 
 def _folder_stamps(folder: str) -> dict:
     """仓库目录和它下面一层子目录（.trash、块目录）里每个条目的 (inode, 大小, 修改时间)：只 stat，不打开文件。
-    （s11_storage.stat_key，与仓库的摘要缓存同一个键）。"""
+    （s11_storage.stat_key，与仓库的摘要缓存同一个键）。
+    不进 .history/：留下的旧版只在换掉会话文件（或移进、移出回收站）的同时才多、才少，那个文件的戳已经变了；
+    每个会话一格旧版的戳只会让每个空间的这张表随续写过的会话一直长。"""
     stamps: dict = {}
     pending = [folder]
+    history = os.path.join(folder, s11_history.HISTORY_DIR)
     while pending:
         current = pending.pop()
         try:
@@ -1551,7 +1588,7 @@ def _folder_stamps(folder: str) -> dict:
                     except OSError:
                         continue
                     stamps[entry.path] = stat_key(info)
-                    if current == folder and entry.is_dir(follow_symlinks=False):
+                    if current == folder and entry.path != history and entry.is_dir(follow_symlinks=False):
                         pending.append(entry.path)
         except OSError:
             continue
@@ -1607,12 +1644,18 @@ def _restorable(store, session_id: str) -> bool:
         return False
 
 
-def _teacher_rows(spaces: list[dict]) -> list:
+def _teacher_rows(spaces: list[dict], names: dict, own: str | None = None) -> list:
+    """老师的「只读打开一位同学」下拉框：(名字 · 会话数 · 最后活动, space_id)，最近活动的在前，不列老师自己的空间。
+    名字是同学自己起的（敌意文字）：只进下拉框的文字，截短。"""
     rows = []
     for item in spaces:
+        if item["space_id"] == own:
+            continue
         last = item.get("last_activity")
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last)) if last else "—"
-        rows.append([item["space_id"], item.get("sessions", 0), human_size(item.get("bytes", 0)), when])
+        when = time.strftime("%H:%M", time.localtime(last)) if last else "—"
+        name = shorten(names.get(item["space_id"], ""), 30) or f"（没起名字）空间 {item['space_id'][:6]}"
+        rows.append((f"{name} · {item.get('sessions', 0)} 个会话 · {human_size(item.get('bytes', 0))} · 最后活动 {when}",
+                     item["space_id"]))
     return rows
 
 

@@ -3,6 +3,8 @@
 //  1. 点分支图里的节点（mermaid 画成 <a href="?session=<id>">）：不跳转，把 '<id>#<序号>' 写进隐藏的点选框、
 //     触发它的 input 事件，服务器照样核对令牌和 ID。Enter 键激活链接时浏览器也发 click，同样拦下；
 //     按着 Ctrl / ⌘ / Shift / 中键点的（新标签页打开）和复制出去的链接照旧是 ?session= 链接。
+//     点完把对话移进视野：读者看着图点了一个节点，它的对话就在眼前（以前在上面 1,600 px 处）。
+//     （?session= 链接一打开就切到本页的那段在 explorer_tab_head.html 里：它得在 <head> 里早早运行。）
 //  2. 选了 / 拖进来的文件太大或后缀不对：在 gradio 上传之前拦下（它的弹窗是英文的），交给服务器写一句中文。
 //     限额和后缀从隐藏的规则框里读（服务器填的），服务器上的检查（check_upload、UploadGuard）照旧都在。
 //  3. 点用户消息上的 ✏️：gradio 把气泡的 Markdown 原文（“**#9** 👤 用户”一行和转义）放进改写框；这里改成读者
@@ -26,15 +28,20 @@
     const found = /^\?session=([A-Za-z0-9_-]{1,64})$/.exec(href);
     return found ? found[1] : null;
   };
+  const pickFromMap = (event) => {
+    const id = mapLink(event.target);
+    if (!id || !send("s11x-map-pick", id)) return;
+    event.preventDefault();
+    const chat = document.getElementById("s11x-path");
+    if (chat) chat.scrollIntoView({ block: "start", behavior: "smooth" });
+  };
   document.addEventListener("click", (event) => {
     if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
-    const id = mapLink(event.target);
-    if (id && send("s11x-map-pick", id)) event.preventDefault();
+    pickFromMap(event);
   }, true);
   document.addEventListener("keydown", (event) => {
     if (event.key !== "Enter" || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
-    const id = mapLink(event.target);
-    if (id && send("s11x-map-pick", id)) event.preventDefault();
+    pickFromMap(event);
   }, true);
   const rules = () => {
     const box = document.querySelector("#s11x-upload-rules textarea, #s11x-upload-rules input");

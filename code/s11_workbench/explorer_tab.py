@@ -7,13 +7,15 @@
     │ 🌳 会话树  ├─ 分支 A ◀ 活动端    │ ▸ 🌿 分叉 ▸ 📂 恢复 ▸ 📤 导出 ▸ 🔗 分享 ▸ 🗑️ 回收站 ▸ 📥 导入 │
     │                                │   每块的结果写在它自己的按钮下面（*_result）               │
     └ 🗺️ 分支图（mermaid） · 🩺 体检 · 👩‍🏫 老师：所有空间 / 发布到书架 ─────────────────────────┘
-    ⚠️ 确认条（页面顶部）：清空回收站、永久删除、发布之前先说清楚删什么、释放多少、遮住几处，点「确认」才做
+    ⚠️ 确认条（回收站和 📚 发布按钮正下方）：清空回收站、永久删除、发布之前先说清楚删什么、释放多少、遮住几处，
+       点「确认」才做
 
 Key insight: 每个事件都经 PageEvent 把浏览器里的空间令牌（ctx.visitor）和服务器端的 gr.State（视图、老师密钥）
 交给 Explorer 的一个方法，拿回一整页 Page，再由 page_outputs() 摊到这个事件改得动的控件上（属性没变的只回值，
 见 PAGE / PICKED / SOURCE……和记着“页面上已有的属性”的 shown）——这里没有任何判断逻辑。
 会话文字只进 Chatbot / Markdown（已转义）/ Dataframe / Radio / Code，从不进 gr.HTML。
-每块动作各有一个函数（_fork_area、_resume_area……）搭它的控件：别的面板（书架、比较、分享）照样接在旁边。
+每块动作各有一个函数（_resume_area、_export_area……）搭它的控件：别的面板（书架、比较、分享）照样接在旁边。
+分叉是对话正下方的分叉控件（fork_control_tab.py，练习页用的同一个）：点一条消息 = 选位置，位置从不悄悄变成 0。
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 import gradio as gr
 from gradio.context import Context
 
-from s11_workbench import agent_folders_tab, compare_tab, share_tab
+from s11_workbench import agent_folders_tab, compare_tab, fork_control_tab, history_tab, share_tab
 from s11_workbench.explorer import (
     AREAS,
     CHAT_FILTERS,
@@ -44,7 +46,7 @@ from s11_workbench.shown import Shown, ShownEvent
 LABEL = "🌳 会话树浏览器"
 # 表格在自己的框里滚动，会话树限高，代码块折行；分支图的字不小于 12 px（窄屏上图按宽度缩小时，改看文字树）
 CSS = """
-#s11x-list, #s11x-hits, #s11x-spaces, #s11x-agents-table, #s11x-agents-risk, #s11x-preview { contain: inline-size; }
+#s11x-list, #s11x-hits, #s11x-agents-table, #s11x-agents-risk, #s11x-preview { contain: inline-size; }
 #s11x-tree .wrap { max-height: 360px; overflow-y: auto; }
 #s11x-map .mermaid, #s11x-map svg { max-width: 100%; height: auto; }
 #s11x-map pre, #s11x-map pre code, #s11x-path pre, #s11x-path pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; }
@@ -70,41 +72,41 @@ CSS = """
 /* 分支图后面跟着文字版：宽屏看图；窄屏上图里的字会缩到 12 px 以下，改看文字版 */
 #s11x-map .mermaid ~ * { display: none; }
 @media (max-width: 720px) {
-  #s11x-map .mermaid { display: none; }
+  #s11x-map .mermaid { visibility: hidden; position: absolute; left: 0; right: 0; height: 0; overflow: hidden; }   /* 不用 display: none：mermaid 要量字，量到 0 就报错 */
   #s11x-map .mermaid ~ * { display: block; }
   #s11x-map pre, #s11x-map pre code, #s11x-map p { font-size: 13px !important; }
   #s11x-map p { line-height: 1.9; overflow-wrap: anywhere; }
   #s11x-map p code { white-space: pre; background: none !important; border: none !important; padding: 0 !important; }
 }
 """ + share_tab.CSS + compare_tab.CSS   # 「📦 分享」与「⚖️ 对比 / 🔀 收敛」面板的样式（share_tab.py、compare_tab.py）
+CSS += history_tab.CSS   # 「📜 操作历史 · ↶ 撤销 / ↷ 重做」（history_tab.py）
 # 页面自己的脚本（点分支图里的节点、上传之前查大小和后缀）：在 explorer_tab.js 里，app.py 把各页的 JS 合在一起交给 launch(js=...)
 JS = Path(__file__).with_name("explorer_tab.js").read_text(encoding="utf-8")
+# ?session= 链接一打开就切到本页的脚本：放进页面的 <head>（app.py 交给 launch(head_paths=...)），挂页面之前就在等标签栏
+HEAD = str(Path(__file__).with_name("explorer_tab_head.html"))
 INTRO = ("## 🌳 会话树浏览器：挑一个节点，分叉、恢复、导出\n\n"
          "这里列出 **你自己空间** 里的全部会话（8.11 标签页的演示也写在这里），还有老师放上 **共享书架** 的会话。"
          "选中一个节点看它从根开始的完整路径；**点对话里的一条消息** 就在它之后 **分叉**，"
          "或点用户消息上的 ✏️ 改写它，改写后的话成为新分支的第一条（和聊天软件一样）；"
          "**恢复** 一个会话给它续写一轮（由你输入，不调用大模型）；**导出** 脱敏的 Markdown / HTML。"
          "别的同学看不到你的空间。")
-TEACHER_HEADERS = ["空间", "会话数", "大小", "最后活动"]
 HIT_HEADERS = ["会话", "第几条", "上下文", "ID"]
-PICK_HINT = "👆 点对话里的一条消息，在它之后分叉；点用户消息上的 ✏️ 改写，改写后的话成为新分支的第一条。"
-FORK_LABEL = "🌿 在选中的消息之后分叉"
 
 
 # 每个事件只回它改得动的控件；属性（选项、可见、可点）和页面上已有的一样时只回值（为什么见 shown.py）。
 RESULTS = tuple(f"{area}_result" for area in AREAS)
-FORK_FORM = ("fork_at", "fork_text", "fork_title", "picked", "fork_button")
+FORK_FORM = fork_control_tab.FORM   # 分叉控件的五格：位置、第一条消息、标题、说明、按钮
 # 所有输出，按这个顺序（compare_tab.py、agent_folders_tab.py 用 outputs + page_outputs(page) 接整页）
 ALL = ("notice", "confirm_box", "confirm_text", "view", "space_label", "source", "list_note", "table", "tree",
-       "details", "chat", "chat_filter", "path_note", "start", "resume_button", "delete", "restore", "download_md", "download_html",
-       "preview", "map", "problems", "trash", "trash_note", "examples", "teacher_box", "teacher_table", "publish",
+       "details", "chat", "chat_filter", "path_note", "start", "resume_button", "delete", "restore", "download_md",
+       "download_html", "preview", "map", "problems", "trash", "trash_note", "examples", "teacher_box", "student", "publish",
        "unpublish", "report", "resume_text", *RESULTS, "sibling_row", "sibling_text", "previous", "next",
        "hits_note", "hits", *FORK_FORM, "remembered", "shown")
 # 每个动作都重画的部分（列表、树、路径……每次都从磁盘重读）；下面几组只在会变的动作上加进来
 PAGE = tuple(name for name in ALL if name not in ("problems", "teacher_box", "report", "resume_text", *FORK_FORM))
 CHECKED = PAGE + ("problems",)                   # 顺便体检的动作（check=True）：体检结果那一格
 PICKED = PAGE + FORK_FORM                        # 可能换了选中的会话：分叉表单清空
-SOURCE = CHECKED + ("teacher_box",)              # 换来源、页面载入、切回本页：老师区要不要显示
+SOURCE = CHECKED + ("teacher_box",) + FORK_FORM  # 换来源、页面载入、切回本页：老师区要不要显示；链接选好的位置
 IMPORTED = PAGE + FORK_FORM + ("report",)        # 导入：报告框
 # 新页面上各控件的属性就是 build() 搭出来的样子：第一次事件也不必为它们发整个组件
 BUILT = {"source": ((("📁 我的空间", MINE), ("📚 共享书架", SHELF))), "tree": (), "writable": True,
@@ -141,7 +143,7 @@ def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> l
     def fork_form(index):
         if not page.fork_reset:
             return gr.skip()
-        return (None, "", "", PICK_HINT, FORK_LABEL)[index]
+        return fork_control_tab.values(page.fork_pick, index)   # 清空，或 ?session=&m= 链接选好的那一条
 
     values = {
         "notice": lambda: gr.skip() if keep else (page.notice if not page.area else ""),
@@ -174,7 +176,8 @@ def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> l
                                   lambda: gr.Dropdown(choices=page.examples, value=example), example),
         "teacher_box": lambda: shown.prop("teacher", page.teacher,
                                      lambda: gr.Column(visible=page.teacher), gr.skip),
-        "teacher_table": lambda: page.teacher_rows,
+        "student": lambda: shown.prop("student", tuple(page.teacher_rows),
+                                 lambda: gr.Dropdown(choices=page.teacher_rows, value=None), None),
         "publish": button("publish", PUBLISH_LABEL, visible=page.teacher and view.source != SHELF),
         "unpublish": button("unpublish", UNPUBLISH_LABEL, visible=page.teacher and view.source == SHELF),
         "report": lambda: gr.skip() if page.report is None else page.report,
@@ -236,7 +239,7 @@ def build(ctx) -> None:
                                  label="会话列表（每棵树：根在前、分支缩进；点一行选中）")
             tree = gr.Radio([], label="🌳 会话树（点一个节点选中它；◀ 活动端 = 对话现在停在哪里）", elem_id="s11x-tree")
         with gr.Column(scale=3, min_width=300):
-            details = gr.Markdown("👈 在左侧列表或会话树里选一个会话。", elem_id="s11x-details")
+            details = gr.Markdown("在会话列表或会话树里选一个会话（宽屏在左边，手机上在上面）。", elem_id="s11x-details")
             with gr.Row(equal_height=True, visible=False, elem_id="s11x-siblings") as sibling_row:
                 previous_sibling = gr.Button(PREVIOUS_LABEL, size="sm", min_width=90, scale=0, interactive=False,
                                              elem_id="s11x-sibling-prev")
@@ -250,23 +253,31 @@ def build(ctx) -> None:
                               height=520, show_label=False, feedback_options=None, group_consecutive_messages=False,
                               buttons=["copy", "copy_all"],   # 不要“分享到 Hugging Face”：页面全程离线
                               editable="user",                # ✏️ 改写一条用户消息 = 在它之前分叉
-                              elem_id="s11x-path", placeholder="选中会话后，这里显示从根到它的完整对话")
+                              elem_id="s11x-path", elem_classes="s11-fork-chat",   # 分叉控件的脚本认这个类
+                              placeholder="选中会话后，这里显示从根到它的完整对话")
             with gr.Row(equal_height=False, elem_id="s11x-window"):
                 path_note = gr.Markdown("", elem_id="s11x-path-note")
                 earlier = gr.Button("◀ 更早", size="sm", min_width=70, scale=0, elem_id="s11x-earlier")
                 later = gr.Button("最新 ▶", size="sm", min_width=70, scale=0, elem_id="s11x-latest")
+            # 分叉控件紧贴在对话下面：点一条消息，说明和按钮就在读者眼前（页面脚本再把它移进视野）
+            with gr.Accordion("🌿 分叉", open=True, elem_id="s11x-fork-tab"):
+                fork = fork_control_tab.build("s11x", lambda: result_line("fork"))
             # gr.Number 不设 precision / minimum：那样 gradio 自己先转换，"abc" 或 NaN 在它那里抛出、
             # 留下堆栈；现在原样交给 explorer.py 检查，给出中文提示
             start = gr.Number(label=f"跳到第几条（每页 {PAGE_SIZE} 条，回车）", step=1, elem_id="s11x-start")
             result_line("path")
             with gr.Column(elem_id="s11x-actions"):
-                fork = _fork_area(result_line)
                 resume = _resume_area(result_line)
                 export = _export_area(result_line)
                 with gr.Accordion("🔗 分享整棵树", open=False, elem_id="s11x-share-tab"):   # 脱敏复核（share_tab.py）
                     share_tab.build(ctx, view)
                 trash = _trash_area(result_line)
-                # 清空回收站 / 永久删除 / 发布：先确认（就在回收站下面，点过的按钮旁边）
+                # 老师的发布 / 撤下就在确认条上面：确认条出现在点过的按钮旁边（以前在页面底部，相隔上千像素）
+                with gr.Row():
+                    publish_button = gr.Button(PUBLISH_LABEL, visible=False, elem_id="s11x-publish")
+                    unpublish_button = gr.Button(UNPUBLISH_LABEL, visible=False, elem_id="s11x-unpublish")
+                result_line("teacher")
+                # 清空回收站 / 永久删除 / 发布：先确认（就在回收站和发布按钮下面，点过的按钮旁边）
                 with gr.Column(visible=False, elem_id="s11x-confirm") as confirm_box:
                     confirm_text = gr.Markdown("", elem_id="s11x-confirm-text")
                     with gr.Row():
@@ -274,6 +285,7 @@ def build(ctx) -> None:
                         cancel_button = gr.Button("取消", min_width=120, elem_id="s11x-confirm-no")
                 result_line("confirm")
                 imports = _import_area(result_line, ctx)
+                history = history_tab.panel()   # 📜 操作历史 · ↶ 撤销 / ↷ 重做（history_tab.py）
     with gr.Accordion("🗺️ 分支图（每个节点写着分支名和它新增的第一句；点一个节点选中它）", open=True,
                       elem_id="s11x-map-accordion"):
         branch_map = gr.Markdown("", elem_id="s11x-map")
@@ -282,13 +294,10 @@ def build(ctx) -> None:
         map_pick = gr.Textbox("", visible="hidden", show_label=False, max_length=100, elem_id="s11x-map-pick")
     problems = gr.Markdown("", visible=False, elem_id="s11x-problems")
     with gr.Column(visible=False, elem_id="s11x-teacher") as teacher_box:
-        gr.Markdown("### 👩‍🏫 老师：全部学生空间（点一行只读打开）")
-        teacher_table = gr.Dataframe(headers=TEACHER_HEADERS, datatype="str", interactive=False, max_height=300,
-                                     elem_id="s11x-spaces")
-        with gr.Row():
-            publish_button = gr.Button(PUBLISH_LABEL, visible=False, elem_id="s11x-publish")
-            unpublish_button = gr.Button(UNPUBLISH_LABEL, visible=False, elem_id="s11x-unpublish")
-        result_line("teacher")
+        # 全班的名字、进度和分叉图在页面上方的 🧑‍🏫 课堂面板里（classroom_tab.py）；这里按名字只读打开一位同学的空间，
+        # 在里面选一个会话，就能用上面的「发布到书架」把它给全班
+        student = gr.Dropdown([], value=None, label="👩‍🏫 老师：只读打开一位同学的空间（按名字，最近活动的在前）",
+                              elem_id="s11x-student")
 
     shown = gr.State(dict(BUILT))
     components = {"notice": notice, "confirm_box": confirm_box, "confirm_text": confirm_text, "view": view,
@@ -297,7 +306,7 @@ def build(ctx) -> None:
                   "resume_button": resume.button, "delete": trash.delete, "restore": trash.restore,
                   "download_md": export.markdown, "download_html": export.html, "preview": export.preview,
                   "map": branch_map, "problems": problems, "trash": trash.choices, "trash_note": trash.note,
-                  "examples": imports.examples, "teacher_box": teacher_box, "teacher_table": teacher_table,
+                  "examples": imports.examples, "teacher_box": teacher_box, "student": student,
                   "publish": publish_button, "unpublish": unpublish_button, "report": imports.report,
                   "resume_text": resume.text, **{f"{area}_result": results[area] for area in AREAS},
                   "sibling_row": sibling_row, "sibling_text": sibling_text, "previous": previous_sibling,
@@ -377,28 +386,15 @@ def build(ctx) -> None:
     hits.select(on_hit, inputs=[visitor, view, teacher, shown], outputs=targets(PICKED), api_visibility="private",
                 concurrency_limit=8)
 
-    def on_space_row(token, current, secret, known, evt: gr.EventData):
-        row = _event_field(evt, "row_value")
-        return page_outputs(explorer.open_space(token, current, row[0] if row else None, secret), SOURCE, known)
+    def on_student(token, current, secret, space_id, known):
+        if not space_id:
+            return [gr.skip()] * len(SOURCE)
+        return page_outputs(explorer.open_space(token, current, space_id, secret), SOURCE, known)
 
-    teacher_table.select(on_space_row, inputs=[visitor, view, teacher, shown], outputs=targets(SOURCE),
-                         api_visibility="private", concurrency_limit=8)
+    student.input(on_student, inputs=[visitor, view, teacher, student, shown], outputs=targets(SOURCE),
+                  api_visibility="private", concurrency_limit=8)
 
-    def on_message(current: View, evt: gr.EventData):
-        """点对话里的一条消息 -> 分叉位置填成它的编号（在它之后分叉），按钮上写明第几条。"""
-        index = _event_field(evt, "index")
-        index = index[0] if isinstance(index, list) and index else index
-        numbers = current.chat_numbers
-        if not (isinstance(index, int) and 0 <= index < len(numbers)):
-            return [gr.skip()] * 3
-        number = numbers[index]
-        link = f"`?session={current.session_id}&m={number}`" if current.session_id and number else ""
-        picked = (f"📌 已选中第 {number} 条：下面的按钮在它之后分叉（新分支继承前 {number} 条）。"
-                  + (f" 这条消息的链接：{link}" if link else ""))
-        return number, picked, f"🌿 在第 {number} 条之后分叉"   # 按钮的值就是它的字：只回字
-
-    chat.select(on_message, inputs=[view], outputs=[fork.at, fork.picked, fork.button], api_visibility="private",
-                queue=False)
+    fork_control_tab.wire_picking(fork, chat, view)   # 点一条消息 / 「从头分叉」= 选位置
 
     def on_edit(token, current, secret, known, evt: gr.EventData):
         """✏️ 改写了一条用户消息 -> 在它之前分叉，改写后的话是新分支的第一条。"""
@@ -414,6 +410,7 @@ def build(ctx) -> None:
                api_visibility="private", concurrency_limit=8)
 
     compare_tab.build(ctx, explorer, view, tree, outputs, page_outputs)   # ⚖️ 对比 / 🔀 收敛（compare_tab.py）
+    history.wire(explorer, ctx, view, outputs, page_outputs)   # ↶ 撤销之后浏览器整页重画
     tab = Context.block
     tabs = tab.parent if isinstance(tab, gr.Tab) and tab.id is not None else None   # app.py 的 gr.Tabs
 
@@ -451,19 +448,6 @@ class _Controls:
 
     def __init__(self, **controls):
         self.__dict__.update(controls)
-
-
-def _fork_area(result_line) -> _Controls:
-    with gr.Accordion("🌿 分叉", open=True, elem_id="s11x-fork-tab"):
-        picked = gr.Markdown(PICK_HINT, elem_id="s11x-picked")
-        at = gr.Number(label="在第几条之后分叉（点对话里的消息自动填入；填 0 = 什么都不继承、从空白开始）",
-                       step=1, value=None, elem_id="s11x-fork-at")
-        text = gr.Textbox(label="新分支的第一条消息（可选，以用户身份）", lines=2, max_length=20_000,
-                          elem_id="s11x-fork-text")
-        title = gr.Textbox(label="新分支的标题（可选）", max_length=200, elem_id="s11x-fork-title")
-        button = gr.Button(FORK_LABEL, variant="primary", elem_id="s11x-fork")
-        result_line("fork")
-    return _Controls(picked=picked, at=at, text=text, title=title, button=button)
 
 
 def _resume_area(result_line) -> _Controls:

@@ -13,6 +13,7 @@
                                                 "actions": 5, "misses": 2, "best": 3, "last_progress": …,
                                                 "solved_at": …}}, "current": "rewind"}
     <会话目录>/lessons/*.json   老师发布给全班的关卡（与 exercises/ 里的内置关卡同一种文件）
+    <会话目录>/class.json       老师定的「全班做第 N 关」（后面的关卡对同学锁着，pick / start / 每个动作都在服务器端查）
 
 Key insight: 判分只读学生自己的空间，进度也只写在它里面：两个同学永远看不到彼此；
 老师看全班时读的是同一份 .lesson.json（classroom.py），不需要任何共享的内存状态。
@@ -24,6 +25,7 @@ import dataclasses
 import json
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -35,7 +37,7 @@ from s11_storage import PendingWrite
 from s11_text import shorten
 from s11_tree import Forest
 from s11_workbench import explorer as explorer_logic
-from s11_workbench.explorer import Explorer, View, explain, mermaid_map, page_tree, tree_label
+from s11_workbench.explorer import Explorer, View, branch_names, explain, mermaid_map, page_tree, tree_label
 from s11_workbench.markdown import literal_inline
 from s11_workbench.spaces import SpaceError, clean_display_name
 
@@ -46,7 +48,12 @@ LESSONS_DIR = "lessons"
 MAX_PUBLISHED = 50
 STUCK_MINUTES = 8          # 这么久没有新进展算“卡住了”
 STUCK_MISSES = 5           # 或者连续这么多次操作都没让判定变好
-TOOLS = {"check_clean": "doctor", "torn_in_trash": "doctor", "conflict_met": "second", "exported_clean": "export"}
+CLASS_FILE = "class.json"
+MAX_TEACHER_SPACES = 8     # 老师换浏览器、换电脑也不过几次：只记最近这么多个
+MAX_RETIRED_IDS = 500      # 重新开始过的关卡写过的起点节点：记着它们（课堂视图不算成分叉），最多这么多个
+REFRESH_SECONDS = 15.0     # 投在大屏上的课堂表每隔这么久自己刷新一次（学生页面也这么久看一次老师定的关卡）
+TOOLS = {"check_clean": "doctor", "torn_in_trash": "doctor", "conflict_met": "second", "exported_clean": "export",
+         "fork_undone": "undo"}   # ↶ 撤销在会话树浏览器里（history_tab.py）
 
 
 # ── 服务器端视图与整页结果 ────────────────────────────────────────────────────────────────
@@ -58,6 +65,7 @@ class LessonView:
     revision: int = -1
     second: tuple = ()          # 第二个标签页打开的 (session_id, 当时的修订号)
     show_solution: bool = False
+    chat_numbers: tuple = ()    # 对话框第 i 行是第几条消息（点一条消息 = 分叉位置，fork_control.py）
 
 
 @dataclass
@@ -86,6 +94,10 @@ class LessonPage:
     static: bool = True          # False：说明、目标树这些这一关不变的部分不必重发（每次操作之后都是 False）
     draft: str | None = None     # 第二个标签页的输入框：None 保持原样，"" 清空
     main_draft: str | None = None  # 本页续写的输入框：同上
+    class_note: str = ""         # 老师定了「全班做第 N 关」时页面上方的一句话
+    chat: list = field(default_factory=list)   # 选中节点从根开始的对话（和会话树浏览器同一个画法）
+    fork_reset: bool = False     # 分叉控件清空（换了节点、换了关卡、分叉成功）
+    area: str = ""               # "fork"：提示写在分叉按钮下面（读者正看着那里），不写在页面顶上
 
 
 class LessonError(SessionError):
@@ -180,6 +192,95 @@ class Levels:
         return os.path.join(self.folder, f"{level_id}.json")
 
 
+# ── 全班：老师定的「全班做第 N 关」（服务器端的一个小文件，不是内存里的全局变量）────────────────────────
+class ClassPlan:
+    """<会话目录>/class.json：老师让全班做哪一关（它后面的关卡锁着），以及老师自己用过的空间（不算学生）。
+
+        {"format": "s11-class", "level": "rewind", "teacher_spaces": ["3f9a0c1d2e4b5a6c"]}
+
+    只有验过老师密钥的动作才写它（Classroom.set_level / remember_teacher）；学生的每个请求只读它，
+    按 (修改时间, 大小) 缓存，所以学生页面的定时检查只是一次 stat。坏了、没有都当作“不限制”。
+    """
+
+    def __init__(self, sessions_dir: str):
+        self.path = os.path.join(sessions_dir, CLASS_FILE)
+        self._cached: tuple = (None, {})
+        self._lock = threading.Lock()
+
+    def stamp(self) -> tuple:
+        """文件现在的 (修改时间, 大小)；页面用它判断“老师改过没有”。"""
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            return (0, 0)
+        return (info.st_mtime_ns, info.st_size)
+
+    def read(self) -> dict:
+        stamp = self.stamp()
+        if self._cached[0] != stamp:
+            self._cached = (stamp, self._load())
+        return self._cached[1]
+
+    def _load(self) -> dict:
+        try:
+            if os.path.islink(self.path) or os.path.getsize(self.path) > 64 * 1024:
+                return {}
+            with open(self.path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        level = data.get("level") if isinstance(data.get("level"), str) else None
+        spaces = [item for item in data.get("teacher_spaces") or [] if isinstance(item, str)]
+        return {"level": level, "teacher_spaces": spaces[-MAX_TEACHER_SPACES:]}
+
+    def level(self) -> str | None:
+        return self.read().get("level")
+
+    def teacher_spaces(self) -> set:
+        return set(self.read().get("teacher_spaces", []))
+
+    def set_level(self, level_id: str | None) -> None:
+        with self._lock:
+            self._write({**self._load(), "level": level_id})
+
+    def add_teacher_space(self, space_id: str) -> None:
+        """老师的页面用的空间：记下（最多 MAX_TEACHER_SPACES 个，最新的在后），课堂视图不把它当学生。"""
+        with self._lock:
+            data = self._load()
+            known = data.get("teacher_spaces", [])
+            if space_id in known:
+                return   # 已经记着：不必每次载入都写一次
+            self._write({**data, "teacher_spaces": (known + [space_id])[-MAX_TEACHER_SPACES:]})
+
+    def _write(self, data: dict) -> None:
+        text = json.dumps({"format": "s11-class", "level": data.get("level"),
+                           "teacher_spaces": data.get("teacher_spaces", [])}, ensure_ascii=False)
+        with PendingWrite(self.path, text.encode("utf-8")) as pending:
+            pending.commit()
+        self._cached = (None, {})
+
+
+def refresh_seconds() -> float:
+    """老师的课堂表、学生页面检查「全班做第 N 关」的间隔：环境变量 S11_CLASS_REFRESH_SECONDS（1–600 秒），
+    默认 REFRESH_SECONDS；浏览器测试把它调短。"""
+    try:
+        seconds = float(os.environ.get("S11_CLASS_REFRESH_SECONDS", REFRESH_SECONDS))
+    except ValueError:
+        return REFRESH_SECONDS
+    return min(600.0, max(1.0, seconds)) if seconds == seconds else REFRESH_SECONDS
+
+
+def locked_levels(levels: list, class_level: str | None) -> list:
+    """全班做 class_level 时锁着的关卡（它后面的那些，按关卡列表的顺序）；没定或找不到时一个都不锁。
+    [1, 2, 3, 4] 全班做 2 -> [3, 4]"""
+    ids = [exercise.id for exercise in levels]
+    if class_level not in ids:
+        return []
+    return ids[ids.index(class_level) + 1:]
+
+
 # ── 画树：目标树和你的树用会话树浏览器的同一个画法 ─────────────────────────────────────────────
 def goal_summaries(exercise: Exercise) -> list[dict]:
     """目标节点 -> 像 list_sessions() 那样的摘要（ID 用目标里的 key），好交给 page_tree / mermaid_map。"""
@@ -212,7 +313,8 @@ def goal_text(exercise: Exercise) -> str:
 def _check_label(item, labels) -> str:
     return {"check_clean": "体检（check()）没有问题", "torn_in_trash": "写坏的文件进了回收站",
             "conflict_met": f"两个标签页续写「{labels.get(item.node, '')}」时遇到 ConflictError",
-            "exported_clean": f"导出「{labels.get(item.node, '')}」且不泄露密钥"}[item.kind]
+            "exported_clean": f"导出「{labels.get(item.node, '')}」且不泄露密钥",
+            "fork_undone": "分错的那次分叉用 ↶ 撤销 撤掉（不是删掉）"}[item.kind]
 
 
 # ── 动作 ─────────────────────────────────────────────────────────────────────────────────────
@@ -223,16 +325,21 @@ class Lesson:
         self.spaces = spaces
         self.levels = levels or Levels(spaces.sessions_dir)
         self.explorer = explorer or Explorer(spaces)
+        self.plan = ClassPlan(spaces.sessions_dir)
 
     def _is_teacher(self, teacher) -> bool:
         return bool(teacher) and self.spaces.is_teacher(teacher)
 
     def _act(self, token, view: LessonView, teacher, action: Callable, *, counts: bool = True,
-             draft: str | None = None, main_draft: str | None = None, static: bool = False) -> LessonPage:
-        """action(space, progress) -> (新视图, 提示, 额外字段)；之后重新判分、记进度、画整页。"""
+             draft: str | None = None, main_draft: str | None = None, static: bool = False,
+             any_level: bool = False, area: str = "") -> LessonPage:
+        """action(space, progress) -> (新视图, 提示, 额外字段)；之后重新判分、记进度、画整页。
+        视图里的关卡被老师锁着时（全班还在做前面的关）一律拒绝，什么都不写；any_level：与关卡无关的动作（改名字）。"""
         extra: dict = {}
         try:
             space = self.spaces.open(token)
+            if view.level and not any_level:
+                self._refuse_locked(view.level, teacher)
             progress = read_progress(space.folder)
             view, notice, extra = action(space, progress)
         except Exception as error:
@@ -243,29 +350,63 @@ class Lesson:
             if main_draft is not None:
                 extra["main_draft"] = main_draft
             counts = False
-        return self.render(token, view, teacher, notice, counts=counts, static=static, **extra)
+        return self.render(token, view, teacher, notice, counts=counts, static=static, area=area, **extra)
 
     def open_page(self, token, teacher=None) -> LessonPage:
         """页面载入：回到上次做的那一关，名字框填上存着的名字。还没存过名字就不碰名字框：全班同时载入时
         这个结果要几秒才回来，同学可能已经在框里写了。"""
         def action(space, progress):
-            current = progress.get("current")
-            return (LessonView(level=current if isinstance(current, str) else None), "",
-                    {"name": _own_name(space.folder) or None})
+            current = progress.get("current") if isinstance(progress.get("current"), str) else None
+            if self.lock_reason(current, teacher):   # 上次做到的那一关现在锁着：回到全班在做的那一关
+                current = self.plan.level()
+            return LessonView(level=current), "", {"name": _own_name(space.folder) or None}
         return self._act(token, LessonView(), teacher, action, counts=False, static=True)
+
+    def class_stamp(self) -> tuple:
+        """老师的「全班做第 N 关」现在的版本（一次 stat）：页面的定时检查拿它和上次见到的比。"""
+        return self.plan.stamp()
+
+    def follow_class(self, token, view: LessonView, teacher=None) -> LessonPage:
+        """老师刚改了「全班做第 N 关」：这一页切到那一关（像学生自己选了它一样）；老师放开了限制时只重画关卡列表。
+        老师自己的页面不跟着切。"""
+        level = self.plan.level()
+        if not level or self._is_teacher(teacher) or level == view.level:
+            return self.render(token, view, teacher, "🧑‍🏫 老师更新了全班的进度" if level is None else "")
+        page = self.pick(token, view, level, teacher)
+        if not page.notice:
+            page.notice = f"🧑‍🏫 老师让全班做「{literal_inline(page.title)}」：已切到这一关"
+        return page
+
+    def lock_reason(self, level_id, teacher=None) -> str:
+        """这一关被老师锁着时的一句话（给同学看）；没锁、老师自己的页面都是空串。"""
+        if not level_id or self._is_teacher(teacher):
+            return ""
+        class_level = self.plan.level()
+        levels = self.levels.all()
+        if level_id not in locked_levels(levels, class_level):
+            return ""
+        title = next(exercise.title for exercise in levels if exercise.id == class_level)
+        return f"🔒 这一关还没开放：老师让全班先做「{literal_inline(title)}」，后面的关卡等老师开放"
+
+    def _refuse_locked(self, level_id, teacher) -> None:
+        reason = self.lock_reason(level_id, teacher)
+        if reason:
+            raise LessonError(reason)
 
     def pick(self, token, view: LessonView, level_id, teacher=None) -> LessonPage:
         """选一关：还没开始就只显示说明和目标，点「开始」才写起点。"""
         def action(space, progress):
             exercise = self.levels.get(level_id)
+            self._refuse_locked(exercise.id, teacher)
             if progress.get("current") != exercise.id:   # 又选了同一关：不必再写一次（每次写都要 fsync）
                 progress["current"] = exercise.id
                 write_progress(space.writable().folder, progress)
             entry = progress["levels"].get(exercise.id, {})
             anchors = level_state(entry).anchors
             first = next(iter(anchors.values()), None)
-            return LessonView(level=exercise.id, session_id=first), "", {}
-        return self._act(token, view, teacher, action, counts=False, static=True)
+            return LessonView(level=exercise.id, session_id=first), "", {"fork_reset": True}
+        return self._act(token, view, teacher, action, counts=False, static=True,
+                         any_level=True)   # 选的那一关自己查锁：从一关刚锁上的页面也能选回开放的关
 
     def start(self, token, view: LessonView, level_id=None, teacher=None) -> LessonPage:
         """开始（或重新开始）这一关：把起点树写进自己的空间，进度从头算。
@@ -273,9 +414,11 @@ class Lesson:
         按视图开始就会把已经做完的第 1 关从头算起。所以以页面上选中的为准，没有才用视图里的。"""
         def action(space, progress):
             exercise = self.levels.get(level_id or self._level(view))
+            self._refuse_locked(exercise.id, teacher)
             space.writable().throttle()
             space.require_room(sessions=len(exercise.start) + 1, nbytes=64 * 1024)
             started = time.time_ns()
+            _retire(progress, exercise.id)
             anchors = s11_exercises.seed(exercise, space.store)
             progress["levels"][exercise.id] = {"anchors": anchors, "started_ns": started, "events": [],
                                                "started_at": time.time(), "actions": 0, "misses": 0, "best": -1,
@@ -288,23 +431,27 @@ class Lesson:
             first = next((sid for key, sid in anchors.items() if not self._torn(exercise, key)), None)
             done = f"🚀 已开始「{literal_inline(exercise.title)}」：起点已写进你的空间" if anchors else \
                 f"🚀 已开始「{literal_inline(exercise.title)}」"
-            return LessonView(level=exercise.id, session_id=first), done, {}
-        return self._act(token, view, teacher, action, counts=False, static=True)
+            return LessonView(level=exercise.id, session_id=first), done, {"fork_reset": True}
+        # 同上：查的是要开始的那一关
+        return self._act(token, view, teacher, action, counts=False, static=True, any_level=True)
 
     def select(self, token, view: LessonView, session_id, teacher=None) -> LessonPage:
         def action(space, progress):
             if not session_id or not os.path.isfile(space.store.path_of(session_id)):
                 raise SessionNotFound(f"未找到会话：{session_id}（不在你的空间里）")
-            return dataclasses.replace(view, session_id=session_id, revision=-1), "", {}
+            return (dataclasses.replace(view, session_id=session_id, revision=-1), "",
+                    {"fork_reset": session_id != view.session_id})
         return self._act(token, view, teacher, action, counts=False)
 
-    def fork(self, token, view: LessonView, at, text="", teacher=None) -> LessonPage:
-        """会话树浏览器的同一个分叉：在第 at 条之后。"""
+    def fork(self, token, view: LessonView, at, text="", title="", teacher=None) -> LessonPage:
+        """会话树浏览器的同一个分叉：at 是分叉控件交回的选择（fork_control.py，点对话里的消息得来），
+        空着就拒绝、从不当成 0。成功后分叉控件清空（第一条消息、标题都不会带进下一次分叉）。"""
         def action(space, progress):
             self._started(view, progress)
-            page = self.explorer.fork(token, View(session_id=self._selected(view)), at, text or "", "")
-            return self._after(view, page)
-        return self._act(token, view, teacher, action)
+            page = self.explorer.fork(token, View(session_id=self._selected(view)), at, text or "", title or "")
+            after, notice, _ = self._after(view, page)
+            return after, notice, {"fork_reset": True}
+        return self._act(token, view, teacher, action, area="fork")
 
     def resume(self, token, view: LessonView, text, role="user", teacher=None) -> LessonPage:
         """会话树浏览器的同一个续写（带着页面读入时的修订号）。"""
@@ -389,7 +536,7 @@ class Lesson:
         def action(space, progress):
             level = self._started(view, progress)
             if not view.second:
-                raise LessonError("先点「📌 在第二个标签页打开」")
+                raise LessonError("先点「📌 在第二个标签页打开选中的会话」")
             session_id, revision = view.second
             turn = {"role": "user", "content": explorer_logic._turn_text(text)}
             space.writable().throttle()
@@ -442,7 +589,7 @@ class Lesson:
             cleaned = self.spaces.set_display_name(token, name)
             done = f"👋 老师会看到你叫 {literal_inline(cleaned)}" if cleaned else "已清除名字：老师只看到一个空间编号"
             return view, done, {"name": cleaned}
-        return self._act(token, view, teacher, action, counts=False)
+        return self._act(token, view, teacher, action, counts=False, any_level=True)
 
     # ── 老师：自己出一关 ──────────────────────────────────────────────────────────────────
     def check_level_text(self, text) -> tuple[str, str]:
@@ -488,7 +635,7 @@ class Lesson:
     # ── 内部 ────────────────────────────────────────────────────────────────────────────
     def _level(self, view: LessonView) -> str:
         if not view.level:
-            raise LessonError("请先在左边选一关")
+            raise LessonError("请先在「关卡」列表里选一关")
         return view.level
 
     def _started(self, view: LessonView, progress: dict) -> str:
@@ -533,6 +680,11 @@ class Lesson:
     def _render(self, space, view: LessonView, teacher, notice: str, counts, extra: dict) -> LessonPage:
         progress = read_progress(space.folder)
         page = LessonPage(notice=notice, view=view, teacher=self._is_teacher(teacher))
+        reason = self.lock_reason(view.level, teacher)
+        if reason:   # 这一关刚被老师锁上：换到全班在做的那一关（只换页面，不写进度）
+            view = page.view = LessonView(level=self.plan.level())
+            page.notice = notice or reason
+        page.class_note = self._class_note(page.teacher)
         exercise = None
         if view.level:
             try:
@@ -605,10 +757,15 @@ class Lesson:
         mtimes = explorer_logic._mtimes(store, tree)
         end = explorer_logic.active_end(tree, mtimes)
         selected = view.session_id if view.session_id in forest.by_id else None
-        page.view = dataclasses.replace(view, session_id=selected)
+        page.view = dataclasses.replace(view, session_id=selected, chat_numbers=())
+        node = store.load(selected) if selected else None
+        if node is not None:   # 和会话树浏览器同一个对话画法：点一条消息 = 选分叉位置
+            page.chat, numbers, _, _ = explorer_logic._path_chat(node, None, str)
+            page.view = dataclasses.replace(page.view, chat_numbers=tuple(numbers))
         names = {sid: goal for goal, sid in verdict.mapping.items()}
         labels = {goal.key: goal.label for goal in self.levels.get(view.level).goal}
-        page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end)
+        branches = branch_names(tree)   # 与会话树浏览器同样的名字（分支 A、B.A），不是“分支 ?”
+        page.tree_choices = [(tree_label(n, prefix, n["session_id"] == end, branches.get(n["session_id"], ""))
                               + (f" = {labels[names[n['session_id']]]} ✅" if n["session_id"] in names else ""),
                               n["session_id"]) for n, prefix, _ in tree]
         page.converge_choices = [(shorten(label, 60), sid) for label, sid in page.tree_choices if sid != selected]
@@ -619,14 +776,68 @@ class Lesson:
         return self._choices({"levels": {}})
 
     def _choices(self, progress: dict) -> list:
-        """关卡列表：✅ 做完了、▶ 开始了、· 还没开始。"""
+        """关卡列表：✅ 做完了、▶ 开始了、· 还没开始；老师还没开放的标 🔒（选了也只得到一句说明）。"""
         choices = []
-        for exercise in self.levels.all():
+        levels = self.levels.all()
+        locked = set(locked_levels(levels, self.plan.level()))
+        for exercise in levels:
             entry = progress["levels"].get(exercise.id) or {}
             mark = "✅" if entry.get("solved_at") else ("▶" if entry else "·")
             teacher = " 🧑‍🏫" if exercise not in self.levels.builtin else ""
+            if exercise.id in locked:
+                mark, teacher = "🔒", teacher + "（老师还没开放）"
             choices.append((f"{mark} {shorten(exercise.title, 40)}{teacher}", exercise.id))
         return choices
+
+    def _class_note(self, teacher: bool) -> str:
+        level = self.plan.level()
+        titles = {exercise.id: exercise.title for exercise in self.levels.all()}
+        if level not in titles:
+            return ""
+        if teacher:
+            return f"🧑‍🏫 你让全班做「{literal_inline(titles[level])}」，后面的关卡对同学锁着（在上方课堂面板里改）"
+        return f"🧑‍🏫 老师：全班现在做「{literal_inline(titles[level])}」。🔒 标着的关卡等老师开放后才能做。"
+
+
+def _retire(progress: dict, level: str) -> None:
+    """重新开始一关之前：记下上一次写进空间的起点节点（它们还在空间里，课堂视图不该把它们算成同学的分叉）。"""
+    entry = progress["levels"].get(level)
+    if not isinstance(entry, dict):
+        return
+    old = list(level_state(entry).anchors.values())
+    retired = [sid for sid in progress.get("retired") or [] if isinstance(sid, str)]
+    progress["retired"] = (retired + old)[-MAX_RETIRED_IDS:]
+
+
+def restart_level(space, progress: dict, level: str) -> int:
+    """老师让一位同学重新开始 level：这一关的会话（起点和从它们长出来的每个节点）移进这位同学的回收站（可以恢复），
+    这一关的进度挪进 progress["restarted"]（留着看，不再算），同学再点「🚀 开始」就是全新的起点。返回移走了几个会话。"""
+    entry = progress["levels"].get(level)
+    if not isinstance(entry, dict):
+        raise LessonError("这位同学还没开始这一关，不必重新开始")
+    store = space.writable().store
+    forest = Forest(store.list_sessions())
+    stack = [sid for sid in level_state(entry).anchors.values() if sid in forest.by_id]
+    doomed = []
+    while stack:
+        sid = stack.pop()
+        doomed.append(sid)
+        stack.extend(kid["session_id"] for kid in forest.kids.get(sid, []))
+    moved = sum(1 for sid in dict.fromkeys(doomed) if store.delete(sid))   # .trash/：恢复得回来，不是真删
+    _retire(progress, level)
+    restarted = [item for item in progress.get("restarted") or [] if isinstance(item, dict)]
+    progress["restarted"] = (restarted + [{"level": level, "at": time.time(), "entry": entry}])[-20:]
+    del progress["levels"][level]
+    write_progress(space.folder, progress)
+    return moved
+
+
+def seeded_ids(progress: dict) -> set:
+    """练习写进空间的起点节点：每一关现在的起点，加上重新开始之前的那些。"""
+    found = {sid for sid in progress.get("retired") or [] if isinstance(sid, str)}
+    for entry in progress["levels"].values():
+        found.update(level_state(entry if isinstance(entry, dict) else {}).anchors.values())
+    return found
 
 
 def _own_name(folder: str) -> str:
@@ -643,7 +854,7 @@ def _instructions(exercise: Exercise) -> str:
 def _hint(exercise: Exercise, verdict, entry: dict) -> str:
     """判定的提示；连续几次没进展时再附上关卡作者写的一般提示（一条一条地给）。"""
     if verdict.solved:
-        return "🎉 这一关完成了！左边选下一关。"
+        return "🎉 这一关完成了！在「关卡」列表里选下一关。"
     lines = [f"💡 {literal_inline(verdict.hint)}"]
     misses = int(entry.get("misses", 0))
     if exercise.hints and misses:

@@ -5,12 +5,18 @@
     │ ✅ 第 1 关          │ 🎯 目标树（mermaid）          │ 🌳 你的树（同一个画法）                │
     │ ▶ 第 2 关           │ ✅ 主会话 5 条  ⬜ 新思路：自第 3 条分叉 …    💡 下一条提示            │
     │ · 第 3 关 …         │ 你的树：点一个节点选中它                                               │
-    │ [🚀 开始这一关]     │ [🌿 分叉] [📂 续写] [🔀 收敛] [🩺 体检] [🪟 第二个标签页] [📤 导出]       │
-    │                     │ [📖 看答案]                                                            │
+    │ [🚀 开始这一关]     │ 它的对话（点一条消息 = 在它之后分叉）                                  │
+    │ [📖 看答案]         │ 🌿 分叉：📌 已选中第 k 条 · 第一条消息 · 标题 · [🌿 分叉] [⏮ 从头分叉]  │
+    │                     │ [📂 续写] [🔀 收敛] [🩺 体检] [🪟 第二个标签页] [📤 导出]               │
     └ 🧑‍🏫 老师：自己出一关（JSON，当场检查）[发布给全班] ──────────────────────────────────────┘
 
 Key insight: 每个事件把 (令牌, 视图, 老师密钥, *控件的值) 交给 Lesson 的一个方法，拿回整页 LessonPage，
 由 page_outputs() 摊到各控件上；关卡作者和同学写的文字只进转义过的 Markdown、Radio、Code，从不进 gr.HTML。
+
+全班做第 N 关：页面上一个 gr.Timer 每隔一会儿看一眼 <会话目录>/class.json 的修改时间（一次 stat）；
+老师改过时这一页切到那一关，关卡列表里后面的关卡标 🔒（选了只得到一句说明，服务器端拒绝）。
+
+对话和分叉控件与会话树浏览器是同一个（fork_control_tab.py）：点消息选位置，不用填数字，分叉成功后控件清空。
 """
 
 from __future__ import annotations
@@ -18,11 +24,14 @@ from __future__ import annotations
 import gradio as gr
 from gradio.context import Context
 
+from s11_workbench import fork_control_tab
 from s11_workbench.explorer import ROLES, Explorer
-from s11_workbench.lesson import Lesson, LessonPage, LessonView
+from s11_workbench.lesson import Lesson, LessonPage, LessonView, refresh_seconds
 from s11_workbench.shown import Shown, ShownEvent
 
 LABEL = "🎯 练习"
+# 分叉控件的页面脚本（点一条消息后把分叉按钮移进视野）：两页共用，由这一页交给 app.py 装一次
+JS = fork_control_tab.JS
 CSS = """
 #s11l-levels .wrap { flex-direction: column; }
 #s11l-goal .mermaid, #s11l-goal svg, #s11l-mine .mermaid, #s11l-mine svg { max-width: 100%; height: auto; }
@@ -35,9 +44,12 @@ CSS = """
 #s11l-goal pre, #s11l-mine pre, #s11l-goal pre code, #s11l-mine pre code { white-space: pre-wrap !important;
   overflow-wrap: anywhere; }
 #s11l-tree .wrap { max-height: 320px; overflow-y: auto; }
+#s11l-path pre, #s11l-path pre code { white-space: pre-wrap !important; overflow-wrap: anywhere; }
+#s11l-fork-result:empty { display: none; }
+#s11l-fork-result { font-weight: 600; }
 #s11l-notice:empty { display: none; }
 #s11l-verdict ul { margin: 0; }
-"""
+""" + fork_control_tab.CSS   # 分叉控件的样式：两页共用，和它的脚本一样由这一页交出去
 INTRO = ("## 🎯 练习：看着目标树，用会话树的动作把它做出来\n\n"
          "每一关左边是 **目标树**，右边是 **你的树**（在你自己的空间里）。每做一个动作，下面立刻判一次：对上的部分打 ✅，"
          "没对上的给出下一条提示。判分只看形状——谁是谁的分支、在第几条分叉、有几条消息——不看 ID，也不看你写了什么字。")
@@ -51,14 +63,15 @@ EXAMPLE = """{
   "goal": {"nodes": [{"key": "main", "label": "主会话", "parent": null},
     {"key": "x", "label": "新分支", "parent": "main", "fork_point": 2, "messages": 3, "added_roles": ["user"]}],
     "active_end": "x"},
-  "solution": ["选中主会话，保留前 2 条分叉，第一条消息随便写一句。"]
+  "solution": ["选中主会话，点对话里的第 2 条分叉，第一条消息随便写一句。"]
 }"""
 
 
 # 每个事件只回它改得动的控件；属性（选项、可见、可点）没变时只回值（为什么见 shown.py）。
 PAGE = ("notice", "view", "shown", "levels", "mine", "tree", "verdict", "hint", "solution", "solution_button",
-        "others", "doctor", "second", "preview", "download_md", "download_html")
-LEVEL = PAGE + ("instructions", "goal", "goal_list", "tools")     # 换了一关：说明、目标树也要重画
+        "others", "doctor", "second", "preview", "download_md", "download_html", "chat", "fork_result",
+        *fork_control_tab.FORM)
+LEVEL = PAGE + ("instructions", "goal", "goal_list", "tools", "class_note")   # 换了一关：说明、目标树也要重画
 LOAD = LEVEL + ("author", "name")                                  # 页面载入：老师的出题区、自己的名字
 # 切回这个标签页：这一关重画，老师的出题区也再判一次——页面载入那一次没能送到（全班同时载入时）或出了错，
 # 老师不必刷新页面；没变时只回 gr.skip()
@@ -78,8 +91,12 @@ def page_outputs(page: LessonPage, names: tuple = LOAD, shown: dict | None = Non
     same = gr.skip() if not page.static else None   # 这一关不变的部分：操作之后不重发（mermaid 不必重画）
     tree_value = view.session_id if page.tree_choices else None
     downloads = [path if path else None for path in page.downloads]
+    at_fork = page.area == "fork"   # 分叉的结果写在分叉按钮下面（读者正看着那里）
     values = {
-        "notice": lambda: page.notice, "view": lambda: view,
+        "notice": lambda: "" if at_fork else page.notice, "view": lambda: view,
+        "chat": lambda: page.chat, "fork_result": lambda: page.notice if at_fork else "",
+        **{name: (lambda index=index: fork_control_tab.values(None, index) if page.fork_reset else gr.skip())
+           for index, name in enumerate(fork_control_tab.FORM)},
         "levels": lambda: shown.prop("levels", tuple(page.level_choices),
                                 lambda: gr.Radio(choices=page.level_choices, value=view.level), view.level),
         "instructions": lambda: same or page.instructions, "goal": lambda: same or page.goal_map,
@@ -104,6 +121,7 @@ def page_outputs(page: LessonPage, names: tuple = LOAD, shown: dict | None = Non
         "second_text": lambda: gr.skip() if page.draft is None else page.draft,
         "resume_text": lambda: gr.skip() if page.main_draft is None else page.main_draft,
         "name": lambda: gr.skip() if page.name is None else page.name,
+        "class_note": lambda: page.class_note,
         "tools": lambda: same or shown.prop("tools", bool(page.tools),
                                        lambda: gr.Markdown(_tools_note(page.tools), visible=bool(page.tools)),
                                        _tools_note(page.tools)),
@@ -114,7 +132,8 @@ def page_outputs(page: LessonPage, names: tuple = LOAD, shown: dict | None = Non
     return [result[name] for name in names]
 
 
-TOOL_NAMES = {"doctor": "🩺 体检", "second": "🪟 第二个标签页", "export": "📤 导出", "converge": "🔀 收敛"}
+TOOL_NAMES = {"doctor": "🩺 体检", "second": "🪟 第二个标签页", "export": "📤 导出", "converge": "🔀 收敛",
+              "undo": "↶ 撤销（在 “🌳 会话树浏览器” 的 “📜 操作历史” 里）"}
 
 
 def _tools_note(tools: tuple) -> str:
@@ -128,6 +147,7 @@ def build(ctx) -> None:
     view = gr.State(LessonView())
 
     gr.Markdown(INTRO)
+    class_note = gr.Markdown("", elem_id="s11l-class-note")
     notice = gr.Markdown("", elem_id="s11l-notice")
     with gr.Row(equal_height=True):
         name = gr.Textbox(label="你的名字（可选，只有老师看得到，可以随时改）", max_length=40, scale=4, min_width=200,
@@ -155,13 +175,14 @@ def build(ctx) -> None:
             verdict = gr.Markdown("", elem_id="s11l-verdict")
             hint = gr.Markdown("", elem_id="s11l-hint")
             tree = gr.Radio([], label="你的树：点一个节点选中它（= 目标里的哪一个，对上了就标 ✅）", elem_id="s11l-tree")
+            # 和会话树浏览器同一个对话与分叉控件：点一条消息 = 在它之后分叉，不用填数字
+            chat = gr.Chatbot([], allow_tags=False, sanitize_html=True, render_markdown=True, latex_delimiters=[],
+                              height=360, show_label=False, feedback_options=None, group_consecutive_messages=False,
+                              buttons=["copy"], elem_id="s11l-path", elem_classes="s11-fork-chat",
+                              placeholder="在「你的树」里选一个节点，这里显示它从根开始的对话")
+            with gr.Accordion("🌿 分叉", open=True, elem_id="s11l-fork-tab"):
+                fork = fork_control_tab.build("s11l")
             with gr.Tabs(elem_id="s11l-actions"):
-                with gr.Tab("🌿 分叉", elem_id="s11l-fork-tab"):
-                    fork_at = gr.Number(label="保留前几条消息（在第 k 条之后分叉）", precision=0, minimum=0, value=0,
-                                        elem_id="s11l-fork-at")
-                    fork_text = gr.Textbox(label="新分支的第一条消息（可选，以 user 身份）", lines=2, max_length=20_000,
-                                           elem_id="s11l-fork-text")
-                    fork_button = gr.Button("🌿 在这里分叉", variant="primary", elem_id="s11l-fork")
                 with gr.Tab("📂 续写", elem_id="s11l-resume-tab"):
                     role = gr.Radio([(label, value) for value, label in ROLES.items()], value="user",
                                     label="这一轮的角色", elem_id="s11l-role")
@@ -211,7 +232,8 @@ def build(ctx) -> None:
                   "solution": solution, "solution_button": solution_button, "others": others, "doctor": doctor,
                   "second": second, "preview": preview, "download_md": markdown_download,
                   "download_html": html_download, "author": author, "second_text": second_text,
-                  "resume_text": resume_text, "name": name, "tools": tools}
+                  "resume_text": resume_text, "name": name, "tools": tools, "class_note": class_note, "chat": chat,
+                  "fork_result": fork.result, **dict(zip(fork_control_tab.FORM, fork.form()))}
 
     def wire(trigger, action, inputs, api_name, names=PAGE):
         return trigger(LessonEvent(action, names), inputs=[visitor, view, teacher, *inputs, shown],
@@ -220,7 +242,11 @@ def build(ctx) -> None:
     wire(levels.input, lesson.pick, [levels], "lesson_pick", LEVEL)
     wire(start_button.click, lesson.start, [levels], "lesson_start", LEVEL)
     wire(tree.input, lesson.select, [tree], "lesson_select")
-    wire(fork_button.click, lesson.fork, [fork_at, fork_text], "lesson_fork")
+    wire(fork.button.click, lesson.fork, [fork.at, fork.text, fork.title], "lesson_fork")
+    fork_control_tab.wire_picking(fork, chat, view)   # 点一条消息 / 「从头分叉」= 选位置
+    # 对话框自带的“清空”只清掉页面上的显示：立刻重画，免得同学以为会话被删了
+    chat.clear(LessonEvent(lesson.render), inputs=[visitor, view, teacher, shown],
+               outputs=[components[key] for key in PAGE], api_visibility="private", concurrency_limit=8)
     wire(resume_button.click, lesson.resume, [resume_text, role], "lesson_resume", PAGE + ("resume_text",))
     wire(converge_button.click, lesson.converge, [others, decision], "lesson_converge")
     wire(doctor_button.click, lesson.doctor, [], "lesson_doctor")
@@ -254,8 +280,34 @@ def build(ctx) -> None:
     def on_load(token, secret, known):
         return page_outputs(lesson.open_page(token, secret), LOAD, known)
 
+    # 老师定的「全班做第 N 关」：载入时记下 class.json 的版本（class_seen）；定时器每次只看一眼它的修改时间，
+    # 变了才把新版本写进 class_changed（一个 State：不变时 gr.skip() 什么都不建），它的 change 事件才重画 LEVEL 这一组
+    class_seen, class_changed = gr.State(None), gr.State(None)
+    ctx.ready.then(lambda: lesson.class_stamp(), inputs=None, outputs=[class_seen], api_visibility="private",
+                   queue=False)
     ctx.ready.then(on_load, inputs=[visitor, teacher, shown], outputs=[components[key] for key in LOAD],
                    api_visibility="private", concurrency_limit=8)
+    clock = gr.Timer(refresh_seconds())
+
+    def on_tick(seen):
+        stamp = lesson.class_stamp()
+        return gr.skip() if stamp == seen else stamp   # seen 是 None（载入那一步没送到）也算变了：宁可多画一次
+
+    clock.tick(on_tick, inputs=[class_seen], outputs=[class_changed], api_visibility="private",
+               concurrency_limit=8, show_progress="hidden")
+
+    def on_class_change(token, current, secret, stamp, known):
+        if not token or stamp is None:
+            return [gr.skip()] * (len(LEVEL) + 1)
+        return [*page_outputs(lesson.follow_class(token, current, secret), LEVEL, known), stamp]
+
+    class_changed.change(on_class_change, inputs=[visitor, view, teacher, class_changed, shown],
+                         outputs=[components[key] for key in LEVEL] + [class_seen], api_visibility="private",
+                         concurrency_limit=8, show_progress="hidden")
+
+    # 老师的出题区：打开时就把编辑框里的关卡（一开始是示例）检查一遍，不必先改一个字
+    author.expand(on_check, inputs=[level_text], outputs=[level_check, level_map], api_visibility="private",
+                  concurrency_limit=4)
     tab = Context.block
     if isinstance(tab, gr.Tab):   # 从会话树浏览器切回来：在那里做的动作也立刻判一次
         def on_tab(token, current, secret, known):

@@ -49,8 +49,9 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 import s11_redact
 from s11_format import MAX_ID_LENGTH
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, SessionStore
-from s11_storage import PendingWrite
+from s11_storage import PendingWrite, stat_key
 from s11_text import human_size, os_error_reason, public_name
+from s11_workbench.bounded import BoundedCache
 
 __all__ = ["SpaceError", "Limits", "Space", "Spaces", "TokenBucket", "ReadOnlyStore", "copy_lineage", "CopyResult",
            "redacted_copy",
@@ -149,7 +150,8 @@ class Space:
 
     def __init__(self, space_id: str, folder: str, *, limits: Limits, read_only: bool = False,
                  bucket: Optional[TokenBucket] = None,
-                 address_bucket: Optional[Callable[[], Optional[TokenBucket]]] = None):
+                 address_bucket: Optional[Callable[[], Optional[TokenBucket]]] = None,
+                 scans: Optional[BoundedCache] = None):
         self.space_id = space_id
         self.folder = folder
         self.read_only = read_only
@@ -157,6 +159,7 @@ class Space:
         self.store: SessionStore = (ReadOnlyStore if read_only else SessionStore)(folder)
         self._bucket = bucket
         self._address_bucket = address_bucket   # 当前请求的访客地址的令牌桶（没有请求时 None）
+        self._scans = scans   # 限额统计的每层目录缓存（Spaces 所有空间共用一个，见 folder_usage）
 
     def __repr__(self) -> str:
         return f"Space({self.space_id!r}{', 只读' if self.read_only else ''})"
@@ -164,7 +167,7 @@ class Space:
     # ── 限额 ────────────────────────────────────────────────────────────────
     def usage(self) -> Tuple[int, int]:
         """(会话个数, 目录总字节数)。字节数包括回收站：删掉的会话仍然占着磁盘。"""
-        return count_sessions(self.folder), folder_bytes(self.folder)
+        return folder_usage(self.folder, self._scans)
 
     def require_room(self, *, sessions: int = 1, nbytes: int = 0) -> None:
         """再新建 sessions 个会话、写入 nbytes 字节之后仍在限额内，否则 SpaceError（什么都没写）。"""
@@ -273,7 +276,8 @@ class Spaces:
         # 当前请求的访客地址（app.py 从 gradio 的请求上下文里取；没有请求时 None，只按空间限额）
         self.client_address = client_address
         self._creates: Dict[str, TokenBucket] = {}   # 访客地址 → “新建”的令牌桶（所有空间共用）
-        self._rows = _RowCache(clock=clock)   # 教师视图每个空间一行的缓存
+        self._scans = BoundedCache(SCAN_CACHE_DIRS)   # 限额统计：{目录: 这一层的统计}，戳 = 目录的 (inode, 大小, 修改时间)
+        self._rows = _RowCache(clock=clock, scans=self._scans)   # 教师视图每个空间一行的缓存
 
     # ── 令牌 ────────────────────────────────────────────────────────────────
     def _sign(self, space_id: str) -> str:
@@ -376,7 +380,7 @@ class Spaces:
                     self.limits.create_burst, rate / 60, self._clock)
                 try:
                     space = Space(space_id, folder, limits=self.limits, bucket=bucket,
-                                  address_bucket=self._address_creates)
+                                  address_bucket=self._address_creates, scans=self._scans)
                 except OSError as error:
                     raise SpaceError(self._folder_problem(error)) from None
                 self._open[space_id] = space
@@ -445,6 +449,11 @@ class Spaces:
         """教师只读地打开任意一个学生的空间。"""
         self._require_teacher(secret, "查看别人的空间")
         return self._existing(space_id)
+
+    def manage(self, secret, space_id: str) -> Space:
+        """教师替一位同学改动他已有的空间（课堂面板的“重新开始这一关”：只把会话移进他的回收站）。"""
+        self._require_teacher(secret, "改动学生的空间")
+        return self._space(self._existing(space_id).space_id)
 
     def _existing(self, space_id) -> Space:
         """已存在的空间的只读视图；不会创建目录。"""
@@ -710,6 +719,8 @@ def copy_lineage(source: SessionStore, session_id: str, target: SessionStore, *,
 # ── 文件夹统计 ──────────────────────────────────────────────────────────────────
 ROW_CACHE_SECONDS = 10.0     # 一行缓存最多用这么久：就地追加（目录修改时间不变）的写入最晚这么久之后可见
 ROW_CACHE_ENTRIES = 4096     # 最多缓存这么多个空间的行（再多就丢掉最久没用的）
+SCAN_CACHE_DIRS = 8192       # 限额统计最多记住多少层目录（每个空间：自己、回收站、块目录、每个留下过旧版的会话各一层；
+                             # 每层约 0.4 KB）。没记住的目录下次现扫：一层 250 个文件约 1 ms
 
 
 class _RowCache:
@@ -719,9 +730,9 @@ class _RowCache:
     下一次列表一定是新的；只改文件内容、不动目录的写入，最多 ROW_CACHE_SECONDS 秒后也会重算。"""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, seconds: float = ROW_CACHE_SECONDS,
-                 entries: int = ROW_CACHE_ENTRIES):
+                 entries: int = ROW_CACHE_ENTRIES, scans: Optional[BoundedCache] = None):
         from collections import OrderedDict
-        self._clock, self.seconds, self.entries = clock, seconds, entries
+        self._clock, self.seconds, self.entries, self._scans = clock, seconds, entries, scans
         self._rows: "OrderedDict[str, tuple]" = OrderedDict()
         self._lock = threading.Lock()
 
@@ -748,8 +759,8 @@ class _RowCache:
         subfolders = _subfolders(folder)
         stamp = self._stamp(folder, subfolders)   # 先记时间再统计：统计途中的写入会让下一次重算
         at = self._clock()
-        row = {"space_id": space_id, "sessions": count_sessions(folder),
-               "bytes": folder_bytes(folder), "last_activity": last_activity(folder)}
+        sessions, used = folder_usage(folder, self._scans)
+        row = {"space_id": space_id, "sessions": sessions, "bytes": used, "last_activity": last_activity(folder)}
         with self._lock:
             self._rows[space_id] = (stamp, subfolders, at, row)
             self._rows.move_to_end(space_id)
@@ -788,48 +799,53 @@ def _size(path: str) -> int:
 
 
 def count_sessions(folder: str) -> int:
+    """folder 这一层的会话文件个数（不数回收站和留下的旧版）。"""
     return _scan(folder).sessions
 
 
-def folder_bytes(folder: str) -> int:
-    """folder 及其子目录（回收站、块）里普通文件的总字节数；不跟随符号链接。"""
-    total, stack = 0, [folder]
+def folder_bytes(folder: str, scans: Optional[BoundedCache] = None) -> int:
+    """folder 及其子目录（回收站、块、留下的旧版）里普通文件的总字节数；不跟随符号链接。"""
+    return folder_usage(folder, scans)[1]
+
+
+def folder_usage(folder: str, scans: Optional[BoundedCache] = None) -> Tuple[int, int]:
+    """(这一层的会话文件个数, 连同子目录的总字节数)：限额检查要的两个数，目录树只走一趟。
+
+    scans：每层目录的统计按目录自己的 (inode, 大小, 修改时间) 存在这里（Spaces 的一个 bounded.BoundedCache）。
+    仓库写会话、块、回收站和旧版都是新建、改名或删除，目录的修改时间随之变，所以戳没变，这一层就没变；
+    刚改过的目录按 bounded 的 racy 规则先不算数。唯一就地追加的文件是操作日志（.journal.jsonl，目录的修改时间
+    不变）：每个记日志的操作都先改名一个会话文件、紧接着追加那一行，这时目录还“刚改过”，所以新的一行照样数得到；
+    最坏少数一行（约 200 字节），到下一次改名为止。"""
+    top = _scan(folder, scans)
+    total, stack = top.file_bytes, list(top.subdirs)
     while stack:
-        scan = _scan(stack.pop())
+        scan = _scan(stack.pop(), scans)
         total += scan.file_bytes
         stack += scan.subdirs
-    return total
+    return top.sessions, total
 
 
 class _DirScan(NamedTuple):
-    mtime_ns: int
-    trusted: bool        # 扫描时目录的修改时间已经过去 _RACY_NS：之后再有改动，修改时间一定不同
     file_bytes: int      # 这一层普通文件的字节数
     sessions: int        # 这一层的会话文件个数
-    subdirs: List[str]
+    subdirs: tuple       # 这一层的子目录（完整路径）
 
 
-# 每层目录扫一次，按目录的修改时间缓存：本程序写会话、块、回收站都是新建或改名（目录的修改时间随之变），
-# 所以修改时间没变，这一层就没变。修改时间的精度是一个时钟节拍：扫描时目录刚在同一个节拍里被改过的，
-# 之后再改一次修改时间可能还是这个值，这样的结果不算数（git 的 "racily clean" 也是这样处理的）。
-# 每次下单前的限额检查因此不必 stat 空间里的每个文件（2,000 个会话约 5 ms → 几十微秒）。
-_RACY_NS = 50_000_000
-_MAX_SCANS = 8192
-_scans: Dict[str, _DirScan] = {}
-_scans_lock = threading.Lock()
+_NO_DIR = _DirScan(0, 0, ())
 
 
-def _scan(folder: str) -> _DirScan:
+def _scan(folder: str, scans: Optional[BoundedCache] = None) -> _DirScan:
+    """一层目录：每个条目 stat 一次（目录没变时从 scans 里拿）。目录不在时全是 0。"""
     try:
-        mtime = os.stat(folder, follow_symlinks=False).st_mtime_ns
+        info = os.stat(folder, follow_symlinks=False)
     except FileNotFoundError:
-        return _DirScan(0, False, 0, 0, [])
-    cached = _scans.get(folder)
-    if cached is not None and cached.trusted and cached.mtime_ns == mtime:
+        return _NO_DIR
+    stamp = stat_key(info)
+    cached = scans.get(folder, stamp) if scans is not None else None
+    if cached is not None:
         return cached
     file_bytes = sessions = 0
     subdirs: List[str] = []
-    scanned_at = time.time_ns()
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
@@ -842,12 +858,10 @@ def _scan(folder: str) -> _DirScan:
                 except FileNotFoundError:
                     continue
     except FileNotFoundError:
-        return _DirScan(0, False, 0, 0, [])
-    scan = _DirScan(mtime, scanned_at - mtime > _RACY_NS, file_bytes, sessions, subdirs)
-    with _scans_lock:
-        if len(_scans) >= _MAX_SCANS:
-            _scans.clear()
-        _scans[folder] = scan
+        return _NO_DIR
+    scan = _DirScan(file_bytes, sessions, tuple(subdirs))
+    if scans is not None:
+        scans.put(folder, stamp, scan, mtime_ns=info.st_mtime_ns)
     return scan
 
 

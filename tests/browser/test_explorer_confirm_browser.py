@@ -129,6 +129,11 @@ def test_the_teacher_sees_the_redaction_counts_before_a_publish(browser, server,
     bar = confirm_bar(page)
     bar.get_by_text("确认把会话").wait_for(timeout=30_000)
     assert "邮箱 ×1" in bar.inner_text() and "手机号 ×1" in bar.inner_text()
+    # the bar is next to the button that asked (issue 42 item 3: it was 1,232 px above it)
+    gap = page.evaluate("""() => { const b = document.querySelector('#s11x-publish').getBoundingClientRect();
+        const c = document.querySelector('#s11x-confirm').getBoundingClientRect();
+        return Math.max(c.top - b.bottom, b.top - c.bottom); }""")
+    assert gap < 120, f"the confirm bar is {gap} px away from the publish button"
     shelf = Path(sessions) / "shelf"
     assert not (shelf / f"{session_id}.json").exists()       # nothing published yet
     shoot(page, f"confirm-publish-{width}-{scheme}.png")

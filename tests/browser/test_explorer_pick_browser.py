@@ -279,3 +279,89 @@ def test_a_reload_keeps_the_selected_session(browser, server):
         assert visitor.dialogs == []
     finally:
         visitor.close()
+
+
+def in_view(page, selector: str) -> bool:
+    return page.evaluate("""(selector) => { const r = document.querySelector(selector).getBoundingClientRect();
+        return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight; }""", selector)
+
+
+def fork_pick(page) -> str:
+    return page.locator("#s11x-fork-at textarea, #s11x-fork-at input").first.input_value()
+
+
+def shoot_all(page, name: str) -> None:
+    """The explorer at 1400 and 390 px, light and dark, into S11_FORK_SCREENSHOTS (if set); the viewport is kept."""
+    folder = os.environ.get("S11_FORK_SCREENSHOTS")
+    if not folder:
+        return
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    size = page.viewport_size
+    for width in (1400, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.locator("#s11x-fork-buttons").evaluate("e => e.scrollIntoView({block: 'nearest'})")
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            page.wait_for_timeout(300)
+            page.screenshot(path=str(Path(folder) / f"{name}-{width}-{scheme}.png"))
+    page.emulate_media(color_scheme="light")
+    page.set_viewport_size(size)
+
+
+@pytest.mark.parametrize(("scheme", "width"), [("light", 1400), ("dark", 390)])
+def test_a_deep_link_keeps_its_message_as_the_fork_position_and_a_reload_refuses_instead_of_0(browser, server,
+                                                                                                scheme, width):
+    """Issue 42 items 1 and 3: ?session=&m=4 opens on the explorer with message 4 picked (the old number box read 0
+    and the fork button made an empty branch); a click on a message keeps the fork button in view; a map click
+    brings the conversation into view; after a reload nothing is picked and the fork is refused in Chinese.
+    The page is never wider than the window after any of these."""
+    url, sessions = server
+    visitor, demo = with_demo(browser, url, sessions, width=width, scheme=scheme)
+    try:
+        page = visitor.page
+        store = space_store(sessions, visitor.space_id())
+        page.goto(f"{url}/?session={demo[9]}&m=4")
+        selected(page, demo[9], timeout=30_000)
+        page.locator("#s11x-fork").get_by_text("第 4 条").wait_for(timeout=15_000)
+        assert fork_pick(page) == f"{demo[9]}#4" and "已选中第 4 条" in page.locator("#s11x-picked").inner_text()
+        visitor.press("#s11x-fork")
+        child = re.search(r"新会话 ([0-9a-f]{12})", visitor.result("fork", "已在第 4 条之后分叉")).group(1)
+        assert store.load(child).messages == store.load(demo[9]).messages[:4]
+        assert fork_pick(page) == "" and "在选中的消息之后分叉" in page.locator("#s11x-fork").inner_text()
+        no_horizontal_overflow(page)
+
+        visitor.pick_row(demo[9])
+        page.locator("#s11x-path").get_by_text("#6", exact=True).first.click()   # message 6 of branch B
+        page.locator("#s11x-fork").get_by_text("第 6 条").wait_for(timeout=15_000)
+        page.wait_for_timeout(300)   # the control is moved into view once its note has grown
+        assert in_view(page, "#s11x-fork") and in_view(page, "#s11x-picked"), "the fork button is out of view"
+        no_horizontal_overflow(page)
+        if width == 1400:
+            shoot_all(page, "explorer-fork-picked")
+
+        links = map_links(page, width)
+        links.filter(has_text="分支 A").first.scroll_into_view_if_needed()
+        assert not in_view(page, "#s11x-path")
+        kept = page.evaluate("key => window.localStorage.getItem(key)", PICK_KEY)
+        links.filter(has_text="分支 A").first.click()
+        selected(page, demo[7])
+        page.wait_for_function("([key, old]) => window.localStorage.getItem(key) !== old", arg=[PICK_KEY, kept],
+                               timeout=15_000)   # the browser has stored the new selection before the reload
+        page.wait_for_timeout(800)   # a smooth scroll
+        top = page.evaluate("document.querySelector('#s11x-path').getBoundingClientRect().top")
+        assert -2 <= top < 900, f"after a map click the conversation is at {top} px"   # (sub-pixel rounding)
+        no_horizontal_overflow(page)
+
+        page.goto(f"{url}/")   # a reload of the page without the link (reloading the link picks message 4 again)
+        page.get_by_role("tab").first.wait_for()
+        visitor.open_explorer()
+        selected(page, demo[7], timeout=20_000)                 # the selection is restored …
+        assert fork_pick(page) == ""                            # … the position is not, and it is not 0
+        before = sorted(s["session_id"] for s in store.list_sessions())
+        visitor.press("#s11x-fork")
+        visitor.result("fork", "分叉位置还没选")
+        assert sorted(s["session_id"] for s in store.list_sessions()) == before   # nothing forked
+        no_horizontal_overflow(page)
+        assert visitor.dialogs == []
+    finally:
+        visitor.close()

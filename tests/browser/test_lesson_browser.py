@@ -27,10 +27,12 @@ import pytest
 
 from browser_tabs import open_tab
 from conftest import REPO, free_port
+from s11_exercises import builtin_exercises
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 TAB = "🎯 练习"
+LEVELS = len(builtin_exercises())   # the class table counts "solved / all levels"
 TEACHER = "lesson-browser-teacher-" + secrets.token_hex(8)
 NAMES = ("学生甲-" + secrets.token_hex(3), "学生乙-" + secrets.token_hex(3))
 
@@ -60,6 +62,7 @@ class Visitor:
         self.context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
         self.page = self.context.new_page()
         self.page.goto(f"{url}/{query}", wait_until="commit")   # several pages load at once; ready() waits
+        self.clicks = 0   # clicks that chose a fork position (typing one is impossible: see no_position_box)
 
     def ready(self) -> "Visitor":
         self.page.get_by_role("tab").first.wait_for(timeout=30_000)
@@ -85,14 +88,15 @@ class Visitor:
         """Click, then wait for a new notice containing `expect` (each action rewrites the notice)."""
         self.begin(click, expect)()
 
-    def begin(self, click, expect: str):
-        """Click now; return the wait for the new notice (another page can be clicked meanwhile)."""
-        before = self.notice()
+    def begin(self, click, expect: str, line: str = "s11l-notice"):
+        """Click now; return the wait for the new text of `line` (the notice, or the fork's own result line under
+        its button) containing `expect` (another page can be clicked meanwhile)."""
+        before = self.page.locator(f"#{line}").inner_text()
         click()
         return lambda: self.page.wait_for_function(
-            "([before, expect]) => { const n = document.querySelector('#s11l-notice');"
+            "([line, before, expect]) => { const n = document.getElementById(line);"
             " const t = n ? n.innerText : ''; return t !== before && t.includes(expect); }",
-            arg=[before, expect], timeout=30_000)
+            arg=[line, before, expect], timeout=30_000)
 
     def choose(self, elem_id: str, text: str) -> None:
         self.page.locator(f"#{elem_id}").get_by_text(text).first.click()
@@ -100,10 +104,23 @@ class Visitor:
     def action_tab(self, name: str) -> None:
         self.page.locator(f"#s11l-{name}-tab-button").click()
 
-    def fork(self, at: int):
-        self.action_tab("fork")
-        self.page.locator("#s11l-fork-at input").fill(str(at))
-        return self.begin(lambda: self.page.locator("#s11l-fork").click(), "分叉出新会话")
+    def fork(self, at: int, first_message: str = ""):
+        """Fork the way a student does: click message `at` in the conversation (no position is typed; the control has
+        no box for one), see the button name it, optionally write the new branch's first message, click the button.
+        The result shows under the button, and the control is cleared."""
+        self.page.locator("#s11l-path").get_by_text(f"#{at}", exact=True).first.click()
+        self.page.locator("#s11l-fork").get_by_text(f"第 {at} 条").wait_for(timeout=15_000)
+        self.clicks += 2
+        if first_message:
+            self.page.locator("#s11l-fork-text textarea").fill(first_message)
+        wait = self.begin(lambda: self.page.locator("#s11l-fork").click(), "分叉出新会话", "s11l-fork-result")
+
+        def cleared():
+            wait()
+            self.page.locator("#s11l-fork").get_by_text("在选中的消息之后分叉").wait_for(timeout=15_000)
+            assert self.page.locator("#s11l-fork-text textarea").input_value() == ""
+            assert self.page.locator("#s11l-fork-title textarea, #s11l-fork-title input").first.input_value() == ""
+        return cleared
 
     def resume(self, role: str, text: str, count: int):
         self.action_tab("resume")
@@ -137,6 +154,12 @@ class Visitor:
         self.page.emulate_media(color_scheme="light")
         self.page.set_viewport_size(size)
         return widths
+
+    def no_position_box(self) -> None:
+        """The lesson's fork control has nowhere to type a position: no number box, the pick box is not visible."""
+        control = self.page.locator("#s11l-fork-tab")
+        assert control.locator("input[type=number]").count() == 0
+        assert not self.page.locator("#s11l-fork-at").is_visible()
 
     def close(self) -> None:
         self.context.close()
@@ -173,6 +196,8 @@ def solve_level_one(students, names) -> None:
         page.locator("#s11l-hint").get_by_text("这一关完成了").wait_for(timeout=15_000)
         assert page.locator("#s11l-verdict").inner_text().count("✅") == 4
         page.locator("#s11l-levels").get_by_text("✅ 第 1 关").wait_for(timeout=15_000)
+        student.no_position_box()
+        assert student.clicks == 4   # two forks, each a click on message 5 and one on the button; nothing typed
 
 
 def await_all(waits, what) -> None:
@@ -196,6 +221,85 @@ def shoot(visitor: Visitor, name: str, folder: str) -> None:
     visitor.page.evaluate("document.fonts.ready")
     visitor.page.wait_for_timeout(600)
     visitor.page.screenshot(path=str(Path(REPO / folder / name)), full_page=True)
+
+
+def in_view(page, selector: str) -> bool:
+    return page.evaluate("""(selector) => { const r = document.querySelector(selector).getBoundingClientRect();
+        return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight; }""", selector)
+
+
+def pick_node(student: Visitor, label: str, last: str) -> None:
+    """Pick a node of "your tree" and wait until its conversation (ending at message `last`) is shown."""
+    student.choose("s11l-tree", label)
+    student.page.wait_for_function(
+        "([label, last]) => { const c = document.querySelector('#s11l-tree input:checked');"
+        " const chat = document.querySelector('#s11l-path');"
+        " return c && c.closest('label').innerText.includes(label) && chat && chat.innerText.includes(last); }",
+        arg=[label, last], timeout=15_000)
+
+
+def shoot_shots(visitor: Visitor, name: str) -> None:
+    """The lesson's fork control at 1400 and 390 px, light and dark, into S11_FORK_SCREENSHOTS (if set)."""
+    folder = os.environ.get("S11_FORK_SCREENSHOTS")
+    if not folder:
+        return
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    size = visitor.page.viewport_size
+    for width in (1400, 390):
+        visitor.page.set_viewport_size({"width": width, "height": 900})
+        visitor.page.locator("#s11l-fork-buttons").evaluate("e => e.scrollIntoView({block: 'nearest'})")
+        for scheme in ("light", "dark"):
+            visitor.page.emulate_media(color_scheme=scheme)
+            visitor.page.wait_for_timeout(300)
+            visitor.page.screenshot(path=str(Path(folder) / f"{name}-{width}-{scheme}.png"))
+    visitor.page.emulate_media(color_scheme="light")
+    visitor.page.set_viewport_size(size)
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_levels_2_and_3_by_clicking_only_with_the_fork_control_in_view(browser, server, width):
+    """Issue 42 items 1 and 3: a student picks the fork position by clicking a message of the lesson's conversation
+    (the control has no position box), sees the button name it without scrolling, and the control clears after the
+    fork; level 2 (fork at message 3 with a first message) and level 3 (resume branch B) are solved that way, and the
+    page is never wider than the window."""
+    url, _ = server
+    student = Visitor(browser, url, width=width).ready()
+    try:
+        page = student.page
+        student.open_lesson()
+        student.no_position_box()
+        student.choose("s11l-levels", "第 2 关")
+        page.locator("#s11l-verdict").get_by_text("还没开始").wait_for(timeout=15_000)
+        student.act(lambda: page.locator("#s11l-start").click(), "已开始「第 2 关")
+        pick_node(student, "= 主会话", "#5")
+        page.locator("#s11l-path").get_by_role("button", name="Clear").click()   # the chat's own clear redraws it
+        page.locator("#s11l-path").get_by_text("#5", exact=True).wait_for(timeout=15_000)
+        # the fork button stays refused until a message is picked: never a silent fork at 0
+        refused = student.begin(lambda: page.locator("#s11l-fork").click(), "分叉位置还没选", "s11l-fork-result")
+        refused()
+        page.locator("#s11l-path").get_by_text("#3", exact=True).first.click()
+        page.locator("#s11l-fork").get_by_text("第 3 条").wait_for(timeout=15_000)
+        page.wait_for_timeout(300)   # the control is scrolled into view once its note has grown
+        assert in_view(page, "#s11l-fork") and in_view(page, "#s11l-picked"), "the fork button is out of view"
+        shoot_shots(student, "lesson-fork-picked")
+        page.locator("#s11l-fork-title textarea, #s11l-fork-title input").first.fill("新思路")
+        student.fork(3, "换个方向：先看 ws_pool 的长连接")()
+        page.locator("#s11l-hint").get_by_text("这一关完成了").wait_for(timeout=15_000)
+        page.locator("#s11l-levels").get_by_text("✅ 第 2 关").wait_for(timeout=15_000)
+        assert page.evaluate("[document.documentElement.scrollWidth, innerWidth]")[0] <= page.viewport_size["width"]
+
+        student.choose("s11l-levels", "第 3 关")
+        page.locator("#s11l-verdict").get_by_text("还没开始").wait_for(timeout=15_000)
+        student.act(lambda: page.locator("#s11l-start").click(), "已开始「第 3 关")
+        pick_node(student, "方案 B", "#7")
+        student.resume("user", "压测完成：方案 B 峰值内存更低，决定采用方案 B", 8)()
+        student.resume("assistant", "已按弱引用方案完成重构，问题闭环", 9)()
+        page.locator("#s11l-hint").get_by_text("这一关完成了").wait_for(timeout=15_000)
+        assert student.clicks == 2   # one fork: a click on message 3 and one on the button; no position typed
+        for scheme, (page_width, window) in student.overflow().items():
+            assert page_width <= window, f"the lesson at 390 px ({scheme}) is {page_width} px wide"
+    finally:
+        student.close()
 
 
 def test_a_lesson_with_a_teacher_and_two_students(browser, server, tmp_path):
@@ -232,8 +336,8 @@ def test_a_lesson_with_a_teacher_and_two_students(browser, server, tmp_path):
         table = teacher.page.locator("#s11c-class")
         table.get_by_text(NAMES[1]).locator("visible=true").first.wait_for(timeout=15_000)
         rows = {name: row_of(table, name).inner_text() for name in NAMES}
-        assert "1/7" in rows[NAMES[0]] and "做完了" in rows[NAMES[0]] and "卡住了" not in rows[NAMES[0]]
-        assert "1/7" in rows[NAMES[1]] and "卡住了" in rows[NAMES[1]]
+        assert f"1/{LEVELS}" in rows[NAMES[0]] and "做完了" in rows[NAMES[0]] and "卡住了" not in rows[NAMES[0]]
+        assert f"1/{LEVELS}" in rows[NAMES[1]] and "卡住了" in rows[NAMES[1]]
         # a row opens that student's space read-only
         row_of(table, NAMES[0]).locator(".body-cell").first.click()
         teacher.page.locator("#s11c-student").get_by_text("只读").wait_for(timeout=15_000)

@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from s11_exercises import builtin_exercises
 from s11_workbench.classroom import CLASS_HEADERS, Classroom
 from s11_workbench.lesson import Lesson, LessonView, is_stuck, read_progress
 from s11_workbench.spaces import SpaceError, Spaces
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = REPO / "code" / "s11_cli.py"
+LEVELS = len(builtin_exercises())   # the class table counts "solved / all levels"
 
 
 @pytest.fixture()
@@ -134,10 +136,10 @@ def test_the_class_view_shows_names_progress_and_flags_the_stuck(room):
     table = classroom.table(spaces.new_token(), spaces.teacher_secret)
     rows = {row[0]: dict(zip(CLASS_HEADERS, row)) for row in table.rows}
     assert set(rows) == {"小明", "<img src=x onerror=alert(1)> 小红"}
-    assert rows["小明"]["关卡进度"] == "1/7" and rows["小明"]["状态"].startswith("✅")
+    assert rows["小明"]["关卡进度"] == f"1/{LEVELS}" and rows["小明"]["状态"].startswith("✅")
     assert rows["小明"]["分叉"] == 2
     assert rows["<img src=x onerror=alert(1)> 小红"]["状态"].startswith("⚠️ 卡住了")
-    assert "另有 2 个空间" in table.note    # the silent one and the teacher's own fresh space
+    assert "另有 1 个空间" in table.note    # the silent one; the teacher's own fresh space is not a student
 
 
 def test_the_class_table_follows_every_new_step_of_a_student(room):
@@ -152,7 +154,7 @@ def test_the_class_table_follows_every_new_step_of_a_student(room):
         rows = classroom.table(teacher, spaces.teacher_secret).rows
         return dict(zip(CLASS_HEADERS, rows[0]))
 
-    assert (row()["分叉"], row()["导入"], row()["关卡进度"]) == (0, 0, "0/7")
+    assert (row()["分叉"], row()["导入"], row()["关卡进度"]) == (0, 0, f"0/{LEVELS}")
     explorer = Explorer(spaces)
     explorer.import_example(student, View(), "claude-code-rate-limit.jsonl")
     imported, forks = row()["导入"], row()["分叉"]
@@ -161,9 +163,9 @@ def test_the_class_table_follows_every_new_step_of_a_student(room):
     assert row()["分叉"] == forks   # the level's starting nodes are not the student's forks
     lesson.fork(student, page.view, 3, "another plan")
     after = row()
-    assert after["关卡进度"] == "1/7" and after["导入"] == imported and after["分叉"] == forks + 1
+    assert after["关卡进度"] == f"1/{LEVELS}" and after["导入"] == imported and after["分叉"] == forks + 1
     solve_rebuild(lesson, student)
-    assert (row()["关卡进度"], row()["分叉"]) == ("2/7", forks + 3)
+    assert (row()["关卡进度"], row()["分叉"]) == (f"2/{LEVELS}", forks + 3)
 
 
 def test_stuck_means_no_progress_for_minutes_or_repeated_misses():

@@ -11,6 +11,8 @@ import time
 import pytest
 
 import s11_exercises as ex
+import s11_history
+import s11_trash
 from s11_session import SessionStore
 
 LEVELS = {exercise.id: exercise for exercise in ex.builtin_exercises()}
@@ -202,6 +204,118 @@ def test_level_export_needs_b_without_the_secret(tmp_path):
     assert secret not in markdown
     state.events.append({"kind": "export", "session_id": b, "leaked": secret in markdown})
     assert ex.check(exercise, store, state).solved
+
+
+# ── level 8: a wrong fork undone, the journal tells ──────────────────────────────────────────
+WRONG = ("user", "try the LRU cap first")
+RIGHT = ("user", "look at ws_pool instead")
+
+
+def undo_check(verdict):
+    """The verdict's line for the journal check (the last part)."""
+    return verdict.parts[-1]
+
+
+def test_level_undo_solved_by_forking_wrong_undoing_and_forking_right(tmp_path):
+    exercise, store, state = start("undo", tmp_path)
+    main = state.anchors["main"]
+    wrong = fork(store, main, 5, WRONG)   # two journal steps: the fork and the resume
+    verdict = ex.check(exercise, store, state)
+    assert verdict.hint_kind == "wrong_fork_point" and "撤销" in verdict.hint
+    s11_history.undo(store)   # the resume
+    s11_history.undo(store)   # the fork: the wrong branch goes to the trash
+    assert store.load(wrong) is None and s11_trash.copies(store.storage_dir, wrong)
+    right = fork(store, main, 3, RIGHT)
+    verdict = ex.check(exercise, store, state)
+    assert verdict.solved, verdict.lines()
+    assert verdict.mapping["c"] == right and undo_check(verdict).ok
+
+
+def test_level_undo_without_a_wrong_fork_says_what_is_missing(tmp_path):
+    exercise, store, state = start("undo", tmp_path)
+    fork(store, state.anchors["main"], 3, RIGHT)
+    verdict = ex.check(exercise, store, state)
+    assert not verdict.solved and verdict.hint_kind == "fork_undone"
+    assert [part.ok for part in verdict.parts] == [True, True, True, False]
+    assert "还没有分错过" in verdict.hint and "↶ 撤销" in verdict.hint
+
+
+def test_level_undo_a_deleted_wrong_fork_does_not_count(tmp_path):
+    exercise, store, state = start("undo", tmp_path)
+    main = state.anchors["main"]
+    wrong = fork(store, main, 5, WRONG)
+    assert store.delete(wrong)   # deleted, not undone: the journal says "delete", the fork stays a fork
+    fork(store, main, 3, RIGHT)
+    verdict = ex.check(exercise, store, state)
+    assert verdict.hint_kind == "fork_undone" and not undo_check(verdict).ok
+    assert "是用 🗑️ 删除的，不是撤销的" in verdict.hint and "（自第 5 条）" in verdict.hint
+
+
+def test_level_undo_a_wrong_fork_left_in_place_is_named(tmp_path):
+    exercise, store, state = start("undo", tmp_path)
+    main = state.anchors["main"]
+    fork(store, main, 5, WRONG)
+    fork(store, main, 3, RIGHT)
+    verdict = ex.check(exercise, store, state)
+    assert verdict.hint_kind == "fork_undone" and "还在" in verdict.hint
+
+
+@pytest.mark.parametrize("comeback", ["redo", "restore"])
+def test_level_undo_a_wrong_fork_that_came_back_is_named(tmp_path, comeback):
+    exercise, store, state = start("undo", tmp_path)
+    main = state.anchors["main"]
+    wrong = store.fork(main, [{"role": "user", "content": WRONG[1]}], at=5).session_id
+    s11_history.undo(store)
+    if comeback == "redo":
+        s11_history.redo(store)
+    else:
+        assert store.restore(wrong)
+    fork(store, main, 3, RIGHT)
+    verdict = ex.check(exercise, store, state)
+    assert verdict.hint_kind == "fork_undone" and "又回来了" in verdict.hint
+    assert store.load(wrong) is not None
+
+
+def test_level_undo_forks_from_before_the_level_or_of_the_start_do_not_count(tmp_path):
+    store = SessionStore(str(tmp_path / "space"))
+    early = store.create_session("before the level", [{"role": "user", "content": "x"}] * 5)
+    store.fork(early, [{"role": "user", "content": "old"}], at=2)
+    s11_history.undo(store)   # undone before the level started: not this level's wrong fork
+    exercise = LEVELS["undo"]
+    state = ex.LevelState(started_ns=time.time_ns())
+    state.anchors = ex.seed(exercise, store)
+    fork(store, state.anchors["main"], 3, RIGHT)
+    verdict = ex.check(exercise, store, state)
+    assert verdict.hint_kind == "fork_undone" and "还没有分错过" in verdict.hint
+
+
+def test_undoing_a_start_fork_is_not_undoing_a_wrong_fork(tmp_path):
+    data = copy.deepcopy(LEVELS["rewind"].raw)
+    data["goal"]["checks"] = [{"kind": "fork_undone", "node": "c"}]
+    exercise = ex.parse_exercise(json.dumps(data))
+    store = SessionStore(str(tmp_path / "space"))
+    state = ex.LevelState(started_ns=time.time_ns())
+    state.anchors = ex.seed(exercise, store)
+    s11_history.undo(store)   # undoes the seeded fork of branch B
+    fork(store, state.anchors["main"], 3, RIGHT)
+    verdict = ex.check(exercise, store, state)
+    assert not undo_check(verdict).ok
+
+
+def test_a_fork_undone_check_must_name_a_goal_node():
+    data = copy.deepcopy(LEVELS["undo"].raw)
+    data["goal"]["checks"] = [{"kind": "fork_undone", "node": "nowhere"}]
+    with pytest.raises(ex.ExerciseError, match=r"goal\.checks\[0\]\.node"):
+        ex.parse_exercise(json.dumps(data))
+
+
+def test_a_long_journal_is_not_judged(tmp_path, monkeypatch):
+    exercise, store, state = start("undo", tmp_path)
+    monkeypatch.setattr(ex, "MAX_JOURNAL_RECORDS", 3)
+    main = state.anchors["main"]
+    fork(store, main, 5, WRONG, WRONG, WRONG)
+    verdict = ex.check(exercise, store, state)
+    assert verdict.hint_kind == "too_many" and "操作太多" in verdict.hint
 
 
 def test_checking_never_writes(tmp_path):

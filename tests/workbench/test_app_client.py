@@ -104,8 +104,9 @@ def test_every_tab_module_exposes_its_label_css_and_build():
     import app
 
     tabs = app.tabs()
-    assert [tab.__name__ for tab in tabs] == ["s11_workbench.demo_tab", "s11_workbench.explorer_tab",
-                                              "s11_workbench.lesson_tab", "s11_workbench.lab_tab"]
+    assert [tab.__name__ for tab in tabs] == ["s11_workbench.demo_tab", "s11_workbench.story_tab",
+                                              "s11_workbench.explorer_tab", "s11_workbench.lesson_tab",
+                                              "s11_workbench.lab_tab"]
     assert tabs[0].LABEL == "8.11 会话持久化与多分支"
     assert [panel.__name__ for panel in app.panels()] == ["s11_workbench.classroom_tab"]
     for tab in tabs + app.panels():

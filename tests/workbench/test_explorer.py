@@ -124,7 +124,7 @@ def test_search_matches_titles_and_ids_case_insensitively(explorer, spaces, stud
     token, ids = student
     store_of(spaces, token).create_session("Refactor the LOGIN cache")
     page = explorer.refresh(token, View(), query="login CACHE")
-    assert [row[0] for row in page.rows] == ["Refactor the LOGIN cache · 0 条"] and "找到 1 个" in page.list_note
+    assert [row[0] for row in page.rows] == ["🌱 Refactor the LOGIN cache · 0 条"] and "找到 1 个" in page.list_note
     page = explorer.refresh(token, View(), query=ids["branch_a_id"][:8])
     assert [row[explorer_module.ID_COLUMN] for row in page.rows] == [ids["branch_a_id"]]
     assert explorer.refresh(token, View(), query="没有这样的会话").rows == []
@@ -570,7 +570,7 @@ def test_the_teacher_sees_every_space_and_opens_one_read_only(explorer, spaces, 
     token, ids = student
     teacher_token = spaces.new_token()
     page = explorer.open_page(teacher_token, TEACHER)
-    assert page.teacher and spaces.open(token).space_id in {row[0] for row in page.teacher_rows}
+    assert page.teacher and spaces.open(token).space_id in {row[1] for row in page.teacher_rows}
     assert explorer.open_page(token).teacher is False and explorer.open_page(token).teacher_rows == []
     opened = explorer.open_space(teacher_token, View(), spaces.open(token).space_id, TEACHER)
     assert opened.read_only and len(opened.rows) == 3 and "学生空间" in opened.space_label
@@ -748,6 +748,17 @@ def test_a_1000_deep_chain_with_side_branches_draws_only_branch_points(explorer,
     assert [value for label, value in page.tree_choices if "◀ 活动端" in label] == [leaf]
 
 
+def test_a_deep_chain_s_labels_stop_widening_and_name_the_depth_instead(explorer, spaces):
+    token = spaces.new_token()
+    _, leaf = _chain(SessionStore(spaces.open(token).folder, durable=False), 300)
+    page = explorer.select(token, View(), leaf)
+    labels = [label for label, _ in page.tree_choices]
+    assert len(labels) == 300 and "（第 299 层）" in labels[-1]
+    assert max(map(len, labels)) < 120             # drawn in full, the deepest would be ~970 characters wide
+    rows = [label for label, _ in page.rows]        # the list draws the first LIST_LIMIT rows of the same tree
+    assert len(rows) == LIST_LIMIT and f"（第 {LIST_LIMIT - 1} 层）" in rows[-1] and max(map(len, rows)) < 120
+
+
 def test_branch_points_only_keeps_root_forks_leaves_and_counts_what_it_skips():
     def node(sid, parent):
         return ({"session_id": sid, "parent_id": parent}, "", 0)
@@ -818,7 +829,7 @@ def test_full_text_search_finds_a_word_in_a_tool_result_and_a_click_jumps_to_tha
     token, _ = student
     sid = store_of(spaces, token).create_session("日志排查", claude_with_tool_result("zebraquux"))
     page = explorer.refresh(token, View(), query="ZebraQuux")
-    assert page.hits == [["日志排查", "3", "ERROR pool exhausted zebraquux at 12:00", sid]]
+    assert page.hits == [["🌱 日志排查", "3", "ERROR pool exhausted zebraquux at 12:00", sid]]
     assert "找到 1 处" in page.hits_note
     jumped = explorer.jump(token, page.view, sid, "3")
     assert jumped.view.session_id == sid and jumped.view.focus == 3

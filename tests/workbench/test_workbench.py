@@ -587,4 +587,5 @@ def test_no_javascript_program_lives_in_a_python_string():
                 offenders.append(f"{path.name}:{node.lineno}")
     assert offenders == []
     scripts = sorted(path.name for path in (CODE_DIR / "s11_workbench").glob("*.js"))
-    assert scripts == ["demo_tab.js", "explorer_tab.js", "forget_link_secrets.js"]
+    assert scripts == ["aria_zh.js", "demo_tab.js", "explorer_tab.js", "forget_link_secrets.js", "fork_control_tab.js",
+                       "story_tab.js"]
