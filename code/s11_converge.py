@@ -47,7 +47,8 @@ __all__ = ["compare", "converge", "set_label", "check_converged_from", "tool_cal
 MAX_DECISION_CHARS = 20_000   # 决定写多长都行，但一条消息总得有个上限
 MAX_LABEL_CHARS = 80
 MAX_CARRY = 200               # 一次最多带过来多少条消息
-CONVERGE_TITLE = "🔀 收敛"     # 默认标题：“<选定节点的标题> · 🔀 收敛”
+CONVERGE_TITLE = "🔀 收敛"     # 默认标题：“🔀 收敛：<决定的前 DECISION_TITLE_CHARS 个字>”
+DECISION_TITLE_CHARS = 60
 
 
 # ── ⚖️ 对比 ───────────────────────────────────────────────────────────────────────────────────
@@ -139,8 +140,9 @@ def converge(store: Any, chosen_id: str, other_ids: Any, decision: Any, *, carry
     _check_same_tree(store, chosen, others)
     _check_revisions(revisions, [chosen, *others])
     carried = _carried(parse_carry(carry), {node.session_id: node for node in others}, chosen)
+    # 默认标题就是决定本身（会话树、列表、分支图里一眼看到“定了什么”），不是选定分支的旧标题
     name = " ".join(str(title).split()) if title is not None and str(title).strip() else \
-        f"{chosen.title} · {CONVERGE_TITLE}"
+        f"{CONVERGE_TITLE}：{shorten(printable(text), DECISION_TITLE_CHARS)}"
     if len(name) > 200:
         raise InvalidMessage("收敛节点的标题最多 200 字符")
     record = {"chosen": {"session_id": chosen.session_id, "title": chosen.title},

@@ -143,7 +143,8 @@ def content_text(content: Any) -> str:
 
 
 SUMMARY_KEYS = ("session_id", "title", "parent_id", "message_count", "created_at", "fork_point", "revision",
-                "created_ns", "first_added", "active_end", "converged_from", "labels")   # 摘要的字段，按这个顺序
+                "created_ns", "first_added", "active_end", "converged_from", "labels", "subagent",
+                "spawned_at")   # 摘要的字段，按这个顺序
 
 
 def summary_of(data: Dict[str, Any]) -> Dict[str, Any]:
@@ -161,13 +162,27 @@ def summary_of(data: Dict[str, Any]) -> Dict[str, Any]:
             "active_end": isinstance(source, dict) and source.get("active_end") is True,
             "converged_from": list(data.get("converged_from") or []),   # 🔀 收敛节点收敛了哪些分支
             "labels": (message_labels(messages) if messages is not None
-                       else list(data.get("labels") or []))}   # 🏷️ [[第几条, 标签], …]
+                       else list(data.get("labels") or [])),   # 🏷️ [[第几条, 标签], …]
+            # 导入的 Claude Code 子代理：会话树把它画成 🤖 子代理，挂在父节点第 spawned_at 条（Task 调用）下
+            "subagent": isinstance(source, dict) and source.get("subagent") is True,
+            "spawned_at": _spawned_at(source)}
+
+
+def _spawned_at(source: Any) -> Optional[int]:
+    """source.spawned_at：正整数才算（人为改坏的文件里可能是别的）。"""
+    value = source.get("spawned_at") if isinstance(source, dict) else None
+    return value if type(value) is int and value > 0 else None
 
 
 def first_added(messages: List[Dict[str, Any]], fork_point: Optional[int]) -> str:
-    """分支新增的第一条消息的前 FIRST_ADDED_CHARS 个字（根会话、没有新增时为空串）。"""
-    if not fork_point or fork_point >= len(messages) or type(messages[fork_point]) is not dict:
+    """分支新增的第一条消息的前 FIRST_ADDED_CHARS 个字（根会话、没有新增时为空串）。
+
+    fork_point 为 0（子代理、在开头分叉的分支）：全部消息都是新增的，取第一条。
+    🔀 收敛节点（最后一条带 "converge"）：取它的决定，不取排在前面的“带过来的消息”——树上写的是定了什么。"""
+    if fork_point is None or fork_point >= len(messages) or type(messages[fork_point]) is not dict:
         return ""   # 不是字典的消息只会出现在坏文件里（列表不逐条检查消息，见 s11_format.decode_listing）
+    if type(messages[-1]) is dict and isinstance(messages[-1].get("converge"), dict):
+        fork_point = len(messages) - 1
     try:
         text = content_text(messages[fork_point].get("content"))
     except RecursionError:   # 同上：坏文件里嵌套极深的内容
@@ -204,7 +219,11 @@ def describe(summary: Dict[str, Any]) -> str:
     """'标题 [id] 7 条（自第 5 条分叉，+2：方案 A…）'；标题和新增内容都经过 printable()。"""
     title = shorten(printable(summary["title"]), MAX_TITLE_SHOWN)
     text = f"{title} [{summary['session_id']}] {summary['message_count']} 条"
-    if summary.get("fork_point") is not None:
+    if summary.get("subagent") and summary.get("parent_id") and not summary.get("fork_point"):
+        where = f"在父会话第 {summary['spawned_at']} 条启动，" if summary.get("spawned_at") else ""
+        text += f"（🤖 子代理，{where}全部为新增"
+        text += f"：{printable(summary['first_added'])}）" if summary.get("first_added") else "）"
+    elif summary.get("fork_point") is not None:
         added = summary["message_count"] - summary["fork_point"]
         text += f"（自第 {summary['fork_point']} 条分叉，+{added}"
         text += f"：{printable(summary['first_added'])}）" if summary.get("first_added") else "）"

@@ -256,6 +256,27 @@ def finish(t: Transcript) -> None:
     """读完所有文件以后：分叉指针的第一条消息接到原会话里的分叉点上；只在镜像里的子代理还原出来。"""
     _link_fork_points(t)
     _recover_mirrors(t)
+    _note_missing_agents(t)
+
+
+MISSING_SHOWN = 5   # 报告里最多点名几个看不到的子代理文件
+
+
+def _note_missing_agents(t: Transcript) -> None:
+    """工具结果说启动了子代理（toolUseResult.agentId、结果末尾的 agentId: …），它的记录却没读到（单独上传了会话文件，
+    旁边的 <会话ID>/subagents/ 文件夹没跟来）：点名这些文件，说清楚怎么连文件夹一起导入。"""
+    seen = {entry.agent for entry in t.order if entry.sidechain and entry.agent}
+    spawned = list(t.spawned) + [agent for agent in t.state.get("tails", {}) if agent not in t.spawned]
+    missing = [agent for agent in spawned if agent not in seen]
+    if not missing:
+        return
+    t.missing_agents = [f"agent-{agent}.jsonl" for agent in missing]
+    stem = os.path.splitext(os.path.basename(t.file))[0]
+    names = "、".join(t.missing_agents[:MISSING_SHOWN]) + (f" 等 {len(missing)} 个" if len(missing) > MISSING_SHOWN else "")
+    t.warnings.append(f"看不到 {len(missing)} 个子代理的记录：{names}（Claude Code 把它们放在会话文件旁边的 "
+                      f"{stem}/subagents/ 文件夹里，这次只读到了会话文件，启动它们的调用照常导入）。要连子代理一起导入："
+                      f"把 {stem}.jsonl 和 {stem}/ 文件夹一起打成 .zip 上传；或在本机用 python app.py --agent-folders "
+                      f"打开「💻 本机 Agent 文件夹」；或 python code/s11_cli.py import <项目文件夹>")
 
 
 def _link_fork_points(t: Transcript) -> None:

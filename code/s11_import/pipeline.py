@@ -33,7 +33,7 @@ from s11_format import SessionError
 from s11_session import SessionNode, SessionStore
 from s11_text import describe_os_error, human_size, os_error_reason, printable
 
-from . import compressed, tree_jsonl
+from . import archive, compressed, continuation, tree_jsonl
 from .convert import MAX_DEPTH, TEXT_LIMIT, TOOL_OUTPUT_LIMIT
 from .formats import CLAUDE, FORMATS, detect, dispatch, dispatch_document, known_formats, refusal
 from .graph import Tree, active_ends, apply_labels, repair
@@ -68,7 +68,8 @@ NO_BUDGET = WriteBudget()
 
 def import_file(path: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_BYTES,
                 dry_run: bool = False, budget: WriteBudget = NO_BUDGET) -> ImportReport:
-    """导入一个 Claude Code / Pi / Codex CLI / Gemini CLI 的会话记录，返回 ImportReport。
+    """导入一个 Claude Code / Pi / Codex CLI / Gemini CLI 的会话记录（或装着一个会话和它子代理文件夹的 .zip），
+    返回 ImportReport。
 
     格式不对（UnsupportedFormat）、太大（TranscriptTooLarge）、没有对话（NoConversation）、是别的会话的
     子代理文件（CompanionFile，消息里写明该导入哪个文件）时抛错，仓库不变。
@@ -76,6 +77,10 @@ def import_file(path: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_
     budget（见 WriteBudget）在写之前拿到确切的字节数，可以拒绝。
     """
     path = os.fspath(path)
+    if archive.is_archive(path):   # 一个 zip 装着会话文件和它的子代理文件夹（浏览器一次只能传一个文件）
+        with archive.unpacked(path, max_bytes) as folder:
+            session = archive.the_session(find_transcripts([folder])[0], folder, printable(os.path.basename(path)))
+            return import_file(session, store, max_bytes=max_bytes, dry_run=dry_run, budget=budget)
     if os.path.isfile(path) and tree_jsonl.is_tree_file(path):   # 本项目自己导出的会话树：原样复原，不走格式表
         return tree_jsonl.import_tree(path, store, max_bytes=max_bytes, dry_run=dry_run, budget=budget)
     _refuse_companion(path)
@@ -119,13 +124,16 @@ def _import_paths(paths: List[str], store: SessionStore, max_bytes: int, dry_run
         report = ImportReport(file=t.file, format=t.format.name, bytes_read=size, skipped=t.skipped,
                               skipped_total=t.skipped_total, skipped_by_reason=dict(t.skipped_by_reason),
                               dropped=dict(t.dropped), warnings=t.warnings,
-                              messages=sum(len(p.own) for p in plan), files=list(t.files), unit=t.unit)
+                              messages=sum(len(p.own) for p in plan), files=list(t.files), unit=t.unit,
+                              missing_subagents=list(t.missing_agents))
         _write(store, save_order(made), report, dry_run, budget, plan)
     written = set(report.node_ids)
     report.root_ids = [n.session_id for n in made if n.parent_id is None and n.session_id in written]
     actives = [n.session_id for n, p in zip(made, plan) if p.active and n.session_id in written]
     first_home = [n.session_id for n, p in zip(made, plan) if p.active and n.session_id in written
                   and t.entries[p.start].home == t.file]
+    moved = {kept: child for kept, child, _ in report.continued}   # 活动端在续写过的节点上：Agent 的新对话在子节点里
+    actives, first_home = [moved.get(sid, sid) for sid in actives], [moved.get(sid, sid) for sid in first_home]
     report.active_ids = actives
     report.active_id = (first_home or actives or [None])[0]
     _note_absorbed(store, t, written, report)
@@ -300,9 +308,14 @@ def _write(store: SessionStore, ordered: List[SessionNode], report: ImportReport
 
 
 def _decide(store: SessionStore, ordered: List[SessionNode], report: ImportReport) -> Tuple[list, set]:
-    """[(要保存的节点, 是否是更新)] 和不写的节点（读不出来的、续写过的及它们的分支）；没变的算 unchanged。"""
+    """[(要保存的节点, 是否是更新)] 和不写的节点（读不出来的、续写过的及它们的分支）；没变的算 unchanged。
+    续写过的节点不覆盖；Agent 在那之后又写的对话落进它的子节点（continuation.land），ordered 里补上这个子节点。"""
     plan, blocked, equal = [], set(), {}
+    landed: Dict[str, Tuple[SessionNode, int]] = {}   # 续写过的节点 ID -> (装 Agent 新对话的子节点, 分叉处)
     for index, node in enumerate(ordered):
+        moved = landed.get(node.parent_id or "")
+        if moved and node.fork_point is not None and node.fork_point > moved[1]:
+            node.parent_id = moved[0].session_id   # 从 Agent 新对话里分出去的分支：挂到装着那段对话的子节点下
         if node.parent_id in blocked:
             blocked.add(node.session_id)
             continue
@@ -317,13 +330,28 @@ def _decide(store: SessionStore, ordered: List[SessionNode], report: ImportRepor
             continue
         if existing is not None and _edited_in_store(existing):
             report.kept += 1
-            report.warnings.append(f"节点 {node.session_id}（{existing.title}）在仓库里续写过，保留仓库里的版本，没有用记录覆盖")
+            child = continuation.land(store, existing, node)
+            if child is None:
+                report.warnings.append(f"节点 {node.session_id}（{existing.title}）在仓库里续写过，保留仓库里的版本，没有用记录覆盖")
+                imported = continuation.imported_count(existing)
+                if imported is None or len(node.messages) > imported:   # Agent 那边确有新对话，却接不上
+                    report.diverged.append(node.session_id)
+                continue
+            landed[node.session_id] = (child[0], child[0].fork_point)
+            report.continued.append((node.session_id, child[0].session_id, len(node.messages) - child[0].fork_point))
+            if child[1] is None:
+                report.unchanged += 1
+            else:
+                plan.append(child)
             continue
         if existing is not None:   # Agent 又追加了对话：在读入的那一版上改，save() 会核对修订号
             existing.title, existing.parent_id, existing.fork_point = node.title, node.parent_id, node.fork_point
             existing.messages, existing.source, existing.created_at = node.messages, node.source, node.created_at
             ordered[index] = node = existing
         plan.append((node, existing is not None))
+    if landed:   # 子节点排在它的父节点（续写过的那个）后面：父先子后地保存
+        ordered[:] = [item for node in ordered for item in
+                      ([node, landed[node.session_id][0]] if node.session_id in landed else [node])]
     return plan, blocked
 
 

@@ -50,6 +50,7 @@ class Planned:
     own: List[str]
     kind: str          # trunk | branch | resume | fork | subagent | orphan
     active: bool = False
+    spawned_at: Optional[int] = None   # 子代理：启动它的那条消息在父节点里是第几条（1 起）
 
 
 class Planner:
@@ -72,6 +73,7 @@ class Planner:
         self.copied = 0                    # 分叉节点复制的消息数（有上限）
         self.waiting: Dict[str, List[str]] = {}   # 启动者消息 → 等它有了节点才能挂上去的子代理
         self.spawners: Dict[str, Optional[str]] = {}
+        self.number: Dict[str, int] = {}   # 消息 → 它在自己节点里是第几条（1 起）：子代理挂在哪一条下
 
     def _path_to(self, uid: Optional[str]) -> set:
         path = set()
@@ -127,6 +129,7 @@ class Planner:
         while ready:
             root = ready.popleft()
             self._grow(root, self.owner[self.spawners[root]], 0, [], "subagent", ready)
+            self.plan[self.owner[root]].spawned_at = self.number.get(self.spawners[root])
 
     def _grow(self, start: str, parent: Optional[int], fork_point: int, prefix: List[dict], kind: str,
               ready: Optional[deque] = None) -> None:
@@ -180,8 +183,9 @@ class Planner:
         planned = Planned(start, parent, fork_point, messages, own, kind, active=own[-1] in self.actives)
         self.plan.append(planned)
         index = len(self.plan) - 1
-        for uid in own:
+        for position, uid in enumerate(own, fork_point + 1):
             self.owner[uid] = index
+            self.number[uid] = position
             if ready is not None and uid in self.waiting:   # 等着这条消息的子代理现在可以挂上去了
                 ready.extend(self.waiting.pop(uid))
         return index
@@ -283,6 +287,8 @@ def _source(t: Transcript, planned: Planned) -> Dict[str, Any]:
     source.update(extra)
     if planned.kind == "subagent" and entry.agent:
         source["agent_id"] = entry.agent
+    if planned.kind == "subagent" and planned.spawned_at is not None:
+        source["spawned_at"] = planned.spawned_at   # 会话树把它画在父节点的这一条（Task 调用）下
     label = _label(t, planned)
     if label:
         source["label"] = label

@@ -75,6 +75,10 @@ class ImportReport:
     updated: int = 0
     unchanged: int = 0
     kept: int = 0               # 仓库里被续写过、因此没有覆盖的节点
+    # 续写过的节点之后 Agent 又写的对话落到了哪里：[(续写过的节点, 装新对话的子节点, Agent 的新消息条数)]
+    continued: List[Tuple[str, str, int]] = field(default_factory=list)
+    missing_subagents: List[str] = field(default_factory=list)   # 启动了、记录却没读到的子代理文件（agent-<id>.jsonl）
+    diverged: List[str] = field(default_factory=list)   # 续写过、Agent 那边也有新对话、两边的历史却对不上的节点
     files: List[str] = field(default_factory=list)
     active_ids: List[str] = field(default_factory=list)   # 每个会话文件的活动端（导入一个文件时只有一个）
     unit: str = "行"            # 跳过的是“行”；JSON 文档里是“条消息”
@@ -88,6 +92,8 @@ class ImportReport:
         lines += [f"  会话节点 {len(self.node_ids)} 个：新写入 {self.written - self.updated}，更新 {self.updated}，"
                   f"未变化 {self.unchanged}" + (f"，保留仓库里续写过的 {self.kept}" if self.kept else ""),
                   f"  消息 {self.messages} 条；活动端（对话现在停在这里）：{self.active_id or '无'}"]
+        lines += [f"  ↪️ 节点 {kept} 在仓库里续写过（原样保留）：Agent 之后写的 {count} 条在它的子节点 {child} 里"
+                  for kept, child, count in self.continued]
         lines += _describe_skipped(self)
         if self.dropped:
             shown = "、".join(f"{printable(kind)} ×{count}" for kind, count in sorted(self.dropped.items()))

@@ -112,6 +112,7 @@ class Transcript:
         self.task_titles: Dict[str, str] = {}         # tool_use id → 子代理的描述
         self.spawned: Dict[str, Tuple[Optional[str], Optional[str]]] = {}  # agentId → (工具结果消息, tool_use id)
         self.runs: Dict[str, Tuple[Optional[str], Optional[str]]] = {}     # Workflow 的 runId → 同上
+        self.missing_agents: List[str] = []   # 启动了、记录却没读到的子代理文件（agent-<id>.jsonl）
         self.agents: Dict[str, Dict[str, Any]] = {}   # agentId → 子代理文件的线索（meta.json、runId）
         self.mirrors: List[Tuple[str, int, int, dict, Optional[str]]] = []   # Claude 的 agent_progress 行
         self.previous_uid: Optional[str] = None       # 没有 id 的格式：按文件顺序串起来

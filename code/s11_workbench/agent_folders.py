@@ -233,6 +233,7 @@ class AgentFolders:
         def action(space, own):
             new_view, notice, extra = self.explorer._import(own, followed.path)
             title = shorten(printable(followed.title), 40)
+            # notice 里写着 Agent 的新对话落在哪里：更新了原节点，或（读者续写过时）放进了它的子节点
             return new_view, f"🔄 跟随的会话「{title}」变了，已重新导入：{notice.removeprefix('📥 ')}", extra
 
         page = self.explorer._act(token, view, teacher, action, check=True, area="import")

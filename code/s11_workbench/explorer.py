@@ -75,6 +75,7 @@ from s11_workbench.markdown import (
     unescaped,
 )
 from s11_workbench.spaces import SpaceError, folder_bytes
+from s11_workbench.tool_calls import tool_subject
 
 log = logging.getLogger(__name__)
 
@@ -88,14 +89,17 @@ MAX_TITLE_CHARS = 200
 MAP_MAX_EDGES = 400        # mermaid 自己拒绝 500 条边以上、5 万字符以上的图；留出余量
 MAP_MAX_CHARS = 40_000
 TEXT_MAP_MAX_LINES = 300
-UPLOAD_SUFFIXES = (".jsonl", ".json", ".jsonl.zst")   # 能上传的会话记录：各家代理的 .jsonl，Gemini CLI 旧版的 .json，
-# Codex 压缩过的旧 rollout（解压后的字节同样受上传上限约束，见 s11_import.compressed）
+UPLOAD_SUFFIXES = (".jsonl", ".json", ".jsonl.zst", ".zip")   # 能上传的会话记录：各家代理的 .jsonl，Gemini CLI 旧版的 .json，
+# Codex 压缩过的旧 rollout（解压后的字节同样受上传上限约束，见 s11_import.compressed），
+# 装着一个 Claude Code 会话和它 subagents/ 文件夹的 .zip（解开后同样受上限约束，见 s11_import.archive）
 TRASH_SHOWN = 30
 PREVIEW_CHARS = 30_000
 MINE, SHELF, SPACE_PREFIX = "mine", "shelf", "space:"
 LIST_HEADERS = ["会话", "ID"]
 ID_COLUMN = LIST_HEADERS.index("ID")
 ROLES = {"user": "👤 用户（user）", "assistant": "🤖 助手（assistant）"}   # 续写时读者可以选的角色
+# 对话的过滤（像 claude-code-log 那样）：值 -> 单选框上的字。过滤只藏行，每行仍记着它的绝对消息编号，点它照样在那里分叉
+CHAT_FILTERS = {"all": "全部", "talk": "隐藏工具与思考", "prompts": "只看我的提问"}
 ROLE_NAMES = {"user": "用户", "assistant": "助手", "system": "系统", "tool": "工具", "toolResult": "工具"}
 SEARCH_HITS = 50           # 搜索最多列出多少处命中
 HIT_CONTEXT = 36           # 命中前后各留多少个字
@@ -137,6 +141,7 @@ class View:
     end: int | None = None             # 对话窗口停在第几条（含）：有 focus 时让它落在窗口末尾，Chatbot 滚到底就看见它
     last_fork: str | None = None       # 刚分叉出的节点：再点一次“分叉”不会又分一个
     pending: tuple = ()                # 等读者确认的动作：(动作, 参数, 指纹, 给读者看的说明)；别的动作一律清掉它
+    shown: str = "all"                 # 对话里显示什么（CHAT_FILTERS 的键）：全部 / 隐藏工具与思考 / 只看我的提问
 
 
 @dataclass
@@ -222,7 +227,7 @@ def _thought(title: str, body: str) -> dict:
 
 _PART_TITLES = {
     "thinking": lambda part: "💭 思考",
-    "tool_call": lambda part: f"🔧 调用工具 {literal_inline(part.caption, 40)}",
+    "tool_call": lambda part: f"🔧 调用工具 {literal_inline(part.caption, 40)}",   # 后面再接它动了什么（tool_subject）
     "tool_output": lambda part: f"📤 工具结果 {literal_inline(part.caption, 40)}" + (" ❌" if part.is_error else ""),
     "unknown": lambda part: f"📦 内容块 {literal_inline(part.caption, 40)}",
 }
@@ -254,6 +259,9 @@ def _message_rows(message: dict, number: int, tool_names: dict, clean: Callable[
     body: list[str] = []
     rows: list[dict] = []
     calls: list[tuple[int, str]] = []
+    content = message.get("content")
+    subjects = iter([tool_subject(block) for block in content if isinstance(block, dict)
+                     and block.get("type") in ("tool_use", "toolCall")] if isinstance(content, list) else [])
     if chip is not None:
         command, output = chip
         if command:
@@ -270,9 +278,12 @@ def _message_rows(message: dict, number: int, tool_names: dict, clean: Callable[
             elif part.kind == "thinking":
                 rows.append(_thought(_PART_TITLES["thinking"](part), inert_markdown(text)))
             else:
+                title = _PART_TITLES[part.kind](part)
                 if part.kind == "tool_call":
                     calls.append((len(rows), part.caption))
-                rows.append(_thought(_PART_TITLES[part.kind](part), fenced(text)))
+                    subject = clean(next(subjects, ""))   # 命令、文件、查询：不点开也看得见这次调用动了什么
+                    title += f" · {literal_inline(subject)}" if subject else ""
+                rows.append(_thought(title, fenced(text)))
     if isinstance(message.get("expanded"), str):   # 用户打的是 /init 这样的命令：代理展开后的全文点开就能看
         rows.append(_thought("📜 代理展开后的全文", fenced(fold(clean(message["expanded"])))))
     collapse = message.get("role") == "system" or message.get("meta")
@@ -317,8 +328,11 @@ def page_tree(forest: Forest, session_id: str) -> list[tuple[dict, str, int]]:
 
 def active_end(tree: list[tuple[dict, str, int]], mtimes: dict[str, int]) -> str | None:
     """“活动端”：导入的会话以 source.active_end 为准；否则是最近写过的叶子（刚续写的那个分支）。"""
+    flagged = {node["session_id"] for node, _, _ in tree if node.get("active_end")}
+    # 续写过的节点和装着 Agent 新对话的子节点都记着 active_end：子节点才是 Agent 现在停的地方
+    stale = {node["parent_id"] for node, _, _ in tree if node["session_id"] in flagged}
     for node, _, _ in tree:
-        if node.get("active_end"):   # 摘要里的 source.active_end（s11_session._remember）
+        if node["session_id"] in flagged - stale:   # 摘要里的 source.active_end（s11_session._remember）
             return node["session_id"]
     parents = {node["parent_id"] for node, _, _ in tree}
     leaves = [node for node, _, _ in tree if node["session_id"] not in parents]
@@ -337,17 +351,26 @@ def letters(index: int) -> str:
     return name
 
 
+SUBAGENT = "🤖 子代理"
+
+
 def branch_names(tree: list) -> dict[str, str]:
     """一棵树（先序，父在子前）-> {节点: 'B'、'B.A' 这样的名字}；根是空串。兄弟按创建先后排字母。
+    导入的子代理不是用户造成的分叉：它们不占字母，按先序另外编号 '🤖 子代理 1'、'🤖 子代理 2' …
 
     主会话 → {A, B → {B.A}}：{根: '', A: 'A', B: 'B', B.A: 'B.A'}"""
     names: dict[str, str] = {}
     counts: dict[str, int] = {}
+    agents = 0
     for item in tree:
         node = item[0]
         parent = node.get("parent_id")
         if parent not in names:   # 根（或父节点不在这棵树里）
             names[node["session_id"]] = ""
+            continue
+        if node.get("subagent"):
+            agents += 1
+            names[node["session_id"]] = f"{SUBAGENT} {agents}"
             continue
         position = counts.get(parent, 0)
         counts[parent] = position + 1
@@ -368,17 +391,35 @@ def names_in_forest(forest: Forest, session_ids) -> dict[str, str]:
 
 
 def branch_label(name: str | None) -> str:
-    """branch_names() 给的名字 -> 页面上怎么叫它：'B.A' -> '分支 B.A'；没有名字（不知道它在树里排第几）->
-    '（未命名分支）'，从不写成“分支 ?”。"""
-    return f"分支 {name}" if name else UNNAMED_BRANCH
+    """branch_names() 给的名字 -> 页面上怎么叫它：'B.A' -> '分支 B.A'；子代理（'🤖 子代理 2'、'🤖 子代理 2.A'）原样；
+    没有名字（不知道它在树里排第几）-> '（未命名分支）'，从不写成“分支 ?”。"""
+    if not name:
+        return UNNAMED_BRANCH
+    return name if name.startswith(SUBAGENT) else f"分支 {name}"
+
+
+
+def fork_place(node: dict, name: str | None) -> str:
+    """树标签里“从哪里长出来”：' · 自第 5 条'；子代理：' · 在第 3 条（启动它的调用）'；根（name 是空串）：''。"""
+    if name == "" or node.get("fork_point") is None:
+        return ""
+    if node.get("subagent") and not node.get("fork_point"):
+        return f" · 在第 {node['spawned_at']} 条（启动它的调用）" if node.get("spawned_at") else ""
+    return f" · 自第 {node['fork_point']} 条"
 
 
 def node_caption(node: dict, name: str | None, title_chars: int = TITLE_CHARS) -> str:
     """'分支 B：修复… · ➕ 方案 B：改用 Weak… · 9 条'（纯文本）；根（name 是空串）：'🌱 修复登录服务内存泄漏 · 5 条'；
+    子代理：'🤖 子代理 1：查找没有测试的模块 · 全部为新增 · 17 条'（它什么都没继承）；
     name 是 None：不是根、但不知道叫什么 -> '🌿 （未命名分支）：…'"""
     if name == "":
         return f"🌱 {shorten(node['title'], title_chars)} · {node['message_count']} 条"
     added = node.get("first_added") or ""
+    if node.get("subagent") and not node.get("fork_point"):
+        title = node["title"].removeprefix("子代理：")
+        return f"{name}：{shorten(title, 30)} · 全部为新增 · {node['message_count']} 条"
+    if node.get("converged_from"):   # 🔀 收敛节点：写它的决定（first_added 取的就是决定，见 s11_tree.first_added）
+        return f"🔀 {branch_label(name)} 收敛：{shorten(added or node['title'], 40)} · {node['message_count']} 条"
     plus = f" · ➕ {shorten(added, FIRST_ADDED_SHOWN)}" if added else " · （没有新增消息）"
     return f"🌿 {branch_label(name)}：{shorten(node['title'], 30)}{plus} · {node['message_count']} 条"
 
@@ -397,12 +438,12 @@ def tree_label(node: dict, prefix: str, marker: bool, name: str | None = None, i
     into（s11_tree.converged_into）给出时，收敛节点标“⇠┄ 收敛了 […]”，被收敛的分支标“已收敛到 […]”，另带本段的标签。"""
     if name is None and not prefix:
         name = ""   # 没有前缀的是树根
-    fork = f" · 自第 {node['fork_point']} 条" if node.get("fork_point") is not None and name != "" else ""
+    fork = fork_place(node, name)
     end = " ◀ 活动端" if marker else ""
     marks = marks_text(node, into) if into is not None else ""
     caption = node_caption(node, name)
-    if node.get("converged_from"):
-        caption = "🔀" + caption[1:] if caption[:1] in ("🌱", "🌿") else caption
+    if node.get("converged_from") and caption[:1] == "🌱":
+        caption = "🔀" + caption[1:]
     return f"{prefix}{caption}{fork} [{node['session_id']}]{end}{marks}"
 
 
@@ -461,11 +502,13 @@ def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: b
     for node, _, _ in nodes:
         mark = " ◀ 活动端" if node["session_id"] == end else ""
         name = names.get(node["session_id"], "")
-        head = f"🌿 分支 {name}" if name else "🌱 根"
+        head = ("🌿 " + branch_label(name) if not name.startswith(SUBAGENT) else name) if name else "🌱 根"
         if node.get("converged_from"):
             head = "🔀 " + head[2:]
         added = node.get("first_added") or ""
-        plus = f"<br/>➕ {mermaid_text(added, FIRST_ADDED_SHOWN)}" if name and added else ""
+        added_mark = "🔀 决定：" if node.get("converged_from") else "➕ "
+        plus = f"<br/>{added_mark}{mermaid_text(added, FIRST_ADDED_SHOWN)}" if name and added else ""
+        plus = "<br/>全部为新增" if node.get("subagent") and not node.get("fork_point") else plus
         label = (f"{head}{mark}<br/>{mermaid_text(node['title'])}{plus}<br/>💬 {node['message_count']} 条"
                  f" · 🆔 {mermaid_text(node['session_id'], 16)}")
         label += "".join(f"<br/>🏷️ #{number} {mermaid_text(text, 16)}" for number, text in own_labels(node)[:2])
@@ -477,6 +520,8 @@ def _mermaid_source(nodes: list, selected: str | None, end: str | None, links: b
             via = f" · 省略 {skipped} 个" if skipped else ""
             fork = node.get("fork_point")
             text = f"自第 {fork} 条{via}" if fork is not None else f"分支{via}"
+            if node.get("subagent") and not fork:   # 子代理：从启动它的调用那一条引出来
+                text = f"第 {node['spawned_at']} 条启动{via}" if node.get("spawned_at") else f"启动{via}"
             lines.append(f'    {alias[parent]} -->|"{text}"| {alias[node["session_id"]]}')
     for node, _, _ in nodes:   # 🔀 收敛：每个 converged_from 一条虚线，指向收敛节点
         for other in node.get("converged_from") or []:
@@ -730,6 +775,14 @@ class Explorer:
         """“最新 ▶”：回到最后 PAGE_SIZE 条。"""
         return self.window(token, view, None, teacher)
 
+    def show_only(self, token, view: View, shown, teacher: str | None = None) -> Page:
+        """对话的过滤（CHAT_FILTERS）：全部 / 隐藏工具与思考 / 只看我的提问。窗口位置不变。"""
+        def action(space, own):
+            if shown not in CHAT_FILTERS:
+                raise ExplorerError(f"对话只能这样显示：{' / '.join(CHAT_FILTERS.values())}")
+            return dataclasses.replace(view, shown=shown), "", {}
+        return self._act(token, view, teacher, action, area="path")
+
     def fork(self, token, view: View, at, first_message: str = "", title: str = "",
              teacher: str | None = None) -> Page:
         """在第 at 条之后分叉（保留前 at 条）；只读来源（书架、老师查看）复制进自己的空间。
@@ -982,7 +1035,7 @@ class Explorer:
 
     def _checked_upload(self, own, path) -> str:
         if not path or not isinstance(path, str):
-            raise ExplorerError("请先选择一个会话记录文件（.jsonl，Gemini CLI 的旧版记录是 .json）")
+            raise ExplorerError("请先选择一个会话记录文件（.jsonl，Gemini CLI 的旧版记录是 .json；连子代理文件夹一起是 .zip）")
         real = os.path.realpath(path)
         if self.upload_root and os.path.commonpath([real, self.upload_root]) != self.upload_root:
             raise ExplorerError("上传的文件不在上传目录里，已拒绝")
@@ -1003,7 +1056,7 @@ class Explorer:
                                         budget=_space_budget(s11_import.WriteBudget, target))
         picked = report.active_id or (report.node_ids[0] if report.node_ids else None)
         done = (f"📥 已导入 {literal_inline(os.path.basename(path), 80)}：{len(report.node_ids)} 个节点，"
-                f"跳过 {len(report.skipped)} 行")
+                f"跳过 {len(report.skipped)} 行") + _import_outcome(report)
         return View(source=MINE, session_id=picked, revision=-1), done, {"report": report.describe(),
                                                                          "fork_reset": True}
 
@@ -1258,9 +1311,23 @@ class Explorer:
         page.details = _details(store, node, page.read_only, clean, names.get(node.session_id, ""))
         page.siblings = _siblings(forest, node, names)
         page.chat, numbers, page.path_note, page.window_start = _path_chat(
-            node, view.start, clean, end=view.end, focus=view.focus, name=names.get(node.session_id, ""))
+            node, view.start, clean, end=view.end, focus=view.focus, name=names.get(node.session_id, ""),
+            shown=view.shown, spawned=_spawned(forest, node.session_id, names, clean))
         page.message_count = len(node.messages)
         page.view = dataclasses.replace(view, chat_numbers=tuple(numbers))
+
+
+def _import_outcome(report) -> str:
+    """结果行上该让读者知道的事：你续写过的节点怎么样了（Agent 的新对话落进了哪个子节点，或者没能导入），
+    看不到的子代理记录（怎么连文件夹一起导入写在导入报告里）。"""
+    parts = [f"你续写过的 `{kept}` 原样保留，Agent 在那之后写的 {count} 条在它的子节点 `{child}` 里"
+             for kept, child, count in report.continued[:3]]
+    if report.diverged:
+        parts.append(f"⚠️ {len(report.diverged)} 个你续写过的节点保留原样，Agent 那边的历史和它对不上，"
+                     "那里的新对话没有导入（见导入报告）")
+    if report.missing_subagents:
+        parts.append(f"⚠️ 看不到 {len(report.missing_subagents)} 个子代理的记录（导入报告里写着是哪些、怎么连文件夹一起导入）")
+    return "；" + "；".join(parts) if parts else ""
 
 
 # ── 页面各块 ───────────────────────────────────────────────────────────────────────────────
@@ -1340,19 +1407,26 @@ def _siblings(forest: Forest, node: SessionNode, names: dict[str, str]) -> tuple
     name = names.get(node.session_id, "")
     added = forest.by_id[node.session_id].get("first_added") or ""
     plus = f"：➕ {literal_inline(added, FIRST_ADDED_SHOWN)}" if added else ""
-    text = (f"🌿 父会话在这里分成 {len(ids)} 支：现在是 **分支 {literal_inline(name)}**（{at + 1}/{len(ids)}，"
-            f"自第 {node.fork_point} 条）{plus}")
+    text = (f"🌿 父会话在这里分成 {len(ids)} 支：现在是 **{literal_inline(branch_label(name))}**（{at + 1}/{len(ids)}"
+            f"{fork_place(forest.by_id[node.session_id], name).replace(' · ', '，')}）{plus}")
     return text, ids[at - 1], ids[(at + 1) % len(ids)]
 
 
 def _details(store, node: SessionNode, read_only: bool, clean: Callable[[str], str] = str, name: str = "") -> str:
     lineage = store.lineage(node.session_id)
     path = " → ".join(f"{literal_inline(clean(s['title']), 24)}" for s in lineage)
-    facts = [f"### {'🌿 分支 ' + literal_inline(name) + '：' if name else ''}{literal_inline(clean(node.title), 80)}",
+    head = ("🌿 " if not name.startswith(SUBAGENT) else "") + literal_inline(branch_label(name)) + "：" if name else ""
+    title = node.title.removeprefix("子代理：") if name.startswith(SUBAGENT) else node.title
+    facts = [f"### {head}{literal_inline(clean(title), 80)}",
              f"🆔 `{node.session_id}` · 💬 {len(node.messages):,} 条 · 🕒 {literal_inline(node.created_at)} · "
              f"修订 {node.revision}" + (" · 🔒 只读" if read_only else ""),
              f"🌳 路径：{path}"]
-    if node.fork_point is not None and node.parent_id:
+    source = node.source if isinstance(node.source, dict) else {}
+    if source.get("subagent") is True and not node.fork_point and node.parent_id:
+        where = source.get("spawned_at")
+        facts.append(f"🤖 子代理：父会话 `{node.parent_id}`" + (f" 第 {where} 条" if type(where) is int else "")
+                     + f" 启动了它；它什么都没继承，{len(node.messages)} 条全部为新增，编号从 1 起")
+    elif node.fork_point is not None and node.parent_id:
         facts.append(f"🌿 前 {node.fork_point} 条继承自父会话 `{node.parent_id}`，之后 "
                      f"{len(node.messages) - node.fork_point} 条是本分支新增的")
     from s11_import import usage  # 和导入一样按需加载
@@ -1362,11 +1436,76 @@ def _details(store, node: SessionNode, read_only: bool, clean: Callable[[str], s
     return "\n\n".join(facts)
 
 
+def _spawned(forest: Forest, session_id: str, names: dict[str, str], clean) -> dict[int, list[str]]:
+    """这个节点启动的子代理：{第几条（启动它的调用）: ['🤖 子代理 1：检查… [f23010c50e67]', …]}（纯文字）。"""
+    spawned: dict[int, list[str]] = {}
+    for child in forest.children(session_id):
+        if child.get("subagent") and child.get("spawned_at"):
+            title = shorten(clean(child["title"]).removeprefix("子代理："), 40)
+            spawned.setdefault(child["spawned_at"], []).append(
+                f"{names.get(child['session_id']) or SUBAGENT}：{title} [{child['session_id']}]")
+    return spawned
+
+
 def _path_chat(node: SessionNode, start: int | None, clean, *, end: int | None = None, focus: int | None = None,
-               name: str = "") -> tuple[list, list, str, int | None]:
+               name: str = "", shown: str = "all",
+               spawned: dict[int, list[str]] | None = None) -> tuple[list, list, str, int | None]:
     """对话窗口：[start, start+PAGE_SIZE) 这几条消息 -> (Chatbot 的行, 每行对应的消息编号, 说明, 窗口起点 1 起)。
     end（含）给了就让窗口停在那条上（链接、搜索命中：它落在最后，Chatbot 滚到底就看见它）。
-    只装着工具结果的消息不单独成泡：结果接进前面那次调用的折叠块里。"""
+    只装着工具结果的消息不单独成泡：结果接进前面那次调用的折叠块里。
+    shown（CHAT_FILTERS）只藏行：留下的每行仍对应它的绝对消息编号，窗口仍按消息条数翻页。
+    spawned（_spawned）：在启动子代理的那条消息后面画一条分隔线，写明它启动了哪个子代理（在会话树里选中它就能读）。"""
+    rows, numbers, note, first = _all_rows(node, start, clean, end=end, focus=focus, name=name)
+    if spawned:
+        rows, numbers = _with_spawn_marks(rows, numbers, spawned)
+    if shown not in ("talk", "prompts") or not rows:
+        return rows, numbers, note, first
+    kept = [(row, number) for row, number in zip(rows, numbers) if _shown(row, node.messages, number, shown)]
+    what = CHAT_FILTERS[shown]
+    note += f"；{what}：这一页显示 {len(kept)} 行" if kept else f"；{what}：这一页没有可显示的，点「◀ 更早」或换成「全部」"
+    return [row for row, _ in kept], [number for _, number in kept], note, first
+
+
+def _with_spawn_marks(rows: list, numbers: list, spawned: dict[int, list[str]]) -> tuple[list, list]:
+    """每条启动了子代理的消息的最后一行后面，插一条分隔线：'🤖 这里启动了 子代理 1：… [id]'。"""
+    marked_rows, marked_numbers = [], []
+    for index, (row, number) in enumerate(zip(rows, numbers)):
+        marked_rows.append(row)
+        marked_numbers.append(number)
+        last = index + 1 == len(rows) or numbers[index + 1] != number
+        if last and number in spawned:
+            marked_rows.append(_divider("🤖 这里启动了 " + "；".join(literal_inline(text) for text in spawned[number])
+                                        + "（在会话树里选中它就能读）"))
+            marked_numbers.append(number)
+    return marked_rows, marked_numbers
+
+
+def _shown(row: dict, messages: list, number: int, shown: str) -> bool:
+    """过滤时这一行留不留：分叉分隔线总留着；折叠块（思考、工具、注入的文字）都藏；只看提问时只留用户亲手打的话。"""
+    if _is_divider(row):
+        return True
+    if row.get("metadata"):
+        return False
+    if shown == "talk":
+        return True
+    message = messages[number - 1] if 0 < number <= len(messages) else None
+    return isinstance(message, dict) and message.get("role") == "user" and not message.get("meta") \
+        and not message.get("summary")
+
+
+DIVIDER_RULE = "* * *"   # 分隔线以一条水平线开头：别的行都以 “**#编号**” 开头，页面的样式据此把它画成分隔线，不画成气泡
+
+
+def _divider(text: str) -> dict:
+    return {"role": "assistant", "content": f"{DIVIDER_RULE}\n\n{text}\n\n{DIVIDER_RULE}"}
+
+
+def _is_divider(row: dict) -> bool:
+    return not row.get("metadata") and str(row.get("content", "")).startswith(DIVIDER_RULE)
+
+
+def _all_rows(node: SessionNode, start: int | None, clean, *, end: int | None, focus: int | None,
+              name: str) -> tuple[list, list, str, int | None]:
     total = len(node.messages)
     if end is not None and total:
         stop = min(total, max(1, end))
@@ -1379,8 +1518,8 @@ def _path_chat(node: SessionNode, start: int | None, clean, *, end: int | None =
     pending: list[tuple[int, str]] = []   # 还没等到结果的工具调用：(行号, 工具名)
     for index in range(begin, stop):
         if node.fork_point and index == node.fork_point and node.parent_id:
-            branch = f"分支 {name} " if name else "本分支"
-            rows.append(_thought(f"🌿 ─── {branch}从这里开始：前 {node.fork_point} 条继承自父会话 ───", ""))
+            branch = f"{branch_label(name)} " if name else "本分支"
+            rows.append(_divider(f"🌿 {branch}从这里开始：前 {node.fork_point} 条继承自父会话"))
             numbers.append(index)
             pending = []
         message = node.messages[index] if isinstance(node.messages[index], dict) else {"content": node.messages[index]}
@@ -1567,10 +1706,14 @@ _EDIT_HEADER = re.compile(r"^(?:📍 )?\*\*#\d+\*\*[^\n]*\n+")
 
 
 def _edited_text(value) -> str:
-    """Chatbot 的 edit 事件给回的文字 -> 读者改写后的那句话：去掉我们加的“#3 👤 用户”那一行和转义。"""
+    """Chatbot 的 edit 事件给回的文字 -> 读者改写后的那句话：去掉我们加的“#3 👤 用户”那一行和转义。
+    页面的脚本（explorer_tab.js）在改写框打开时已经换成了纯文字：没有那一行的文字原样就是读者打的话。"""
     if isinstance(value, list):
         value = "\n".join(str(item.get("text", "")) if isinstance(item, dict) else str(item) for item in value)
-    text = _EDIT_HEADER.sub("", str(value or ""), count=1)
+    text = str(value or "")
+    if not _EDIT_HEADER.match(text):
+        return _turn_text(text)
+    text = _EDIT_HEADER.sub("", text, count=1)
     fence = re.fullmatch(r"(`{3,}|~{3,})[^\n]*\n(.*)\n\1\s*", text, re.DOTALL)
     text = fence.group(2) if fence else re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", text)
     return _turn_text(text)

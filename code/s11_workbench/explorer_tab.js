@@ -7,6 +7,8 @@
 //     （?session= 链接一打开就切到本页的那段在 explorer_tab_head.html 里：它得在 <head> 里早早运行。）
 //  2. 选了 / 拖进来的文件太大或后缀不对：在 gradio 上传之前拦下（它的弹窗是英文的），交给服务器写一句中文。
 //     限额和后缀从隐藏的规则框里读（服务器填的），服务器上的检查（check_upload、UploadGuard）照旧都在。
+//  3. 点用户消息上的 ✏️：gradio 把气泡的 Markdown 原文（“**#9** 👤 用户”一行和转义）放进改写框；这里改成读者
+//     打的那句纯文字（与服务器的 explorer._edited_text 同一规则；服务器收到没有那一行的文字就原样当作纯文字）。
 () => {
   if (window.s11xScript) return;
   window.s11xScript = true;
@@ -68,6 +70,22 @@
     const input = event.target;
     if (!(input instanceof HTMLInputElement) || input.type !== "file" || !input.closest("#s11x-upload")) return;
     if (guard(event, input.files)) input.value = "";
+  }, true);
+  const plainEdit = (text) => {
+    const header = /^(?:📍 )?\*\*#\d+\*\*[^\n]*\n+/;
+    if (!header.test(text)) return text;
+    const body = text.replace(header, "");
+    const fence = /^(`{3,}|~{3,})[^\n]*\n([\s\S]*)\n\1\s*$/.exec(body);
+    return fence ? fence[2] : body.replace(/\\([!-/:-@[-`{-~])/g, "$1");
+  };
+  document.addEventListener("focusin", (event) => {
+    const box = event.target;
+    if (!(box instanceof HTMLTextAreaElement) || !box.closest("#s11x-path") || box.dataset.s11xPlain) return;
+    box.dataset.s11xPlain = "1";
+    const plain = plainEdit(box.value);
+    if (plain === box.value) return;
+    box.value = plain;
+    box.dispatchEvent(new Event("input", { bubbles: true }));
   }, true);
   document.addEventListener("drop", (event) => {
     if (!event.target || !event.target.closest || !event.target.closest("#s11x-upload")) return;

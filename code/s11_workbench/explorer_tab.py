@@ -29,6 +29,7 @@ from gradio.context import Context
 from s11_workbench import agent_folders_tab, compare_tab, fork_control_tab, history_tab, share_tab
 from s11_workbench.explorer import (
     AREAS,
+    CHAT_FILTERS,
     ID_COLUMN,
     LIST_HEADERS,
     MINE,
@@ -55,6 +56,18 @@ CSS = """
 #s11x-confirm { border: 2px solid var(--color-accent); border-radius: var(--radius-lg); padding: var(--spacing-lg); }
 .s11x-result { font-weight: 600; }
 #s11x-siblings { align-items: center; }
+/* 分叉处的分隔线（explorer.DIVIDER_RULE 开头的那一行）：不是气泡，是横贯对话的一条线和一句说明 */
+#s11x-path .message-row:has(.prose > hr:first-child) { justify-content: center; max-width: 100%; }
+#s11x-path .message-row:has(.prose > hr:first-child) .message,
+#s11x-path .message-row:has(.prose > hr:first-child) .bubble { background: none !important; border: none !important;
+  box-shadow: none !important; width: 100%; max-width: 100%; }
+#s11x-path .message-row:has(.prose > hr:first-child) .prose { text-align: center; color: var(--body-text-color-subdued);
+  font-size: var(--text-sm); }
+#s11x-path .message-row:has(.prose > hr:first-child) .prose hr { margin: 4px 0; border-top: 2px dashed var(--color-accent); }
+#s11x-path .message-row:has(.prose > hr:first-child) .prose p { margin: 0; }
+#s11x-path .message-row:has(.prose > hr:first-child) .flex-wrap,
+#s11x-path .message-row:has(.prose > hr:first-child) .flex-wrap > div { width: 100%; max-width: 100%; }
+#s11x-path .message-row:has(.prose > hr:first-child) + .message-buttons { display: none; }
 #s11x-actions > .block { margin-bottom: 6px; }
 /* 分支图后面跟着文字版：宽屏看图；窄屏上图里的字会缩到 12 px 以下，改看文字版 */
 #s11x-map .mermaid ~ * { display: none; }
@@ -85,8 +98,8 @@ RESULTS = tuple(f"{area}_result" for area in AREAS)
 FORK_FORM = fork_control_tab.FORM   # 分叉控件的五格：位置、第一条消息、标题、说明、按钮
 # 所有输出，按这个顺序（compare_tab.py、agent_folders_tab.py 用 outputs + page_outputs(page) 接整页）
 ALL = ("notice", "confirm_box", "confirm_text", "view", "space_label", "source", "list_note", "table", "tree",
-       "details", "chat", "path_note", "start", "resume_button", "delete", "restore", "download_md", "download_html",
-       "preview", "map", "problems", "trash", "trash_note", "examples", "teacher_box", "student", "publish",
+       "details", "chat", "chat_filter", "path_note", "start", "resume_button", "delete", "restore", "download_md",
+       "download_html", "preview", "map", "problems", "trash", "trash_note", "examples", "teacher_box", "student", "publish",
        "unpublish", "report", "resume_text", *RESULTS, "sibling_row", "sibling_text", "previous", "next",
        "hits_note", "hits", *FORK_FORM, "remembered", "shown")
 # 每个动作都重画的部分（列表、树、路径……每次都从磁盘重读）；下面几组只在会变的动作上加进来
@@ -143,6 +156,7 @@ def page_outputs(page: Page, names: tuple = ALL, shown: dict | None = None) -> l
         "tree": lambda: shown.prop("tree", tuple(page.tree_choices),
                               lambda: gr.Radio(choices=page.tree_choices, value=tree_value), tree_value),
         "details": lambda: page.details, "chat": lambda: page.chat, "path_note": lambda: page.path_note,
+        "chat_filter": lambda: view.shown,
         "start": lambda: page.window_start,
         "resume_button": button("writable", RESUME_LABEL, interactive=writable),
         "delete": button("writable", DELETE_LABEL, interactive=writable),
@@ -232,6 +246,9 @@ def build(ctx) -> None:
                 sibling_text = gr.Markdown("", elem_id="s11x-sibling-text")
                 next_sibling = gr.Button(NEXT_LABEL, size="sm", min_width=90, scale=0, interactive=False,
                                          elem_id="s11x-sibling-next")
+            # 对话的过滤（像 claude-code-log）：只藏行，点留下的消息照样在它的绝对位置分叉（explorer.CHAT_FILTERS）
+            chat_filter = gr.Radio([(label, key) for key, label in CHAT_FILTERS.items()], value="all",
+                                   label="对话里显示", container=False, elem_id="s11x-chat-filter")
             chat = gr.Chatbot([], allow_tags=False, sanitize_html=True, render_markdown=True, latex_delimiters=[],
                               height=520, show_label=False, feedback_options=None, group_consecutive_messages=False,
                               buttons=["copy", "copy_all"],   # 不要“分享到 Hugging Face”：页面全程离线
@@ -285,7 +302,7 @@ def build(ctx) -> None:
     shown = gr.State(dict(BUILT))
     components = {"notice": notice, "confirm_box": confirm_box, "confirm_text": confirm_text, "view": view,
                   "space_label": space_label, "source": source, "list_note": list_note, "table": table, "tree": tree,
-                  "details": details, "chat": chat, "path_note": path_note, "start": start,
+                  "details": details, "chat": chat, "chat_filter": chat_filter, "path_note": path_note, "start": start,
                   "resume_button": resume.button, "delete": trash.delete, "restore": trash.restore,
                   "download_md": export.markdown, "download_html": export.html, "preview": export.preview,
                   "map": branch_map, "problems": problems, "trash": trash.choices, "trash_note": trash.note,
@@ -317,6 +334,7 @@ def build(ctx) -> None:
     wire(earlier.click, explorer.earlier, [], "explorer_earlier")
     wire(start.submit, explorer.window, [start], "explorer_window")
     wire(later.click, explorer.latest, [], "explorer_latest")
+    wire(chat_filter.input, explorer.show_only, [chat_filter], "explorer_show_only")
     wire(previous_sibling.click, explorer.previous_sibling, [], "explorer_sibling_previous", PICKED)
     wire(next_sibling.click, explorer.next_sibling, [], "explorer_sibling_next", PICKED)
     wire(fork.button.click, explorer.fork, [fork.at, fork.text, fork.title], "explorer_fork", PICKED)
@@ -474,7 +492,8 @@ def _trash_area(result_line) -> _Controls:
 def _import_area(result_line, ctx) -> _Controls:
     with gr.Accordion("📥 导入", open=False, elem_id="s11x-import-tab"):
         # 不设 file_types：gradio 会先在浏览器里用英文弹窗拒绝别的后缀；改由 check_upload 在服务器上查，写一句中文
-        upload = gr.File(label="上传 Claude Code / Pi / Codex / Gemini CLI 的会话记录（.jsonl / .json / .jsonl.zst）",
+        upload = gr.File(label="上传 Claude Code / Pi / Codex / Gemini CLI 的会话记录（.jsonl / .json / .jsonl.zst；"
+                               "连子代理文件夹一起打成 .zip）",
                          type="filepath", elem_id="s11x-upload")
         # 页面的脚本（JS）在上传之前按这里的规则查大小和后缀；不行就把问题写进 refused（都在页面里、看不见）
         rules = json.dumps({"max": ctx.spaces.limits.max_upload_bytes, "suffixes": list(UPLOAD_SUFFIXES)})

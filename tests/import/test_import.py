@@ -669,9 +669,30 @@ def test_a_node_resumed_in_the_store_is_never_overwritten_by_a_reimport(tmp_path
     store.save(node)
     log.user("u2", "a1", "Agent 又聊了一句").write(path)
     report = import_file(path, store)
-    assert report.kept == 1 and report.written == 0
-    assert any(node_id in w and "续写" in w for w in report.warnings)
+    assert report.kept == 1 and report.written == 1   # the one node written holds the agent's turn (issue 42 item 5)
     assert plain(store.load(node_id).messages[-1]) == "我在仓库里续写的一句"
+    ((kept, child_id, count),) = report.continued
+    child = store.load(child_id)
+    assert (kept, count, child.parent_id, child.fork_point) == (node_id, 1, node_id, 2)
+    assert plain(child.messages[-1]) == "Agent 又聊了一句" and report.active_id == child_id
+    assert f"子节点 {child_id}" in report.describe()
+    assert import_file(path, store).written == 0   # nothing new: nothing written
+
+
+def test_agent_turns_that_no_longer_match_a_resumed_node_are_reported_not_guessed(tmp_path, store):
+    log = Claude().user("u1", None, "开始").assistant("a1", "u1", text("好"))
+    path = log.write(tmp_path / "s.jsonl")
+    (node_id,) = import_file(path, store).node_ids
+    node = store.load(node_id)
+    node.messages.append({"role": "user", "content": "我在仓库里续写的一句"})
+    store.save(node)
+    saved = store.load(node_id).messages
+    log.lines[1]["message"]["content"] = text("Agent 改写了这一句")   # the agent's history changed under us
+    log.user("u2", "a1", "Agent 又聊了一句").write(path)
+    report = import_file(path, store)
+    assert report.continued == [] and report.diverged == [node_id] and report.written == 0
+    assert any(node_id in w and "续写" in w for w in report.warnings)
+    assert store.load(node_id).messages == saved
 
 
 def test_when_the_active_end_moves_to_an_old_branch_the_old_node_is_kept_and_named(tmp_path, store):

@@ -108,6 +108,78 @@ def test_listing_importing_and_following_from_this_machine(setup, home):
     assert tree_digest(home) == after and set(before) == set(after)   # only the agent itself wrote there
 
 
+def agent_writes(session: Path, text: str, number: int) -> None:
+    """The agent appends one user turn after its current end (the leaf that last-prompt names, then this chain)."""
+    records = [json.loads(line) for line in session.read_text(encoding="utf-8").splitlines()]
+    chained = [r for r in records if str(r.get("uuid", "")).startswith("aaaaaaaa-")]
+    leaf = chained[-1]["uuid"] if chained else next(r["leafUuid"] for r in records if r.get("type") == "last-prompt")
+    last = next(r for r in records if r.get("uuid") == leaf)
+    grown = {**last, "uuid": f"aaaaaaaa-0000-4000-8000-{number:012d}", "parentUuid": leaf, "type": "user",
+             "timestamp": f"2099-01-01T00:00:{number:02d}.000Z", "message": {"role": "user", "content": text}}
+    moved = {"type": "last-prompt", "lastPrompt": text, "leafUuid": grown["uuid"], "sessionId": last["sessionId"]}
+    with session.open("a", encoding="utf-8") as out:   # Claude Code writes last-prompt again after each turn
+        out.write(json.dumps(grown, ensure_ascii=False) + "\n" + json.dumps(moved, ensure_ascii=False) + "\n")
+
+
+def holding(store, text: str) -> list:
+    return [s["session_id"] for s in store.list_sessions()
+            if text in json.dumps(store.load(s["session_id"]).messages, ensure_ascii=False)]
+
+
+def test_following_keeps_following_after_a_local_resume(setup):
+    """Issue 42 item 5: a local 续写 on the followed node used to make every later agent turn vanish while the result
+    line said 已重新导入. Now the reader's node stays as they left it, the agent's turns land in one child node that
+    forks where the two diverged, every later turn lands there too, and the result line names that child."""
+    spaces, folders = setup
+    token = spaces.new_token()
+    listing = folders.list(LOCAL)
+    page, followed = folders.import_row(LOCAL, token, View(), listing, 0, follow=True)
+    store = spaces.open(token).store
+    followed_id = page.view.session_id
+    imported = len(store.load(followed_id).messages)
+    page = folders.explorer.resume(token, page.view, "我自己在页面上接着问一句")
+    assert page.notice.startswith("✅"), page.notice
+    mine = store.load(followed_id)
+    kept_messages = list(mine.messages)
+    session = Path(listing.paths[0])
+    agent_writes(session, "Agent 之后的第一轮", 1)
+    again, followed = folders.tick(LOCAL, token, page.view, followed)
+    child_id = holding(store, "Agent 之后的第一轮")
+    assert len(child_id) == 1 and child_id[0] != followed_id
+    child = store.load(child_id[0])
+    assert (child.parent_id, child.fork_point) == (followed_id, imported)   # forks where the two diverged
+    assert store.load(followed_id).messages == kept_messages                 # the reader's turn is untouched
+    assert f"子节点 `{child.session_id}`" in again.notice and "原样保留" in again.notice, again.notice
+    assert again.view.session_id == child.session_id                         # the page shows where the agent is now
+    # a second agent turn lands in the same child, nothing else changes
+    agent_writes(session, "Agent 之后的第二轮", 2)
+    third, followed = folders.tick(LOCAL, token, again.view, followed)
+    assert holding(store, "Agent 之后的第二轮") == [child.session_id]
+    assert store.load(followed_id).messages == kept_messages and "子节点" in third.notice
+    assert [m["content"] for m in store.load(child.session_id).messages[-2:]] == ["Agent 之后的第一轮",
+                                                                                  "Agent 之后的第二轮"]
+
+
+def test_a_resume_on_the_child_too_grows_one_more_level_and_loses_nothing(setup):
+    spaces, folders = setup
+    token = spaces.new_token()
+    listing = folders.list(LOCAL)
+    page, followed = folders.import_row(LOCAL, token, View(), listing, 0, follow=True)
+    store = spaces.open(token).store
+    page = folders.explorer.resume(token, page.view, "读者 1")
+    session = Path(listing.paths[0])
+    agent_writes(session, "Agent 1", 1)
+    page, followed = folders.tick(LOCAL, token, page.view, followed)
+    child = page.view.session_id
+    page = folders.explorer.resume(token, page.view, "读者 2")
+    agent_writes(session, "Agent 2", 2)
+    page, followed = folders.tick(LOCAL, token, page.view, followed)
+    grandchild = store.load(page.view.session_id)
+    assert grandchild.parent_id == child and grandchild.messages[-1]["content"] == "Agent 2"
+    assert [m["content"] for m in store.load(child).messages[-2:]] == ["Agent 1", "读者 2"]
+    assert holding(store, "读者 1") and holding(store, "读者 2")
+
+
 @pytest.mark.parametrize("row", [5, -1, "0", None, True, 0.0])
 def test_a_row_the_listing_does_not_have_writes_nothing(setup, row):
     spaces, folders = setup

@@ -102,7 +102,9 @@ def test_selecting_a_branch_shows_the_tree_with_the_active_end_and_the_path_from
     headers = [row["content"].split("\n")[0] for row in page.chat if "metadata" not in row]
     assert headers[0].startswith("**#2**") and headers[-1].startswith("**#9**")
     titles = [row["metadata"]["title"] for row in page.chat if "metadata" in row]
-    assert titles[0] == "#1 🧠 系统提示" and any("从这里开始" in title for title in titles)
+    assert titles[0] == "#1 🧠 系统提示" and not any("从这里开始" in title for title in titles)
+    assert any(row["content"].startswith("* * *") and "从这里开始" in row["content"] for row in page.chat
+               if "metadata" not in row)   # the fork divider is a divider row (issue 42), not a folded bubble
     assert page.view.revision == 2 and page.message_count == 9 and "第 1–9 条" in page.path_note
     assert "前 5 条继承自父会话" in page.details
 
@@ -141,10 +143,11 @@ def test_tool_calls_and_thinking_are_collapsed_and_long_outputs_folded(explorer,
     thoughts = {row["metadata"]["title"]: row for row in page.chat if "metadata" in row}
     # the assistant turn has no text: no empty bubble, its number goes into the first collapsed block;
     # the tool result (a user turn holding only that) joins its call in one block on the assistant's side
-    assert set(thoughts) == {"**#2** 🤖 助手 · 💭 思考", "🔧 调用工具 Bash → 📤 有结果"}
+    # the call's header names its command (issue 42: no need to open every call)
+    assert set(thoughts) == {"**#2** 🤖 助手 · 💭 思考", "🔧 调用工具 Bash · ls → 📤 有结果"}
     assert all(row["metadata"]["status"] == "done" for row in thoughts.values())   # collapsed
     assert [row["role"] for row in page.chat if "metadata" not in row] == ["user"]   # only "列出文件"
-    folded = thoughts["🔧 调用工具 Bash → 📤 有结果"]["content"]
+    folded = thoughts["🔧 调用工具 Bash · ls → 📤 有结果"]["content"]
     assert '"command": "ls"' in folded and "📤 结果" in folded
     assert "已折叠" in folded and "5,000 行" in folded and len(folded) < len(long_output) // 5
     assert page.view.chat_numbers == (1, 2, 2)
@@ -937,8 +940,8 @@ def test_harness_commands_become_a_command_chip_and_the_divider_has_no_body(expl
     assert any(row.get("metadata", {}).get("title", "").endswith("📟 命令输出") and "See ya!" in row["content"]
                for row in page.chat)
     child = explorer.fork(token, page.view, 2, "继续")
-    divider = [row for row in child.chat if "从这里开始" in row.get("metadata", {}).get("title", "")]
-    assert len(divider) == 1 and divider[0]["content"] == ""
+    divider = [row for row in child.chat if "从这里开始" in row["content"] and "metadata" not in row]
+    assert len(divider) == 1 and divider[0]["content"].startswith("* * *")
 
 
 def test_a_torn_line_is_reported_in_chinese_not_in_the_json_parsers_english(explorer, spaces, tmp_path):
@@ -958,7 +961,7 @@ def test_an_upload_is_checked_as_soon_as_it_arrives_with_a_chinese_reason(explor
     wrong.write_text("hello")
     good = uploads / "ok.jsonl"
     good.write_bytes(Path(s11_import.list_examples()[-1]).read_bytes())
-    assert explorer.check_upload(token, str(wrong)).startswith("⚠️ 只能导入 .jsonl、.json、.jsonl.zst 文件")
+    assert explorer.check_upload(token, str(wrong)).startswith("⚠️ 只能导入 .jsonl、.json、.jsonl.zst、.zip 文件")
     assert explorer.check_upload(token, str(good)) == ""
     assert explorer.check_upload("forged.token", str(good)).startswith("⚠️")   # the token is checked first
     tight = Explorer(Spaces(tmp_path / "s2", limits=Limits(max_upload_bytes=10, min_free_bytes=0)),
