@@ -67,6 +67,8 @@ _texts = st.lists(st.lists(_pieces | st.text(max_size=6), max_size=6).map("".joi
 @example(["\u212aey=abc123XYZ"])                     # ... and the Kelvin sign as k
 @example(["手机１３８１２３４５６７８"])               # full-width digits: the plain path converts them first
 @example(["a@example.com13812345678"])               # a second round after the first masks
+@example(["x_key=aws", "secret_key=" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789+/Ab"])   # lines of two strings
+# run together: the second must not see the first's "aws" before it
 def test_fast_gives_what_the_plain_module_gives(texts):
     assert find_all(texts) == plain(texts)
 
