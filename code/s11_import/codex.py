@@ -142,8 +142,8 @@ def _add(t: Transcript, line: int, sub: int, message: dict, assistant_side: bool
     """把一条消息接在当前位置后面。同一句话两处都写了（旧版的 event_msg 镜像、新版的 item_completed 和
     response_item；source 说是哪一处）只留先读到的：用户输入比“上一句还没被回答的输入”，回答和思考在这一轮里
     和另一处一对一地配对——同一处把同一句话说两遍，两遍都留着。"""
-    key = _reply_key(message) if assistant_side else None
-    if _repeated(t, message, key, assistant_side, source):
+    prompt, key = is_prompt(message), _reply_key(message) if assistant_side else None
+    if _repeated(t, message, key, prompt, source):
         return None
     uid, parent = _uid(t, line, sub), t.state.get("tip")   # = ids()，少一次调用
     message["id"] = uid
@@ -154,7 +154,7 @@ def _add(t: Transcript, line: int, sub: int, message: dict, assistant_side: bool
             message["model"] = t.state["model"]
     else:
         t.state["turn"] = t.state.get("turn", 0) + 1   # 一次回复到此为止
-    entry.prompt = is_prompt(message)
+    entry.prompt = prompt
     if entry.prompt:
         t.state.setdefault("turns", []).append((uid, parent))
     t.note_tool_calls(message, uid)
@@ -219,8 +219,8 @@ class _Unpaired:
         return True
 
 
-def _repeated(t: Transcript, message: dict, key: Optional[tuple], assistant_side: bool, source: str) -> bool:
-    if not assistant_side and is_prompt(message):
+def _repeated(t: Transcript, message: dict, key: Optional[tuple], prompt: bool, source: str) -> bool:
+    if prompt:
         asked, said = t.state.get("asked"), _normal(_said(message))
         return bool(said) and bool(asked) and (asked == said or asked.endswith(said) or said.endswith(asked))
     if key is None:
