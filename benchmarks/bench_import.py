@@ -304,15 +304,18 @@ def measure(name: str, path: Path, work: Path, runs: int) -> tuple[list, float]:
     folders = iter(range(10 ** 6))
     stores = work / f"stores-{path.stem}"   # per transcript: a store left by an earlier row would already hold
                                            # the chunks of a shared prefix (same generator seed), so less is written
-    floors, plans, fulls, reports = [], [], [], []
+    floors, plans, fulls, reports, cpu_ratios = [], [], [], [], []
     s11_import.import_file(path, SessionStore(work / "dry"), dry_run=True)   # untimed: lazy imports, caches
     for _ in range(runs):
+        cpu_started = time.process_time()
         floors.append(seconds(json_floor, path))
+        cpu_floor = time.process_time() - cpu_started
         plans.append(seconds(s11_import.import_file, path, SessionStore(work / "dry"), dry_run=True))
         store = SessionStore(stores / f"store-{next(folders)}")
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         reports.append(s11_import.import_file(path, store))
         fulls.append(time.perf_counter() - started)
+        cpu_ratios.append((time.process_time() - cpu_started) / cpu_floor)
     again = c.median([seconds(s11_import.import_file, path, store) for _ in range(runs)])
     report = reports[-1]   # the stores stay until the scratch folder goes (see formats_section)
     megabytes = size / 1024 / 1024
@@ -321,7 +324,8 @@ def measure(name: str, path: Path, work: Path, runs: int) -> tuple[list, float]:
     full_ratio = c.median([i / f for i, f in zip(fulls, floors)])
     return [name, f"{megabytes:.1f}", c.ms(floor, 0), f"{c.ms(plan, 0)} ({plan_ratio:.1f}×)",
             f"{megabytes / plan:.1f}", f"{c.ms(full, 0)} ({full_ratio:.1f}×)", f"{megabytes / full:.1f}",
-            f"{c.ms(again, 0)}", f"{report.bytes_written / size:.2f}", c.human_bytes(report.copy_bytes),
+            f"{c.median(cpu_ratios):.1f}×", f"{c.ms(again, 0)}", f"{report.bytes_written / size:.2f}",
+            c.human_bytes(report.copy_bytes),
             str(len(report.node_ids)), str(report.messages)], full_ratio
 
 
@@ -354,10 +358,12 @@ def formats_section(work: Path, megabytes: float, runs: int, only: str | None = 
         # then the nine 20 MB rows keep about 0.6 GB (transcripts and three stores each) in the scratch folder.
     c.print_table("import vs json.loads of the same lines, per format", [
         "transcript", "MB", "json.loads ms", "plan ms (×)", "plan MB/s", "import ms (×)", "import MB/s",
-        "re-import ms", "written/read", "fork copies", "nodes", "messages"], rows,
+        "import CPU ×", "re-import ms", "written/read", "fork copies", "nodes", "messages"], rows,
         note="plan = import_file(dry_run=True): read, repair, relink, merge, linearise, plan; no writes.\n"
              "import = plan + saving every node (atomic write + fsync). × = median over the runs of each run's\n"
              "multiple of its own json.loads (the three are timed back to back in every run).\n"
+             "import CPU × = the same ratio in CPU seconds of this process: what other processes on a shared machine\n"
+             "move least (fsync waits are not in it); the budget line is the wall-clock ×.\n"
              "written/read < 1 when there are no branches: thinking signatures, encrypted reasoning, toolUseResult\n"
              "copies, event_msg mirrors and hook lines are not kept; fork copies = the prefixes branch nodes repeat\n"
              "from their parent (compact JSON), the price of the chapter's self-contained nodes.")

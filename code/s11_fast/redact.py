@@ -5,8 +5,9 @@
         → 每行规则的“必要条件”：同一个开头字节的条件并成一个正则，一趟扫完（_FOLDED_CONDITIONS、_RAW_CONDITIONS）；
           数字骨架里长度和开头几位对得上的一整串数字、分好组的号码（_number_rows、_NUMBER_GROUPED）
         → 记下条件出现在哪个字符串的哪一行、是哪几行规则的条件
-        → 每个字符串里，条件相同的行（各带上它前面的 "\\n"）拼成一段小文字，只跑这几行规则（s11_redact._claims）；
-          遮过之后的下一轮只看有标记的行；命中的位置换算回原来的字符串（find 本身还是 s11_redact.find）。
+        → 所有字符串里条件相同的行（各带上它前面的 "\\n"，字符串的第一行补一个）拼成一段小文字，只跑一次这几行
+          规则（s11_redact._claims）；遮过之后的下一轮只看那个字符串里有标记的行；命中的位置换算回原来的字符串
+          （find 本身还是 s11_redact.find）。
 
 关键洞察：规则表的每一行（私钥除外）都不跨过换行（s11_redact 的文档这样保证），所以一行文字的结果只取决于
 这一行本身和它前面的那个 "\\n"：把挑出来的行单独拼起来跑，和在整个字符串上跑，得到的是同样的命中。
@@ -45,7 +46,7 @@ _FOLDED_CONDITIONS = [   # 在小写副本里找
     (("private_key",), rb"ke(?<=private ke)(?=y)"),          # 排在同一开头的条件前面
     (("slack_webhook",), rb"ks(?<=hooks)(?=\.slack\.com/)"),
     (("discord_webhook",), rb"ks(?<=/api/webhooks)(?=/)"),
-    (("sk_api_key",), rb"k-(?<=sk-)"),
+    (("sk_api_key",), rb"k-(?<=sk-)(?<![a-z0-9_-]sk-)(?=[a-z0-9_-]{20})"),   # 在单词开头（task- 不算），后面 20 个字符
     (("stripe_key",), rb"k_(?=(?:live|test)_)"),
     (("cookie",), rb"ki(?<=cooki)(?=e)"),
     (("credential",), rb"ke(?<=toke)(?=n" + _NAME_THEN_SIGN + rb")"),
@@ -107,7 +108,7 @@ _FOLDED = _by_first_byte(_FOLDED_CONDITIONS)
 _RAW = _by_first_byte(_RAW_CONDITIONS)
 # 数字类的行，在数字骨架里找（数字 → "0"，空格 . - → "-"，"+" 和 "x" 不变，其余 → " "）：
 # 不分组的号码是前后都不挨着数字的一整串（后顾断言和 _NUMBER_END 保证的），长度和开头的几位决定它可能是哪一种（_number_rows）；
-# 分组的号码（3-4-4、4-4-4-4、4-6-5、6-8-4、6-4-4-4……）都含有 "0000-0000"，三行都要跑。
+# 分组的号码（3-4-4、4-4-4-4、4-6-5、6-8-4、6-4-4-4、14-4……）都含有 "0000-000"，三行都要跑。
 # 日志里的 13 位毫秒时间戳、12 和 14 位的数字、没有发卡行前缀的订单号不是任何一种，不必交给规则表。
 # （卡号字样后面的卡号那一行，条件是 "card" 或 "卡" 这个词本身。）
 _NUMBER_RULES = ("cn_id_number", "bank_card", "cn_mobile")
@@ -132,16 +133,17 @@ def _number_rows(folded: bytes, start: int, end: int, card_issuer: re.Pattern[by
     return tuple(rows)
 
 
-_NUMBER_GROUPS = b"0000-0000"
+# 找到 "0000-000" 就连同它右边的整串数字和分隔符一起吃进（一串 UUID 只算一处），
+_NUMBER_GROUP_RUN = re.compile(rb"0000-000[0-]*")
 # ……再看它附近是不是真有一个分好了组的号码：前后不再挨着数字，每组的位数对得上（全是数字的 UUID 8-4-4-4-12、
 # 浮点数时间戳 1732867200.123456 都不是）。卡号 4-4-4-4(-1..3)、Amex 4-6-5、手机号 3-4-4（前面可以是 +86），
-# 身份证号 6-4-4-4（每个分隔都可有可无）；0086 后面的分组手机号要看数字本身，在小写副本里找。
-# 一个分好组的号码最长 23 个字符，"0000-0000" 在它里面：在找到的地方前 24、后 32 个字符里找就够了。
-_NUMBER_GROUPED = re.compile(
-    rb"(?<!0)0000-0000-0000-0000(?:-0{1,3})?(?!0)"
-    rb"|(?<!0)0000-000000-00000(?!0)"
-    rb"|(?:(?<!0)|(?<=\+00))000-0000-0000(?!0)"
-    rb"|(?<!0)000000-?0000-?0000-?000[0x](?!0)")
+# 身份证号 6-4-4-4（每个分隔都可有可无，至少有一个）；0086 后面的分组手机号要看数字本身，在小写副本里找。
+_NUMBER_GROUPED = re.compile(   # 每一支都从号码的第一个数字开始：正则以字面的 0 打头，re 只在数字上尝试
+    rb"0(?:(?<!00)(?:000-0000-0000-0000(?:-0{1,3})?"                  # 卡号 4-4-4-4(-1..3)
+    rb"|000-000000-00000"                                               # Amex 4-6-5
+    rb"|00-0000-0000"                                                   # 手机号 3-4-4
+    rb"|00000(?:-0000-?0000-?|0000(?:-0000-?|0000-))000[0x])"          # 身份证号 6-4-4-4，至少一个分隔
+    rb"|(?<=\+000)00-0000-0000)(?!0)")                                 # +86 后面的手机号 3-4-4
 _GROUPED_MOBILE_AFTER_0086 = re.compile(rb"0086(?=1[3-9][0-9][ .-][0-9]{4}[ .-][0-9]{4}(?![0-9]))")
 _SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte in b" .-" else
                   byte if byte in b"+x" else ord(" ") for byte in range(256))
@@ -181,39 +183,58 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
     def rules_for(names: set[str]) -> list:
         return [rule for rule in built_in if rule.name in names]
 
-    def claims_in_lines(text: str, lines: list[int], names: set[str] | None) -> list[tuple[int, int, str]]:
-        """plain._claims(text) 落在 lines（行首位置）那些行里的命中：只在这些行（和它们要带上的上文）拼成的一段
-        小文字上跑，再换算回 text 的位置。names：要跑的规则；None = 整张表。"""
-        pieces = _pieces(text, lines)
-        window = "".join(text[start:end] for start, end in pieces)
-        starts = list(itertools.accumulate([0] + [end - start for start, end in pieces[:-1]]))
-        wanted, found = set(lines), []
-        for start, end, label in plain._claims(window, None if names is None else rules_for(names)):
-            piece = bisect.bisect_right(starts, start) - 1     # 命中从不跨过一行，所以落在一段里
-            shift = pieces[piece][0] - starts[piece]
-            if text.rfind("\n", 0, start + shift) + 1 in wanted:   # 带上的上文里的命中归它自己那一行去算
-                found.append((start + shift, end + shift, label))
+    def claims_in_lines(places: list[tuple[str, list[int]]], names: set[str] | None) -> list[list[tuple[int, int, str]]]:
+        """对 places 里的每个 (text, lines)：plain._claims(text) 落在 lines（行首位置）那些行里的命中。
+        所有这些行（和它们要带上的上文）拼成一段小文字，只跑一次规则表，再换算回各自 text 的位置。
+        每段都以一个 "\n" 开头（字符串开头的那段补一个），所以哪一段的规则都看不到前一段的文字。
+        names：要跑的规则；None = 整张表。"""
+        pieces, starts, owners, size = [], [], [], 0      # owners：这一段属于 places 的第几个、位置差多少
+        for number, (text, lines) in enumerate(places):
+            for start, end in _pieces(text, lines):
+                prefix = "" if start else "\n"
+                pieces.append(prefix + text[start:end])
+                starts.append(size)
+                owners.append((number, start - len(prefix) - size))
+                size += len(pieces[-1])
+        wanted = [set(lines) for _, lines in places]
+        found: list[list[tuple[int, int, str]]] = [[] for _ in places]
+        for start, end, label in plain._claims("".join(pieces), None if names is None else rules_for(names)):
+            number, shift = owners[bisect.bisect_right(starts, start) - 1]   # 命中从不跨过一行，所以落在一段里
+            text = places[number][0]
+            if text.rfind("\n", 0, start + shift) + 1 in wanted[number]:     # 带上的上文里的命中归它自己那一行去算
+                found[number].append((start + shift, end + shift, label))
         return found
 
-    def find_in_lines(text: str, chosen: _Lines) -> list[tuple[int, int, str]]:
-        """plain.find(text)。第一轮：条件相同的行拼在一起，只跑这些条件对应的规则（一行里没有条件的规则在这一行
-        什么也找不到，跑不跑都一样）。后几轮只看有标记的行（别的行一个字都没变，上一轮在它们里面什么也没找到，
-        这一轮也一样），在这几行上跑整张表：它们很短，比重新找条件还便宜。"""
+    def first_round(texts: list[str], chosen: dict[int, _Lines]) -> dict[int, list[tuple[int, int, str]]]:
+        """挑出来的每个字符串（整个交给规则表的除外）第一轮的命中：所有字符串里条件相同的行拼在一起，只跑这些条件
+        对应的规则（一行里没有条件的规则在这一行什么也找不到，跑不跑都一样）。"""
+        same_rows: dict[frozenset[str], dict[int, list[int]]] = {}
+        for index, lines in chosen.items():
+            for line, names in ({} if lines.whole else lines.lines).items():
+                same_rows.setdefault(frozenset(names), {}).setdefault(index, []).append(line)
+        found: dict[int, list[tuple[int, int, str]]] = {index: [] for index, lines in chosen.items() if not lines.whole}
+        for names, by_text in same_rows.items():
+            places = [(texts[index], lines) for index, lines in by_text.items()]
+            for index, claims in zip(by_text, claims_in_lines(places, names)):
+                found[index] += claims
+        return {index: sorted(claims) for index, claims in found.items()}
+
+    def find_in_lines(text: str, first: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+        """plain.find(text)，第一轮的命中已经有了（first_round）。后几轮只看有标记的行（别的行一个字都没变，
+        上一轮在它们里面什么也没找到，这一轮也一样），在这几行上跑整张表：它们很短，比重新找条件还便宜。"""
         def claims(masked: str) -> list[tuple[int, int, str]]:
-            if masked is not text:
-                return claims_in_lines(masked, _marked_lines(masked, plain._MARKER_START), None)
-            same_rows: dict[frozenset[str], list[int]] = {}
-            for line, names in chosen.lines.items():
-                same_rows.setdefault(frozenset(names), []).append(line)
-            return sorted(claim for names, lines in same_rows.items() for claim in claims_in_lines(text, lines, names))
+            if masked is text:
+                return first
+            return claims_in_lines([(masked, _marked_lines(masked, plain._MARKER_START))], None)[0]
         return plain.find(text, claims)
 
     def find_all(texts: list[str]) -> list[list[tuple[int, int, str]]]:
         if tuple(plain.RULES) != built_in:   # 学生改过规则表：新行的必要条件这里不知道
             return [plain.find(text) for text in texts]
         chosen = _candidates(texts, card_issuer)
+        first = first_round(texts, chosen)
         return [[] if index not in chosen else plain.find(text) if chosen[index].whole
-                else find_in_lines(text, chosen[index]) for index, text in enumerate(texts)]
+                else find_in_lines(text, first[index]) for index, text in enumerate(texts)]
     return find_all
 
 
@@ -252,9 +273,11 @@ def _marked_lines(text: str, marker: str) -> list[int]:
     return lines
 
 
-def _grouped_number_near(skeleton: bytes, folded: bytes, position: int) -> bool:
-    """skeleton 里 position 处有 "0000-0000"：附近有没有一个真正分好组的号码（有就把这一行交给数字类的规则）。"""
-    start, end = max(position - 24, 0), position + 32
+def _grouped_number_near(skeleton: bytes, folded: bytes, start: int, end: int) -> bool:
+    """skeleton[start:end] 是从一个 "0000-000" 起、到这一串数字和分隔符的末尾：附近有没有一个真正分好组的号码
+    （有就把这一行交给数字类的规则）。号码最长 23 个字符、含有这串里的某个 "0000-000"，所以它起于 start 前
+    15 个字符以内，止于 end 后 1 个字符以内（"x"）；再给环视断言留几个字符。"""
+    start, end = max(start - 24, 0), end + 8
     return bool(_NUMBER_GROUPED.search(skeleton, start, end) or _GROUPED_MOBILE_AFTER_0086.search(folded, start, end))
 
 
@@ -319,11 +342,9 @@ def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None) -> dict[int, 
         rows = _number_rows(folded, match.start(), match.end(), card_issuer)
         if rows:
             take(match.start(), rows)
-    position = skeleton.find(_NUMBER_GROUPS)
-    while position != -1:
-        near = _grouped_number_near(skeleton, folded, position)
-        line_end = take(position, _NUMBER_RULES) if near else position
-        position = skeleton.find(_NUMBER_GROUPS, max(line_end, position + 5))
+    for match in _NUMBER_GROUP_RUN.finditer(skeleton):
+        if _grouped_number_near(skeleton, folded, match.start(), match.end()):
+            take(match.start(), _NUMBER_RULES)
     # str.isascii() 不用扫描：只在含非 ASCII 字符的字符串里找全角数字和那几个字母
     for index, text in enumerate(texts):
         if text.isascii():

@@ -142,8 +142,8 @@ def _add(t: Transcript, line: int, sub: int, message: dict, assistant_side: bool
     """把一条消息接在当前位置后面。同一句话两处都写了（旧版的 event_msg 镜像、新版的 item_completed 和
     response_item；source 说是哪一处）只留先读到的：用户输入比“上一句还没被回答的输入”，回答和思考在这一轮里
     和另一处一对一地配对——同一处把同一句话说两遍，两遍都留着。"""
-    said = _said(message)
-    if _repeated(t, message, said, assistant_side, source):
+    prompt, key = is_prompt(message), _reply_key(message) if assistant_side else None
+    if _repeated(t, message, key, prompt, source):
         return None
     uid, parent = _uid(t, line, sub), t.state.get("tip")   # = ids()，少一次调用
     message["id"] = uid
@@ -154,14 +154,14 @@ def _add(t: Transcript, line: int, sub: int, message: dict, assistant_side: bool
             message["model"] = t.state["model"]
     else:
         t.state["turn"] = t.state.get("turn", 0) + 1   # 一次回复到此为止
-    entry.prompt = is_prompt(message)
+    entry.prompt = prompt
     if entry.prompt:
         t.state.setdefault("turns", []).append((uid, parent))
     t.note_tool_calls(message, uid)
     if not t.add(entry):
         return None
     t.state["tip"] = uid
-    _remember(t, message, said, assistant_side, entry.prompt, source)
+    _remember(t, message, key, assistant_side, entry.prompt, source)
     for reference in t.state.get("references", []):
         if reference.get("after") is None and reference.get("waiting"):
             reference["after"], reference["waiting"] = uid, False   # 引用之后的第一条消息：接在引用的历史后面
@@ -169,43 +169,74 @@ def _add(t: Transcript, line: int, sub: int, message: dict, assistant_side: bool
 
 
 def _said(message: dict) -> str:
-    """消息里的文字和思考，空白压成一个空格：比较“是不是同一句话”用。"""
-    texts = [str(block.get("text") or block.get("thinking") or "") for block in as_list(message["content"])
-             if isinstance(block, dict) and block.get("type") in ("text", "thinking")]
-    return " ".join(" ".join(texts).split())
+    """消息里的文字和思考，原样（各块之间一个空格）。"""
+    return " ".join(str(block.get("text") or block.get("thinking") or "") for block in as_list(message["content"])
+                    if isinstance(block, dict) and block.get("type") in ("text", "thinking"))
 
 
-def _reply_key(message: dict, said: str) -> Optional[tuple]:
-    if message["role"] != "assistant" or not said:
+def _normal(said: str) -> str:
+    """空白压成一个空格：两处写的“同一句话”可能只差在空白上。"""
+    return " ".join(said.split())
+
+
+def _reply_key(message: dict) -> Optional[tuple]:
+    """回答和思考的配对键 (块的类型, 原文)；没有文字的（只有工具调用）不配对。"""
+    said = _said(message) if message["role"] == "assistant" else ""
+    if not said or said.isspace():
         return None
-    kinds = sorted({str(block.get("type")) for block in as_list(message["content"]) if isinstance(block, dict)})
-    return tuple(kinds), said
+    return tuple(sorted({str(block.get("type")) for block in as_list(message["content"]) if isinstance(block, dict)})), said
 
 
-def _repeated(t: Transcript, message: dict, said: str, assistant_side: bool, source: str) -> bool:
-    if not said:
-        return False
-    if not assistant_side and is_prompt(message):
-        asked = t.state.get("asked")
-        return bool(asked) and (asked == said or asked.endswith(said) or said.endswith(asked))
-    key = _reply_key(message, said) if assistant_side else None
+class _Unpaired:
+    """一轮里一处（"response" 或 "event"）读到、还没和另一处配上对的回答和思考：配对键 → 条数。
+    先按原文数（两处写的多半一字不差，压空白要把整段文字拆成词，是导入里最贵的一步）；另一处来的一句
+    第一次按原文对不上时，这一处整个改按压过空白的文字数。每段文字最多压一次，配对的结果和一直按压过空白的
+    文字数完全一样（原文相同，压过空白也相同）。"""
+
+    def __init__(self) -> None:
+        self.counts: Counter = Counter()
+        self.normal = False
+
+    def _key(self, key: tuple) -> tuple:
+        return (key[0], _normal(key[1])) if self.normal else key
+
+    def add(self, key: tuple) -> None:
+        self.counts[self._key(key)] += 1
+
+    def take(self, key: tuple) -> bool:
+        """这一处有同样的一句就用掉它（配对），返回 True。"""
+        if not self.normal and self.counts and key not in self.counts:
+            normal: Counter = Counter()
+            for (kinds, said), count in self.counts.items():
+                normal[kinds, _normal(said)] += count
+            self.counts, self.normal = normal, True
+        key = self._key(key)
+        if key not in self.counts:
+            return False
+        self.counts[key] -= 1
+        if not self.counts[key]:
+            del self.counts[key]   # 用完的键不留：上面的“这一处还有没配上的”才是 O(1)
+        return True
+
+
+def _repeated(t: Transcript, message: dict, key: Optional[tuple], prompt: bool, source: str) -> bool:
+    if prompt:
+        asked, said = t.state.get("asked"), _normal(_said(message))
+        return bool(said) and bool(asked) and (asked == said or asked.endswith(said) or said.endswith(asked))
     if key is None:
         return False
-    other = t.state.setdefault("replies", {}).setdefault("event" if source == "response" else "response", Counter())
-    if other[key] > 0:   # 另一处写过的同一句：配对，用掉它
-        other[key] -= 1
-        return True
-    return False
+    replies = t.state.setdefault("replies", {})
+    return replies.setdefault("event" if source == "response" else "response", _Unpaired()).take(key)
 
 
-def _remember(t: Transcript, message: dict, said: str, assistant_side: bool, prompt: bool, source: str) -> None:
+def _remember(t: Transcript, message: dict, key: Optional[tuple], assistant_side: bool, prompt: bool,
+              source: str) -> None:
     if prompt:
-        t.state["asked"], t.state["replies"] = said, {}
+        t.state["asked"], t.state["replies"] = _normal(_said(message)), {}
     elif assistant_side:
         t.state["asked"] = None
-        key = _reply_key(message, said)
         if key is not None:
-            t.state.setdefault("replies", {}).setdefault(source, Counter())[key] += 1
+            t.state.setdefault("replies", {}).setdefault(source, _Unpaired()).add(key)
 
 
 def _message(t: Transcript, item: dict) -> Optional[dict]:

@@ -67,6 +67,8 @@ _texts = st.lists(st.lists(_pieces | st.text(max_size=6), max_size=6).map("".joi
 @example(["\u212aey=abc123XYZ"])                     # ... and the Kelvin sign as k
 @example(["手机１３８１２３４５６７８"])               # full-width digits: the plain path converts them first
 @example(["a@example.com13812345678"])               # a second round after the first masks
+@example(["x_key=aws", "secret_key=" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789+/Ab"])   # lines of two strings
+# run together: the second must not see the first's "aws" before it
 def test_fast_gives_what_the_plain_module_gives(texts):
     assert find_all(texts) == plain(texts)
 
@@ -92,6 +94,7 @@ _multiline = st.lists(st.lists(_line, min_size=1, max_size=8).map("\n".join), mi
 @example(["1234008613812345678", "x+8613812345678", "11010519491231002x"])   # 0086 / +86 mobiles, ID with x
 @example(["电话 +86 138 1234 5678\ntel:159-0000-1234"])   # a grouped number on the line before must not stand in
 @example(["12340086 138 1234 5678"])                     # a grouped mobile after 0086
+@example(["11010519491231-002X", "1101051949123100-2X"])  # an ID number grouped 14-4 holds no "0000-0000"
 def test_many_lines_give_what_the_plain_module_gives(texts):
     assert find_all(texts) == plain(texts)
 
@@ -101,6 +104,9 @@ def test_many_lines_give_what_the_plain_module_gives(texts):
     ("卡号：\n4111111111111111", [(4, 20, "银行卡号")]),
     ("1234008613812345678", [(8, 19, "手机号")]),                         # 0086 then a mobile, inside a long run
     ("monkey.sk-ABCDEFGHIJKLMNOPQRSTUV1234=x", [(7, 36, "API密钥")]),
+    ("身份证 11010519491231-002X", [(4, 23, "身份证号")]),                 # grouped 14-4: only "0000-000" in it
+    ("task-ABCDEFGHIJKLMNOPQRSTUV1234 sk-ABCDEFGHIJKLMNOPQRST", []),     # sk- inside a word; 17 characters after
+    ("00000000-0000-0000-0000-000000000000 4111-1111-1111-1111", [(37, 56, "银行卡号")]),   # a card after a UUID
 ])
 def test_the_cases_that_need_more_than_one_line_or_more_than_one_condition(text, expected):
     texts = ["noise\n" * 3 + text + "\nmore noise"]

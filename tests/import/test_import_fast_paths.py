@@ -238,3 +238,30 @@ def test_same_compares_each_pair_of_messages_once_and_keeps_them_alive(monkeypat
     lookalike = {"role": "user", "content": "变了"}
     equal[(id(old), id(lookalike))] = (old, {"role": "user", "content": "变了之前"})
     assert not pipeline._same(SessionNode("a", "t", messages=[old]), SessionNode("a", "t", messages=[lookalike]), equal)
+
+
+# Codex's reply pairing counts the raw words first and switches a side to whitespace-collapsed words only when a
+# mirror's raw words miss: the pairs must be exactly those of always counting whitespace-collapsed words.
+spoken = st.sampled_from(["完成。", "完成。\n", " 完成。", "a b", "a  b", "a\tb\n", "b", "\u3000b", "b\u00a0"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["response", "event"]), spoken), max_size=30))
+def test_codex_pairs_mirrored_replies_as_counting_collapsed_whitespace_would(steps):
+    from collections import Counter
+
+    from s11_import.codex import _Unpaired
+    unpaired = {"response": _Unpaired(), "event": _Unpaired()}
+    oracle = {"response": Counter(), "event": Counter()}
+    for source, said in steps:
+        other = "event" if source == "response" else "response"
+        words = " ".join(said.split())
+        expected = oracle[other][words] > 0
+        if expected:
+            oracle[other][words] -= 1
+        else:
+            oracle[source][words] += 1
+        paired = unpaired[other].take((("text",), said))
+        if not paired:
+            unpaired[source].add((("text",), said))
+        assert paired == expected
