@@ -76,13 +76,17 @@ def browser():
 # and test_layout walks benchmarks/ (a folder vanishing mid-walk is a FileNotFoundError in Python 3.11).
 SHARED_GROUPS = {"tests/test_layout.py": "benchmarks-folder", "tests/test_benchmarks_smoke.py": "benchmarks-folder",
                  "tests/store/test_export.py": "benchmarks-folder", "tests/import/test_import.py": "benchmarks-folder"}
-# Rough seconds per group on a busy 2-core machine; groups not named here count as short and keep their order.
-SLOW_GROUPS = {"tests/browser/test_explorer_browser.py": 400, "tests/workbench/test_security_client.py": 200,
-               "tests/browser/test_lesson_browser.py": 130, "tests/browser/test_explorer_confirm_browser.py": 110,
-               "benchmarks-folder": 100, "tests/browser/test_share_browser.py": 90, "tests/browser/test_browser.py": 70,
-               "tests/browser/test_agent_folders_browser.py": 60, "tests/browser/test_converge_browser.py": 55,
-               "tests/browser/test_export_browser.py": 50, "tests/workbench/test_server_hardening.py": 30,
-               "tests/workbench/test_app_client.py": 25, "tests/browser/test_lab_browser.py": 25}
+# Rough seconds per group on an idle 2-core machine (from --durations); groups not named here count as short and keep their order.
+SLOW_GROUPS = {"tests/browser/test_explorer_browser.py": 170, "tests/browser/test_explorer_pick_browser.py": 120,
+               "tests/browser/test_lesson_browser.py": 75, "tests/workbench/test_security_client.py": 70,
+               "tests/browser/test_chinese_browser.py": 60, "tests/browser/test_agent_folders_browser.py": 50,
+               "tests/browser/test_agent_reading_browser.py": 45, "tests/browser/test_undo_browser.py": 40,
+               "tests/browser/test_story_browser.py": 30, "tests/browser/test_browser.py": 28,
+               "tests/browser/test_share_browser.py": 27, "tests/browser/test_explorer_confirm_browser.py": 26,
+               "tests/browser/test_converge_browser.py": 24, "tests/browser/test_class_browser.py": 22,
+               "tests/browser/test_lab_browser.py": 20, "benchmarks-folder": 20,
+               "tests/browser/test_local_storage_browser.py": 16, "tests/browser/test_export_browser.py": 15,
+               "tests/workbench/test_server_hardening.py": 10, "tests/workbench/test_app_client.py": 10}
 
 
 @pytest.hookimpl(tryfirst=True)   # before xdist reads the xdist_group marks

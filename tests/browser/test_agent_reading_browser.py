@@ -112,7 +112,7 @@ def test_reading_a_claude_code_session_with_its_subagent(server, browser):
     # the ✏️ box holds the words the reader typed, not the bubble's Markdown
     prompt = chat.locator(".message-row", has_text="用 Redis 做计数器吧").first
     prompt.hover()
-    chat.locator("button[aria-label='Edit'], button[title='Edit']").last.click()
+    chat.locator("button[aria-label='编辑'], button[title='编辑']").last.click()   # gradio's Edit, named in Chinese by aria_zh.js
     box = chat.locator("textarea")
     box.wait_for(timeout=10_000)
     page.wait_for_timeout(300)
