@@ -365,3 +365,30 @@ def test_a_deep_link_keeps_its_message_as_the_fork_position_and_a_reload_refuses
         assert visitor.dialogs == []
     finally:
         visitor.close()
+
+
+def test_a_deep_link_is_on_the_explorer_tab_before_the_server_has_answered_anything(browser, server):
+    """Issue 42 item 3: a ?session= link used to switch tabs only when the page-load event came back, so the 8.11 tab
+    showed for 1.5-10 s on a busy server. With every event request held back, the explorer tab is already selected
+    and the 8.11 tab's panel is not shown (which session the link names does not matter for that)."""
+    url, _ = server
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    held = []
+    context.route(re.compile(r".*/gradio_api/(queue/join|run/).*"), lambda route: held.append(route))
+    try:
+        page = context.new_page()
+        page.goto(f"{url}/?session=0123456789ab")
+        page.wait_for_function("""() => [...document.querySelectorAll('button[role=tab]')].some(
+            tab => tab.textContent.includes('会话树浏览器') && tab.getAttribute('aria-selected') === 'true')""",
+                               timeout=15_000)
+        for _ in range(150):   # the page-load event is on its way (held): the server has answered nothing yet
+            if held:
+                break
+            page.wait_for_timeout(100)
+        assert held, "the page sent no event, so nothing was held back and the check proves nothing"
+        assert page.get_by_role("tab", name="🌳 会话树浏览器").get_attribute("aria-selected") == "true"
+        assert not page.get_by_role("button", name="运行主会话").is_visible()   # the 8.11 tab is not on screen
+    finally:
+        for route in held:
+            route.continue_()
+        context.close()
