@@ -402,3 +402,17 @@ def test_hostile_titles_reach_the_result_lines_escaped(panel, explorer, spaces):
     for notice in (undone.notice, redone.notice, reverted.notice):
         assert not re.search(r"(?<!\\)[<>*\[\]()]", notice), notice
     assert hostile in unescape(redone.notice) and "没有第 0 版" in reverted.notice   # undone: gone from the tree
+
+
+def test_a_subagent_is_named_as_the_tree_names_it_not_as_a_branch():
+    """The journal's names come from the explorer's tree: a subagent is '🤖 子代理 1', never '分支 🤖 子代理 1'."""
+    from s11_tree import Forest
+
+    from s11_workbench.history_panel import names_of
+    root = {"session_id": "r" * 12, "parent_id": None, "title": "主会话", "message_count": 5, "fork_point": None,
+            "updated_at": 1, "created_at": 1}
+    agent = {**root, "session_id": "a" * 12, "parent_id": "r" * 12, "title": "子代理：查找", "fork_point": 0,
+             "subagent": True, "spawned_at": 3, "message_count": 4}
+    names = names_of(Forest([root, agent]))
+    assert names["a" * 12].startswith("🤖 子代理") and not names["a" * 12].startswith("分支"), names
+    assert names["r" * 12] == "「主会话」"
