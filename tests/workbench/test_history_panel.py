@@ -407,7 +407,6 @@ def test_hostile_titles_reach_the_result_lines_escaped(panel, explorer, spaces):
 def test_a_subagent_is_named_as_the_tree_names_it_not_as_a_branch():
     """The journal's names come from the explorer's tree: a subagent is '🤖 子代理 1', never '分支 🤖 子代理 1'."""
     from s11_tree import Forest
-
     from s11_workbench.history_panel import names_of
     root = {"session_id": "r" * 12, "parent_id": None, "title": "主会话", "message_count": 5, "fork_point": None,
             "updated_at": 1, "created_at": 1}
