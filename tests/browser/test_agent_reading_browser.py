@@ -68,7 +68,9 @@ def upload_session(page) -> None:
         label.click()
     page.locator("#s11x-upload input[type=file]").set_input_files(
         {"name": "3f1c.zip", "mimeType": "application/zip", "buffer": session_zip()})
-    page.locator("#s11x-upload").get_by_text("3f1c.zip").first.wait_for(timeout=30_000)
+    # the finished upload's row (gradio splits the name into stem and suffix spans; only the progress view shows it
+    # whole, and that view can be gone before the first look on a busy machine)
+    page.locator('#s11x-upload td.filename[aria-label="3f1c.zip"]').wait_for(timeout=30_000)
     page.locator("#s11x-import").click()
     page.locator("#s11x-import-result").get_by_text("已导入").wait_for(timeout=30_000)
 
