@@ -37,10 +37,9 @@ from s11_workbench.explorer import (
     Page,
     View,
     branch_label,
-    branch_names,
     chat_rows,
     explain,
-    page_tree,
+    names_in_forest,
 )
 from s11_workbench.markdown import literal_inline
 
@@ -218,13 +217,8 @@ class HistoryPanel:
 def names_of(forest: Forest) -> dict[str, str]:
     """每个还在的会话在浏览器里的叫法：分支 -> '分支 B.A'，子代理 -> '🤖 子代理 1'，根 -> '「标题」'（与浏览器的会话树同一套分支名）。
     回收站里的会话不在森林里：日志里照旧写「标题」[ID]。"""
-    names: dict[str, str] = {}
-    for root in forest.kids.get(None, []):
-        tree = page_tree(forest, root["session_id"])
-        for session_id, name in branch_names(tree).items():
-            summary = forest.by_id[session_id]
-            names[session_id] = branch_label(name) if name else f"「{shorten(summary['title'], TITLE_CHARS)}」"
-    return names
+    return {session_id: branch_label(name) if name else f"「{shorten(forest.by_id[session_id]['title'], TITLE_CHARS)}」"
+            for session_id, name in names_in_forest(forest, forest.by_id).items()}
 
 
 def names_of_one(store, session_id: str) -> str:
