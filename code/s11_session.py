@@ -515,9 +515,9 @@ class SessionStore:
         return self._remember(path, data, info)
 
     def _remember(self, path: str, data: Dict[str, Any], info: os.stat_result) -> Dict[str, Any]:
-        summary = s11_tree.summary_of(data)   # 键按 SUMMARY_KEYS 的顺序。每个会话一条，所以只存值、列表存成元组
+        summary = s11_tree.summary_of(data)   # 每个会话一条、一直留着，所以只存值（键按 SUMMARY_KEYS 的顺序），
         self._summary_cache[path] = (stat_key(info), tuple(tuple(v) if type(v) is list else v for v in summary.values()))
-        return summary   # （空元组不占地方）：一条不到字典的一半；list_sessions() 丢掉目录里已经没有的文件的条目
+        return summary   # 列表存成元组（空元组不占地方）：一条不到字典的一半。list_sessions() 丢掉已不在的文件的条目
 
     def _forget(self, path: str) -> None:
         self._summary_cache.pop(path, None)
