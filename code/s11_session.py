@@ -132,8 +132,7 @@ class SessionStore:
         self._lock = DirectoryLock(self.storage_dir)
         self._chunks = s11_chunks.ChunkStore(self.storage_dir, durable)
         self._batch = threading.local()           # save_many() 期间本线程的 s11_chunks.Batch
-        # 路径 → ((inode, 大小, 修改时间), 摘要)：唯一的缓存，list_sessions() 顺手丢掉目录里已经没有的文件的条目
-        self._summary_cache: Dict[str, Tuple[tuple, Dict[str, Any]]] = {}
+        self._summary_cache: Dict[str, Tuple[tuple, tuple]] = {}   # 唯一的缓存：路径 → (stat_key, 摘要的值)，见 _remember
 
     def _path(self, session_id: str) -> str:
         return self._file_of(validate_session_id(session_id))   # 📛 拼路径之前先检查 ID
@@ -509,15 +508,16 @@ class SessionStore:
                 raise
             except OSError as exc:
                 raise unreadable(path, exc) from None
-            if cached and cached[0] == stat_key(info):
-                return dict(cached[1])
+            if cached and cached[0] == stat_key(info):   # 值配回键，元组换回（新的）列表
+                return {key: list(value) if type(value) is tuple else value
+                        for key, value in zip(s11_tree.SUMMARY_KEYS, cached[1])}
         data, info = self._chunks.read_summary(path, info, every_message)   # 大会话只读第一行
         return self._remember(path, data, info)
 
     def _remember(self, path: str, data: Dict[str, Any], info: os.stat_result) -> Dict[str, Any]:
-        summary = s11_tree.summary_of(data)
-        self._summary_cache[path] = (stat_key(info), summary)
-        return dict(summary)
+        summary = s11_tree.summary_of(data)   # 每个会话一条、一直留着，所以只存值（键按 SUMMARY_KEYS 的顺序），
+        self._summary_cache[path] = (stat_key(info), tuple(tuple(v) if type(v) is list else v for v in summary.values()))
+        return summary   # 列表存成元组（空元组不占地方）：一条不到字典的一半。list_sessions() 丢掉已不在的文件的条目
 
     def _forget(self, path: str) -> None:
         self._summary_cache.pop(path, None)

@@ -1221,9 +1221,9 @@ class Explorer:
         cached = self._checks.peek(folder)
         problems = None
         if cached is not None and touched:
-            allowed = {os.path.join(folder, f"{sid}.json") for sid in touched}
-            allowed.add(os.path.join(folder, s11_journal.JOURNAL_FILE))   # 这个动作自己记的那一行日志
-            aside = [s11_trash.trash_dir(folder), os.path.join(folder, s11_history.HISTORY_DIR)]   # 回收站、留下的各版
+            allowed = {f"{sid}.json" for sid in touched}   # 戳表的键是仓库目录里的相对路径（见 _folder_stamps）
+            allowed.add(s11_journal.JOURNAL_FILE)   # 这个动作自己记的那一行日志
+            aside = [s11_trash.TRASH_DIR, s11_history.HISTORY_DIR]   # 回收站、留下的各版
             changed = {path for path in cached[0].keys() | stamps.keys() if cached[0].get(path) != stamps.get(path)}
             if all(path in allowed or any(path == top or path.startswith(top + os.sep) for top in aside)
                    for path in changed):
@@ -1572,12 +1572,14 @@ def _text_chars(texts: list) -> int:
 
 def _folder_stamps(folder: str) -> dict:
     """仓库目录和它下面一层子目录（.trash、块目录）里每个条目的 (inode, 大小, 修改时间)：只 stat，不打开文件。
-    （s11_storage.stat_key，与仓库的摘要缓存同一个键）。
+    （s11_storage.stat_key，与仓库的摘要缓存同一个键）。键是相对仓库目录的路径（'abc.json'、'.trash/abc.json'）：
+    每个空间每个文件一格、一直留在缓存里，不必每格再存一遍长长的目录名。
     不进 .history/：留下的旧版只在换掉会话文件（或移进、移出回收站）的同时才多、才少，那个文件的戳已经变了；
     每个会话一格旧版的戳只会让每个空间的这张表随续写过的会话一直长。"""
     stamps: dict = {}
     pending = [folder]
     history = os.path.join(folder, s11_history.HISTORY_DIR)
+    start = len(os.path.join(folder, ""))   # 相对路径从这里起
     while pending:
         current = pending.pop()
         try:
@@ -1587,7 +1589,7 @@ def _folder_stamps(folder: str) -> dict:
                         info = entry.stat(follow_symlinks=False)
                     except OSError:
                         continue
-                    stamps[entry.path] = stat_key(info)
+                    stamps[entry.path[start:]] = stat_key(info)
                     if current == folder and entry.path != history and entry.is_dir(follow_symlinks=False):
                         pending.append(entry.path)
         except OSError:

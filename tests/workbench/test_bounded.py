@@ -137,7 +137,8 @@ def test_the_check_cache_keeps_no_stamp_per_kept_revision_and_still_sees_a_broke
     history = os.path.join(space.folder, ".history")
     assert len(os.listdir(os.path.join(history, ids["branch_a_id"]))) == 3 and page.problems == ""
     stamps, _ = explorer._checks.peek(space.folder)
-    assert not [path for path in stamps if path.startswith(history + os.sep)]
+    assert f"{ids['branch_a_id']}.json" in stamps                  # keyed by the path inside the space folder
+    assert not [path for path in stamps if path.startswith((".history" + os.sep, space.folder))]
     with open(space.store.path_of(ids["branch_b_id"]), "w", encoding="utf-8") as handle:
         handle.write("{not json")                       # a hand edit beside them is still found
     assert ids["branch_b_id"] in explorer.refresh(token, view).problems
