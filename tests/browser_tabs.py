@@ -57,3 +57,14 @@ def wait_until_quiet(page, quiet_ms: int = 500, timeout: float = 15) -> None:
         page.wait_for_function(QUIET, arg=quiet_ms, polling=100, timeout=timeout * 1000)
     except PlaywrightTimeout:
         pass
+
+
+def eventually(page, check, timeout: float = 5) -> bool:
+    """check() looked at every 100 ms until it holds (True) or `timeout` seconds have passed (False): for a state
+    the page reaches without an event to wait on, such as the end of a smooth scroll."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        page.wait_for_timeout(100)
+    return True
