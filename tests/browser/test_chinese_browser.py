@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 from browser_tabs import open_tab, wait_until_quiet
-from conftest import REPO, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -61,18 +59,9 @@ COLLECT = """({attributes, skip}) => {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    import app
-
-    demo = app.build_app(tmp_path_factory.mktemp("chinese_sessions"))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
-    try:
-        yield demo.local_url.rstrip("/")
-    finally:
-        demo.close()
+def server(app_server):
+    """The worker's shared workbench (tests/conftest.py): this file needs no options or folder of its own."""
+    return app_server
 
 
 def english_in(page) -> list[str]:

@@ -24,6 +24,7 @@ from test_explorer_browser import (
     space_store,
 )
 
+from browser_tabs import eventually
 from conftest import REPO, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -343,8 +344,9 @@ def test_a_deep_link_keeps_its_message_as_the_fork_position_and_a_reload_refuses
     visitor.pick_row(demo[9])
     page.locator("#s11x-path").get_by_text("#6", exact=True).first.click()   # message 6 of branch B
     page.locator("#s11x-fork").get_by_text("第 6 条").wait_for(timeout=15_000)
-    page.wait_for_timeout(300)   # the control is moved into view once its note has grown
-    assert in_view(page, "#s11x-fork") and in_view(page, "#s11x-picked"), "the fork button is out of view"
+    # the control is moved into view once its note has grown
+    assert eventually(page, lambda: in_view(page, "#s11x-fork") and in_view(page, "#s11x-picked")), \
+        "the fork button is out of view"
     no_horizontal_overflow(page)
     if width == 1400:
         shoot_all(page, "explorer-fork-picked")
@@ -357,8 +359,11 @@ def test_a_deep_link_keeps_its_message_as_the_fork_position_and_a_reload_refuses
     selected(page, demo[7])
     page.wait_for_function("([key, old]) => window.localStorage.getItem(key) !== old", arg=[PICK_KEY, kept],
                            timeout=15_000)   # the browser has stored the new selection before the reload
-    page.wait_for_timeout(800)   # a smooth scroll
-    top = page.evaluate("document.querySelector('#s11x-path').getBoundingClientRect().top")
+    def path_top() -> float:
+        return page.evaluate("document.querySelector('#s11x-path').getBoundingClientRect().top")
+
+    eventually(page, lambda: -2 <= path_top() < 900)   # a smooth scroll
+    top = path_top()
     assert -2 <= top < 900, f"after a map click the conversation is at {top} px"   # (sub-pixel rounding)
     no_horizontal_overflow(page)
 
