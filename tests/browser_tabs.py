@@ -28,3 +28,43 @@ def open_tab(page, name: str, timeout: float = 60) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"no tab {name!r} and no 'More tabs' menu after {timeout} s")
         page.wait_for_timeout(200)
+
+
+# The page's own record of its last change: a MutationObserver set up on the first call, and any Gradio event still
+# pending (its status tracker shown) counts as a change.
+QUIET = """(quiet) => {
+  let seen = window.__s11_quiet;
+  if (!seen) {
+    seen = window.__s11_quiet = {last: performance.now()};
+    new MutationObserver(() => { seen.last = performance.now(); }).observe(document.body,
+      {subtree: true, childList: true, characterData: true, attributes: true});
+    return false;
+  }
+  if (document.querySelector('.wrap.full:not(.hide), .wrap.minimal:not(.hide)')) seen.last = performance.now();
+  return performance.now() - seen.last >= quiet;
+}"""
+
+
+def wait_until_quiet(page, quiet_ms: int = 500, timeout: float = 15) -> None:
+    """Wait until no Gradio event is pending and nothing on the page has changed for `quiet_ms`, counted from now
+    (what a fixed pause used to wait for: a re-render, a diagram drawn, a panel filled). On an idle machine that is
+    about `quiet_ms`; under load it waits as long as drawing takes. A page that never stops changing is looked at
+    after `timeout` seconds, as the fixed pause did (nothing is asserted here)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    # counted from now: what the caller just did may not have reached the page yet
+    page.evaluate("() => { if (window.__s11_quiet) window.__s11_quiet.last = performance.now(); }")
+    try:
+        page.wait_for_function(QUIET, arg=quiet_ms, polling=100, timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        pass
+
+
+def eventually(page, check, timeout: float = 5) -> bool:
+    """check() looked at every 100 ms until it holds (True) or `timeout` seconds have passed (False): for a state
+    the page reaches without an event to wait on, such as the end of a smooth scroll."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        page.wait_for_timeout(100)
+    return True

@@ -43,9 +43,14 @@ def server(tmp_path_factory, home):
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     import app
+    from s11_workbench import agent_folders_tab
 
-    demo = app.build_app(tmp_path_factory.mktemp("sessions"),
-                         agent_folders={"home": str(home), "env": {}, "key": KEY})
+    # the follow timer looks every second here (every FOLLOW_SECONDS = 5 in the app): the re-import the walk waits
+    # for shows sooner; the timer is made while the page is built, so the patch only lasts for build_app
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(agent_folders_tab, "FOLLOW_SECONDS", 1)
+        demo = app.build_app(tmp_path_factory.mktemp("sessions"),
+                             agent_folders={"home": str(home), "env": {}, "key": KEY})
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                 **app.launch_options(demo))
     try:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import io
 import os
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, free_port
+from browser_tabs import eventually, wait_until_quiet
+from conftest import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -26,18 +26,9 @@ WIDTH = "() => document.documentElement.scrollWidth - window.innerWidth"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    import app
-
-    demo = app.build_app(tmp_path_factory.mktemp("sessions"))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
-    try:
-        yield demo.local_url.rstrip("/")
-    finally:
-        demo.close()
+def server(app_server):
+    """The worker's shared workbench (tests/conftest.py): this file needs no options or folder of its own."""
+    return app_server
 
 
 def session_zip() -> bytes:
@@ -117,18 +108,24 @@ def test_reading_a_claude_code_session_with_its_subagent(server, browser):
     chat.locator("button[aria-label='编辑'], button[title='编辑']").last.click()   # gradio's Edit, named in Chinese by aria_zh.js
     box = chat.locator("textarea")
     box.wait_for(timeout=10_000)
-    page.wait_for_timeout(300)
+    eventually(page, lambda: box.input_value() != "")   # gradio fills the box just after showing it
     assert box.input_value() == "用 Redis 做计数器吧，线上本来就有 Redis。", box.input_value()
     shoot(page, "agent-reading-1400-edit")
     context.close()
+    # the same reading on a phone, dark, then the other screens: one page whose window and colour scheme change
+    # (gradio follows the system scheme live), rather than a page load and an upload per screen
+    context = browser.new_context(viewport={"width": 390, "height": 900}, color_scheme="dark")
+    page = context.new_page()
+    open_explorer(page, server)
+    upload_session(page)
+    page.locator("#s11x-tree").get_by_text("🤖 子代理 1").wait_for(timeout=30_000)
+    page.locator("#s11x-chat-filter").get_by_text("隐藏工具与思考").click()
+    page.locator("#s11x-path-note").get_by_text("隐藏工具与思考").wait_for(timeout=30_000)
     for width, scheme in ((390, "dark"), (390, "light"), (1400, "dark")):
-        context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
-        page = context.new_page()
-        open_explorer(page, server)
-        upload_session(page)
-        page.locator("#s11x-tree").get_by_text("🤖 子代理 1").wait_for(timeout=30_000)
-        page.locator("#s11x-chat-filter").get_by_text("隐藏工具与思考").click()
-        page.locator("#s11x-path-note").get_by_text("隐藏工具与思考").wait_for(timeout=30_000)
+        page.set_viewport_size({"width": width, "height": 900})
+        page.emulate_media(color_scheme=scheme)
+        page.wait_for_function("(dark) => document.body.classList.contains('dark') === dark", arg=scheme == "dark")
+        wait_until_quiet(page)   # the layout after the resize
         assert page.evaluate(WIDTH) <= 0, (width, scheme)
         shoot(page, f"agent-reading-{width}-{scheme}")
-        context.close()
+    context.close()

@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-from browser_tabs import open_tab
-from conftest import REPO, free_port
+from browser_tabs import open_tab, wait_until_quiet
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -61,18 +59,9 @@ COLLECT = """({attributes, skip}) => {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    import app
-
-    demo = app.build_app(tmp_path_factory.mktemp("chinese_sessions"))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
-    try:
-        yield demo.local_url.rstrip("/")
-    finally:
-        demo.close()
+def server(app_server):
+    """The worker's shared workbench (tests/conftest.py): this file needs no options or folder of its own."""
+    return app_server
 
 
 def english_in(page) -> list[str]:
@@ -102,7 +91,7 @@ def open_folded_panels(page) -> None:
                 label.click(timeout=3_000)
         except Exception:   # a panel that re-rendered under the click: the next walk opens it
             pass
-    page.wait_for_timeout(1_500)
+    wait_until_quiet(page)   # the opened panels are drawn
 
 
 def shoot(page, name: str) -> None:
@@ -140,7 +129,7 @@ def test_every_tab_speaks_chinese_and_the_console_stays_quiet(browser, server, w
         page.get_by_role("button", name="运行主会话").click()
         open_tab(page, EXPLORER_TAB)
         page.locator("#s11-file-3 pre").first.wait_for(state="attached", timeout=30_000)
-        page.wait_for_timeout(2_000)
+        wait_until_quiet(page)   # the tree's mermaid has been drawn (or failed) in the hidden tab
         open_tab(page, DEMO_TAB)
         page.locator("#s11-tree svg").first.wait_for(timeout=15_000)
         assert mermaid_errors(page) == 0
@@ -153,8 +142,10 @@ def test_every_tab_speaks_chinese_and_the_console_stays_quiet(browser, server, w
         rows.nth(1).click()
         page.locator("#s11x-path [aria-label]").first.wait_for(timeout=15_000)
         page.locator("#s11x-map-accordion > button.label-wrap").click()          # fold the branch map …
+        third = rows.nth(2).inner_text().strip()
         rows.nth(2).click()                                                      # … and redraw it while folded
-        page.wait_for_timeout(3_000)
+        page.locator("#s11x-details").get_by_text(third).first.wait_for(timeout=15_000)
+        wait_until_quiet(page)   # the folded map has been redrawn
         open_folded_panels(page)
         assert mermaid_errors(page) == 0
         messages = page.evaluate("() => [...document.querySelectorAll('#s11x-path [aria-label]')]"
@@ -167,7 +158,7 @@ def test_every_tab_speaks_chinese_and_the_console_stays_quiet(browser, server, w
             if tab.strip() in (DEMO_TAB, EXPLORER_TAB):
                 continue
             open_tab(page, tab.strip())
-            page.wait_for_timeout(2_000)
+            wait_until_quiet(page)
             open_folded_panels(page)
             problems[tab.strip()] = english_in(page) + wider_than_the_screen(page)
             shoot(page, f"chinese-{len(problems)}-{width}-{scheme}.png")

@@ -13,11 +13,13 @@ import os
 import re
 import secrets
 import sys
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
+from browser_tabs import eventually, wait_until_quiet
 from conftest import REPO, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -135,6 +137,17 @@ class Visitor:
         """This visitor's space token, as its own page sent it with an explorer event."""
         return next(body["data"][0] for body in reversed(self.events) if body.get("data")
                     and isinstance(body["data"][0], str) and "." in body["data"][0])
+
+    def wait_for_token(self, timeout: float = 15) -> str:
+        """The token, once the page has sent an event that carries it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.token()
+            except StopIteration:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"no explorer event with a token in {timeout} s") from None
+                self.page.wait_for_timeout(100)
 
     def close(self) -> None:
         self.context.close()
@@ -331,8 +344,7 @@ def test_another_student_sees_none_of_it_and_replayed_requests_are_refused(brows
         b.page.locator("#s11x-list-note").get_by_text("共 0 个会话").wait_for(timeout=15_000)
         assert b.space_id() != a.space_id() and b.listed_ids() == set()
         b.page.locator("#s11x-refresh").click()            # one event of B's own, to learn its token
-        b.page.wait_for_timeout(1000)
-        token_b = b.token()
+        token_b = b.wait_for_token()
         a_folder = sessions / "spaces" / a.space_id()
         before = digest(a_folder)
         a_ids = {s["session_id"] for s in walk["store"].list_sessions()}
@@ -439,11 +451,15 @@ def test_a_deep_link_opens_the_explorer_on_that_session(browser, walk):
         page.goto(f"{walk['url']}/?session={walk['fork_id']}&m=2")
         pinned = page.locator("#s11x-path").get_by_text("链接指向这条")
         pinned.wait_for(timeout=20_000)
-        page.wait_for_timeout(800)
         assert "📍 #2" in page.locator("#s11x-path").inner_text()
-        assert inside(page, pinned, "#s11x-path")
+        assert scrolled_inside(page, pinned, "#s11x-path")
     finally:
         context.close()
+
+
+def scrolled_inside(page, locator, container: str) -> bool:
+    """inside(), once a smooth scroll has had up to 5 s to bring the element there."""
+    return eventually(page, lambda: inside(page, locator, container))
 
 
 def inside(page, locator, container: str) -> bool:
@@ -459,77 +475,84 @@ def inside(page, locator, container: str) -> bool:
 READER_VIEWS = [("light", 1400), ("dark", 390)]
 
 
-@pytest.mark.parametrize(("scheme", "width"), READER_VIEWS)
-def test_a_reader_forks_from_message_3_switches_branches_and_finds_a_tool_result(browser, server, scheme, width):
+@pytest.fixture(scope="module", params=READER_VIEWS, ids=[f"{scheme}-{width}" for scheme, width in READER_VIEWS])
+def reader(request, browser, server):
+    """One reader per screen who ran the 8.11 demo and opened the explorer, shared in file order by the two tests
+    below (a page load and a demo run cost seconds each): (visitor, {message count: session id}, scheme, width)."""
     url, sessions = server
+    scheme, width = request.param
     visitor = Visitor(browser, url, width=width, scheme=scheme)
-    try:
-        page = visitor.page
-        page.get_by_role("button", name="运行主会话").click()
-        page.locator("#s11-file-3 pre").first.wait_for(timeout=30_000)
-        visitor.open_explorer()
-        page.locator("#s11x-list-note").get_by_text("共 3 个会话").wait_for(timeout=15_000)
-        store = space_store(sessions, visitor.space_id())
-        demo = {s["message_count"]: s["session_id"] for s in store.list_sessions()}
-        visitor.pick_row(demo[9])
-        page.locator("#s11x-path").get_by_text("#9").wait_for()
-        # after the 8.11 demo the tree and the map name A and B with what each adds
-        tree = page.locator("#s11x-tree").inner_text()
-        assert "分支 A" in tree and "方案 A：为 cache_store" in tree and "分支 B" in tree and "方案 B：改用" in tree
-        page.locator("#s11x-map svg[id^='mermaid']").first.wait_for(state="attached", timeout=15_000)
-        shown_map = page.locator("#s11x-map").inner_text()   # only what is visible: the diagram, or the phone's text
-        assert "分支 A" in shown_map and "方案 A" in shown_map and "分支 B" in shown_map and "方案 B" in shown_map
-        assert map_text_px(page) >= 12
-        # fork from message 3 by acting on it; a double click makes one fork
-        page.locator("#s11x-path").get_by_text("#3", exact=True).click()
-        page.locator("#s11x-fork").get_by_text("第 3 条").wait_for()
-        visitor.press("#s11x-fork", double=True)
-        visitor.result("fork", "已在第 3 条之后分叉")
-        page.wait_for_timeout(1_500)
-        children = [s for s in store.list_sessions() if s["parent_id"] == demo[9]]
-        assert len(children) == 1, children
-        child, parent = store.load(children[0]["session_id"]), store.load(demo[9])
-        assert child.fork_point == 3 and child.messages == parent.messages[:3]
-        # sibling switching at the fork point: branch A ⇄ branch B
-        visitor.pick_row(demo[7])
-        page.locator("#s11x-sibling-text").get_by_text("1/2").wait_for(timeout=15_000)
-        page.locator("#s11x-sibling-next").click()
-        page.locator("#s11x-sibling-text").get_by_text("2/2").wait_for(timeout=15_000)
-        assert demo[9] in page.locator("#s11x-details").inner_text()
-        # an imported transcript: a word from a tool result is found and the click lands on that message
-        visitor.action_tab("import")
-        page.locator("#s11x-examples input").click()
-        page.get_by_role("option", name="claude-code-rate-limit.jsonl").click()
-        visitor.press("#s11x-import-example")
-        visitor.result("import", "已导入")
-        no_raw_markdown(page)
-        page.locator("#s11x-search input, #s11x-search textarea").first.fill("verify_password")
-        page.locator("#s11x-search input, #s11x-search textarea").first.press("Enter")
-        page.locator("#s11x-hits-note").get_by_text("消息正文里找到").wait_for(timeout=15_000)
-        page.locator("#s11x-hits .body-cell").nth(2).click()   # the context cell of the first hit
-        pinned = page.locator("#s11x-path").get_by_text("链接指向这条")
-        pinned.wait_for(timeout=15_000)
-        page.wait_for_timeout(800)
-        page.locator("#s11x-path").scroll_into_view_if_needed()
-        assert inside(page, pinned, "#s11x-path")
-        if "verify_password" not in page.locator("#s11x-path").inner_text():   # a long result stays folded
-            pinned.first.click()
-        page.locator("#s11x-path").get_by_text("verify_password").first.wait_for(timeout=5_000)
-        no_raw_markdown(page)
-        no_horizontal_overflow(page)
-        # the export preview of this transcript has long lines (issue 42 item 2: it widened a phone's page to 766 px)
-        visitor.action_tab("export")
-        visitor.press("#s11x-export")
-        visitor.result("export", "已导出会话")
-        page.locator("#s11x-preview").get_by_text("会话导出").first.wait_for(timeout=15_000)
-        no_horizontal_overflow(page)
-        if os.environ.get("S11_EXPLORER_SCREENSHOTS"):
-            page.locator("#s11x-preview").scroll_into_view_if_needed()
-            page.screenshot(path=str(Path(os.environ["S11_EXPLORER_SCREENSHOTS"]) / f"export-{width}-{scheme}.png"))
-        assert visitor.dialogs == [] and "Traceback" not in page.locator("body").inner_text()
-        assert_all_requests_local(visitor.requests)
-    finally:
-        visitor.close()
+    page = visitor.page
+    page.get_by_role("button", name="运行主会话").click()
+    page.locator("#s11-file-3 pre").first.wait_for(timeout=30_000)
+    visitor.open_explorer()
+    page.locator("#s11x-list-note").get_by_text("共 3 个会话").wait_for(timeout=15_000)
+    store = space_store(sessions, visitor.space_id())
+    yield visitor, {s["message_count"]: s["session_id"] for s in store.list_sessions()}, scheme, width
+    visitor.close()
+
+
+def test_a_reader_forks_from_message_3_switches_branches_and_finds_a_tool_result(server, reader):
+    _, sessions = server
+    visitor, demo, scheme, width = reader
+    page = visitor.page
+    store = space_store(sessions, visitor.space_id())
+    visitor.pick_row(demo[9])
+    page.locator("#s11x-path").get_by_text("#9").wait_for()
+    # after the 8.11 demo the tree and the map name A and B with what each adds
+    tree = page.locator("#s11x-tree").inner_text()
+    assert "分支 A" in tree and "方案 A：为 cache_store" in tree and "分支 B" in tree and "方案 B：改用" in tree
+    page.locator("#s11x-map svg[id^='mermaid']").first.wait_for(state="attached", timeout=15_000)
+    shown_map = page.locator("#s11x-map").inner_text()   # only what is visible: the diagram, or the phone's text
+    assert "分支 A" in shown_map and "方案 A" in shown_map and "分支 B" in shown_map and "方案 B" in shown_map
+    assert map_text_px(page) >= 12
+    # fork from message 3 by acting on it; a double click makes one fork
+    page.locator("#s11x-path").get_by_text("#3", exact=True).click()
+    page.locator("#s11x-fork").get_by_text("第 3 条").wait_for()
+    visitor.press("#s11x-fork", double=True)
+    visitor.result("fork", "已在第 3 条之后分叉")
+    wait_until_quiet(page)   # a second fork from the double click would be pending or drawing now
+    children = [s for s in store.list_sessions() if s["parent_id"] == demo[9]]
+    assert len(children) == 1, children
+    child, parent = store.load(children[0]["session_id"]), store.load(demo[9])
+    assert child.fork_point == 3 and child.messages == parent.messages[:3]
+    # sibling switching at the fork point: branch A ⇄ branch B
+    visitor.pick_row(demo[7])
+    page.locator("#s11x-sibling-text").get_by_text("1/2").wait_for(timeout=15_000)
+    page.locator("#s11x-sibling-next").click()
+    page.locator("#s11x-sibling-text").get_by_text("2/2").wait_for(timeout=15_000)
+    assert demo[9] in page.locator("#s11x-details").inner_text()
+    # an imported transcript: a word from a tool result is found and the click lands on that message
+    visitor.action_tab("import")
+    page.locator("#s11x-examples input").click()
+    page.get_by_role("option", name="claude-code-rate-limit.jsonl").click()
+    visitor.press("#s11x-import-example")
+    visitor.result("import", "已导入")
+    no_raw_markdown(page)
+    page.locator("#s11x-search input, #s11x-search textarea").first.fill("verify_password")
+    page.locator("#s11x-search input, #s11x-search textarea").first.press("Enter")
+    page.locator("#s11x-hits-note").get_by_text("消息正文里找到").wait_for(timeout=15_000)
+    page.locator("#s11x-hits .body-cell").nth(2).click()   # the context cell of the first hit
+    pinned = page.locator("#s11x-path").get_by_text("链接指向这条")
+    pinned.wait_for(timeout=15_000)
+    page.locator("#s11x-path").scroll_into_view_if_needed()
+    assert scrolled_inside(page, pinned, "#s11x-path")
+    if "verify_password" not in page.locator("#s11x-path").inner_text():   # a long result stays folded
+        pinned.first.click()
+    page.locator("#s11x-path").get_by_text("verify_password").first.wait_for(timeout=5_000)
+    no_raw_markdown(page)
+    no_horizontal_overflow(page)
+    # the export preview of this transcript has long lines (issue 42 item 2: it widened a phone's page to 766 px)
+    visitor.action_tab("export")
+    visitor.press("#s11x-export")
+    visitor.result("export", "已导出会话")
+    page.locator("#s11x-preview").get_by_text("会话导出").first.wait_for(timeout=15_000)
+    no_horizontal_overflow(page)
+    if os.environ.get("S11_EXPLORER_SCREENSHOTS"):
+        page.locator("#s11x-preview").scroll_into_view_if_needed()
+        page.screenshot(path=str(Path(os.environ["S11_EXPLORER_SCREENSHOTS"]) / f"export-{width}-{scheme}.png"))
+    assert visitor.dialogs == [] and "Traceback" not in page.locator("body").inner_text()
+    assert_all_requests_local(visitor.requests)
 
 
 def map_text_px(page) -> float:
@@ -550,65 +573,67 @@ def map_text_px(page) -> float:
     }""")
 
 
-@pytest.mark.parametrize(("scheme", "width", "shot"), [("light", 1400, "explorer-light.png"),
-                                                       ("dark", 390, "explorer-phone.png")])
-def test_hostile_content_renders_literally_and_the_page_fits(browser, server, scheme, width, shot):
+SHOTS = {"light-1400": "explorer-light.png", "dark-390": "explorer-phone.png"}
+
+
+def test_hostile_content_renders_literally_and_the_page_fits(server, reader):
     url, sessions = server
-    visitor = Visitor(browser, url, width=width, scheme=scheme)
-    try:
-        page = visitor.page
-        page.get_by_role("button", name="运行主会话").click()
-        page.locator("#s11-file-3 pre").first.wait_for(timeout=30_000)
-        visitor.open_explorer()
-        store = space_store(sessions, visitor.space_id())
-        from s11_session import SessionNode
-        hostile = SessionNode(title=HOSTILE_TITLE, messages=[
-            {"role": "user", "content": HOSTILE_TEXT},
-            {"role": "assistant", "content": [{"type": "thinking", "thinking": "想想 <i>斜体</i>"},
-                                              {"type": "text", "text": "**不加粗** [链接](javascript:alert(3))"},
-                                              {"type": "tool_use", "id": "t1", "name": "<b>Bash</b>",
-                                               "input": {"command": "echo ${HOME}"}}]}])
-        store.save(hostile)
-        page.locator("#s11x-refresh").click()
-        page.locator("#s11x-list-note").get_by_text("共 4 个会话").wait_for(timeout=15_000)
-        visitor.pick_row(hostile.session_id)
-        page.locator("#s11x-map svg[id^='mermaid']").first.wait_for(state="attached", timeout=15_000)
-        path_text = page.locator("#s11x-path").inner_text()
-        assert "<script>alert(1)</script> <img src=x onerror=alert(2)> ${7*7} {{x}}" in path_text
-        # the assistant's Markdown is laid out (bold), but its javascript: link stays text
-        assert "不加粗 [链接](javascript:alert(3))" in path_text
-        assert page.locator("#s11x-path strong", has_text="不加粗").count() == 1
-        # new surfaces: the picked-message note, a full-text hit, the sibling line, a hostile message link
-        page.locator("#s11x-path").get_by_text("#1", exact=True).click()
-        page.locator("#s11x-picked").get_by_text("已选中第 1 条").wait_for(timeout=10_000)
-        search = page.locator("#s11x-search input, #s11x-search textarea").first
-        search.fill("onerror")
-        search.press("Enter")
-        page.locator("#s11x-hits-note").get_by_text("消息正文里找到").wait_for(timeout=15_000)
-        assert "<img src=x onerror=alert(2)>" in page.locator("#s11x-hits").inner_text()
-        for where in ("#s11x-path", "#s11x-list", "#s11x-tree", "#s11x-details", "#s11x-map", "#s11x-hits",
-                      "#s11x-picked", "#s11x-siblings", "#s11x-notice"):
-            assert page.locator(f"{where}").locator(MARKUP).count() == 0, where
-            assert page.locator(f"{where} a[href^='javascript']").count() == 0, where
-        assert HOSTILE_TITLE in page.locator("#s11x-tree").inner_text()
-        assert HOSTILE_TITLE in page.locator("#s11x-details").inner_text()
-        assert "Syntax error" not in page.locator("body").inner_text()
-        # back to the demo tree for the picture: a branch with its parent, the path and the map
-        branch = next(s["session_id"] for s in store.list_sessions() if s["message_count"] == 9)
-        search.fill("")
-        search.press("Enter")   # back to every tree
-        page.locator("#s11x-list-note").get_by_text("共 4 个会话").wait_for(timeout=15_000)
-        visitor.pick_row(branch)
-        page.locator("#s11x-map svg[id^='mermaid']").filter(has_text="活动端").wait_for(state="attached",
-                                                                                   timeout=15_000)
-        no_horizontal_overflow(page)
-        shoot(page, shot)
-        link = "<img src=x onerror=alert(4)>"
-        page.goto(f"{url}/?session={link}&m=<b>1</b>")
-        page.locator("#s11x-notice").get_by_text("不在你的空间里").wait_for(timeout=15_000)
-        assert link in page.locator("#s11x-notice").inner_text() or "onerror" in page.locator("#s11x-notice").inner_text()
-        assert page.locator("#s11x-notice").locator(MARKUP).count() == 0
-        assert visitor.dialogs == []
-        assert_all_requests_local(visitor.requests)
-    finally:
-        visitor.close()
+    visitor, demo, scheme, width = reader
+    shot = SHOTS[f"{scheme}-{width}"]
+    page = visitor.page
+    store = space_store(sessions, visitor.space_id())
+    from s11_session import SessionNode
+    hostile = SessionNode(title=HOSTILE_TITLE, messages=[
+        {"role": "user", "content": HOSTILE_TEXT},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "想想 <i>斜体</i>"},
+                                          {"type": "text", "text": "**不加粗** [链接](javascript:alert(3))"},
+                                          {"type": "tool_use", "id": "t1", "name": "<b>Bash</b>",
+                                           "input": {"command": "echo ${HOME}"}}]}])
+    # the reader's search (the test before, on this page) is cleared first: every tree is listed again
+    search = page.locator("#s11x-search input, #s11x-search textarea").first
+    search.fill("")
+    search.press("Enter")
+    page.locator("#s11x-list-note").get_by_text(f"共 {len(store.list_sessions())} 个会话").wait_for(timeout=15_000)
+    store.save(hostile)
+    page.locator("#s11x-refresh").click()
+    every_session = f"共 {len(store.list_sessions())} 个会话"   # the demo's 3, the reader's fork and imports, this one
+    page.locator("#s11x-list-note").get_by_text(every_session).wait_for(timeout=15_000)
+    visitor.pick_row(hostile.session_id)
+    page.locator("#s11x-map svg[id^='mermaid']").first.wait_for(state="attached", timeout=15_000)
+    page.locator("#s11x-path strong", has_text="不加粗").wait_for(timeout=15_000)   # the path shows this session
+    path_text = page.locator("#s11x-path").inner_text()
+    assert "<script>alert(1)</script> <img src=x onerror=alert(2)> ${7*7} {{x}}" in path_text
+    # the assistant's Markdown is laid out (bold), but its javascript: link stays text
+    assert "不加粗 [链接](javascript:alert(3))" in path_text
+    assert page.locator("#s11x-path strong", has_text="不加粗").count() == 1
+    # new surfaces: the picked-message note, a full-text hit, the sibling line, a hostile message link
+    page.locator("#s11x-path").get_by_text("#1", exact=True).click()
+    page.locator("#s11x-picked").get_by_text("已选中第 1 条").wait_for(timeout=10_000)
+    search.fill("onerror")
+    search.press("Enter")
+    page.locator("#s11x-hits-note").get_by_text("消息正文里找到").wait_for(timeout=15_000)
+    assert "<img src=x onerror=alert(2)>" in page.locator("#s11x-hits").inner_text()
+    for where in ("#s11x-path", "#s11x-list", "#s11x-tree", "#s11x-details", "#s11x-map", "#s11x-hits",
+                  "#s11x-picked", "#s11x-siblings", "#s11x-notice"):
+        assert page.locator(f"{where}").locator(MARKUP).count() == 0, where
+        assert page.locator(f"{where} a[href^='javascript']").count() == 0, where
+    assert HOSTILE_TITLE in page.locator("#s11x-tree").inner_text()
+    assert HOSTILE_TITLE in page.locator("#s11x-details").inner_text()
+    assert "Syntax error" not in page.locator("body").inner_text()
+    # back to the demo tree for the picture: a branch with its parent, the path and the map
+    branch = demo[9]
+    search.fill("")
+    search.press("Enter")   # back to every tree
+    page.locator("#s11x-list-note").get_by_text(every_session).wait_for(timeout=15_000)
+    visitor.pick_row(branch)
+    page.locator("#s11x-map svg[id^='mermaid']").filter(has_text="活动端").wait_for(state="attached",
+                                                                               timeout=15_000)
+    no_horizontal_overflow(page)
+    shoot(page, shot)
+    link = "<img src=x onerror=alert(4)>"
+    page.goto(f"{url}/?session={link}&m=<b>1</b>")
+    page.locator("#s11x-notice").get_by_text("不在你的空间里").wait_for(timeout=15_000)
+    assert link in page.locator("#s11x-notice").inner_text() or "onerror" in page.locator("#s11x-notice").inner_text()
+    assert page.locator("#s11x-notice").locator(MARKUP).count() == 0
+    assert visitor.dialogs == []
+    assert_all_requests_local(visitor.requests)

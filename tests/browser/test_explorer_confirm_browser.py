@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from test_explorer_browser import TAB, Visitor, space_store
 
+from browser_tabs import wait_until_quiet
 from conftest import REPO, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -124,7 +125,7 @@ def test_the_teacher_sees_the_redaction_counts_before_a_publish(browser, server,
     page = teacher.page
     page.locator("#s11x-refresh").click()
     teacher.pick_row(session_id)
-    page.wait_for_timeout(1000)   # the select event re-renders the teacher panel; a click during it is lost
+    wait_until_quiet(page)   # the select event re-renders the teacher panel; a click during it is lost
     page.locator("#s11x-publish").click()
     bar = confirm_bar(page)
     bar.get_by_text("确认把会话").wait_for(timeout=30_000)

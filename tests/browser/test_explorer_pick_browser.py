@@ -24,6 +24,7 @@ from test_explorer_browser import (
     space_store,
 )
 
+from browser_tabs import eventually
 from conftest import REPO, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -62,6 +63,21 @@ def with_demo(browser, url: str, sessions: Path, **options) -> tuple[Visitor, di
     return visitor, {s["message_count"]: s["session_id"] for s in store.list_sessions()}
 
 
+VIEWS = [("light", 1400), ("dark", 390)]   # both map layouts, both schemes
+
+
+@pytest.fixture(scope="module", params=VIEWS, ids=[f"{scheme}-{width}" for scheme, width in VIEWS])
+def view(request, browser, server):
+    """One reader per screen, shared in file order by the tests that take `view` (a page load and a demo run cost
+    seconds each): the 8.11 demo run and the explorer open. Each test adds to that space only what it checks, so
+    counts are read from the store: (visitor, {message count: session id}, scheme, width)."""
+    url, sessions = server
+    scheme, width = request.param
+    visitor, demo = with_demo(browser, url, sessions, width=width, scheme=scheme)
+    yield visitor, demo, scheme, width
+    visitor.close()
+
+
 def map_links(page, width: int):
     """The map's node links a reader can see: the diagram's on a wide screen, the text map's on a phone."""
     if width >= 720:
@@ -94,22 +110,27 @@ def shoot(page, name: str) -> None:
     page.screenshot(path=str(Path(folder) / name), type="png", full_page=True)
 
 
-@pytest.mark.parametrize(("scheme", "width"), [("light", 1400), ("dark", 390)])   # both map layouts, both schemes
-def test_a_map_click_selects_the_node_in_place_and_the_box_behind_it_rechecks_the_space(browser, server, scheme,
-                                                                                         width):
-    url, sessions = server
-    visitor, demo = with_demo(browser, url, sessions, width=width, scheme=scheme)
+def test_a_map_click_selects_the_node_in_place_and_the_box_behind_it_rechecks_the_space(view):
+    visitor, demo, scheme, width = view
+    page = visitor.page
+    before, navigations = page.url, []
+
+    def navigated(frame) -> None:
+        if frame == page.main_frame:
+            navigations.append(frame.url)
+
+    def loaded(_) -> None:
+        navigations.append("load")
+
     try:
-        page = visitor.page
         visitor.pick_row(demo[5])                            # the root: its map shows both branches
         links = map_links(page, width)
         links.filter(has_text="分支 B").first.wait_for(state="attached", timeout=15_000)
         hrefs = [links.nth(i).evaluate("a => a.getAttribute('href') || a.getAttribute('xlink:href')")
                  for i in range(links.count())]
         assert len(hrefs) == 3 and all(LINK.match(href) for href in hrefs), hrefs   # a copied link still works
-        before, navigations = page.url, []
-        page.on("framenavigated", lambda frame: navigations.append(frame.url) if frame == page.main_frame else None)
-        page.on("load", lambda _: navigations.append("load"))
+        page.on("framenavigated", navigated)
+        page.on("load", loaded)
 
         links.filter(has_text="分支 B").first.click()           # a click on branch B
         selected(page, demo[9])
@@ -136,74 +157,67 @@ def test_a_map_click_selects_the_node_in_place_and_the_box_behind_it_rechecks_th
         assert visitor.dialogs == [] and "Traceback" not in page.locator("body").inner_text()
         assert_all_requests_local(visitor.requests)
     finally:
-        visitor.close()
+        page.remove_listener("framenavigated", navigated)   # the page goes on to the next test
+        page.remove_listener("load", loaded)
 
 
-@pytest.mark.parametrize(("scheme", "width"), [("light", 1400), ("dark", 390)])
-def test_hostile_titles_stay_inert_in_the_map_and_along_the_click(browser, server, scheme, width):
-    url, sessions = server
-    visitor = Visitor(browser, url, width=width, scheme=scheme)
-    try:
-        page = visitor.page
-        visitor.open_explorer()
-        from s11_session import SessionNode
-        store = space_store(sessions, visitor.space_id())
-        root = SessionNode(title=HOSTILE_TITLE, messages=[{"role": "user", "content": "<b>x</b>"}])
-        store.save(root)
-        child = store.fork(root.session_id, [{"role": "user", "content": "javascript:alert(2)"}], at=1,
-                           title='javascript:alert(3) <a href="javascript:alert(4)">点我</a> ?session=x')
-        page.locator("#s11x-refresh").click()
-        page.locator("#s11x-list-note").get_by_text("共 2 个会话").wait_for(timeout=15_000)
-        visitor.pick_row(child.session_id)
-        links = map_links(page, width)
-        links.first.wait_for(state="attached", timeout=15_000)
-        hrefs = [links.nth(i).evaluate("a => a.getAttribute('href') || a.getAttribute('xlink:href')")
-                 for i in range(links.count())]
-        assert sorted(hrefs) == sorted(f"?session={sid}" for sid in (root.session_id, child.session_id)), hrefs
-        assert page.locator("#s11x-map").locator(MARKUP + ", iframe").count() == 0
-        assert page.locator("#s11x-map a[href^='javascript'], #s11x-map [onclick], #s11x-map [onerror]").count() == 0
-        hostile_root = links.filter(has_text="根").first if width >= 720 else links.first
-        hostile_root.click()
-        selected(page, root.session_id)
-        assert HOSTILE_TITLE in page.locator("#s11x-details").inner_text()
-        assert page.locator("#s11x-map").locator(MARKUP).count() == 0
-        assert page.locator("#s11x-map a[href^='javascript']").count() == 0
-        assert visitor.dialogs == [] and "Syntax error" not in page.locator("body").inner_text()
-    finally:
-        visitor.close()
+def test_hostile_titles_stay_inert_in_the_map_and_along_the_click(server, view):
+    _, sessions = server
+    visitor, _, scheme, width = view
+    page = visitor.page
+    visitor.open_explorer()
+    from s11_session import SessionNode
+    store = space_store(sessions, visitor.space_id())
+    root = SessionNode(title=HOSTILE_TITLE, messages=[{"role": "user", "content": "<b>x</b>"}])
+    store.save(root)
+    child = store.fork(root.session_id, [{"role": "user", "content": "javascript:alert(2)"}], at=1,
+                       title='javascript:alert(3) <a href="javascript:alert(4)">点我</a> ?session=x')
+    page.locator("#s11x-refresh").click()
+    count = len(store.list_sessions())   # the demo's 3 and these 2
+    page.locator("#s11x-list-note").get_by_text(f"共 {count} 个会话").wait_for(timeout=15_000)
+    visitor.pick_row(child.session_id)
+    links = map_links(page, width)
+    links.first.wait_for(state="attached", timeout=15_000)
+    hrefs = [links.nth(i).evaluate("a => a.getAttribute('href') || a.getAttribute('xlink:href')")
+             for i in range(links.count())]
+    assert sorted(hrefs) == sorted(f"?session={sid}" for sid in (root.session_id, child.session_id)), hrefs
+    assert page.locator("#s11x-map").locator(MARKUP + ", iframe").count() == 0
+    assert page.locator("#s11x-map a[href^='javascript'], #s11x-map [onclick], #s11x-map [onerror]").count() == 0
+    hostile_root = links.filter(has_text="根").first if width >= 720 else links.first
+    hostile_root.click()
+    selected(page, root.session_id)
+    assert HOSTILE_TITLE in page.locator("#s11x-details").inner_text()
+    assert page.locator("#s11x-map").locator(MARKUP).count() == 0
+    assert page.locator("#s11x-map a[href^='javascript']").count() == 0
+    assert visitor.dialogs == [] and "Syntax error" not in page.locator("body").inner_text()
 
 
-@pytest.mark.parametrize(("scheme", "width"), [("light", 1400), ("dark", 390)])
-def test_too_large_and_wrong_type_uploads_are_refused_in_chinese(browser, server, scheme, width):
-    url, _ = server
-    visitor = Visitor(browser, url, width=width, scheme=scheme)
-    try:
-        page = visitor.page
-        visitor.open_explorer()
-        visitor.action_tab("import")
-        upload = page.locator("#s11x-upload input[type=file]")
-        uploads_before = [u for u in visitor.requests if "/upload" in u]
-        upload.set_input_files({"name": "太大了.jsonl", "mimeType": "application/jsonl",
-                                "buffer": b"{}\n" * (UPLOAD_LIMIT // 3 + 1000)})
-        result = page.locator("#s11x-import-result")
-        result.get_by_text("上传上限").wait_for(timeout=15_000)
-        text = result.inner_text()
-        assert "1.0 MB" in text and "太大了.jsonl" in text and "超过" in text, text   # names the limit
-        upload.set_input_files({"name": "笔记.txt", "mimeType": "text/plain", "buffer": b"hello"})
-        result.get_by_text("只能导入").wait_for(timeout=15_000)
-        text = result.inner_text()
-        assert ".jsonl" in text and ".json" in text and "笔记.txt" in text, text      # names the suffixes
-        page.wait_for_timeout(500)
-        toasts = " ".join(page.locator(".toast-wrap, .toast-body").all_inner_texts())
-        assert not re.search(r"[A-Za-z]{4,}", toasts.replace("gradio", "")), toasts   # no English toast
-        body = page.locator("body").inner_text()
-        assert "exceed" not in body and "Invalid file" not in body
-        assert [u for u in visitor.requests if "/upload" in u] == uploads_before      # nothing was sent
-        report = page.locator("#s11x-report textarea").input_value()
-        assert report.startswith("⚠️") and "收到 笔记.txt" in report, report   # plain text: no Markdown escapes
-        no_horizontal_overflow(page)
-    finally:
-        visitor.close()
+def test_too_large_and_wrong_type_uploads_are_refused_in_chinese(view):
+    visitor, _, scheme, width = view
+    page = visitor.page
+    visitor.open_explorer()
+    visitor.action_tab("import")
+    upload = page.locator("#s11x-upload input[type=file]")
+    uploads_before = [u for u in visitor.requests if "/upload" in u]
+    upload.set_input_files({"name": "太大了.jsonl", "mimeType": "application/jsonl",
+                            "buffer": b"{}\n" * (UPLOAD_LIMIT // 3 + 1000)})
+    result = page.locator("#s11x-import-result")
+    result.get_by_text("上传上限").wait_for(timeout=15_000)
+    text = result.inner_text()
+    assert "1.0 MB" in text and "太大了.jsonl" in text and "超过" in text, text   # names the limit
+    upload.set_input_files({"name": "笔记.txt", "mimeType": "text/plain", "buffer": b"hello"})
+    result.get_by_text("只能导入").wait_for(timeout=15_000)
+    text = result.inner_text()
+    assert ".jsonl" in text and ".json" in text and "笔记.txt" in text, text      # names the suffixes
+    page.wait_for_timeout(500)
+    toasts = " ".join(page.locator(".toast-wrap, .toast-body").all_inner_texts())
+    assert not re.search(r"[A-Za-z]{4,}", toasts.replace("gradio", "")), toasts   # no English toast
+    body = page.locator("body").inner_text()
+    assert "exceed" not in body and "Invalid file" not in body
+    assert [u for u in visitor.requests if "/upload" in u] == uploads_before      # nothing was sent
+    report = page.locator("#s11x-report textarea").input_value()
+    assert report.startswith("⚠️") and "收到 笔记.txt" in report, report   # plain text: no Markdown escapes
+    no_horizontal_overflow(page)
 
 
 def test_a_late_upload_check_never_wipes_the_import_result(browser, server, monkeypatch):
@@ -308,63 +322,62 @@ def shoot_all(page, name: str) -> None:
     page.set_viewport_size(size)
 
 
-@pytest.mark.parametrize(("scheme", "width"), [("light", 1400), ("dark", 390)])
-def test_a_deep_link_keeps_its_message_as_the_fork_position_and_a_reload_refuses_instead_of_0(browser, server,
-                                                                                                scheme, width):
+def test_a_deep_link_keeps_its_message_as_the_fork_position_and_a_reload_refuses_instead_of_0(server, view):
     """Issue 42 items 1 and 3: ?session=&m=4 opens on the explorer with message 4 picked (the old number box read 0
     and the fork button made an empty branch); a click on a message keeps the fork button in view; a map click
     brings the conversation into view; after a reload nothing is picked and the fork is refused in Chinese.
     The page is never wider than the window after any of these."""
     url, sessions = server
-    visitor, demo = with_demo(browser, url, sessions, width=width, scheme=scheme)
-    try:
-        page = visitor.page
-        store = space_store(sessions, visitor.space_id())
-        page.goto(f"{url}/?session={demo[9]}&m=4")
-        selected(page, demo[9], timeout=30_000)
-        page.locator("#s11x-fork").get_by_text("第 4 条").wait_for(timeout=15_000)
-        assert fork_pick(page) == f"{demo[9]}#4" and "已选中第 4 条" in page.locator("#s11x-picked").inner_text()
-        visitor.press("#s11x-fork")
-        child = re.search(r"新会话 ([0-9a-f]{12})", visitor.result("fork", "已在第 4 条之后分叉")).group(1)
-        assert store.load(child).messages == store.load(demo[9]).messages[:4]
-        assert fork_pick(page) == "" and "在选中的消息之后分叉" in page.locator("#s11x-fork").inner_text()
-        no_horizontal_overflow(page)
+    visitor, demo, scheme, width = view
+    page = visitor.page
+    store = space_store(sessions, visitor.space_id())
+    page.goto(f"{url}/?session={demo[9]}&m=4")
+    selected(page, demo[9], timeout=30_000)
+    page.locator("#s11x-fork").get_by_text("第 4 条").wait_for(timeout=15_000)
+    assert fork_pick(page) == f"{demo[9]}#4" and "已选中第 4 条" in page.locator("#s11x-picked").inner_text()
+    visitor.press("#s11x-fork")
+    child = re.search(r"新会话 ([0-9a-f]{12})", visitor.result("fork", "已在第 4 条之后分叉")).group(1)
+    assert store.load(child).messages == store.load(demo[9]).messages[:4]
+    assert fork_pick(page) == "" and "在选中的消息之后分叉" in page.locator("#s11x-fork").inner_text()
+    no_horizontal_overflow(page)
 
-        visitor.pick_row(demo[9])
-        page.locator("#s11x-path").get_by_text("#6", exact=True).first.click()   # message 6 of branch B
-        page.locator("#s11x-fork").get_by_text("第 6 条").wait_for(timeout=15_000)
-        page.wait_for_timeout(300)   # the control is moved into view once its note has grown
-        assert in_view(page, "#s11x-fork") and in_view(page, "#s11x-picked"), "the fork button is out of view"
-        no_horizontal_overflow(page)
-        if width == 1400:
-            shoot_all(page, "explorer-fork-picked")
+    visitor.pick_row(demo[9])
+    page.locator("#s11x-path").get_by_text("#6", exact=True).first.click()   # message 6 of branch B
+    page.locator("#s11x-fork").get_by_text("第 6 条").wait_for(timeout=15_000)
+    # the control is moved into view once its note has grown
+    assert eventually(page, lambda: in_view(page, "#s11x-fork") and in_view(page, "#s11x-picked")), \
+        "the fork button is out of view"
+    no_horizontal_overflow(page)
+    if width == 1400:
+        shoot_all(page, "explorer-fork-picked")
 
-        links = map_links(page, width)
-        links.filter(has_text="分支 A").first.scroll_into_view_if_needed()
-        assert not in_view(page, "#s11x-path")
-        kept = page.evaluate("key => window.localStorage.getItem(key)", PICK_KEY)
-        links.filter(has_text="分支 A").first.click()
-        selected(page, demo[7])
-        page.wait_for_function("([key, old]) => window.localStorage.getItem(key) !== old", arg=[PICK_KEY, kept],
-                               timeout=15_000)   # the browser has stored the new selection before the reload
-        page.wait_for_timeout(800)   # a smooth scroll
-        top = page.evaluate("document.querySelector('#s11x-path').getBoundingClientRect().top")
-        assert -2 <= top < 900, f"after a map click the conversation is at {top} px"   # (sub-pixel rounding)
-        no_horizontal_overflow(page)
+    links = map_links(page, width)
+    links.filter(has_text="分支 A").first.scroll_into_view_if_needed()
+    assert not in_view(page, "#s11x-path")
+    kept = page.evaluate("key => window.localStorage.getItem(key)", PICK_KEY)
+    links.filter(has_text="分支 A").first.click()
+    selected(page, demo[7])
+    page.wait_for_function("([key, old]) => window.localStorage.getItem(key) !== old", arg=[PICK_KEY, kept],
+                           timeout=15_000)   # the browser has stored the new selection before the reload
+    def path_top() -> float:
+        return page.evaluate("document.querySelector('#s11x-path').getBoundingClientRect().top")
 
-        page.goto(f"{url}/")   # a reload of the page without the link (reloading the link picks message 4 again)
-        page.get_by_role("tab").first.wait_for()
-        visitor.open_explorer()
-        selected(page, demo[7], timeout=20_000)                 # the selection is restored …
-        assert fork_pick(page) == ""                            # … the position is not, and it is not 0
-        before = sorted(s["session_id"] for s in store.list_sessions())
-        visitor.press("#s11x-fork")
-        visitor.result("fork", "分叉位置还没选")
-        assert sorted(s["session_id"] for s in store.list_sessions()) == before   # nothing forked
-        no_horizontal_overflow(page)
-        assert visitor.dialogs == []
-    finally:
-        visitor.close()
+    eventually(page, lambda: -2 <= path_top() < 900)   # a smooth scroll
+    top = path_top()
+    assert -2 <= top < 900, f"after a map click the conversation is at {top} px"   # (sub-pixel rounding)
+    no_horizontal_overflow(page)
+
+    page.goto(f"{url}/")   # a reload of the page without the link (reloading the link picks message 4 again)
+    page.get_by_role("tab").first.wait_for()
+    visitor.open_explorer()
+    selected(page, demo[7], timeout=20_000)                 # the selection is restored …
+    assert fork_pick(page) == ""                            # … the position is not, and it is not 0
+    before = sorted(s["session_id"] for s in store.list_sessions())
+    visitor.press("#s11x-fork")
+    visitor.result("fork", "分叉位置还没选")
+    assert sorted(s["session_id"] for s in store.list_sessions()) == before   # nothing forked
+    no_horizontal_overflow(page)
+    assert visitor.dialogs == []
 
 
 def test_a_deep_link_is_on_the_explorer_tab_before_the_server_has_answered_anything(browser, server):

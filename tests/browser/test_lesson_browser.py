@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_tabs import open_tab
+from browser_tabs import eventually, open_tab
 from conftest import REPO, free_port
 from s11_exercises import builtin_exercises
 
@@ -279,8 +279,9 @@ def test_levels_2_and_3_by_clicking_only_with_the_fork_control_in_view(browser, 
         refused()
         page.locator("#s11l-path").get_by_text("#3", exact=True).first.click()
         page.locator("#s11l-fork").get_by_text("第 3 条").wait_for(timeout=15_000)
-        page.wait_for_timeout(300)   # the control is scrolled into view once its note has grown
-        assert in_view(page, "#s11l-fork") and in_view(page, "#s11l-picked"), "the fork button is out of view"
+        # the control is scrolled into view once its note has grown
+        assert eventually(page, lambda: in_view(page, "#s11l-fork") and in_view(page, "#s11l-picked")), \
+            "the fork button is out of view"
         shoot_shots(student, "lesson-fork-picked")
         page.locator("#s11l-fork-title textarea, #s11l-fork-title input").first.fill("新思路")
         student.fork(3, "换个方向：先看 ws_pool 的长连接")()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_tabs import open_tab
+from browser_tabs import open_tab, wait_until_quiet
 from conftest import REPO, free_port
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -104,7 +104,7 @@ def test_a_class_view_leaves_nothing_in_the_teachers_browser(browser, server):
         table = page.locator("#s11c-class")
         table.get_by_text(STUDENT_NAME).first.wait_for(timeout=30_000)
         page.locator("#s11c-refresh").click()   # the public /class_refresh endpoint: what run history recorded
-        page.wait_for_timeout(1500)   # let that run finish (not an assertion: it only gives storage time to fill)
+        wait_until_quiet(page, timeout=5)   # that run has finished (not an assertion: storage has had time to fill)
         table.get_by_text(STUDENT_NAME).first.wait_for(timeout=30_000)
         table.get_by_text(STUDENT_NAME).first.click()
         page.locator("#s11c-student").get_by_text(title[:6]).first.wait_for(timeout=15_000)

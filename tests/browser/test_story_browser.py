@@ -99,10 +99,14 @@ def test_a_reader_steps_through_the_story_from_the_8_11_result(browser, server, 
             shown_step(page, number)
             head = page.locator(f"#s11s-head-{number}").inner_text()
             assert "📖 书里" in head and "和上一步相比" in head, head
+            # each step's own sentence is read while that step is on screen: in a loaded full run, step 5's head
+            # read from step 6 (hidden on a phone) came back empty
+            if number == 5:
+                assert "revision 1 → 2" in head.replace("\n", " "), head
+            if number == 6:
+                assert "一个字节都没变" in head, head
             fits(page)
             shoot(page, f"story-{width}-{scheme}-{number}.png")
-        assert "revision 1 → 2" in page.locator("#s11s-head-5").inner_text().replace("\n", " ")
-        assert "一个字节都没变" in page.locator("#s11s-head-6").inner_text()
         assert page.locator("#s11s-next-6").count() == 0   # the last step has no "next"
 
         # back one step, then restart: step 1 again, waiting for a fresh run
