@@ -298,9 +298,14 @@ def _utf8(text: str) -> bytes:
         return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
 
 
+# 与 json.dumps(value, ensure_ascii=False, separators=(",", ":")) 相同；json.dumps 带参数时每次新建一个编码器
+# （每条消息约 2.5 µs，20 MB 的导入一万多条消息）：这里建一次，编码器不存状态，多线程共用无妨
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def _compact(value: Any) -> bytes:
     """紧凑 JSON：{"role": "user", "content": "hi"} -> b'{"role":"user","content":"hi"}'。"""
-    return _utf8(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    return _utf8(_COMPACT.encode(value))
 
 
 def encode_session(payload: Dict[str, Any], session_id: str) -> bytes:
