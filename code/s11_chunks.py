@@ -156,7 +156,8 @@ class Plan(NamedTuple):
 class Batch:
     """一批保存（导入器的 SessionStore.batch()、save_many、write_costs）共用的记忆，见模块文档：
     lines：id(消息) → (消息, 一行字节)；chunks：这一串消息对象的 id → 块；planned：会话 ID → 这一批里为它
-    规划的结果（子节点照搬）；present：这一批里确认过在盘上的块；parsed：块名 → 这一批里读出（检查过）的消息和那一块。
+    规划的结果（子节点照搬）；present：这一批里确认过在盘上的块；parsed：块名 → 这一批里读出（检查过）的消息和那一块；
+    prepared：会话 ID → (s11_format.payload_key, Plan)，write_costs 规划过、随后的 save() 照用的（节点没改过时）。
     只在一次调用之内可信（调用之间调用方可能原地改了消息），所以单个 save() 从不用它。"""
 
     def __init__(self) -> None:
@@ -165,6 +166,7 @@ class Batch:
         self.planned: Dict[str, "_Planned"] = {}
         self.present: set = set()
         self.parsed: Dict[str, Tuple[List[Any], StoredChunk]] = {}
+        self.prepared: Dict[str, Tuple[Any, Plan]] = {}
 
 
 class _Planned(NamedTuple):

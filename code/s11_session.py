@@ -57,7 +57,7 @@ import s11_workspace  # 会话 ≠ 代码：保存时记下工作区，恢复前
 from s11_format import (  # noqa: F401  这些名字也从本模块导出：章节读者只需 import s11_session
     FORMAT_VERSION, MAX_NESTING, MIGRATIONS, ChunkError, ConflictError, CorruptSession, InvalidMessage,
     InvalidSessionId, SessionError, SessionNotFound, UnreadableSession, UnsupportedVersion, encode_session,
-    is_session_name, migrate, unreadable, validate_messages, validate_session_id)
+    is_session_name, migrate, payload_key, same_payload, unreadable, validate_messages, validate_session_id)
 from s11_check import Problem  # noqa: F401  check() 的结果，也从本模块导出
 from s11_redact import redact  # noqa: F401  导出前脱敏：redact(text) -> str
 from s11_storage import DirectoryLock, PendingWrite, entry_kind, fsync_dir, read_regular_file, stat_key
@@ -244,8 +244,7 @@ class SessionStore:
         return s11_export.render_markdown(session.to_dict(), self._lineage(session_id, summary), redact=redact)
 
     def delete(self, session_id: str, *, purge: bool = False) -> bool:
-        """🗑️ 删除指定会话：默认移进 .trash/（可 restore）；purge=True 连同回收站里的旧副本一起真正删除。
-        子分支不受影响。返回是否删掉了什么。"""
+        """🗑️ 删除指定会话：默认移进 .trash/（可 restore）；purge=True 连同回收站里的旧副本一起真正删除；子分支不受影响。返回是否删掉了什么。"""
         path = self._path(session_id)
         with self._lock:
             state = s11_history.live_state(self, session_id)   # 删之前是第几版
@@ -267,9 +266,8 @@ class SessionStore:
         不在同一棵树上时 ancestor 为 None，note 写明。"""
         return s11_converge.compare(self, a_id, b_id)
 
-    def converge(self, chosen_id: str, other_ids: List[str], decision: str, *,
-                 carry: Any = (), title: Optional[str] = None,
-                 revisions: Optional[Dict[str, int]] = None) -> SessionNode:
+    def converge(self, chosen_id: str, other_ids: List[str], decision: str, *, carry: Any = (),
+                 title: Optional[str] = None, revisions: Optional[Dict[str, int]] = None) -> SessionNode:
         """🔀 收敛：在选定的节点下新建一个孩子 = 它的全部历史 + 从其他分支带过来的消息（各带 origin）+ 读者写的决定；
         新节点记下 converged_from。已保存的文件一个都不改；输入不对抛中文错误，什么都不写。
         revisions：对比时看到的各节点修订号，之后有人保存过就 ConflictError（不在过期的对比上做决定）。"""
@@ -353,7 +351,8 @@ class SessionStore:
         batch, counted, costs = getattr(self._batch, "current", None) or s11_chunks.Batch(), set(), []
         for node in nodes:
             self._path(node.session_id)   # 先检查 ID（_plan 假定调用方检查过）
-            plan = self._plan(node, batch)[1]
+            payload, plan = self._plan(node, batch)
+            batch.prepared[node.session_id] = (payload_key(payload), plan)   # 随后的 save() 照用（见 _plan）
             fresh = [chunk for chunk in plan.chunks if chunk[0] not in counted]
             counted.update(name for name, _ in fresh)
             costs.append(len(plan.raw) + self._chunks.bytes_to_add(fresh))   # 旧文件留在 .history/：不腾出空间
@@ -458,6 +457,9 @@ class SessionStore:
                                  f"{printable(repr(session.revision)[:40])}")
         payload = {"version": FORMAT_VERSION, "revision": session.revision + 1, **session.to_dict(),
                    "created_ns": session.created_ns}
+        known = batch.prepared.pop(session.session_id, None) if batch is not None else None   # write_costs 规划过的
+        if known is not None and same_payload(known[0], payload):   # 之后没改过：照用，不再检查、编码一遍
+            return payload, known[1]
         plan = s11_chunks.plan(payload, threshold=self.chunk_threshold, chunk_bytes=self.chunk_bytes,
                                batch=batch, stored=getattr(session, "_stored", ()))
         s11_converge.check_converged_from(session)   # 字段类型上面已查过；这里查收敛来源不是它自己
@@ -478,7 +480,6 @@ class SessionStore:
 
     def _check_revision(self, path: str, session: SessionNode) -> None:
         """锁内：磁盘上这份文件现在的修订号必须等于节点读入时的修订号，否则 ConflictError。
-
         读的是文件本身，不是 (inode, 大小, 修改时间) 缓存——ext4 会复用 inode，粗粒度时钟下两次同样大小的
         保存看起来一模一样。大会话只读头、索引和尾部（不到一块），与会话多长无关。"""
         try:
@@ -490,9 +491,8 @@ class SessionStore:
         else:   # 每次都完整检查（不读块）：坏文件、新版本文件在这里抛错，所以绝不会被覆盖
             on_disk = s11_chunks.decode_node(raw, path)["revision"]
         if on_disk != session.revision:
-            raise ConflictError(
-                f"会话 {session.session_id} 在你读入（修订 {session.revision}）之后已被保存为修订 "
-                f"{on_disk}；请重新 load() 后再追加，否则会抹掉别人的消息")
+            raise ConflictError(f"会话 {session.session_id} 在你读入（修订 {session.revision}）之后已被保存为修订 "
+                                f"{on_disk}；请重新 load() 后再追加，否则会抹掉别人的消息")
 
     def _summary(self, path: str, entry: Optional[os.DirEntry] = None,
                  every_message: bool = False) -> Dict[str, Any]:

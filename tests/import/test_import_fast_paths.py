@@ -265,3 +265,27 @@ def test_codex_pairs_mirrored_replies_as_counting_collapsed_whitespace_would(ste
         if not paired:
             unpaired[source].add((("text",), said))
         assert paired == expected
+
+
+def test_an_import_checks_and_encodes_each_node_once(tmp_path, monkeypatch):
+    """write_costs plans every node (checks its fields, encodes it) to count the bytes; save() then takes that plan
+    instead of planning the same node a second time, as long as the node was not changed in between
+    (tests/store/test_batch_reuse.py changes it in every way and expects the changed node on disk)."""
+    import s11_chunks
+    planned = []
+    real_plan = s11_chunks.plan
+
+    def counting_plan(payload, **options):
+        planned.append(payload["session_id"])
+        return real_plan(payload, **options)
+
+    monkeypatch.setattr(s11_chunks, "plan", counting_plan)
+    report = import_file(big_pi_tree(tmp_path / "s.jsonl"), SessionStore(tmp_path / "store"))
+    assert report.written == len(report.node_ids) == 4
+    assert sorted(planned) == sorted(report.node_ids)   # each node once (it was twice: write_costs, then save)
+    monkeypatch.setattr(s11_chunks, "plan", real_plan)
+    reader = SessionStore(tmp_path / "store")
+    dry = import_file(tmp_path / "s.jsonl", SessionStore(tmp_path / "dry"), dry_run=True)
+    assert dry.bytes_planned == report.bytes_written > 0
+    assert all(reader.load(node_id) is not None for node_id in report.node_ids)
+    assert reader.check() == []
