@@ -95,6 +95,10 @@ _multiline = st.lists(st.lists(_line, min_size=1, max_size=8).map("\n".join), mi
 @example(["电话 +86 138 1234 5678\ntel:159-0000-1234"])   # a grouped number on the line before must not stand in
 @example(["12340086 138 1234 5678"])                     # a grouped mobile after 0086
 @example(["11010519491231-002X", "1101051949123100-2X"])  # an ID number grouped 14-4 holds no "0000-0000"
+@example(["-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----\nTOKEN=Abc123Xyz789Qwe\n"
+          "a@example.com13812345678"])                   # a key string: only its rows run, a second round too
+@example(["x\n-----BEGIN PRIVATE KEY-----\nsecret_key=" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789+/Ab"])   # unended
+@example(["6219 2001 86.1\n4111 1111 1111 1111 200 86.1"])   # "<run> 200 86.1" in logs; a card before " 200"
 def test_many_lines_give_what_the_plain_module_gives(texts):
     assert find_all(texts) == plain(texts)
 
@@ -120,6 +124,37 @@ def test_only_lines_with_a_condition_and_the_line_before_a_card_at_a_line_start_
     chosen = fast._candidates([text])[0]
     assert sorted(chosen.lines) == [2, 20]
     assert fast._pieces(text, chosen.lines) == [(1, 15), (17, 36)]   # "\nd" comes along: 4111… starts its line
+
+
+def _rows_run(monkeypatch) -> list[set[str]]:
+    """Record which rows each call of the plain _claims runs (the full table counts as every row)."""
+    runs, claims = [], s11_redact._claims
+
+    def recording(text, rules=None):
+        runs.append({rule.name for rule in (s11_redact.RULES if rules is None else rules)})
+        return claims(text, rules)
+    monkeypatch.setattr(s11_redact, "_claims", recording)
+    return runs
+
+
+def test_a_private_key_string_runs_only_the_rows_whose_condition_it_holds(monkeypatch):
+    # A private key spans lines, so its string goes to the rules whole; but only the rows whose condition occurs in
+    # it (and those a "private key" hides at its own position) can claim anything there.
+    text = "cat ~/.ssh/id\n-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----\nmail a@example.com"
+    expected = plain([text])
+    runs = _rows_run(monkeypatch)
+    assert find_all([text]) == expected and [label for _, _, label in expected[0]] == ["私钥", "邮箱"]
+    assert runs and all("private_key" in run and "email" in run and "cn_mobile" not in run for run in runs)
+
+
+def test_a_second_round_runs_only_the_rows_whose_condition_the_marked_lines_hold(monkeypatch):
+    # The mask of the e-mail lets the mobile after it match (its lookbehind now sees "]"): the second round must
+    # find it, running the rows whose condition occurs on the marked line, not the whole table.
+    texts = ["noise\nmail a@example.com13812345678 now\nmore noise"]
+    expected = plain(texts)
+    runs = _rows_run(monkeypatch)
+    assert find_all(texts) == expected and [label for _, _, label in expected[0]] == ["邮箱", "手机号"]
+    assert len(runs) == 2 and all("cn_mobile" in run and "jwt" not in run for run in runs)
 
 
 def test_conditions_take_in_at_most_two_bytes_so_none_hides_the_start_of_another():
