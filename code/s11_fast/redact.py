@@ -109,14 +109,17 @@ def _literal_then_group(pattern: bytes, number: int) -> bytes:
 
 _FOLDED = _by_first_byte(_FOLDED_CONDITIONS)
 _RAW = _by_first_byte(_RAW_CONDITIONS)
-# 数字类的行，在数字骨架里找（数字 → "0"，空格 . - → "-"，"+" 和 "x" 不变，其余 → " "）：
+# 数字类的行，在数字骨架里找（数字 → "0"，空格和 - → "-"，"." "," "+" "x" 不变，其余 → " "）：
 # 不分组的号码是前后都不挨着数字的一整串（后顾断言和 _NUMBER_END 保证的），长度和开头的几位决定它可能是哪一种（_number_rows）；
 # 分组的号码（3-4-4、4-4-4-4、4-6-5、6-8-4、6-4-4-4、14-4……）都含有 "0000-000"，三行都要跑。
 # 日志里的 13 位毫秒时间戳、12 和 14 位的数字、没有发卡行前缀的订单号不是任何一种，不必交给规则表。
 # （卡号字样后面的卡号那一行，条件是 "card" 或 "卡" 这个词本身。）
 _NUMBER_RULES = ("cn_id_number", "bank_card", "cn_mobile")
-# 11 位，15 位以上，或 + 后面的 13 位（12、14 位不会是任何一种）
-_NUMBER_RUN = re.compile(rb"00000000000(?<!000000000000)(?:(?:0000+)?(?!0)|00(?<=\+0000000000000)(?!0))")
+# 11 位，15 位以上，或 + 后面的 13 位（12、14 位不会是任何一种）；紧跟在 "<数字>." 或 "<数字>," 后面的是浮点数的
+# 小数部分（loss=0.0003032226645370183），三行都不认——除非其中有 0086 后面的手机号：_MOBILE_AFTER_0086 另找。
+_NUMBER_RUN = re.compile(
+    rb"00000000000(?<!000000000000)(?<!0[.,]00000000000)(?:(?:0000+)?(?!0)|00(?<=\+0000000000000)(?!0))")
+_MOBILE_AFTER_0086 = re.compile(rb"0086(?=1[3-9][0-9](?:[0-9]{8}|[ .-][0-9]{4}[ .-][0-9]{4})(?![0-9]))")
 
 
 def _number_rows(folded: bytes, start: int, end: int, card_issuer: re.Pattern[bytes] | None) -> tuple[str, ...]:
@@ -139,19 +142,18 @@ def _number_rows(folded: bytes, start: int, end: int, card_issuer: re.Pattern[by
 # 每一种分好组的号码都含有 "0000-000" 再跟一个数字或 x（卡号、Amex、手机号里的 "0000-0000"，身份证号 6-4-4-4 的
 # 某个分隔处，或只在最后分组时的 "0000-000x"）：日志里的 "<一串数字> 200 86.1" 没有，不必一一细看。
 # 找到它就连同它右边的整串数字和分隔符一起吃进（一串 UUID 只算一处），
-_NUMBER_GROUP_RUN = re.compile(rb"0000-000[0x][0-]*")
+_NUMBER_GROUP_RUN = re.compile(rb"0000[-.]000[0x][0.-]*")
 # ……再看它附近是不是真有一个分好了组的号码：前后不再挨着数字，每组的位数对得上（全是数字的 UUID 8-4-4-4-12、
 # 浮点数时间戳 1732867200.123456 都不是）。卡号 4-4-4-4(-1..3)、Amex 4-6-5、手机号 3-4-4（前面可以是 +86），
-# 身份证号 6-4-4-4（每个分隔都可有可无，至少有一个）；0086 后面的分组手机号要看数字本身，在小写副本里找。
+# 身份证号 6-4-4-4（每个分隔都可有可无，至少有一个）；0086 后面的手机号由 _MOBILE_AFTER_0086 另找。
 _NUMBER_GROUPED = re.compile(   # 每一支都从号码的第一个数字开始：正则以字面的 0 打头，re 只在数字上尝试
-    rb"0(?:(?<!00)(?:000-0000-0000-0000(?:-0{1,3})?"                  # 卡号 4-4-4-4(-1..3)
-    rb"|000-000000-00000"                                               # Amex 4-6-5
-    rb"|00-0000-0000"                                                   # 手机号 3-4-4
-    rb"|00000(?:-0000-?0000-?|0000(?:-0000-?|0000-))000[0x])"          # 身份证号 6-4-4-4，至少一个分隔
-    rb"|(?<=\+000)00-0000-0000)(?!0)")                                 # +86 后面的手机号 3-4-4
-_GROUPED_MOBILE_AFTER_0086 = re.compile(rb"0086(?=1[3-9][0-9][ .-][0-9]{4}[ .-][0-9]{4}(?![0-9]))")
-_SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte in b" .-" else
-                  byte if byte in b"+x" else ord(" ") for byte in range(256))
+    rb"0(?:(?<!00)(?:000[-.]0000[-.]0000[-.]0000(?:[-.]0{1,3})?"           # 卡号 4-4-4-4(-1..3)
+    rb"|000[-.]000000[-.]00000"                                              # Amex 4-6-5
+    rb"|00[-.]0000[-.]0000"                                                  # 手机号 3-4-4
+    rb"|00000(?:[-.]0000[-.]?0000[-.]?|0000(?:[-.]0000[-.]?|0000[-.]))000[0x])"   # 身份证号 6-4-4-4，至少一个分隔
+    rb"|(?<=\+000)00[-.]0000[-.]0000)(?!0)")                                # +86 后面的手机号 3-4-4
+_SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte in b" -" else
+                  byte if byte in b".,+x" else ord(" ") for byte in range(256))
 # 拿不准就交给规则表：全角数字，以及 re 忽略大小写时会当成 ASCII 字母的字符（测试在全部 Unicode 上核对这份名单）
 _UNSURE = re.compile("[０-９İıſ\u212a]")
 _UNSURE_OR_CARD_WORD = re.compile(_UNSURE.pattern + "|卡")   # 一趟同时找 bank_card_after_word 的 "卡"
@@ -294,12 +296,11 @@ def _marked_lines(text: str, marker: str) -> list[int]:
     return lines
 
 
-def _grouped_number_near(skeleton: bytes, folded: bytes, start: int, end: int) -> bool:
+def _grouped_number_near(skeleton: bytes, start: int, end: int) -> bool:
     """skeleton[start:end] 是从一个 "0000-000" 起、到这一串数字和分隔符的末尾：附近有没有一个真正分好组的号码
     （有就把这一行交给数字类的规则）。号码最长 23 个字符、含有这串里的某个 "0000-000"，所以它起于 start 前
     15 个字符以内，止于 end 后 1 个字符以内（"x"）；再给环视断言留几个字符。"""
-    start, end = max(start - 24, 0), end + 8
-    return bool(_NUMBER_GROUPED.search(skeleton, start, end) or _GROUPED_MOBILE_AFTER_0086.search(folded, start, end))
+    return bool(_NUMBER_GROUPED.search(skeleton, max(start - 24, 0), end + 8))
 
 
 _HOPS = 1000   # 开头字节出现过这么多次以后，剩下的交给 re 自己扫
@@ -364,8 +365,10 @@ def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None) -> dict[int, 
         if rows:
             take(match.start(), rows)
     for match in _NUMBER_GROUP_RUN.finditer(skeleton):
-        if _grouped_number_near(skeleton, folded, match.start(), match.end()):
+        if _grouped_number_near(skeleton, match.start(), match.end()):
             take(match.start(), _NUMBER_RULES)
+    for match in _MOBILE_AFTER_0086.finditer(folded):
+        take(match.start(), ("cn_mobile",))
     # str.isascii() 不用扫描：只在含非 ASCII 字符的字符串里找全角数字和那几个字母
     for index, text in enumerate(texts):
         if text.isascii():
