@@ -326,8 +326,9 @@ def _candidates(texts: list[str], card_issuer: re.Pattern[bytes] | None = None) 
     """可能有命中的字符串的下标 → 它里面出现了必要条件的那些行，和每行出现的是哪几行规则的条件。
     纯 ASCII 的字符串和其余的分开扫：ASCII 的连起来还是单字节的 str，编码只是复制；混在一起就整段变宽。"""
     chosen: dict[int, _Lines] = {}
+    ascii_flags = [text.isascii() for text in texts]
     for plain_ascii in (True, False):
-        indexes = [index for index, text in enumerate(texts) if text.isascii() == plain_ascii]
+        indexes = [index for index, flag in enumerate(ascii_flags) if flag == plain_ascii]
         found = _scan([texts[index] for index in indexes], card_issuer)
         chosen.update((indexes[number], lines) for number, lines in found.items())
     return chosen
@@ -337,7 +338,8 @@ def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None) -> dict[int, 
     """_candidates 的一组字符串。"""
     # 单字节副本：Latin-1 以外的字符变成 "?"，一个字符一个字节，位置不变。没有哪个必要条件含换行，
     # 所以用 "\n" 连起来不会跨过两个字符串。
-    encoded = "\n".join(texts).encode("latin-1", "replace")
+    joined = "\n".join(texts)
+    encoded = joined.encode("latin-1", "replace")
     ends = list(itertools.accumulate(len(text) + 1 for text in texts))   # 各字符串之后那个换行的下一位
     folded = encoded.lower()
     chosen: dict[int, _Lines] = {}
@@ -370,7 +372,7 @@ def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None) -> dict[int, 
     for match in _MOBILE_AFTER_0086.finditer(folded):
         take(match.start(), ("cn_mobile",))
     # str.isascii() 不用扫描：只在含非 ASCII 字符的字符串里找全角数字和那几个字母
-    for index, text in enumerate(texts):
+    for index, text in enumerate([] if joined.isascii() else texts):
         if text.isascii():
             continue
         begin = ends[index - 1] if index else 0     # "卡" 在单字节副本里成了 "?"：在原文里找
