@@ -6,15 +6,16 @@
           数字骨架里长度和开头几位对得上的一整串数字、分好组的号码（_number_rows、_NUMBER_GROUPED）
         → 记下条件出现在哪个字符串的哪一行、是哪几行规则的条件
         → 所有字符串里条件相同的行（各带上它前面的 "\\n"，字符串的第一行补一个）拼成一段小文字，只跑一次这几行
-          规则（s11_redact._claims）；遮过之后的下一轮只看那个字符串里有标记的行；命中的位置换算回原来的字符串
-          （find 本身还是 s11_redact.find）。
+          规则（s11_redact._claims）；遮过之后的下一轮只看那个字符串里有标记的行，在这几行里再找一遍条件，只跑
+          找到的那几行规则；命中的位置换算回原来的字符串（find 本身还是 s11_redact.find）。
 
 关键洞察：规则表的每一行（私钥除外）都不跨过换行（s11_redact 的文档这样保证），所以一行文字的结果只取决于
 这一行本身和它前面的那个 "\\n"：把挑出来的行单独拼起来跑，和在整个字符串上跑，得到的是同样的命中。
 导出里的大段工具输出往往只有几行含有任何必要条件，其余的行规则表根本不必看。
 
 两处例外，宁可多带文字：
-- 私钥一行跨行（找的是 END 那一行）：条件 "private key" 出现的字符串整个交给规则表；
+- 私钥一行跨行（找的是 END 那一行）：条件 "private key" 出现的字符串整个交给 s11_redact.find，每一轮只跑
+  在整个字符串里找得到条件的那几行规则（加上 _KEY_NAMES）；
 - 卡号的校验会往前看 12 个字符找“订单号”字样（re 的 $ 也认一个结尾的换行），
   行首就是一串像卡号的数字时，上一行整个带上（上一行行首也是的话再往上）。
 
@@ -78,6 +79,8 @@ _RAW_CONDITIONS = [      # 区分大小写的前缀（小写了就到处都是�
     (("twilio_api_key",), rb"K(?<=SK)(?=[0-9a-f]{32})"),
 ]
 _WHOLE_STRING = "private_key"   # 唯一会跨行的一行：条件出现了，就把整个字符串交给规则表
+# "private ke" 那个位置上，以 "ke" 开头的别的条件被它挡住了（同一个正则里只有一支能成立）：这几行一起跑
+_KEY_NAMES = {"private_key", "credential", "aws_secret_key", "azure_key"}
 
 
 def _by_first_byte(conditions: list[tuple[tuple[str, ...], bytes]]) -> list[tuple[re.Pattern[bytes], dict[str, tuple]]]:
@@ -106,14 +109,17 @@ def _literal_then_group(pattern: bytes, number: int) -> bytes:
 
 _FOLDED = _by_first_byte(_FOLDED_CONDITIONS)
 _RAW = _by_first_byte(_RAW_CONDITIONS)
-# 数字类的行，在数字骨架里找（数字 → "0"，空格 . - → "-"，"+" 和 "x" 不变，其余 → " "）：
+# 数字类的行，在数字骨架里找（数字 → "0"，空格和 - → "-"，"." "," "+" "x" 不变，其余 → " "）：
 # 不分组的号码是前后都不挨着数字的一整串（后顾断言和 _NUMBER_END 保证的），长度和开头的几位决定它可能是哪一种（_number_rows）；
 # 分组的号码（3-4-4、4-4-4-4、4-6-5、6-8-4、6-4-4-4、14-4……）都含有 "0000-000"，三行都要跑。
 # 日志里的 13 位毫秒时间戳、12 和 14 位的数字、没有发卡行前缀的订单号不是任何一种，不必交给规则表。
 # （卡号字样后面的卡号那一行，条件是 "card" 或 "卡" 这个词本身。）
 _NUMBER_RULES = ("cn_id_number", "bank_card", "cn_mobile")
-# 11 位，15 位以上，或 + 后面的 13 位（12、14 位不会是任何一种）
-_NUMBER_RUN = re.compile(rb"00000000000(?<!000000000000)(?:(?:0000+)?(?!0)|00(?<=\+0000000000000)(?!0))")
+# 11 位，15 位以上，或 + 后面的 13 位（12、14 位不会是任何一种）；紧跟在 "<数字>." 或 "<数字>," 后面的是浮点数的
+# 小数部分（loss=0.0003032226645370183），三行都不认——除非其中有 0086 后面的手机号：_MOBILE_AFTER_0086 另找。
+_NUMBER_RUN = re.compile(
+    rb"00000000000(?<!000000000000)(?<!0[.,]00000000000)(?:(?:0000+)?(?!0)|00(?<=\+0000000000000)(?!0))")
+_MOBILE_AFTER_0086 = re.compile(rb"0086(?=1[3-9][0-9](?:[0-9]{8}|[ .-][0-9]{4}[ .-][0-9]{4})(?![0-9]))")
 
 
 def _number_rows(folded: bytes, start: int, end: int, card_issuer: re.Pattern[bytes] | None) -> tuple[str, ...]:
@@ -133,20 +139,21 @@ def _number_rows(folded: bytes, start: int, end: int, card_issuer: re.Pattern[by
     return tuple(rows)
 
 
-# 找到 "0000-000" 就连同它右边的整串数字和分隔符一起吃进（一串 UUID 只算一处），
-_NUMBER_GROUP_RUN = re.compile(rb"0000-000[0-]*")
+# 每一种分好组的号码都含有 "0000-000" 再跟一个数字或 x（卡号、Amex、手机号里的 "0000-0000"，身份证号 6-4-4-4 的
+# 某个分隔处，或只在最后分组时的 "0000-000x"）：日志里的 "<一串数字> 200 86.1" 没有，不必一一细看。
+# 找到它就连同它右边的整串数字和分隔符一起吃进（一串 UUID 只算一处），
+_NUMBER_GROUP_RUN = re.compile(rb"0000[-.]000[0x][0.-]*")
 # ……再看它附近是不是真有一个分好了组的号码：前后不再挨着数字，每组的位数对得上（全是数字的 UUID 8-4-4-4-12、
 # 浮点数时间戳 1732867200.123456 都不是）。卡号 4-4-4-4(-1..3)、Amex 4-6-5、手机号 3-4-4（前面可以是 +86），
-# 身份证号 6-4-4-4（每个分隔都可有可无，至少有一个）；0086 后面的分组手机号要看数字本身，在小写副本里找。
+# 身份证号 6-4-4-4（每个分隔都可有可无，至少有一个）；0086 后面的手机号由 _MOBILE_AFTER_0086 另找。
 _NUMBER_GROUPED = re.compile(   # 每一支都从号码的第一个数字开始：正则以字面的 0 打头，re 只在数字上尝试
-    rb"0(?:(?<!00)(?:000-0000-0000-0000(?:-0{1,3})?"                  # 卡号 4-4-4-4(-1..3)
-    rb"|000-000000-00000"                                               # Amex 4-6-5
-    rb"|00-0000-0000"                                                   # 手机号 3-4-4
-    rb"|00000(?:-0000-?0000-?|0000(?:-0000-?|0000-))000[0x])"          # 身份证号 6-4-4-4，至少一个分隔
-    rb"|(?<=\+000)00-0000-0000)(?!0)")                                 # +86 后面的手机号 3-4-4
-_GROUPED_MOBILE_AFTER_0086 = re.compile(rb"0086(?=1[3-9][0-9][ .-][0-9]{4}[ .-][0-9]{4}(?![0-9]))")
-_SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte in b" .-" else
-                  byte if byte in b"+x" else ord(" ") for byte in range(256))
+    rb"0(?:(?<!00)(?:000[-.]0000[-.]0000[-.]0000(?:[-.]0{1,3})?"           # 卡号 4-4-4-4(-1..3)
+    rb"|000[-.]000000[-.]00000"                                              # Amex 4-6-5
+    rb"|00[-.]0000[-.]0000"                                                  # 手机号 3-4-4
+    rb"|00000(?:[-.]0000[-.]?0000[-.]?|0000(?:[-.]0000[-.]?|0000[-.]))000[0x])"   # 身份证号 6-4-4-4，至少一个分隔
+    rb"|(?<=\+000)00[-.]0000[-.]0000)(?!0)")                                # +86 后面的手机号 3-4-4
+_SKELETON = bytes(ord("0") if byte in b"0123456789" else ord("-") if byte in b" -" else
+                  byte if byte in b".,+x" else ord(" ") for byte in range(256))
 # 拿不准就交给规则表：全角数字，以及 re 忽略大小写时会当成 ASCII 字母的字符（测试在全部 Unicode 上核对这份名单）
 _UNSURE = re.compile("[０-９İıſ\u212a]")
 _UNSURE_OR_CARD_WORD = re.compile(_UNSURE.pattern + "|卡")   # 一趟同时找 bank_card_after_word 的 "卡"
@@ -161,11 +168,13 @@ def _covered() -> set[str]:
 
 
 class _Lines:
-    """一个字符串里要交给规则表的地方：lines = {行首位置: 条件出现了的规则名}；whole = 整个字符串、整张表。"""
+    """一个字符串里要交给规则表的地方：lines = {行首位置: 条件出现了的规则名}；whole = 整个字符串、整张表；
+    key = 有私钥的条件：整个字符串交给规则表，但只跑条件出现了的那几行规则（加上 _KEY_NAMES）。"""
 
     def __init__(self) -> None:
         self.lines: dict[int, set[str]] = {}
         self.whole = False
+        self.key = False
 
     def names(self) -> set[str]:
         return set().union(*self.lines.values())
@@ -187,7 +196,8 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
         """对 places 里的每个 (text, lines)：plain._claims(text) 落在 lines（行首位置）那些行里的命中。
         所有这些行（和它们要带上的上文）拼成一段小文字，只跑一次规则表，再换算回各自 text 的位置。
         每段都以一个 "\n" 开头（字符串开头的那段补一个），所以哪一段的规则都看不到前一段的文字。
-        names：要跑的规则；None = 整张表。"""
+        names：要跑的规则；None = 在拼好的这段文字里找一遍必要条件，只跑条件出现了的那几行（条件不跨行，
+        所以在这段里找到的就是这些行里的）。"""
         pieces, starts, owners, size = [], [], [], 0      # owners：这一段属于 places 的第几个、位置差多少
         for number, (text, lines) in enumerate(places):
             for start, end in _pieces(text, lines):
@@ -198,21 +208,33 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
                 size += len(pieces[-1])
         wanted = [set(lines) for _, lines in places]
         found: list[list[tuple[int, int, str]]] = [[] for _ in places]
-        for start, end, label in plain._claims("".join(pieces), None if names is None else rules_for(names)):
+        joined = "".join(pieces)
+        for start, end, label in scanned_claims(joined) if names is None else plain._claims(joined, rules_for(names)):
             number, shift = owners[bisect.bisect_right(starts, start) - 1]   # 命中从不跨过一行，所以落在一段里
             text = places[number][0]
             if text.rfind("\n", 0, start + shift) + 1 in wanted[number]:     # 带上的上文里的命中归它自己那一行去算
                 found[number].append((start + shift, end + shift, label))
         return found
 
+    def scanned_claims(text: str) -> list[tuple[int, int, str]]:
+        """plain._claims(text)，只跑在 text 里找得到必要条件的那几行规则（其余的行在这里什么也认领不到，
+        跑不跑结果都一样）；拿不准的字符（全角数字等）在的时候跑整张表。"""
+        found = _scan([text], card_issuer).get(0)
+        if found is None:
+            return []
+        if found.whole:
+            return plain._claims(text)
+        return plain._claims(text, rules_for(found.names() | (_KEY_NAMES if found.key else set())))
+
     def first_round(texts: list[str], chosen: dict[int, _Lines]) -> dict[int, list[tuple[int, int, str]]]:
         """挑出来的每个字符串（整个交给规则表的除外）第一轮的命中：所有字符串里条件相同的行拼在一起，只跑这些条件
         对应的规则（一行里没有条件的规则在这一行什么也找不到，跑不跑都一样）。"""
         same_rows: dict[frozenset[str], dict[int, list[int]]] = {}
         for index, lines in chosen.items():
-            for line, names in ({} if lines.whole else lines.lines).items():
+            for line, names in ({} if lines.whole or lines.key else lines.lines).items():
                 same_rows.setdefault(frozenset(names), {}).setdefault(index, []).append(line)
-        found: dict[int, list[tuple[int, int, str]]] = {index: [] for index, lines in chosen.items() if not lines.whole}
+        found: dict[int, list[tuple[int, int, str]]] = {index: [] for index, lines in chosen.items()
+                                                        if not (lines.whole or lines.key)}
         for names, by_text in same_rows.items():
             places = [(texts[index], lines) for index, lines in by_text.items()]
             for index, claims in zip(by_text, claims_in_lines(places, names)):
@@ -221,7 +243,7 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
 
     def find_in_lines(text: str, first: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
         """plain.find(text)，第一轮的命中已经有了（first_round）。后几轮只看有标记的行（别的行一个字都没变，
-        上一轮在它们里面什么也没找到，这一轮也一样），在这几行上跑整张表：它们很短，比重新找条件还便宜。"""
+        上一轮在它们里面什么也没找到，这一轮也一样），在这几行上只跑找得到必要条件的那几行规则。"""
         def claims(masked: str) -> list[tuple[int, int, str]]:
             if masked is text:
                 return first
@@ -234,6 +256,7 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
         chosen = _candidates(texts, card_issuer)
         first = first_round(texts, chosen)
         return [[] if index not in chosen else plain.find(text) if chosen[index].whole
+                else plain.find(text, scanned_claims) if chosen[index].key   # 私钥跨行：整个字符串一起找
                 else find_in_lines(text, first[index]) for index, text in enumerate(texts)]
     return find_all
 
@@ -273,12 +296,11 @@ def _marked_lines(text: str, marker: str) -> list[int]:
     return lines
 
 
-def _grouped_number_near(skeleton: bytes, folded: bytes, start: int, end: int) -> bool:
+def _grouped_number_near(skeleton: bytes, start: int, end: int) -> bool:
     """skeleton[start:end] 是从一个 "0000-000" 起、到这一串数字和分隔符的末尾：附近有没有一个真正分好组的号码
     （有就把这一行交给数字类的规则）。号码最长 23 个字符、含有这串里的某个 "0000-000"，所以它起于 start 前
     15 个字符以内，止于 end 后 1 个字符以内（"x"）；再给环视断言留几个字符。"""
-    start, end = max(start - 24, 0), end + 8
-    return bool(_NUMBER_GROUPED.search(skeleton, start, end) or _GROUPED_MOBILE_AFTER_0086.search(folded, start, end))
+    return bool(_NUMBER_GROUPED.search(skeleton, max(start - 24, 0), end + 8))
 
 
 _HOPS = 1000   # 开头字节出现过这么多次以后，剩下的交给 re 自己扫
@@ -304,8 +326,9 @@ def _candidates(texts: list[str], card_issuer: re.Pattern[bytes] | None = None) 
     """可能有命中的字符串的下标 → 它里面出现了必要条件的那些行，和每行出现的是哪几行规则的条件。
     纯 ASCII 的字符串和其余的分开扫：ASCII 的连起来还是单字节的 str，编码只是复制；混在一起就整段变宽。"""
     chosen: dict[int, _Lines] = {}
+    ascii_flags = [text.isascii() for text in texts]
     for plain_ascii in (True, False):
-        indexes = [index for index, text in enumerate(texts) if text.isascii() == plain_ascii]
+        indexes = [index for index, flag in enumerate(ascii_flags) if flag == plain_ascii]
         found = _scan([texts[index] for index in indexes], card_issuer)
         chosen.update((indexes[number], lines) for number, lines in found.items())
     return chosen
@@ -315,7 +338,8 @@ def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None) -> dict[int, 
     """_candidates 的一组字符串。"""
     # 单字节副本：Latin-1 以外的字符变成 "?"，一个字符一个字节，位置不变。没有哪个必要条件含换行，
     # 所以用 "\n" 连起来不会跨过两个字符串。
-    encoded = "\n".join(texts).encode("latin-1", "replace")
+    joined = "\n".join(texts)
+    encoded = joined.encode("latin-1", "replace")
     ends = list(itertools.accumulate(len(text) + 1 for text in texts))   # 各字符串之后那个换行的下一位
     folded = encoded.lower()
     chosen: dict[int, _Lines] = {}
@@ -326,7 +350,7 @@ def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None) -> dict[int, 
         begin = ends[index - 1] if index else 0
         lines = chosen.get(index) or chosen.setdefault(index, _Lines())
         if _WHOLE_STRING in names:
-            lines.whole = True
+            lines.key = True
             return ends[index]
         line_start = folded.rfind(b"\n", begin, position) + 1 or begin
         lines.lines.setdefault(line_start - begin, set()).update(names)
@@ -343,10 +367,12 @@ def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None) -> dict[int, 
         if rows:
             take(match.start(), rows)
     for match in _NUMBER_GROUP_RUN.finditer(skeleton):
-        if _grouped_number_near(skeleton, folded, match.start(), match.end()):
+        if _grouped_number_near(skeleton, match.start(), match.end()):
             take(match.start(), _NUMBER_RULES)
+    for match in _MOBILE_AFTER_0086.finditer(folded):
+        take(match.start(), ("cn_mobile",))
     # str.isascii() 不用扫描：只在含非 ASCII 字符的字符串里找全角数字和那几个字母
-    for index, text in enumerate(texts):
+    for index, text in enumerate([] if joined.isascii() else texts):
         if text.isascii():
             continue
         begin = ends[index - 1] if index else 0     # "卡" 在单字节副本里成了 "?"：在原文里找

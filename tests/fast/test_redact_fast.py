@@ -80,7 +80,7 @@ _noise = st.sampled_from(["", "ok", "def f(x):", "    return x  # done", "2026-0
 _numbers = st.sampled_from([
     "4111111111111111", "4111 1111 1111 1111", "订单号：", "order #", "卡号", "card no.", "13812345678", "+8613812345678",
     "008613812345678", "1234008613812345678", "11010519491231002X", "110105 1949 1231 002X", "1732867200123",
-    "1732867200.123456", "6011000990139424", "2024113012345678", "Tel", "id=", "sk-", ".", "-"])
+    "1732867200.123456", "6011000990139424", "2024113012345678", "Tel", "id=", "sk-", ".", "-", ",", "0.", "0086"])
 _line = st.lists(_pieces | _numbers | _noise, max_size=4).map("".join)
 _multiline = st.lists(st.lists(_line, min_size=1, max_size=8).map("\n".join), min_size=1, max_size=3)
 
@@ -95,6 +95,12 @@ _multiline = st.lists(st.lists(_line, min_size=1, max_size=8).map("\n".join), mi
 @example(["电话 +86 138 1234 5678\ntel:159-0000-1234"])   # a grouped number on the line before must not stand in
 @example(["12340086 138 1234 5678"])                     # a grouped mobile after 0086
 @example(["11010519491231-002X", "1101051949123100-2X"])  # an ID number grouped 14-4 holds no "0000-0000"
+@example(["-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----\nTOKEN=Abc123Xyz789Qwe\n"
+          "a@example.com13812345678"])                   # a key string: only its rows run, a second round too
+@example(["x\n-----BEGIN PRIVATE KEY-----\nsecret_key=" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789+/Ab"])   # unended
+@example(["6219 2001 86.1\n4111 1111 1111 1111 200 86.1"])   # "<run> 200 86.1" in logs; a card before " 200"
+@example(["loss=3.14159265358 1.008613812345678 2,13812345678 x.4111.1111.1111.1111"])   # fractions; 0086 in one
+@example(["0.110105194912310021 7.4111111111111111 5.0086138 1234 5678 9,4111 1111 1111 1111"])
 def test_many_lines_give_what_the_plain_module_gives(texts):
     assert find_all(texts) == plain(texts)
 
@@ -107,6 +113,7 @@ def test_many_lines_give_what_the_plain_module_gives(texts):
     ("身份证 11010519491231-002X", [(4, 23, "身份证号")]),                 # grouped 14-4: only "0000-000" in it
     ("task-ABCDEFGHIJKLMNOPQRSTUV1234 sk-ABCDEFGHIJKLMNOPQRST", []),     # sk- inside a word; 17 characters after
     ("00000000-0000-0000-0000-000000000000 4111-1111-1111-1111", [(37, 56, "银行卡号")]),   # a card after a UUID
+    ("loss=0.4111111111111111 lr=1.008613812345678", [(33, 44, "手机号")]),   # a fraction; a 0086 mobile in one
 ])
 def test_the_cases_that_need_more_than_one_line_or_more_than_one_condition(text, expected):
     texts = ["noise\n" * 3 + text + "\nmore noise"]
@@ -120,6 +127,47 @@ def test_only_lines_with_a_condition_and_the_line_before_a_card_at_a_line_start_
     chosen = fast._candidates([text])[0]
     assert sorted(chosen.lines) == [2, 20]
     assert fast._pieces(text, chosen.lines) == [(1, 15), (17, 36)]   # "\nd" comes along: 4111… starts its line
+
+
+def _rows_run(monkeypatch) -> list[set[str]]:
+    """Record which rows each call of the plain _claims runs (the full table counts as every row). The tests that use
+    it call the accelerator itself, so they check it under S11_PLAIN=1 as well."""
+    runs, claims = [], s11_redact._claims
+
+    def recording(text, rules=None):
+        runs.append({rule.name for rule in (s11_redact.RULES if rules is None else rules)})
+        return claims(text, rules)
+    monkeypatch.setattr(s11_redact, "_claims", recording)
+    return runs
+
+
+def test_a_private_key_string_runs_only_the_rows_whose_condition_it_holds(monkeypatch):
+    # A private key spans lines, so its string goes to the rules whole; but only the rows whose condition occurs in
+    # it (and those a "private key" hides at its own position) can claim anything there.
+    text = "cat ~/.ssh/id\n-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----\nmail a@example.com"
+    expected = plain([text])
+    runs = _rows_run(monkeypatch)
+    assert fast.accelerate(s11_redact)([text]) == expected and [label for _, _, label in expected[0]] == ["私钥", "邮箱"]
+    assert runs and all("private_key" in run and "email" in run and "cn_mobile" not in run for run in runs)
+
+
+def test_a_second_round_runs_only_the_rows_whose_condition_the_marked_lines_hold(monkeypatch):
+    # The mask of the e-mail lets the mobile after it match (its lookbehind now sees "]"): the second round must
+    # find it, running the rows whose condition occurs on the marked line, not the whole table.
+    texts = ["noise\nmail a@example.com13812345678 now\nmore noise"]
+    expected = plain(texts)
+    runs = _rows_run(monkeypatch)
+    assert fast.accelerate(s11_redact)(texts) == expected and [label for _, _, label in expected[0]] == ["邮箱", "手机号"]
+    assert len(runs) == 2 and all("cn_mobile" in run and "jwt" not in run for run in runs)
+
+
+def test_fractions_of_floats_are_not_sent_to_the_number_rows_but_a_0086_mobile_inside_one_is():
+    # 0.4111111111111111 would be a Visa number with a known issuer, were it not the fraction of a float (the rules'
+    # lookbehind refuses it); 1.008613812345678 ends in a mobile after 0086, which the rules do mask.
+    texts = ["a\nloss=0.4111111111111111 lr=1.9111677885815004e-05\nb", "c\nlr=1.008613812345678\nd"]
+    assert plain(texts) == [[], [(11, 22, "手机号")]]
+    chosen = fast._candidates(texts)
+    assert 0 not in chosen and sorted(chosen[1].lines) == [2]
 
 
 def test_conditions_take_in_at_most_two_bytes_so_none_hides_the_start_of_another():
