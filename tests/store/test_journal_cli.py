@@ -4,38 +4,14 @@ subcommand: Chinese sentences, no Traceback, exit code 2 for bad input, and what
 
 from __future__ import annotations
 
-import contextlib
-import io
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_converge_cli import run_cli as run  # s11_cli.main in this process
+from test_converge_cli import run_process
 
-import s11_cli
 import s11_journal
 from s11_session import SessionStore, demo_tree_branching
-
-REPO = Path(__file__).resolve().parents[2]
-CLI = REPO / "code" / "s11_cli.py"
-
-
-def run(folder: Path, *args) -> subprocess.CompletedProcess:
-    """s11_cli.main(["--dir", folder, *args]) here (a Python start-up per call is most of a subprocess's cost)."""
-    argv = ["--dir", str(folder), *map(str, args)]
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = s11_cli.main(argv)
-        except SystemExit as stop:   # argparse's own exits (-h)
-            code = stop.code
-    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
-
-
-def run_process(folder: Path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(CLI), "--dir", str(folder), *map(str, args)], capture_output=True,
-                          text=True, cwd=REPO, timeout=120, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
 
 
 def snapshot(folder: Path) -> dict:
