@@ -6,6 +6,7 @@ runs to the end, prints a budgets block whose lines name an absolute budget, and
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import sys
@@ -36,6 +37,16 @@ def run_script(name: str, *args: str, timeout: float) -> subprocess.CompletedPro
                           text=True, timeout=timeout)
 
 
+@functools.cache
+def tiny_run(script: str) -> tuple[subprocess.CompletedProcess, bool]:
+    """Each tiny run once per test run (two tests read bench_tree_export's output); also whether the script left
+    the benchmarks folder's scratch folders as it found them."""
+    args = next(args for name, args, _ in TINY_RUNS if name == script)
+    before = scratch_folders()
+    done = run_script(script, *args, timeout=120)
+    return done, scratch_folders() == before
+
+
 def scratch_folders() -> set[Path]:
     return {path for path in BENCHMARKS.iterdir() if path.is_dir() and path.name.startswith((".", "bench-"))
             and path.name not in ("__pycache__",)}
@@ -43,20 +54,18 @@ def scratch_folders() -> set[Path]:
 
 @pytest.mark.parametrize("script, args, word", TINY_RUNS, ids=[run[0] for run in TINY_RUNS])
 def test_each_script_ends_with_one_pass_or_miss_line_per_budget(script, args, word):
-    before = scratch_folders()
-    done = run_script(script, *args, timeout=120)
+    done, tidy = tiny_run(script)
     assert done.returncode == 0, done.stderr[-3000:]
     block = done.stdout[done.stdout.index("## budgets (absolute; PASS / MISS)"):]
     lines = BUDGET_LINE.findall(block)
     assert lines, block[-2000:]
     assert all(word in name for _, name, _, _ in lines), lines
     assert all(verdict in ("PASS", "MISS") for verdict, *_ in lines), lines   # every budget measured
-    assert scratch_folders() == before
+    assert tidy, "the script left scratch folders in benchmarks/"
 
 
 def test_bench_tree_export_counts_the_branches_it_asked_for():
-    done = run_script("bench_tree_export.py", "--quick", "--nodes", "10", "--megabytes", "0.3", "--branches", "2",
-                      timeout=120)
+    done, _ = tiny_run("bench_tree_export.py")   # the same tiny run as above: 10 nodes, 2 branches
     assert done.returncode == 0, done.stderr[-3000:]
     assert re.search(r"imported 3 nodes \(2 branches\)", done.stdout), done.stdout[-2000:]
     assert re.search(r"^10-node fork chain\s+download\s+\d+", done.stdout, re.MULTILINE)

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -55,6 +56,14 @@ def module_files() -> dict[str, Path]:
 
 
 MODULES = module_files()
+
+
+@functools.cache
+def nodes_of(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of a file, parsed once per run: a dozen checks below each walk all of code/."""
+    return tuple(ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
 PACKAGES = {name for name, path in MODULES.items() if path.name == "__init__.py"}
 
 
@@ -74,7 +83,7 @@ def our_imports(name: str, path: Path) -> set[str]:
     """Every module of ours that `name` imports, anywhere in the file (lazy imports count too)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes_of(path):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -141,7 +150,7 @@ def test_there_is_no_import_cycle():
 
 
 def imports_named(path: Path, wanted: str) -> bool:
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes_of(path):
         if isinstance(node, ast.Import) and any(alias.name.split(".")[0] == wanted for alias in node.names):
             return True
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == wanted and not node.level:
@@ -164,7 +173,7 @@ def test_only_the_command_line_and_app_build_an_argument_parser():
 def definitions(predicate) -> list[str]:
     found = []
     for name, path in MODULES.items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes_of(path):
             if predicate(node):
                 found.append(f"{name}:{node.lineno}")
     return found
@@ -218,7 +227,7 @@ def comments(path: Path):
 
 
 def docstrings(path: Path):
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes_of(path):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             text = ast.get_docstring(node)
             if text:

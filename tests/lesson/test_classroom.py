@@ -1,8 +1,11 @@
 """The lesson tab's logic, the teacher's class view and the end-of-class archive, driven the way the page
-and the command line use them (Lesson / Classroom methods with a space token, the CLI as a subprocess)."""
+and the command line use them (Lesson / Classroom methods with a space token; the CLI's main() in this process, and
+once as a real subprocess)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -260,6 +263,20 @@ def test_an_expired_archive_is_removed(room):
 
 # ── command line ─────────────────────────────────────────────────────────────────────────
 def cli(*args):
+    """s11_cli.main(args) here, with what it prints and its exit code (a Python start-up per call is most of what a
+    subprocess costs)."""
+    import s11_cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = s11_cli.main(list(args))
+        except SystemExit as stop:   # argparse's own exits (-h)
+            code = stop.code
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+def cli_process(*args):
     return subprocess.run([sys.executable, str(CLI), *args], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(REPO / "code")})
 
@@ -288,7 +305,7 @@ def test_cli_restore_never_overwrites_a_space_in_use(room, tmp_path):
     name = spaces.archive_all(3600)["name"]
     lesson.open_page(token)
     spaces.set_display_name(token, "写过了")   # the same space is used again after the archive
-    out = cli("--dir", str(tmp_path / "class"), "class", "restore-archive", name)
+    out = cli_process("--dir", str(tmp_path / "class"), "class", "restore-archive", name)   # another process
     assert out.returncode == 0 and "留在归档里没动" in out.stdout
     assert spaces.display_names(spaces.teacher_secret) == {spaces.verify(token): "写过了"}
     assert [row["spaces"] for row in spaces.archives()] == [1]

@@ -1,8 +1,12 @@
-"""`compare`, `converge` and `label` on the command line, run as real subprocesses: output, Chinese errors, exit codes
-(0 done, 2 bad input), hostile text printed as escapes, and nothing written when the input is refused."""
+"""`compare`, `converge` and `label` on the command line: output, Chinese errors, exit codes (0 done, 2 bad input),
+hostile text printed as escapes, and nothing written when the input is refused. The command line's main() runs in
+this process (a Python start-up per call is most of a subprocess's cost); the hostile-label test runs every call as a
+real subprocess, with the terminal's encoding."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -10,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import s11_cli
 from s11_session import SessionStore, demo_tree_branching
 
 REPO = Path(__file__).resolve().parents[2]
@@ -17,6 +22,18 @@ CLI = REPO / "code" / "s11_cli.py"
 
 
 def run_cli(folder: Path, *args) -> subprocess.CompletedProcess:
+    """s11_cli.main(["--dir", folder, *args]) here, with what it prints and its exit code."""
+    argv = ["--dir", str(folder), *map(str, args)]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = s11_cli.main(argv)
+        except SystemExit as stop:   # argparse's own exits (-h)
+            code = stop.code
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
+def run_process(folder: Path, *args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(CLI), "--dir", str(folder), *map(str, args)], capture_output=True,
                           text=True, cwd=REPO, timeout=120, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
 
@@ -81,12 +98,12 @@ def test_bad_input_is_one_chinese_line_exit_2_and_nothing_written(demo, args, me
 
 def test_label_then_tree_and_hostile_label_text_is_escaped(demo):
     folder, main, _, b = demo
-    done = run_cli(folder, "label", b, "8", "最终方案")
+    done = run_process(folder, "label", b, "8", "最终方案")
     assert done.returncode == 0 and "「最终方案」" in done.stdout
-    assert "🏷️ #8 最终方案" in run_cli(folder, "tree").stdout
+    assert "🏷️ #8 最终方案" in run_process(folder, "tree").stdout
     evil = "坏\x1b[2J标签\u202e"
-    run_cli(folder, "label", b, "9", evil)
-    tree = run_cli(folder, "tree").stdout + run_cli(folder, "show", b).stdout
+    run_process(folder, "label", b, "9", evil)
+    tree = run_process(folder, "tree").stdout + run_process(folder, "show", b).stdout
     assert "\x1b" not in tree and "\u202e" not in tree and "\\u001b" in tree
-    assert run_cli(folder, "label", b, "8").returncode == 0
-    assert "最终方案" not in run_cli(folder, "tree").stdout
+    assert run_process(folder, "label", b, "8").returncode == 0
+    assert "最终方案" not in run_process(folder, "tree").stdout

@@ -1,26 +1,17 @@
 """The command line's journal subcommands (issue 43 item 4): `history [ID]`, `undo`, `redo`, `revert ID REVISION`,
-run as real subprocesses. Same rules as every subcommand: Chinese sentences, no Traceback, exit code 2 for bad
-input, and what was saved stays as it was."""
+run through the command line's main() in this process (undo / redo as a real subprocess). Same rules as every
+subcommand: Chinese sentences, no Traceback, exit code 2 for bad input, and what was saved stays as it was."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_converge_cli import run_cli as run  # s11_cli.main in this process
+from test_converge_cli import run_process
 
 import s11_journal
 from s11_session import SessionStore, demo_tree_branching
-
-REPO = Path(__file__).resolve().parents[2]
-CLI = REPO / "code" / "s11_cli.py"
-
-
-def run(folder: Path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(CLI), "--dir", str(folder), *map(str, args)], capture_output=True,
-                          text=True, cwd=REPO, timeout=120, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
 
 
 def snapshot(folder: Path) -> dict:
@@ -46,14 +37,14 @@ def test_history_lists_the_journal_newest_first(demo):
 
 def test_undo_redo_and_the_history_marks_what_redo_can_bring_back(demo):
     folder, ids = demo
-    undone = run(folder, "undo")
+    undone = run_process(folder, "undo")
     assert undone.returncode == 0 and undone.stdout.startswith("↶ 撤销了第 5 步：续写了")
-    assert "（已撤销，可 redo）" in run(folder, "history").stdout.splitlines()[1]
+    assert "（已撤销，可 redo）" in run_process(folder, "history").stdout.splitlines()[1]
     assert len(SessionStore(folder).load(ids["branch_b_id"]).messages) == 7
-    redone = run(folder, "redo")
+    redone = run_process(folder, "redo")
     assert redone.returncode == 0 and redone.stdout.startswith("↷ 重做了第 5 步")
     assert len(SessionStore(folder).load(ids["branch_b_id"]).messages) == 9
-    nothing = run(folder, "redo")
+    nothing = run_process(folder, "redo")
     assert nothing.returncode == 2 and "错误：没有可以重做的操作" in nothing.stderr and "Traceback" not in nothing.stderr
 
 

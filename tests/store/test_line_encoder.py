@@ -56,7 +56,8 @@ def message(content):
     return {"role": "user", "content": content}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)   # catches each of five encoder mutants (surrogates, escapes,
+                                              # separators, default=str, allow_nan) on 5 of 5 seeds
 @given(st.lists(st.dictionaries(st.text(), values, max_size=4), max_size=6))
 def test_any_messages_give_the_standard_librarys_bytes_or_a_refusal_naming_the_first_bad_one(extras):
     messages = [{"role": "user", "content": "hi", **extra} for extra in extras]

@@ -398,8 +398,10 @@ def owner(folder: Path, pid: int, sessions: Path, started=None) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_temp_folders_go_when_the_server_stops(tmp_path, stop):
+def test_temp_folders_go_when_the_server_stops(tmp_path):
+    """The real `python app.py`, stopped by kill (SIGTERM). Ctrl+C is the same path through a real process in
+    test_app_client.py, and closing the terminal (SIGHUP) is shown to take that path in the test below."""
+    stop = signal.SIGTERM
     sys.path.insert(0, str(REPO / "code"))
     from s11_workbench.run_folder import process_started
 
@@ -441,6 +443,26 @@ def test_temp_folders_go_when_the_server_stops(tmp_path, stop):
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+def test_closing_the_terminal_stops_the_server_as_ctrl_c_does():
+    """SIGHUP raises KeyboardInterrupt, as SIGINT and SIGTERM do: main() then returns normally and removes its
+    temp folder (the test above follows that path in a real process)."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    import app
+
+    kept = {name: signal.getsignal(getattr(signal, name)) for name in ("SIGINT", "SIGTERM", "SIGHUP")}
+    try:
+        app.stop_on_signals()
+        for name in ("SIGTERM", "SIGHUP"):
+            handler = signal.getsignal(getattr(signal, name))
+            assert callable(handler), name   # not SIG_DFL, which would end the process without the cleanup
+            with pytest.raises(KeyboardInterrupt):
+                handler(getattr(signal, name), None)
+    finally:
+        for name, handler in kept.items():
+            signal.signal(getattr(signal, name), handler)
 
 
 # ── gradio's cache cleanup while handlers add files ──────────────────────────────────────
