@@ -80,7 +80,7 @@ SHARED_GROUPS = {"tests/test_layout.py": "benchmarks-folder", "tests/test_benchm
 # The browser files were re-estimated after sharing pages and dropping fixed pauses: a run of tests/browser on a loaded
 # machine, scaled by the median slow-down of the browser files that did not change (about 2.3x).
 SLOW_GROUPS = {"tests/browser/test_explorer_browser.py": 130, "tests/browser/test_explorer_pick_browser.py": 115,
-               "tests/workbench/test_security_client.py": 70, "tests/browser/test_lesson_browser.py": 60,
+               "tests/workbench/test_security_client.py": 35, "tests/browser/test_lesson_browser.py": 60,
                "tests/browser/test_agent_folders_browser.py": 50, "tests/browser/test_undo_browser.py": 40,
                "tests/browser/test_chinese_browser.py": 40, "tests/browser/test_story_browser.py": 30,
                "tests/browser/test_browser.py": 28, "tests/browser/test_share_browser.py": 27,
