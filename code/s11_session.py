@@ -508,9 +508,8 @@ class SessionStore:
                 raise
             except OSError as exc:
                 raise unreadable(path, exc) from None
-            if cached and cached[0] == stat_key(info):   # 值配回键，元组换回（新的）列表
-                return {key: list(value) if type(value) is tuple else value
-                        for key, value in zip(s11_tree.SUMMARY_KEYS, cached[1])}
+            if cached and cached[0] == stat_key(info):
+                return s11_tree.summary_from(cached[1])   # 值配回键，两个列表字段换回新的列表
         data, info = self._chunks.read_summary(path, info, every_message)   # 大会话只读第一行
         return self._remember(path, data, info)
 

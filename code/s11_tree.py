@@ -28,7 +28,7 @@ from s11_text import printable, shorten
 
 __all__ = ["Forest", "Step", "walk", "branch_prefixes", "root_of", "creation_order", "CLI_STYLE", "PAGE_STYLE",
            "MAX_INDENT", "render_text", "describe", "first_added", "content_text", "message_labels",
-           "converged_into", "own_labels", "marks_text", "SUMMARY_KEYS", "summary_of"]
+           "converged_into", "own_labels", "marks_text", "SUMMARY_KEYS", "summary_of", "summary_from"]
 
 MAX_INDENT = 16        # 最多缩进几层；更深的节点标出层数，不再加宽
 MAX_TITLE_SHOWN = 60   # 文字树里一个标题最多显示几个字
@@ -166,6 +166,13 @@ def summary_of(data: Dict[str, Any]) -> Dict[str, Any]:
             # 导入的 Claude Code 子代理：会话树把它画成 🤖 子代理，挂在父节点第 spawned_at 条（Task 调用）下
             "subagent": isinstance(source, dict) and source.get("subagent") is True,
             "spawned_at": _spawned_at(source)}
+
+
+def summary_from(values: tuple) -> Dict[str, Any]:
+    """仓库的摘要缓存只存值（列表存成元组）-> 一条新的摘要。两个列表字段给新的列表：调用方改了它，下一次列出不受影响。"""
+    summary = dict(zip(SUMMARY_KEYS, values))
+    summary["converged_from"], summary["labels"] = list(summary["converged_from"]), list(summary["labels"])
+    return summary
 
 
 def _spawned_at(source: Any) -> Optional[int]:
