@@ -4,8 +4,44 @@ On a phone Gradio moves the later tabs behind its "More tabs" menu (named 更多
 decides which ones after the first render; under load that can take seconds. So the helper waits for the tab bar, then looks again every 200 ms
 for the tab itself or for the menu, until `timeout` seconds have passed."""
 
+import contextlib
 import re
+import sys
 import time
+from pathlib import Path
+
+from conftest import REPO, free_port
+
+EXPLORER_TAB = "🌳 会话树浏览器"
+
+
+@contextlib.contextmanager
+def running_app(sessions: Path):
+    """app.build_app(sessions) served on 127.0.0.1:<free port> for one test module; yields the base URL."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    import app
+
+    demo = app.build_app(sessions)
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                **app.launch_options(demo))
+    try:
+        yield demo.local_url.rstrip("/")
+    finally:
+        demo.close()
+
+
+def open_explorer(page) -> None:
+    """Open the explorer tab and wait until the page has its space (the token came back)."""
+    open_tab(page, EXPLORER_TAB)
+    page.locator("#s11x-space").get_by_text("空间").wait_for(timeout=15_000)
+
+
+def space_store(sessions: Path, page):
+    """The store of the space this page shows (its id is printed in the space line)."""
+    from s11_session import SessionStore
+    space_id = re.search(r"[0-9a-f]{16}", page.locator("#s11x-space").inner_text()).group(0)
+    return SessionStore(sessions / "spaces" / space_id)
 
 
 def open_tab(page, name: str, timeout: float = 60) -> None:

@@ -14,15 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from browser_tabs import open_tab
-from conftest import REPO, free_port
+from browser_tabs import open_explorer, running_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from share_trees import big_tree, hostile_tree, three_branches  # noqa: E402
 
-TAB = "🌳 会话树浏览器"
 SIZES = [(1400, "light"), (1400, "dark"), (390, "light"), (390, "dark")]
 
 
@@ -151,23 +149,9 @@ def test_every_message_anchor_resolves_and_is_highlighted(browser, pages):
 # ── the share panel in the explorer ───────────────────────────────────────────────────────────
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    import app
-
     sessions = tmp_path_factory.mktemp("share_sessions")
-    demo = app.build_app(sessions)
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
-    try:
-        yield demo.local_url.rstrip("/"), sessions
-    finally:
-        demo.close()
-
-
-def open_explorer(page) -> None:
-    open_tab(page, TAB)
-    page.locator("#s11x-space").get_by_text("空间").wait_for(timeout=15_000)
+    with running_app(sessions) as url:
+        yield url, sessions
 
 
 @pytest.mark.parametrize("width, scheme", [(1400, "light"), (390, "dark")])

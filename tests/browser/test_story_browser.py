@@ -8,12 +8,11 @@ Set S11_STORY_SCREENSHOTS=/some/folder to also save a screenshot of every step t
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, free_port
+from browser_tabs import running_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -23,18 +22,9 @@ PAGE_WIDTH = "() => [document.documentElement.scrollWidth, window.innerWidth]"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    import app
-
     sessions = tmp_path_factory.mktemp("story_sessions")
-    demo = app.build_app(sessions)
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
-    try:
-        yield demo.local_url.rstrip("/"), sessions
-    finally:
-        demo.close()
+    with running_app(sessions) as url:
+        yield url, sessions
 
 
 def shoot(page, name: str) -> None:

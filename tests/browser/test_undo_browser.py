@@ -10,44 +10,20 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-from browser_tabs import open_tab
-from conftest import REPO, free_port
+from browser_tabs import open_explorer, running_app, space_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-TAB = "🌳 会话树浏览器"
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    import app
-
     sessions = tmp_path_factory.mktemp("undo_sessions")
-    demo = app.build_app(sessions)
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
-    try:
-        yield demo.local_url.rstrip("/"), sessions
-    finally:
-        demo.close()
-
-
-def open_explorer(page) -> None:
-    open_tab(page, TAB)
-    page.locator("#s11x-space").get_by_text("空间").wait_for(timeout=15_000)
-
-
-def space_store(sessions: Path, page):
-    from s11_session import SessionStore
-    space_id = re.search(r"[0-9a-f]{16}", page.locator("#s11x-space").inner_text()).group(0)
-    return SessionStore(sessions / "spaces" / space_id)
+    with running_app(sessions) as url:
+        yield url, sessions
 
 
 def click(page, selector: str) -> None:
