@@ -480,6 +480,7 @@ class SessionStore:
 
     def _check_revision(self, path: str, session: SessionNode) -> None:
         """锁内：磁盘上这份文件现在的修订号必须等于节点读入时的修订号，否则 ConflictError。
+
         读的是文件本身，不是 (inode, 大小, 修改时间) 缓存——ext4 会复用 inode，粗粒度时钟下两次同样大小的
         保存看起来一模一样。大会话只读头、索引和尾部（不到一块），与会话多长无关。"""
         try:
