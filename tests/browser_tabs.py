@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import REPO, free_port
+from conftest import REPO, launch
 
 EXPLORER_TAB = "🌳 会话树浏览器"
 
@@ -23,8 +23,7 @@ def running_app(sessions: Path):
     import app
 
     demo = app.build_app(sessions)
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
+    launch(demo, **app.launch_options(demo))
     try:
         yield demo.local_url.rstrip("/")
     finally:

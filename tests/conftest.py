@@ -38,6 +38,23 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def launch(demo, host: str = "127.0.0.1", **options) -> str:
+    """demo.launch() on host:<free port>, in the background; returns the base URL (no trailing slash).
+    Gradio's launch() ends by asking its own page with one 3-second HEAD and raises "When localhost is not
+    accessible..." if that times out, which a loaded CI machine can do; a port that free_port() just named can also
+    be taken by then. Either way the half-started server is closed and launched again on a new port (3 tries)."""
+    for attempt in range(3):
+        port = free_port()
+        try:
+            demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, quiet=True, **options)
+            return f"http://{host}:{port}"
+        except (ValueError, OSError):
+            demo.close()
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture(scope="session")
 def sessions_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("gradio_sessions")
@@ -51,10 +68,9 @@ def app_server(sessions_dir):
     import app
 
     demo = app.build_app(sessions_dir)
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
-                quiet=True, **app.launch_options(demo))
+    url = launch(demo, **app.launch_options(demo))
     try:
-        yield demo.local_url.rstrip("/")
+        yield url
     finally:
         demo.close()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from browser_tabs import open_tab
-from conftest import REPO, free_port
+from conftest import REPO, launch
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -51,8 +51,7 @@ def server(tmp_path_factory, home):
         patch.setattr(agent_folders_tab, "FOLLOW_SECONDS", 1)
         demo = app.build_app(tmp_path_factory.mktemp("sessions"),
                              agent_folders={"home": str(home), "env": {}, "key": KEY})
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
+    launch(demo, **app.launch_options(demo))
     try:
         yield demo.local_url.rstrip("/")
     finally:
@@ -183,8 +182,7 @@ def risky_server(tmp_path_factory, risky_home):
     import app
 
     demo = app.build_app(tmp_path_factory.mktemp("sessions"), agent_folders={"home": str(risky_home), "env": {}})
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
+    launch(demo, **app.launch_options(demo))
     try:
         yield demo.local_url.rstrip("/")
     finally:

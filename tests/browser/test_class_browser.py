@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from browser_tabs import open_tab
-from conftest import REPO, free_port
+from conftest import REPO, launch
 from s11_workbench.classroom import CLASS_HEADERS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -53,8 +53,7 @@ def server(tmp_path_factory):
             os.environ.pop("S11_CLASS_REFRESH_SECONDS")
         else:
             os.environ["S11_CLASS_REFRESH_SECONDS"] = before
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
+    launch(demo, **app.launch_options(demo))
     try:
         yield demo.local_url.rstrip("/"), demo.s11_spaces
     finally:

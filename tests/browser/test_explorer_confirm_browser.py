@@ -17,7 +17,7 @@ import pytest
 from test_explorer_browser import TAB, Visitor, space_store
 
 from browser_tabs import wait_until_quiet
-from conftest import REPO, free_port
+from conftest import REPO, launch
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -34,8 +34,7 @@ def server(tmp_path_factory):
 
     sessions = tmp_path_factory.mktemp("confirm_sessions")
     demo = app.build_app(sessions, teacher_secret=TEACHER)
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
+    launch(demo, **app.launch_options(demo))
     try:
         yield demo.local_url.rstrip("/"), sessions
     finally:

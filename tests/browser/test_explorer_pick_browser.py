@@ -25,7 +25,7 @@ from test_explorer_browser import (
 )
 
 from browser_tabs import eventually
-from conftest import REPO, free_port
+from conftest import REPO, launch
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -43,8 +43,7 @@ def server(tmp_path_factory):
     from s11_workbench.spaces import Limits
     sessions = tmp_path_factory.mktemp("pick_sessions")
     demo = app.build_app(sessions, limits=Limits(max_upload_bytes=UPLOAD_LIMIT))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
+    launch(demo, **app.launch_options(demo))
     try:
         yield demo.local_url.rstrip("/"), sessions
     finally:

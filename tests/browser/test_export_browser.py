@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port
+from conftest import launch
 from s11_export import render_html, render_markdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))   # the export cases live with the export tests
@@ -230,7 +230,7 @@ def test_the_gradio_preview_of_the_export_fetches_nothing_and_draws_no_diagram(b
                + render_markdown(hostile_import_session(), redact=False))
     with gr.Blocks() as demo:
         gr.Markdown(preview, elem_id="export-preview", container=True, padding=True)
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    launch(demo)
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     try:
         page = context.new_page()

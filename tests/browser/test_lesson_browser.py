@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from browser_tabs import eventually, open_tab
-from conftest import REPO, free_port
+from conftest import REPO, launch
 from s11_exercises import builtin_exercises
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -49,8 +49,7 @@ def server(tmp_path_factory):
     # share (--students-per-address). With the default share of one student, the three pages' load events filled
     # it, and a student's first click was refused while they ran (CI's timeout on "save the name").
     demo = app.build_app(sessions, teacher_secret=TEACHER, limits=Limits(students_per_address=3))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
+    launch(demo, **app.launch_options(demo))
     try:
         yield demo.local_url.rstrip("/"), demo.s11_spaces
     finally:

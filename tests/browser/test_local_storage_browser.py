@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from browser_tabs import open_tab, wait_until_quiet
-from conftest import REPO, free_port
+from conftest import REPO, launch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from share_trees import SECRETS, three_branches  # noqa: E402
@@ -36,8 +36,7 @@ def server(tmp_path_factory):
 
     sessions = tmp_path_factory.mktemp("storage_sessions")
     demo = app.build_app(sessions, teacher_secret=TEACHER)
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
+    launch(demo, **app.launch_options(demo))
     try:
         yield demo, demo.local_url.rstrip("/"), sessions
     finally:

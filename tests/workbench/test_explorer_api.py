@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, free_port
+from conftest import REPO, launch
 
 pytestmark = pytest.mark.slow
 
@@ -39,8 +39,7 @@ def app(tmp_path_factory):
     root = tmp_path_factory.mktemp("explorer_api_sessions")
     limits = Limits(create_burst=100_000, new_spaces_per_minute=100_000, min_free_bytes=0)
     demo = app_module.build_app(root, teacher_secret=TEACHER, limits=limits)
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app_module.launch_options(demo))
+    launch(demo, **app_module.launch_options(demo))
     url = demo.local_url.rstrip("/")
     try:
         config = httpx.get(f"{url}/config", timeout=TIMEOUT).json()

@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, free_port
+from conftest import REPO, launch
 
 httpx = pytest.importorskip("httpx")
 pytestmark = pytest.mark.slow
@@ -35,10 +35,8 @@ def start(tmp_path_factory, home, class_network: bool):
 
     demo = app.build_app(tmp_path_factory.mktemp("sessions"),
                          agent_folders={"home": str(home), "env": {}, "key": KEY})
-    port = free_port()
     hosts = allowed_hosts("0.0.0.0", ["lab.example.edu"]) if class_network else None
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo, hosts=hosts))
+    port = int(launch(demo, **app.launch_options(demo, hosts=hosts)).rsplit(":", 1)[1])
     return demo, port
 
 
@@ -232,9 +230,7 @@ def test_an_app_on_another_loopback_address_starts_and_answers_under_it(tmp_path
     from s11_workbench.host_guard import allowed_hosts
 
     demo = app.build_app(tmp_path / "sessions")
-    port = free_port()
-    demo.launch(server_name="127.0.0.2", server_port=port, prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo, hosts=allowed_hosts("127.0.0.2")))
+    port = int(launch(demo, "127.0.0.2", **app.launch_options(demo, hosts=allowed_hosts("127.0.0.2"))).rsplit(":", 1)[1])
     try:
         answer = httpx.get(f"http://127.0.0.2:{port}/config", timeout=30)
         assert answer.status_code == 200

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO, free_port
+from conftest import REPO, launch
 
 pytestmark = pytest.mark.slow
 
@@ -78,8 +78,7 @@ def world(tmp_path_factory):
     limits = Limits(max_upload_bytes=256 * 1024, create_burst=100_000, new_spaces_per_minute=100_000,
                     uploads_per_minute=100_000)
     demo = app.build_app(root, teacher_secret=TEACHER, limits=limits)
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
+    launch(demo, **app.launch_options(demo))
     spaces = demo.s11_spaces
     a_token, b_token = spaces.new_token(), spaces.new_token()
     a_space, b_space = spaces.open(a_token), spaces.open(b_token)
@@ -547,8 +546,7 @@ def tight_app(tmp_path_factory):
 
     limits = Limits(max_upload_bytes=64 * 1024, uploads_per_minute=3, new_spaces_per_minute=3)
     demo = app.build_app(tmp_path_factory.mktemp("tight_sessions"), limits=limits)
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
+    launch(demo, **app.launch_options(demo))
     http = pooled_client()
     try:
         yield demo.local_url.rstrip("/"), http.get(f"{demo.local_url}config", timeout=30).json(), http

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, free_port
+from conftest import REPO, free_port, launch
 
 httpx = pytest.importorskip("httpx")
 
@@ -47,9 +47,7 @@ def server(tmp_path_factory):
                     new_spaces_per_minute=1000, queued_per_visitor=2,
                     queued_bytes_per_visitor=6 * MB)
     demo = app.build_app(root, teacher_secret="t-" + secrets.token_hex(8), limits=limits)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                **app.launch_options(demo))
+    port = int(launch(demo, **app.launch_options(demo)).rsplit(":", 1)[1])
     config = httpx.get(f"http://127.0.0.1:{port}/config", timeout=30).json()
     fns = {dep.get("api_name"): index for index, dep in enumerate(config["dependencies"])}
     fns.update({dep.get("api_name"): dep["id"] for dep in config["dependencies"] if "id" in dep})
