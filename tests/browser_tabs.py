@@ -16,18 +16,26 @@ EXPLORER_TAB = "🌳 会话树浏览器"
 
 
 @contextlib.contextmanager
-def running_app(sessions: Path):
-    """app.build_app(sessions) served on 127.0.0.1:<free port> for one test module; yields the base URL."""
+def serving(sessions: Path, **build_options):
+    """app.build_app(sessions, **build_options) served on 127.0.0.1:<free port> for one test module;
+    yields (base URL, the gradio app)."""
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     import app
 
-    demo = app.build_app(sessions)
-    launch(demo, **app.launch_options(demo))
+    demo = app.build_app(sessions, **build_options)
+    url = launch(demo, **app.launch_options(demo))
     try:
-        yield demo.local_url.rstrip("/")
+        yield url, demo
     finally:
         demo.close()
+
+
+@contextlib.contextmanager
+def running_app(sessions: Path, **build_options):
+    """serving(), for the tests that need only the base URL."""
+    with serving(sessions, **build_options) as (url, _):
+        yield url
 
 
 def open_explorer(page) -> None:

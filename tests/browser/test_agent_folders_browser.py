@@ -10,13 +10,12 @@ import json
 import os
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-from browser_tabs import open_tab
-from conftest import REPO, launch
+from browser_tabs import open_tab, running_app
+from conftest import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -40,22 +39,15 @@ def home(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, home):
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    import app
     from s11_workbench import agent_folders_tab
 
     # the follow timer looks every second here (every FOLLOW_SECONDS = 5 in the app): the re-import the walk waits
-    # for shows sooner; the timer is made while the page is built, so the patch only lasts for build_app
+    # for shows sooner (the timer is made while the page is built)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(agent_folders_tab, "FOLLOW_SECONDS", 1)
-        demo = app.build_app(tmp_path_factory.mktemp("sessions"),
-                             agent_folders={"home": str(home), "env": {}, "key": KEY})
-    launch(demo, **app.launch_options(demo))
-    try:
-        yield demo.local_url.rstrip("/")
-    finally:
-        demo.close()
+        with running_app(tmp_path_factory.mktemp("sessions"),
+                         agent_folders={"home": str(home), "env": {}, "key": KEY}) as url:
+            yield url
 
 
 def digest(folder: Path) -> dict[str, str]:
@@ -177,16 +169,8 @@ def risky_home(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def risky_server(tmp_path_factory, risky_home):
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    import app
-
-    demo = app.build_app(tmp_path_factory.mktemp("sessions"), agent_folders={"home": str(risky_home), "env": {}})
-    launch(demo, **app.launch_options(demo))
-    try:
-        yield demo.local_url.rstrip("/")
-    finally:
-        demo.close()
+    with running_app(tmp_path_factory.mktemp("sessions"), agent_folders={"home": str(risky_home), "env": {}}) as url:
+        yield url
 
 
 def test_the_panel_keeps_what_the_agents_will_delete_and_compare_shows_what_each_branch_cost(browser, risky_server,

@@ -16,16 +16,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import secrets
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from browser_tabs import open_tab
-from conftest import REPO, launch
+from browser_tabs import open_tab, serving
 from s11_workbench.classroom import CLASS_HEADERS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -38,26 +35,13 @@ LINES = [{"role": "user" if n % 2 else "assistant", "content": f"第 {n} 条"} f
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    import app
     from s11_workbench.spaces import Limits
 
-    before = os.environ.get("S11_CLASS_REFRESH_SECONDS")
-    os.environ["S11_CLASS_REFRESH_SECONDS"] = "2"   # read when the page is built
-    try:
-        demo = app.build_app(tmp_path_factory.mktemp("class_sessions"), teacher_secret=TEACHER,
-                             limits=Limits(students_per_address=3))
-    finally:
-        if before is None:
-            os.environ.pop("S11_CLASS_REFRESH_SECONDS")
-        else:
-            os.environ["S11_CLASS_REFRESH_SECONDS"] = before
-    launch(demo, **app.launch_options(demo))
-    try:
-        yield demo.local_url.rstrip("/"), demo.s11_spaces
-    finally:
-        demo.close()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("S11_CLASS_REFRESH_SECONDS", "2")   # read when the page is built
+        with serving(tmp_path_factory.mktemp("class_sessions"), teacher_secret=TEACHER,
+                     limits=Limits(students_per_address=3)) as (url, demo):
+            yield url, demo.s11_spaces
 
 
 class Visitor:

@@ -12,15 +12,13 @@ import json
 import os
 import re
 import secrets
-import sys
 import time
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
-from browser_tabs import eventually, wait_until_quiet
-from conftest import REPO, launch
+from browser_tabs import eventually, running_app, wait_until_quiet
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -37,17 +35,9 @@ MARKUP = "script, img, b, iframe, object, embed"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """The whole workbench on a fresh sessions folder with a known teacher secret: (url, sessions_dir)."""
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    import app
-
     sessions = tmp_path_factory.mktemp("explorer_sessions")
-    demo = app.build_app(sessions, teacher_secret=TEACHER)
-    launch(demo, **app.launch_options(demo))
-    try:
-        yield demo.local_url.rstrip("/"), sessions
-    finally:
-        demo.close()
+    with running_app(sessions, teacher_secret=TEACHER) as url:
+        yield url, sessions
 
 
 class Visitor:

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from test_explorer_browser import TAB, Visitor, space_store
 
-from browser_tabs import wait_until_quiet
-from conftest import REPO, launch
+from browser_tabs import running_app, wait_until_quiet
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -27,18 +26,9 @@ HELLO = [{"role": "user", "content": "你好"}, {"role": "assistant", "content":
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    import sys
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    import app
-
     sessions = tmp_path_factory.mktemp("confirm_sessions")
-    demo = app.build_app(sessions, teacher_secret=TEACHER)
-    launch(demo, **app.launch_options(demo))
-    try:
-        yield demo.local_url.rstrip("/"), sessions
-    finally:
-        demo.close()
+    with running_app(sessions, teacher_secret=TEACHER) as url:
+        yield url, sessions
 
 
 def shoot(page, name: str) -> None:

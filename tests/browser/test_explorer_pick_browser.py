@@ -24,8 +24,8 @@ from test_explorer_browser import (
     space_store,
 )
 
-from browser_tabs import eventually
-from conftest import REPO, launch
+from browser_tabs import eventually, running_app
+from conftest import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -36,18 +36,11 @@ PICK_KEY = "s11-explorer-pick"   # the explorer's gr.BrowserState storage key (e
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    import sys
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    import app
     from s11_workbench.spaces import Limits
+
     sessions = tmp_path_factory.mktemp("pick_sessions")
-    demo = app.build_app(sessions, limits=Limits(max_upload_bytes=UPLOAD_LIMIT))
-    launch(demo, **app.launch_options(demo))
-    try:
-        yield demo.local_url.rstrip("/"), sessions
-    finally:
-        demo.close()
+    with running_app(sessions, limits=Limits(max_upload_bytes=UPLOAD_LIMIT)) as url:
+        yield url, sessions
 
 
 def with_demo(browser, url: str, sessions: Path, **options) -> tuple[Visitor, dict]:

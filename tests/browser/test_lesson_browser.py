@@ -19,14 +19,13 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from browser_tabs import eventually, open_tab
-from conftest import REPO, launch
+from browser_tabs import eventually, open_tab, serving
+from conftest import REPO
 from s11_exercises import builtin_exercises
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -39,21 +38,14 @@ NAMES = ("学生甲-" + secrets.token_hex(3), "学生乙-" + secrets.token_hex(3
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    import app
     from s11_workbench.spaces import Limits
 
-    sessions = tmp_path_factory.mktemp("lesson_sessions")
     # All three pages come from 127.0.0.1, like a class behind one NAT address: the teacher raises the per-address
     # share (--students-per-address). With the default share of one student, the three pages' load events filled
     # it, and a student's first click was refused while they ran (CI's timeout on "save the name").
-    demo = app.build_app(sessions, teacher_secret=TEACHER, limits=Limits(students_per_address=3))
-    launch(demo, **app.launch_options(demo))
-    try:
-        yield demo.local_url.rstrip("/"), demo.s11_spaces
-    finally:
-        demo.close()
+    with serving(tmp_path_factory.mktemp("lesson_sessions"), teacher_secret=TEACHER,
+                 limits=Limits(students_per_address=3)) as (url, demo):
+        yield url, demo.s11_spaces
 
 
 class Visitor:

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_tabs import open_tab, wait_until_quiet
-from conftest import REPO, launch
+from browser_tabs import open_tab, serving, wait_until_quiet
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from share_trees import SECRETS, three_branches  # noqa: E402
@@ -30,17 +29,9 @@ OUR_KEYS = {"s11-space"}
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    import app
-
     sessions = tmp_path_factory.mktemp("storage_sessions")
-    demo = app.build_app(sessions, teacher_secret=TEACHER)
-    launch(demo, **app.launch_options(demo))
-    try:
-        yield demo, demo.local_url.rstrip("/"), sessions
-    finally:
-        demo.close()
+    with serving(sessions, teacher_secret=TEACHER) as (url, demo):
+        yield demo, url, sessions
 
 
 def storage(page) -> dict:
