@@ -405,17 +405,23 @@ def import_tree(path: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_
             return report
         if budget is not None:
             budget.before(report.bytes_planned, len(to_write))
-        for node, cost in zip(to_write, costs):
-            store.save(node)
-            report.written += 1
-            report.bytes_written += cost
+        saves = 0
+        try:
+            for node, cost in zip(to_write, costs):
+                saves += 1
+                store.save(node)
+                report.written += 1
+                report.bytes_written += cost
+                if budget is not None:
+                    try:
+                        budget.during(report.bytes_written)
+                    except SessionError as exc:
+                        report.warnings.append(f"写了 {report.written} 个节点后停下：{exc}；已写的节点都完整，"
+                                               "腾出空间后重新导入即可补齐")
+                        done = {n.session_id for n in to_write[:report.written]}
+                        report.node_ids = [sid for sid in report.node_ids if sid in done or sid not in written]
+                        return report
+        finally:
             if budget is not None:
-                try:
-                    budget.during(report.bytes_written)
-                except SessionError as exc:
-                    report.warnings.append(f"写了 {report.written} 个节点后停下：{exc}；已写的节点都完整，"
-                                           "腾出空间后重新导入即可补齐")
-                    done = {n.session_id for n in to_write[:report.written]}
-                    report.node_ids = [sid for sid in report.node_ids if sid in done or sid not in written]
-                    return report
+                budget.after(saves)   # before 同意之后，写完、停下或出错都告诉它（限额据此释放预留）
     return report

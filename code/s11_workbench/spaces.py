@@ -51,7 +51,7 @@ from s11_format import MAX_ID_LENGTH
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, SessionStore
 from s11_storage import PendingWrite, stat_key
 from s11_text import human_size, os_error_reason, public_name
-from s11_workbench.bounded import BoundedCache
+from s11_workbench.bounded import BoundedCache, is_racy
 
 __all__ = ["SpaceError", "Limits", "Space", "Spaces", "TokenBucket", "ReadOnlyStore", "copy_lineage", "CopyResult",
            "redacted_copy",
@@ -145,6 +145,69 @@ class ReadOnlyStore(SessionStore):
     empty_trash = purge = remove_orphan_chunks = save_many = _refuse   # 仓库以后加的写方法也先挡住
 
 
+class CountingStore(SessionStore):
+    """学生空间的 SessionStore：每做完一次写（保存、删除、恢复、撤销……成功与否都算）writes 就加一。
+    限额据此知道上次数过之后有没有别人写过这个空间（见 Space.usage）。fork、converge、label、save_many
+    都经过 save()，所以也都算上。"""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.writes = 0
+        self._writes_lock = threading.Lock()
+
+    def _wrote(self) -> None:
+        with self._writes_lock:
+            self.writes += 1
+
+    def save(self, *args, **kwargs):
+        try:
+            return super().save(*args, **kwargs)
+        finally:
+            self._wrote()
+
+    def delete(self, *args, **kwargs):
+        try:
+            return super().delete(*args, **kwargs)
+        finally:
+            self._wrote()
+
+    def restore(self, *args, **kwargs):
+        try:
+            return super().restore(*args, **kwargs)
+        finally:
+            self._wrote()
+
+    def empty_trash(self, *args, **kwargs):
+        try:
+            return super().empty_trash(*args, **kwargs)
+        finally:
+            self._wrote()
+
+    def remove_orphan_chunks(self, *args, **kwargs):
+        try:
+            return super().remove_orphan_chunks(*args, **kwargs)
+        finally:
+            self._wrote()
+
+    def undo(self, *args, **kwargs):
+        try:
+            return super().undo(*args, **kwargs)
+        finally:
+            self._wrote()
+
+    def redo(self, *args, **kwargs):
+        try:
+            return super().redo(*args, **kwargs)
+        finally:
+            self._wrote()
+
+    def revert(self, *args, **kwargs):
+        try:
+            return super().revert(*args, **kwargs)
+        finally:
+            self._wrote()
+
+
 class Space:
     """一个空间：space_id（公开的文件夹名）+ 它的 SessionStore + 是否只读。"""
 
@@ -156,10 +219,13 @@ class Space:
         self.folder = folder
         self.read_only = read_only
         self.limits = limits
-        self.store: SessionStore = (ReadOnlyStore if read_only else SessionStore)(folder)
+        self.store: SessionStore = (ReadOnlyStore if read_only else CountingStore)(folder)
         self._bucket = bucket
         self._address_bucket = address_bucket   # 当前请求的访客地址的令牌桶（没有请求时 None）
         self._scans = scans   # 限额统计的每层目录缓存（Spaces 所有空间共用一个，见 folder_usage）
+        self._quota_lock = threading.Lock()     # 限额的检查、预留、记下自己写完的样子，一次一个
+        self._held = Reservation(0, 0)          # 正在写的导入预留的 (会话数, 字节)：别的写入检查限额时算上它们
+        self._known: Optional[_TopLevel] = None   # 空间这一层逐个文件的样子，仓库没再写过、目录没变时照用
 
     def __repr__(self) -> str:
         return f"Space({self.space_id!r}{', 只读' if self.read_only else ''})"
@@ -167,18 +233,66 @@ class Space:
     # ── 限额 ────────────────────────────────────────────────────────────────
     def usage(self) -> Tuple[int, int]:
         """(会话个数, 目录总字节数)。字节数包括回收站：删掉的会话仍然占着磁盘。"""
-        return folder_usage(self.folder, self._scans)
+        with self._quota_lock:
+            return folder_usage(self.folder, self._scans, self._top().scan)
 
     def require_room(self, *, sessions: int = 1, nbytes: int = 0) -> None:
-        """再新建 sessions 个会话、写入 nbytes 字节之后仍在限额内，否则 SpaceError（什么都没写）。"""
+        """再新建 sessions 个会话、写入 nbytes 字节之后仍在限额内，否则 SpaceError（什么都没写）。
+        正在写的导入预留的会话数和字节（reserve）也算进去。"""
         self.writable()
-        count, used = self.usage()
+        with self._quota_lock:
+            self._check_room(folder_usage(self.folder, self._scans, self._top().scan), sessions, nbytes)
+
+    def reserve(self, *, sessions: int, nbytes: int) -> "Reservation":
+        """导入写第一个字节之前：像 require_room 一样检查，再把这些会话数和字节记作“正在写”，直到 finish()。
+        两个同时进行的导入因此不会都以为空间还放得下（先检查的那个预留了，后一个检查时算上它）。"""
+        self.writable()
+        with self._quota_lock:
+            top = self._top()
+            self._check_room(folder_usage(self.folder, self._scans, top.scan), sessions, nbytes)
+            self._held = Reservation(self._held.sessions + sessions, self._held.nbytes + nbytes)
+            return Reservation(sessions, nbytes, top, getattr(self.store, "writes", None))
+
+    def finish(self, reservation: "Reservation", saved: int) -> None:
+        """导入写完（或中途停下）：释放预留。这次导入保存了 saved 个节点；期间仓库再没有别的写
+        （writes 正好多了 saved 次）时，这一层的新样子由导入之前的样子加上它写的那几个文件得出：
+        只 stat 名字或 inode 变了的文件和点开头的文件（操作日志是就地追加的），不必逐个 stat 几千个会话文件。"""
+        with self._quota_lock:
+            self._held = Reservation(self._held.sessions - reservation.sessions,
+                                     self._held.nbytes - reservation.nbytes)
+            expected = None if reservation.writes is None else reservation.writes + saved
+            if reservation.top is None or expected is None or getattr(self.store, "writes", None) != expected:
+                self._known = None   # 期间还有别的写入：下次照常逐个数
+                return
+            self._known = _list_top(self.folder, expected, reservation.top)
+
+    def _top(self) -> "_TopLevel":
+        """空间这一层（调用方握着 _quota_lock）。记下的样子仍然成立（仓库的 writes 没变、目录的戳没变）就照用；
+        否则逐个 stat 重新数。重新数的结果只在目录不“太新”（bounded.is_racy）时记下：同一个时钟刻里
+        别的进程的改动看不出来；本服务器自己的写都经过 CountingStore，writes 会变。"""
+        writes = getattr(self.store, "writes", None)
+        known = self._known
+        try:
+            info = os.stat(self.folder, follow_symlinks=False)
+        except FileNotFoundError:
+            return _TopLevel({}, _NO_DIR, None, writes)
+        if known is not None and writes is not None and known.writes == writes and known.stamp == stat_key(info):
+            self._known = known = _restat_dot_files(self.folder, known)
+            return known
+        top = _list_top(self.folder, writes)
+        self._known = top if writes is not None and not is_racy(info.st_mtime_ns) else None
+        return top
+
+    def _check_room(self, usage: Tuple[int, int], sessions: int, nbytes: int) -> None:
+        count, used = usage
+        count, used = count + self._held.sessions, used + self._held.nbytes
         limits = self.limits
         if count + sessions > limits.max_sessions:
             raise SpaceError(f"空间 {self.space_id} 已有 {count} 个会话，上限是 {limits.max_sessions} 个："
                              "请先删除一些不要的会话")
         if used + nbytes > limits.max_bytes:
-            raise SpaceError(f"空间 {self.space_id} 已用 {human_size(used)}（含回收站），再写 {human_size(nbytes)} "
+            writing = "和正在进行的导入" if self._held.nbytes else ""
+            raise SpaceError(f"空间 {self.space_id} 已用 {human_size(used)}（含回收站{writing}），再写 {human_size(nbytes)} "
                              f"会超过上限 {human_size(limits.max_bytes)}：请先在「🗑️ 删除 / 恢复」里删除不要的会话"
                              "并清空回收站")
         self.require_disk(nbytes)
@@ -808,15 +922,17 @@ def folder_bytes(folder: str, scans: Optional[BoundedCache] = None) -> int:
     return folder_usage(folder, scans)[1]
 
 
-def folder_usage(folder: str, scans: Optional[BoundedCache] = None) -> Tuple[int, int]:
+def folder_usage(folder: str, scans: Optional[BoundedCache] = None,
+                 top: Optional["_DirScan"] = None) -> Tuple[int, int]:
     """(这一层的会话文件个数, 连同子目录的总字节数)：限额检查要的两个数，目录树只走一趟。
 
     scans：每层目录的统计按目录自己的 (inode, 大小, 修改时间) 存在这里（Spaces 的一个 bounded.BoundedCache）。
     仓库写会话、块、回收站和旧版都是新建、改名或删除，目录的修改时间随之变，所以戳没变，这一层就没变；
     刚改过的目录按 bounded 的 racy 规则先不算数。唯一就地追加的文件是操作日志（.journal.jsonl，目录的修改时间
     不变）：每个记日志的操作都先改名一个会话文件、紧接着追加那一行，这时目录还“刚改过”，所以新的一行照样数得到；
-    最坏少数一行（约 200 字节），到下一次改名为止。"""
-    top = _scan(folder, scans)
+    最坏少数一行（约 200 字节），到下一次改名为止。
+    top：调用方已经数好的这一层（Space 记下的样子，见 Space.usage），其下各层照常。"""
+    top = top if top is not None else _scan(folder, scans)
     total, stack = top.file_bytes, list(top.subdirs)
     while stack:
         scan = _scan(stack.pop(), scans)
@@ -863,6 +979,76 @@ def _scan(folder: str, scans: Optional[BoundedCache] = None) -> _DirScan:
     if scans is not None:
         scans.put(folder, stamp, scan, mtime_ns=info.st_mtime_ns)
     return scan
+
+
+class Reservation(NamedTuple):
+    """Space.reserve() 预留的会话数和字节；top、writes 是预留时空间这一层的样子和仓库的写入次数（finish 用）。"""
+    sessions: int
+    nbytes: int
+    top: Optional["_TopLevel"] = None
+    writes: Optional[int] = None
+
+
+class _TopLevel(NamedTuple):
+    """空间这一层的逐个文件：名字 → (inode, 字节)；scan 是合计；stamp 是数的时候目录的戳，writes 是仓库的写入次数。"""
+    files: Dict[str, Tuple[int, int]]
+    scan: _DirScan
+    stamp: Optional[tuple]
+    writes: Optional[int]
+
+
+def _list_top(folder: str, writes: Optional[int], before: Optional[_TopLevel] = None) -> _TopLevel:
+    """数空间这一层。before：本服务器写之前的样子——名字和 inode 都没变、不以点开头的文件照用它的字节数
+    （仓库写会话文件都是新文件改名过来，inode 必然变；就地追加的只有点开头的操作日志），其余逐个 stat。
+    先取目录的戳再列目录：列的途中有改动，戳就对不上，下次重数。"""
+    try:
+        stamp = stat_key(os.stat(folder, follow_symlinks=False))
+    except FileNotFoundError:
+        return _TopLevel({}, _NO_DIR, None, writes)
+    old = before.files if before is not None else {}
+    files: Dict[str, Tuple[int, int]] = {}
+    subdirs: List[str] = []
+    file_bytes = sessions = 0
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        subdirs.append(entry.path)
+                        continue
+                    if not entry.is_file(follow_symlinks=False):
+                        continue
+                    known = old.get(entry.name)
+                    if known is not None and known[0] == entry.inode() and not entry.name.startswith("."):
+                        size = known[1]
+                    else:
+                        size = entry.stat(follow_symlinks=False).st_size
+                except FileNotFoundError:
+                    continue
+                files[entry.name] = (entry.inode(), size)
+                file_bytes += size
+                sessions += entry.name.endswith(".json") and not entry.name.startswith(".")
+    except FileNotFoundError:
+        return _TopLevel({}, _NO_DIR, None, writes)
+    return _TopLevel(files, _DirScan(file_bytes, sessions, tuple(subdirs)), stamp, writes)
+
+
+def _restat_dot_files(folder: str, known: _TopLevel) -> _TopLevel:
+    """记下的样子里点开头的文件（操作日志……）重新 stat：它们是就地追加的，目录的戳不会因此变。
+    文件不见了或换了（inode 变了）目录的戳也会变，走不到这里；万一走到了，当它还在、按新的大小算，宁多不少。"""
+    files, grown = dict(known.files), 0
+    for name, (inode, size) in known.files.items():
+        if name.startswith("."):
+            try:
+                now = os.lstat(os.path.join(folder, name)).st_size
+            except FileNotFoundError:
+                continue
+            files[name] = (inode, now)
+            grown += now - size
+    if not grown:
+        return known
+    scan = known.scan._replace(file_bytes=known.scan.file_bytes + grown)
+    return known._replace(files=files, scan=scan)
 
 
 def last_activity(folder: str) -> float:
