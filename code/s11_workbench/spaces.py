@@ -25,6 +25,9 @@ space_id 都没用；每个请求都重新验签，服务器不需要记住任�
 限额（Limits）：每个空间的会话数、字节数（含回收站）、单个上传的大小，以及“新建”的速度（令牌桶：
 可以连点一阵，不能持续地刷）；磁盘剩余空间低于 min_free_bytes 时一律拒绝写入。
 同一个访客地址领取新空间的速度也有上限，脚本不能靠不停换新空间绕过限额。
+导入先按确切的字节预留（Space.reserve），写完才释放：同时进行的两次导入不会都以为放得下；写完后空间的用量
+= 预留时的用量 + 它写的字节，只要期间仓库没有别的写（CountingStore.writes 记着本服务器对这个空间的每一次写），
+下一次检查就不必再走一遍几千个文件。别的进程（不经过本服务器）改动空间目录时，目录的戳变了就照常重数。
 
 Scope: 不做账号和登录（空间跟着浏览器走，清掉浏览器数据就换了一个空间）；教师密钥每次启动重新生成；
 限速只在本进程内有效（多进程部署需要共享的计数器）。
@@ -51,7 +54,7 @@ from s11_format import MAX_ID_LENGTH
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, SessionStore
 from s11_storage import PendingWrite, stat_key
 from s11_text import human_size, os_error_reason, public_name
-from s11_workbench.bounded import BoundedCache, is_racy
+from s11_workbench.bounded import BoundedCache
 
 __all__ = ["SpaceError", "Limits", "Space", "Spaces", "TokenBucket", "ReadOnlyStore", "copy_lineage", "CopyResult",
            "redacted_copy",
@@ -225,7 +228,7 @@ class Space:
         self._scans = scans   # 限额统计的每层目录缓存（Spaces 所有空间共用一个，见 folder_usage）
         self._quota_lock = threading.Lock()     # 限额的检查、预留、记下自己写完的样子，一次一个
         self._held = Reservation(0, 0)          # 正在写的导入预留的 (会话数, 字节)：别的写入检查限额时算上它们
-        self._known: Optional[_TopLevel] = None   # 空间这一层逐个文件的样子，仓库没再写过、目录没变时照用
+        self._known: Optional[_Known] = None      # 本服务器一次导入写完时的用量：之后没人再写就照用（见 finish）
 
     def __repr__(self) -> str:
         return f"Space({self.space_id!r}{', 只读' if self.read_only else ''})"
@@ -234,54 +237,49 @@ class Space:
     def usage(self) -> Tuple[int, int]:
         """(会话个数, 目录总字节数)。字节数包括回收站：删掉的会话仍然占着磁盘。"""
         with self._quota_lock:
-            return folder_usage(self.folder, self._scans, self._top().scan)
+            return self._usage()
 
     def require_room(self, *, sessions: int = 1, nbytes: int = 0) -> None:
         """再新建 sessions 个会话、写入 nbytes 字节之后仍在限额内，否则 SpaceError（什么都没写）。
         正在写的导入预留的会话数和字节（reserve）也算进去。"""
         self.writable()
         with self._quota_lock:
-            self._check_room(folder_usage(self.folder, self._scans, self._top().scan), sessions, nbytes)
+            self._check_room(self._usage(), sessions, nbytes)
 
     def reserve(self, *, sessions: int, nbytes: int) -> "Reservation":
         """导入写第一个字节之前：像 require_room 一样检查，再把这些会话数和字节记作“正在写”，直到 finish()。
         两个同时进行的导入因此不会都以为空间还放得下（先检查的那个预留了，后一个检查时算上它）。"""
         self.writable()
         with self._quota_lock:
-            top = self._top()
-            self._check_room(folder_usage(self.folder, self._scans, top.scan), sessions, nbytes)
+            usage = self._usage()
+            self._check_room(usage, sessions, nbytes)
             self._held = Reservation(self._held.sessions + sessions, self._held.nbytes + nbytes)
-            return Reservation(sessions, nbytes, top, getattr(self.store, "writes", None))
+            return Reservation(sessions, nbytes, usage, getattr(self.store, "writes", None))
 
-    def finish(self, reservation: "Reservation", saved: int) -> None:
-        """导入写完（或中途停下）：释放预留。这次导入保存了 saved 个节点；期间仓库再没有别的写
-        （writes 正好多了 saved 次）时，这一层的新样子由导入之前的样子加上它写的那几个文件得出：
-        只 stat 名字或 inode 变了的文件和点开头的文件（操作日志是就地追加的），不必逐个 stat 几千个会话文件。"""
+    def finish(self, reservation: "Reservation", saved: int, written: int) -> None:
+        """导入写完（或中途停下）：释放预留。它调了 saved 次 store.save()、让空间确切地多了 written 字节
+        （store.write_costs 算的，日志行也在内）。期间仓库再没有别的写（writes 正好多了 saved 次）时，
+        空间的用量就是预留时的用量加上它写的（会话数宁多不少，见下）：
+        下一次检查不必再走一遍空间的每个文件和每层目录。"""
         with self._quota_lock:
             self._held = Reservation(self._held.sessions - reservation.sessions,
                                      self._held.nbytes - reservation.nbytes)
-            expected = None if reservation.writes is None else reservation.writes + saved
-            if reservation.top is None or expected is None or getattr(self.store, "writes", None) != expected:
-                self._known = None   # 期间还有别的写入：下次照常逐个数
-                return
-            self._known = _list_top(self.folder, expected, reservation.top)
+            writes = getattr(self.store, "writes", None)
+            self._known = None
+            if reservation.usage is not None and writes is not None and writes == reservation.writes + saved:
+                count, used = reservation.usage
+                new = min(reservation.sessions, saved)   # 新建的会话不多于预留的，也不多于保存的次数
+                self._known = _Known(writes, _folder_stamps(self.folder), (count + new, used + written))
 
-    def _top(self) -> "_TopLevel":
-        """空间这一层（调用方握着 _quota_lock）。记下的样子仍然成立（仓库的 writes 没变、目录的戳没变）就照用；
-        否则逐个 stat 重新数。重新数的结果只在目录不“太新”（bounded.is_racy）时记下：同一个时钟刻里
-        别的进程的改动看不出来；本服务器自己的写都经过 CountingStore，writes 会变。"""
-        writes = getattr(self.store, "writes", None)
+    def _usage(self) -> Tuple[int, int]:
+        """调用方握着 _quota_lock。finish() 记下的用量仍然成立（仓库的 writes 没变，空间目录和它的回收站、块、
+        旧版目录的戳都没变）就照用；否则照常走一遍（每层目录按戳缓存，见 folder_usage）。"""
         known = self._known
-        try:
-            info = os.stat(self.folder, follow_symlinks=False)
-        except FileNotFoundError:
-            return _TopLevel({}, _NO_DIR, None, writes)
-        if known is not None and writes is not None and known.writes == writes and known.stamp == stat_key(info):
-            self._known = known = _restat_dot_files(self.folder, known)
-            return known
-        top = _list_top(self.folder, writes)
-        self._known = top if writes is not None and not is_racy(info.st_mtime_ns) else None
-        return top
+        if known is not None and known.writes == getattr(self.store, "writes", None) \
+                and known.stamps == _folder_stamps(self.folder):
+            return known.usage
+        self._known = None
+        return folder_usage(self.folder, self._scans)
 
     def _check_room(self, usage: Tuple[int, int], sessions: int, nbytes: int) -> None:
         count, used = usage
@@ -922,17 +920,15 @@ def folder_bytes(folder: str, scans: Optional[BoundedCache] = None) -> int:
     return folder_usage(folder, scans)[1]
 
 
-def folder_usage(folder: str, scans: Optional[BoundedCache] = None,
-                 top: Optional["_DirScan"] = None) -> Tuple[int, int]:
+def folder_usage(folder: str, scans: Optional[BoundedCache] = None) -> Tuple[int, int]:
     """(这一层的会话文件个数, 连同子目录的总字节数)：限额检查要的两个数，目录树只走一趟。
 
     scans：每层目录的统计按目录自己的 (inode, 大小, 修改时间) 存在这里（Spaces 的一个 bounded.BoundedCache）。
     仓库写会话、块、回收站和旧版都是新建、改名或删除，目录的修改时间随之变，所以戳没变，这一层就没变；
     刚改过的目录按 bounded 的 racy 规则先不算数。唯一就地追加的文件是操作日志（.journal.jsonl，目录的修改时间
     不变）：每个记日志的操作都先改名一个会话文件、紧接着追加那一行，这时目录还“刚改过”，所以新的一行照样数得到；
-    最坏少数一行（约 200 字节），到下一次改名为止。
-    top：调用方已经数好的这一层（Space 记下的样子，见 Space.usage），其下各层照常。"""
-    top = top if top is not None else _scan(folder, scans)
+    最坏少数一行（约 200 字节），到下一次改名为止。"""
+    top = _scan(folder, scans)
     total, stack = top.file_bytes, list(top.subdirs)
     while stack:
         scan = _scan(stack.pop(), scans)
@@ -982,73 +978,34 @@ def _scan(folder: str, scans: Optional[BoundedCache] = None) -> _DirScan:
 
 
 class Reservation(NamedTuple):
-    """Space.reserve() 预留的会话数和字节；top、writes 是预留时空间这一层的样子和仓库的写入次数（finish 用）。"""
+    """Space.reserve() 预留的会话数和字节；usage、writes 是预留时空间的用量和仓库的写入次数（finish 用）。"""
     sessions: int
     nbytes: int
-    top: Optional["_TopLevel"] = None
+    usage: Optional[Tuple[int, int]] = None
     writes: Optional[int] = None
 
 
-class _TopLevel(NamedTuple):
-    """空间这一层的逐个文件：名字 → (inode, 字节)；scan 是合计；stamp 是数的时候目录的戳，writes 是仓库的写入次数。"""
-    files: Dict[str, Tuple[int, int]]
-    scan: _DirScan
-    stamp: Optional[tuple]
-    writes: Optional[int]
+class _Known(NamedTuple):
+    """本服务器一次导入写完时空间的用量（见 Space.finish）：writes 是那时仓库的写入次数，stamps 是空间目录
+    和它的回收站、块、旧版目录的戳。"""
+    writes: int
+    stamps: tuple
+    usage: Tuple[int, int]
 
 
-def _list_top(folder: str, writes: Optional[int], before: Optional[_TopLevel] = None) -> _TopLevel:
-    """数空间这一层。before：本服务器写之前的样子——名字和 inode 都没变、不以点开头的文件照用它的字节数
-    （仓库写会话文件都是新文件改名过来，inode 必然变；就地追加的只有点开头的操作日志），其余逐个 stat。
-    先取目录的戳再列目录：列的途中有改动，戳就对不上，下次重数。"""
-    try:
-        stamp = stat_key(os.stat(folder, follow_symlinks=False))
-    except FileNotFoundError:
-        return _TopLevel({}, _NO_DIR, None, writes)
-    old = before.files if before is not None else {}
-    files: Dict[str, Tuple[int, int]] = {}
-    subdirs: List[str] = []
-    file_bytes = sessions = 0
-    try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        subdirs.append(entry.path)
-                        continue
-                    if not entry.is_file(follow_symlinks=False):
-                        continue
-                    known = old.get(entry.name)
-                    if known is not None and known[0] == entry.inode() and not entry.name.startswith("."):
-                        size = known[1]
-                    else:
-                        size = entry.stat(follow_symlinks=False).st_size
-                except FileNotFoundError:
-                    continue
-                files[entry.name] = (entry.inode(), size)
-                file_bytes += size
-                sessions += entry.name.endswith(".json") and not entry.name.startswith(".")
-    except FileNotFoundError:
-        return _TopLevel({}, _NO_DIR, None, writes)
-    return _TopLevel(files, _DirScan(file_bytes, sessions, tuple(subdirs)), stamp, writes)
+_STORE_FOLDERS = (".trash", ".chunks", ".history")   # 仓库在空间目录下建的几层（见 s11_session 的文档）
 
 
-def _restat_dot_files(folder: str, known: _TopLevel) -> _TopLevel:
-    """记下的样子里点开头的文件（操作日志……）重新 stat：它们是就地追加的，目录的戳不会因此变。
-    文件不见了或换了（inode 变了）目录的戳也会变，走不到这里；万一走到了，当它还在、按新的大小算，宁多不少。"""
-    files, grown = dict(known.files), 0
-    for name, (inode, size) in known.files.items():
-        if name.startswith("."):
-            try:
-                now = os.lstat(os.path.join(folder, name)).st_size
-            except FileNotFoundError:
-                continue
-            files[name] = (inode, now)
-            grown += now - size
-    if not grown:
-        return known
-    scan = known.scan._replace(file_bytes=known.scan.file_bytes + grown)
-    return known._replace(files=files, scan=scan)
+def _folder_stamps(folder: str) -> tuple:
+    """空间目录和它下面仓库那几层目录的 (inode, 大小, 修改时间)；不在的是 None。别的进程在这里建、删、改名
+    文件，戳就变；更深一层（.history/<会话>/）只有仓库自己写，它的写都记在 CountingStore.writes 里。"""
+    stamps = []
+    for path in (folder, *(os.path.join(folder, name) for name in _STORE_FOLDERS)):
+        try:
+            stamps.append(stat_key(os.stat(path, follow_symlinks=False)))
+        except FileNotFoundError:
+            stamps.append(None)
+    return tuple(stamps)
 
 
 def last_activity(folder: str) -> float:

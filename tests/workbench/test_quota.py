@@ -128,23 +128,20 @@ def filled_space(tmp_path, sessions: int = 120):
     return spaces, token, space
 
 
-def test_the_check_after_an_import_stats_no_session_file_the_import_did_not_write(tmp_path, monkeypatch):
+def test_the_check_after_an_import_walks_nothing_and_counts_exactly(tmp_path, monkeypatch):
     spaces, token, space = filled_space(tmp_path)
     uploads = tmp_path / "uploads"
     uploads.mkdir()
     explorer = Explorer(spaces, export_root=str(tmp_path / "e"), upload_root=str(uploads))
     assert explorer.import_upload(token, View(), str(pi_transcript(uploads / "a.jsonl", "a"))).notice.startswith("📥")
-    listings = []
-    real = spaces_module._list_top
-    monkeypatch.setattr(spaces_module, "_list_top", lambda *args: listings.append(args) or real(*args))
-    assert space.usage() == on_disk(space.folder)         # exact, and taken from what the import recorded
-    assert listings == []
+    walks = []
+    real = spaces_module.folder_usage
+    monkeypatch.setattr(spaces_module, "folder_usage", lambda *args: walks.append(args) or real(*args))
+    assert space.usage() == on_disk(space.folder)         # exact: what it was plus what the import wrote
     page = explorer.import_upload(token, View(), str(pi_transcript(uploads / "b.jsonl", "b")))
     assert page.notice.startswith("📥")
-    # its check walked nothing; afterwards one listing from the state before it (only new or replaced files and
-    # dot files are stat'ed, see _list_top), not a fresh walk of the 120 session files
-    assert len(listings) == 1 and listings[0][2] is not None
-    assert space.usage() == on_disk(space.folder) and len(listings) == 1
+    assert space.usage() == on_disk(space.folder)
+    assert walks == []                                    # neither the checks nor usage() walked the space
 
 
 def test_writes_the_import_did_not_make_are_still_counted(tmp_path):
@@ -197,3 +194,19 @@ def test_a_refused_import_reserves_nothing_and_writes_nothing(tmp_path, planned_
         token, View(), str(pi_transcript(uploads / "a.jsonl", "a")))
     assert "什么都没写" in page.notice and "正在进行的导入" not in page.notice
     assert snapshot(space.folder) == before and space._held[:2] == (0, 0)
+
+
+def test_an_import_that_updates_its_earlier_nodes_is_counted_exactly(tmp_path, monkeypatch):
+    spaces, token, space = filled_space(tmp_path, sessions=10)
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    explorer = Explorer(spaces, export_root=str(tmp_path / "e"), upload_root=str(uploads))
+    walks = []
+    real = spaces_module.folder_usage
+    monkeypatch.setattr(spaces_module, "folder_usage", lambda *args: walks.append(args) or real(*args))
+    for turns in (30, 60, 400):   # the agent went on: the same nodes, longer (the old versions stay in .history/)
+        page = explorer.import_upload(token, View(), str(pi_transcript(uploads / "a.jsonl", "a", turns=turns)))
+        assert page.notice.startswith("📥")
+        walks.clear()
+        assert space.usage() == on_disk(space.folder) and walks == []
+    assert os.listdir(os.path.join(space.folder, ".history"))
