@@ -55,7 +55,7 @@ class WriteBudget:
 
     before(nbytes, sessions)  写任何东西之前：这次确切要写 nbytes 字节、新建 sessions 个会话；抛错 = 一个字节都不写
     during(written)           每写完一个节点：到现在写了 written 字节；抛错 = 停在这里（已写的节点完整）
-    after(saved)              before 同意之后，写完或中途停下（出错也调）：一共调了 saved 次 store.save()"""
+    after(saved)              before 同意之后，写完或中途停下（出错也调）：store.save() 成功了 saved 次"""
 
     def before(self, nbytes: int, sessions: int) -> None:
         """默认不设限。"""
@@ -276,7 +276,7 @@ def _write(store: SessionStore, ordered: List[SessionNode], report: ImportReport
            budget: WriteBudget, planned: List[Planned]) -> None:
     """先决定每个节点写不写（读仓库里的同 ID 节点比较），再一次算出确切的字节交给 budget，最后才写。
     budget.before 同意之后，写完、停下或出错都调 budget.after（在这一批的日志行也写下之后）。"""
-    saves: List[int] = []   # budget 同意之后才有：调了几次 store.save()（失败的也算）
+    saves: List[int] = []   # budget 同意之后才有：store.save() 成功了几次
     try:
         with store.batch() as batch:   # write_costs 编好的每条消息，随后的 save 和分叉复制的字节数直接用（不再编码）；
             plan, blocked = _decide(store, ordered, report)   # 仓库里共用前缀的节点，每块只读、只解析一次
@@ -306,13 +306,13 @@ def _save_all(store: SessionStore, ordered: List[SessionNode], plan: list, costs
             continue
         if node.session_id in writing:
             cost, existing = writing[node.session_id]
-            saves[0] += 1
             try:
                 store.save(node)
             except SessionError as exc:   # 别人正好在保存同一节点（ConflictError），或仓库拒绝了它：它和它的分支这次不写
                 report.warnings.append(f"节点 {node.session_id} 没有保存，它和它的分支这次跳过：{exc}")
                 blocked.add(node.session_id)
                 continue
+            saves[0] += 1
             report.bytes_written += cost
             report.written += 1
             report.updated += existing

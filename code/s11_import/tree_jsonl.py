@@ -408,8 +408,8 @@ def import_tree(path: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_
         saves = 0
         try:
             for node, cost in zip(to_write, costs):
-                saves += 1
                 store.save(node)
+                saves += 1
                 report.written += 1
                 report.bytes_written += cost
                 if budget is not None:

@@ -257,8 +257,9 @@ class Space:
             return Reservation(sessions, nbytes, usage, getattr(self.store, "writes", None))
 
     def finish(self, reservation: "Reservation", saved: int, written: int) -> None:
-        """导入写完（或中途停下）：释放预留。它调了 saved 次 store.save()、让空间确切地多了 written 字节
-        （store.write_costs 算的，日志行也在内）。期间仓库再没有别的写（writes 正好多了 saved 次）时，
+        """导入写完（或中途停下）：释放预留。它成功保存了 saved 次、让空间确切地多了 written 字节
+        （store.write_costs 算的，日志行也在内）。期间仓库再没有别的写、它自己也没有失败的保存（失败的保存可能
+        留下了块，writes 照样加一，所以 writes 正好多了 saved 次才算数）时，
         空间的用量就是预留时的用量加上它写的（会话数宁多不少，见下）：
         下一次检查不必再走一遍空间的每个文件和每层目录。"""
         with self._quota_lock:
@@ -266,7 +267,7 @@ class Space:
                                      self._held.nbytes - reservation.nbytes)
             writes = getattr(self.store, "writes", None)
             self._known = None
-            if reservation.usage is not None and writes is not None and writes == reservation.writes + saved:
+            if reservation.usage is not None and reservation.writes is not None and writes == reservation.writes + saved:
                 count, used = reservation.usage
                 new = min(reservation.sessions, saved)   # 新建的会话不多于预留的，也不多于保存的次数
                 self._known = _Known(writes, _folder_stamps(self.folder), (count + new, used + written))

@@ -210,3 +210,20 @@ def test_an_import_that_updates_its_earlier_nodes_is_counted_exactly(tmp_path, m
         walks.clear()
         assert space.usage() == on_disk(space.folder) and walks == []
     assert os.listdir(os.path.join(space.folder, ".history"))
+
+
+def test_a_save_that_failed_after_writing_something_is_counted(tmp_path, monkeypatch):
+    spaces, token, space = filled_space(tmp_path, sessions=10)
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    real_save = s11_session.SessionStore.save
+
+    def save_then_fail(self, node):   # e.g. the disk filled up after the node's chunks were written
+        real_save(self, node)
+        raise s11_session.ConflictError("模拟：保存到一半出错")
+
+    monkeypatch.setattr(s11_session.SessionStore, "save", save_then_fail)
+    page = Explorer(spaces, export_root=str(tmp_path / "e"), upload_root=str(uploads)).import_upload(
+        token, View(), str(pi_transcript(uploads / "a.jsonl", "a", turns=400)))
+    assert "没有保存" in page.report                     # the import says which node it could not save
+    assert space.usage() == on_disk(space.folder)         # what the failed save left on disk is counted
