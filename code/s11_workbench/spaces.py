@@ -27,7 +27,8 @@ space_id 都没用；每个请求都重新验签，服务器不需要记住任�
 同一个访客地址领取新空间的速度也有上限，脚本不能靠不停换新空间绕过限额。
 导入先按确切的字节预留（Space.reserve），写完才释放：同时进行的两次导入不会都以为放得下；写完后空间的用量
 = 预留时的用量 + 它写的字节，只要期间仓库没有别的写（CountingStore.writes 记着本服务器对这个空间的每一次写），
-下一次检查就不必再走一遍几千个文件。别的进程（不经过本服务器）改动空间目录时，目录的戳变了就照常重数。
+下一次检查就不必再走一遍几千个文件。不经过本服务器的写（别的进程直接改空间目录）：在那之后目录的戳变了就照常
+重数；恰好在一次导入写的同时发生的，要到目录下一次变动才数到（学生只能经过服务器写，这只关乎老师自己的工具）。
 
 Scope: 不做账号和登录（空间跟着浏览器走，清掉浏览器数据就换了一个空间）；教师密钥每次启动重新生成；
 限速只在本进程内有效（多进程部署需要共享的计数器）。
@@ -148,9 +149,21 @@ class ReadOnlyStore(SessionStore):
     empty_trash = purge = remove_orphan_chunks = save_many = _refuse   # 仓库以后加的写方法也先挡住
 
 
+def _counted(name: str) -> Callable:
+    """仓库的写方法 name → 调 SessionStore 的那个方法，做完（成功与否）都让 writes 加一。"""
+    def counted(self, *args, **kwargs):
+        try:
+            return getattr(super(CountingStore, self), name)(*args, **kwargs)
+        finally:
+            with self._writes_lock:
+                self.writes += 1
+    counted.__name__, counted.__doc__ = name, getattr(SessionStore, name).__doc__
+    return counted
+
+
 class CountingStore(SessionStore):
     """学生空间的 SessionStore：每做完一次写（保存、删除、恢复、撤销……成功与否都算）writes 就加一。
-    限额据此知道上次数过之后有没有别人写过这个空间（见 Space.usage）。fork、converge、label、save_many
+    限额据此知道上次数过之后有没有别人写过这个空间（见 Space.finish）。fork、converge、label、save_many
     都经过 save()，所以也都算上。"""
 
     def __init__(self, *args, **kwargs):
@@ -158,57 +171,14 @@ class CountingStore(SessionStore):
         self.writes = 0
         self._writes_lock = threading.Lock()
 
-    def _wrote(self) -> None:
-        with self._writes_lock:
-            self.writes += 1
-
-    def save(self, *args, **kwargs):
-        try:
-            return super().save(*args, **kwargs)
-        finally:
-            self._wrote()
-
-    def delete(self, *args, **kwargs):
-        try:
-            return super().delete(*args, **kwargs)
-        finally:
-            self._wrote()
-
-    def restore(self, *args, **kwargs):
-        try:
-            return super().restore(*args, **kwargs)
-        finally:
-            self._wrote()
-
-    def empty_trash(self, *args, **kwargs):
-        try:
-            return super().empty_trash(*args, **kwargs)
-        finally:
-            self._wrote()
-
-    def remove_orphan_chunks(self, *args, **kwargs):
-        try:
-            return super().remove_orphan_chunks(*args, **kwargs)
-        finally:
-            self._wrote()
-
-    def undo(self, *args, **kwargs):
-        try:
-            return super().undo(*args, **kwargs)
-        finally:
-            self._wrote()
-
-    def redo(self, *args, **kwargs):
-        try:
-            return super().redo(*args, **kwargs)
-        finally:
-            self._wrote()
-
-    def revert(self, *args, **kwargs):
-        try:
-            return super().revert(*args, **kwargs)
-        finally:
-            self._wrote()
+    save = _counted("save")
+    delete = _counted("delete")
+    restore = _counted("restore")
+    empty_trash = _counted("empty_trash")
+    remove_orphan_chunks = _counted("remove_orphan_chunks")
+    undo = _counted("undo")
+    redo = _counted("redo")
+    revert = _counted("revert")
 
 
 class Space:
