@@ -227,3 +227,24 @@ def test_a_save_that_failed_after_writing_something_is_counted(tmp_path, monkeyp
         token, View(), str(pi_transcript(uploads / "a.jsonl", "a", turns=400)))
     assert "没有保存" in page.report                     # the import says which node it could not save
     assert space.usage() == on_disk(space.folder)         # what the failed save left on disk is counted
+
+
+def test_a_session_tree_file_import_is_counted_exactly_with_its_journal_line(tmp_path, monkeypatch):
+    import s11_tree_export
+    from s11_import import tree_jsonl
+    source = SessionStore(tmp_path / "source", durable=False)
+    root = source.create_session("树", [{"role": "user", "content": "根 " * 200}])
+    for number in range(6):
+        source.fork(root, [{"role": "assistant", "content": f"分支 {number} " * 300}], title=f"分支 {number}")
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    upload = uploads / "tree.jsonl"
+    upload.write_text(tree_jsonl.render_jsonl(s11_tree_export.prepare(source, root, "tree")), encoding="utf-8")
+    spaces, token, space = filled_space(tmp_path, sessions=10)
+    page = Explorer(spaces, export_root=str(tmp_path / "e"), upload_root=str(uploads)).import_upload(
+        token, View(), str(upload))
+    assert page.notice.startswith("📥") and len(space.store.list_sessions()) == 17
+    walks = []
+    real = spaces_module.folder_usage
+    monkeypatch.setattr(spaces_module, "folder_usage", lambda *args: walks.append(args) or real(*args))
+    assert space.usage() == on_disk(space.folder) and walks == []   # the batch's journal line is counted too
