@@ -296,6 +296,18 @@ def best_of(fn: Callable[[], object], runs: int, setup: Callable[[], object] | N
     return c.median(c.time_runs(fn, runs, setup=setup))
 
 
+def create_cost(folder: Path, files: int = 50) -> float:
+    """CPU microseconds to create one empty file in a new subfolder of `folder` (the files stay until the end: a
+    delete would slow the next creations). On this VM's ext4 (no journal) the allocator skips inodes freed in the
+    last minutes one by one, so after other processes delete many files a creation costs 0.4 ms instead of 0.02:
+    a 20 MB import creates ~300 files (chunks), so that alone moves a row by about 1× json.loads."""
+    probe = Path(tempfile.mkdtemp(prefix="probe-", dir=folder))
+    started = time.process_time()
+    for number in range(files):
+        os.close(os.open(probe / f"{number}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    return (time.process_time() - started) / files * 1e6
+
+
 def measure(name: str, path: Path, work: Path, runs: int) -> tuple[list, float]:
     """One row. Each run times the floor, the dry run and the import back to back, and the × columns are the
     median of each run's own ratio: this VM's speed drifts by 20-50 % over a minute, which a ratio of two
@@ -304,9 +316,10 @@ def measure(name: str, path: Path, work: Path, runs: int) -> tuple[list, float]:
     folders = iter(range(10 ** 6))
     stores = work / f"stores-{path.stem}"   # per transcript: a store left by an earlier row would already hold
                                            # the chunks of a shared prefix (same generator seed), so less is written
-    floors, plans, fulls, reports, cpu_ratios = [], [], [], [], []
+    floors, plans, fulls, reports, cpu_ratios, creates = [], [], [], [], [], []
     s11_import.import_file(path, SessionStore(work / "dry"), dry_run=True)   # untimed: lazy imports, caches
     for _ in range(runs):
+        creates.append(create_cost(work))
         cpu_started = time.process_time()
         floors.append(seconds(json_floor, path))
         cpu_floor = time.process_time() - cpu_started
@@ -324,7 +337,8 @@ def measure(name: str, path: Path, work: Path, runs: int) -> tuple[list, float]:
     full_ratio = c.median([i / f for i, f in zip(fulls, floors)])
     return [name, f"{megabytes:.1f}", c.ms(floor, 0), f"{c.ms(plan, 0)} ({plan_ratio:.1f}×)",
             f"{megabytes / plan:.1f}", f"{c.ms(full, 0)} ({full_ratio:.1f}×)", f"{megabytes / full:.1f}",
-            f"{c.median(cpu_ratios):.1f}×", f"{c.ms(again, 0)}", f"{report.bytes_written / size:.2f}",
+            f"{c.median(cpu_ratios):.1f}×", f"{c.median(creates):.0f}", f"{c.ms(again, 0)}",
+            f"{report.bytes_written / size:.2f}",
             c.human_bytes(report.copy_bytes),
             str(len(report.node_ids)), str(report.messages)], full_ratio
 
@@ -358,12 +372,16 @@ def formats_section(work: Path, megabytes: float, runs: int, only: str | None = 
         # then the nine 20 MB rows keep about 0.6 GB (transcripts and three stores each) in the scratch folder.
     c.print_table("import vs json.loads of the same lines, per format", [
         "transcript", "MB", "json.loads ms", "plan ms (×)", "plan MB/s", "import ms (×)", "import MB/s",
-        "import CPU ×", "re-import ms", "written/read", "fork copies", "nodes", "messages"], rows,
+        "import CPU ×", "create µs", "re-import ms", "written/read", "fork copies", "nodes", "messages"], rows,
         note="plan = import_file(dry_run=True): read, repair, relink, merge, linearise, plan; no writes.\n"
              "import = plan + saving every node (atomic write + fsync). × = median over the runs of each run's\n"
              "multiple of its own json.loads (the three are timed back to back in every run).\n"
              "import CPU × = the same ratio in CPU seconds of this process: what other processes on a shared machine\n"
              "move least (fsync waits are not in it); the budget line is the wall-clock ×.\n"
+             "create µs = CPU to create one empty file in the scratch folder just before each import (median): the\n"
+             "filesystem's state, not the importer's; 20-40 µs is normal here, ~400 µs when other processes have just\n"
+             "deleted many files (ext4 without a journal skips recently freed inodes one by one), which adds about\n"
+             "1× json.loads to a 20 MB import (~300 new files). Compare rows only at similar create µs.\n"
              "written/read < 1 when there are no branches: thinking signatures, encrypted reasoning, toolUseResult\n"
              "copies, event_msg mirrors and hook lines are not kept; fork copies = the prefixes branch nodes repeat\n"
              "from their parent (compact JSON), the price of the chapter's self-contained nodes.")

@@ -143,7 +143,8 @@ def _add(t: Transcript, line: int, sub: int, message: dict, assistant_side: bool
     response_item；source 说是哪一处）只留先读到的：用户输入比“上一句还没被回答的输入”，回答和思考在这一轮里
     和另一处一对一地配对——同一处把同一句话说两遍，两遍都留着。"""
     prompt, key = is_prompt(message), _reply_key(message) if assistant_side else None
-    if _repeated(t, message, key, prompt, source):
+    asked = _normal(_said(message)) if prompt else None   # 提问压过空白的文字：比较和记下都用它，只算一次
+    if _repeated(t, key, asked, source):
         return None
     uid, parent = _uid(t, line, sub), t.state.get("tip")   # = ids()，少一次调用
     message["id"] = uid
@@ -161,7 +162,7 @@ def _add(t: Transcript, line: int, sub: int, message: dict, assistant_side: bool
     if not t.add(entry):
         return None
     t.state["tip"] = uid
-    _remember(t, message, key, assistant_side, entry.prompt, source)
+    _remember(t, key, assistant_side, asked, source)
     for reference in t.state.get("references", []):
         if reference.get("after") is None and reference.get("waiting"):
             reference["after"], reference["waiting"] = uid, False   # 引用之后的第一条消息：接在引用的历史后面
@@ -219,24 +220,31 @@ class _Unpaired:
         return True
 
 
-def _repeated(t: Transcript, message: dict, key: Optional[tuple], prompt: bool, source: str) -> bool:
-    if prompt:
-        asked, said = t.state.get("asked"), _normal(_said(message))
+def _repeated(t: Transcript, key: Optional[tuple], said: Optional[str], source: str) -> bool:
+    """said：这是一句提问（压过空白的文字）时不是 None。"""
+    if said is not None:
+        asked = t.state.get("asked")
         return bool(said) and bool(asked) and (asked == said or asked.endswith(said) or said.endswith(asked))
     if key is None:
         return False
-    replies = t.state.setdefault("replies", {})
-    return replies.setdefault("event" if source == "response" else "response", _Unpaired()).take(key)
+    return _unpaired(t, "event" if source == "response" else "response").take(key)
 
 
-def _remember(t: Transcript, message: dict, key: Optional[tuple], assistant_side: bool, prompt: bool,
-              source: str) -> None:
-    if prompt:
-        t.state["asked"], t.state["replies"] = _normal(_said(message)), {}
+def _remember(t: Transcript, key: Optional[tuple], assistant_side: bool, asked: Optional[str], source: str) -> None:
+    if asked is not None:
+        t.state["asked"], t.state["replies"] = asked, {}
     elif assistant_side:
         t.state["asked"] = None
         if key is not None:
-            t.state.setdefault("replies", {}).setdefault(source, _Unpaired()).add(key)
+            _unpaired(t, source).add(key)
+
+
+def _unpaired(t: Transcript, source: str) -> "_Unpaired":
+    """这一轮里 source 那一处还没配上对的回答：第一次用到时才新建（每条消息都新建一个再丢掉，是白费的）。"""
+    replies = t.state.setdefault("replies", {})
+    if source not in replies:
+        replies[source] = _Unpaired()
+    return replies[source]
 
 
 def _message(t: Transcript, item: dict) -> Optional[dict]:

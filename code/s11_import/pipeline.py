@@ -54,13 +54,17 @@ class WriteBudget:
     """导入写仓库之前和期间的限额检查（工作台的空间用它；命令行不设限额）。两个方法都可以抛 SessionError：
 
     before(nbytes, sessions)  写任何东西之前：这次确切要写 nbytes 字节、新建 sessions 个会话；抛错 = 一个字节都不写
-    during(written)           每写完一个节点：到现在写了 written 字节；抛错 = 停在这里（已写的节点完整）"""
+    during(written)           每写完一个节点：到现在写了 written 字节；抛错 = 停在这里（已写的节点完整）
+    after(saved)              before 同意之后，写完或中途停下（出错也调）：store.save() 成功了 saved 次"""
 
     def before(self, nbytes: int, sessions: int) -> None:
         """默认不设限。"""
 
     def during(self, written: int) -> None:
         """默认不设限。"""
+
+    def after(self, saved: int) -> None:
+        """默认什么都不做。"""
 
 
 NO_BUDGET = WriteBudget()
@@ -270,41 +274,55 @@ def _edited_in_store(existing: SessionNode) -> bool:
 
 def _write(store: SessionStore, ordered: List[SessionNode], report: ImportReport, dry_run: bool,
            budget: WriteBudget, planned: List[Planned]) -> None:
-    """先决定每个节点写不写（读仓库里的同 ID 节点比较），再一次算出确切的字节交给 budget，最后才写。"""
-    with store.batch() as batch:   # write_costs 编好的每条消息，随后的 save 和分叉复制的字节数直接用（不再编码）；
-        plan, blocked = _decide(store, ordered, report)   # 仓库里共用前缀的节点，每块只读、只解析一次
-        costs = store.write_costs([node for node, _ in plan])
-        report.bytes_planned = sum(costs)
-        report.copy_bytes = copy_bytes(planned, batch.lines)
-        if dry_run:
-            report.node_ids += [node.session_id for node in ordered if node.session_id not in blocked]
-            report.written += len(plan)
-            report.updated += sum(existing for _, existing in plan)
-            return
-        budget.before(report.bytes_planned, sum(not existing for _, existing in plan))
-        writing = {node.session_id: (cost, existing) for (node, existing), cost in zip(plan, costs)}
-        for node in ordered:
-            if node.parent_id in blocked or node.session_id in blocked:
+    """先决定每个节点写不写（读仓库里的同 ID 节点比较），再一次算出确切的字节交给 budget，最后才写。
+    budget.before 同意之后，写完、停下或出错都调 budget.after（在这一批的日志行也写下之后）。"""
+    saves: List[int] = []   # budget 同意之后才有：store.save() 成功了几次
+    try:
+        with store.batch() as batch:   # write_costs 编好的每条消息，随后的 save 和分叉复制的字节数直接用（不再编码）；
+            plan, blocked = _decide(store, ordered, report)   # 仓库里共用前缀的节点，每块只读、只解析一次
+            costs = store.write_costs([node for node, _ in plan])
+            report.bytes_planned = sum(costs)
+            report.copy_bytes = copy_bytes(planned, batch.lines)
+            if dry_run:
+                report.node_ids += [node.session_id for node in ordered if node.session_id not in blocked]
+                report.written += len(plan)
+                report.updated += sum(existing for _, existing in plan)
+                return
+            budget.before(report.bytes_planned, sum(not existing for _, existing in plan))
+            saves.append(0)
+            _save_all(store, ordered, plan, costs, blocked, report, budget, saves)
+    finally:
+        if saves:
+            budget.after(saves[0])
+
+
+def _save_all(store: SessionStore, ordered: List[SessionNode], plan: list, costs: List[int], blocked: set,
+              report: ImportReport, budget: WriteBudget, saves: List[int]) -> None:
+    """父先子后逐个保存 plan 里的节点；没变的只记进 node_ids。"""
+    writing = {node.session_id: (cost, existing) for (node, existing), cost in zip(plan, costs)}
+    for node in ordered:
+        if node.parent_id in blocked or node.session_id in blocked:
+            blocked.add(node.session_id)
+            continue
+        if node.session_id in writing:
+            cost, existing = writing[node.session_id]
+            try:
+                store.save(node)
+            except SessionError as exc:   # 别人正好在保存同一节点（ConflictError），或仓库拒绝了它：它和它的分支这次不写
+                report.warnings.append(f"节点 {node.session_id} 没有保存，它和它的分支这次跳过：{exc}")
                 blocked.add(node.session_id)
                 continue
-            if node.session_id in writing:
-                cost, existing = writing[node.session_id]
-                try:
-                    store.save(node)
-                except SessionError as exc:   # 别人正好在保存同一节点（ConflictError），或仓库拒绝了它：它和它的分支这次不写
-                    report.warnings.append(f"节点 {node.session_id} 没有保存，它和它的分支这次跳过：{exc}")
-                    blocked.add(node.session_id)
-                    continue
-                report.bytes_written += cost
-                report.written += 1
-                report.updated += existing
-            report.node_ids.append(node.session_id)
-            try:
-                budget.during(report.bytes_written)
-            except SessionError as exc:
-                report.warnings.append(f"写了 {report.written} 个节点（{human_size(report.bytes_written)}）后停下："
-                                       f"{exc}；已写的节点都完整，腾出空间后重新导入即可补齐")
-                return
+            saves[0] += 1
+            report.bytes_written += cost
+            report.written += 1
+            report.updated += existing
+        report.node_ids.append(node.session_id)
+        try:
+            budget.during(report.bytes_written)
+        except SessionError as exc:
+            report.warnings.append(f"写了 {report.written} 个节点（{human_size(report.bytes_written)}）后停下："
+                                   f"{exc}；已写的节点都完整，腾出空间后重新导入即可补齐")
+            return
 
 
 def _decide(store: SessionStore, ordered: List[SessionNode], report: ImportReport) -> Tuple[list, set]:

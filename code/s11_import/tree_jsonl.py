@@ -375,47 +375,54 @@ def import_tree(path: str, store: SessionStore, *, max_bytes: int = DEFAULT_MAX_
     report = ImportReport(file=name, format=DISPLAY_NAME, bytes_read=os.path.getsize(path),
                           messages=int(head.get("messages") or 0), files=[name])
     to_write, clashes = [], []
-    with store.batch():   # 读仓库里的节点时共用前缀的块只读一次；write_costs 编好的每条消息，随后的 save 直接用
-        for node in nodes:
-            existing = store.load(node.session_id)
-            if existing is None:
-                to_write.append(node)
-            elif _same(existing, node):
-                report.unchanged += 1
-            else:
-                clashes.append(node.session_id)
-        if clashes:
-            shown = "、".join(clashes[:10]) + (f" 等 {len(clashes)} 个" if len(clashes) > 10 else "")
-            raise BadTreeFile(f"{printable(name)}：仓库里已有同 ID、内容不同的节点 {shown}；为了不覆盖它们，"
-                              "什么都没有导入（要并排保留，请导入到另一个会话目录）")
-        try:
-            costs = store.write_costs(to_write)   # 同时检查每个节点能不能保存（ID、消息、字段），出错时什么都没写
-        except SessionError as exc:
-            raise BadTreeFile(f"{printable(name)}：有节点不能保存，什么都没有导入：{exc}") from None
-        report.bytes_planned = sum(costs)
-        written = {node.session_id for node in to_write}
-        report.node_ids = [node.session_id for node in nodes]
-        present = set(report.node_ids)
-        report.root_ids = [node.session_id for node in nodes if node.parent_id not in present]
-        focus = head.get("focus")
-        report.active_id = focus if focus in present else (report.node_ids[0] if nodes else None)
-        report.active_ids = [report.active_id] if report.active_id else []
-        if dry_run:
-            report.written = len(to_write)
-            return report
-        if budget is not None:
-            budget.before(report.bytes_planned, len(to_write))
-        for node, cost in zip(to_write, costs):
-            store.save(node)
-            report.written += 1
-            report.bytes_written += cost
+    saves = None   # budget.before 同意之后是成功保存的次数
+    try:
+        with store.batch():   # 读仓库里的节点时共用前缀的块只读一次；write_costs 编好的每条消息，随后的 save 直接用
+            for node in nodes:
+                existing = store.load(node.session_id)
+                if existing is None:
+                    to_write.append(node)
+                elif _same(existing, node):
+                    report.unchanged += 1
+                else:
+                    clashes.append(node.session_id)
+            if clashes:
+                shown = "、".join(clashes[:10]) + (f" 等 {len(clashes)} 个" if len(clashes) > 10 else "")
+                raise BadTreeFile(f"{printable(name)}：仓库里已有同 ID、内容不同的节点 {shown}；为了不覆盖它们，"
+                                  "什么都没有导入（要并排保留，请导入到另一个会话目录）")
+            try:
+                costs = store.write_costs(to_write)   # 同时检查每个节点能不能保存（ID、消息、字段），出错时什么都没写
+            except SessionError as exc:
+                raise BadTreeFile(f"{printable(name)}：有节点不能保存，什么都没有导入：{exc}") from None
+            report.bytes_planned = sum(costs)
+            written = {node.session_id for node in to_write}
+            report.node_ids = [node.session_id for node in nodes]
+            present = set(report.node_ids)
+            report.root_ids = [node.session_id for node in nodes if node.parent_id not in present]
+            focus = head.get("focus")
+            report.active_id = focus if focus in present else (report.node_ids[0] if nodes else None)
+            report.active_ids = [report.active_id] if report.active_id else []
+            if dry_run:
+                report.written = len(to_write)
+                return report
             if budget is not None:
-                try:
-                    budget.during(report.bytes_written)
-                except SessionError as exc:
-                    report.warnings.append(f"写了 {report.written} 个节点后停下：{exc}；已写的节点都完整，"
-                                           "腾出空间后重新导入即可补齐")
-                    done = {n.session_id for n in to_write[:report.written]}
-                    report.node_ids = [sid for sid in report.node_ids if sid in done or sid not in written]
-                    return report
+                budget.before(report.bytes_planned, len(to_write))
+            saves = 0   # 从这里起 budget 同意了：写完、停下或出错，离开这一批（日志行写下）之后都告诉它
+            for node, cost in zip(to_write, costs):
+                store.save(node)
+                saves += 1
+                report.written += 1
+                report.bytes_written += cost
+                if budget is not None:
+                    try:
+                        budget.during(report.bytes_written)
+                    except SessionError as exc:
+                        report.warnings.append(f"写了 {report.written} 个节点后停下：{exc}；已写的节点都完整，"
+                                               "腾出空间后重新导入即可补齐")
+                        done = {n.session_id for n in to_write[:report.written]}
+                        report.node_ids = [sid for sid in report.node_ids if sid in done or sid not in written]
+                        return report
+    finally:
+        if budget is not None and saves is not None:
+            budget.after(saves)   # 限额据此释放预留
     return report

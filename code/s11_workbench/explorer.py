@@ -1794,17 +1794,23 @@ def _space_budget(base, space):
     """导入的写入预算（base = s11_import.WriteBudget）：写第一个字节之前，确切的字节数必须放得进空间的限额
     和磁盘余量（否则一个字节都不写，消息说要写多少）；写的途中每个节点之后再看一次磁盘余量。"""
     class SpaceBudget(base):
-        planned = 0
+        planned = written = 0
+        reservation = None
 
         def before(self, nbytes: int, sessions: int) -> None:
             self.planned = nbytes
-            try:
-                space.require_room(sessions=sessions, nbytes=nbytes)
+            try:   # 预留到写完为止：同时进行的另一次导入检查限额时算上这一次
+                self.reservation = space.reserve(sessions=sessions, nbytes=nbytes)
             except SpaceError as error:
                 raise SpaceError(f"这次导入要新建 {sessions} 个会话、写 {human_size(nbytes)}，什么都没写：{error}") from None
 
         def during(self, written: int) -> None:
+            self.written = written
             space.require_disk(max(0, self.planned - written))
+
+        def after(self, saved: int) -> None:
+            if self.reservation is not None:
+                space.finish(self.reservation, saved, self.written)
     return SpaceBudget()
 
 

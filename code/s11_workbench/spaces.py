@@ -25,6 +25,10 @@ space_id 都没用；每个请求都重新验签，服务器不需要记住任�
 限额（Limits）：每个空间的会话数、字节数（含回收站）、单个上传的大小，以及“新建”的速度（令牌桶：
 可以连点一阵，不能持续地刷）；磁盘剩余空间低于 min_free_bytes 时一律拒绝写入。
 同一个访客地址领取新空间的速度也有上限，脚本不能靠不停换新空间绕过限额。
+导入先按确切的字节预留（Space.reserve），写完才释放：同时进行的两次导入不会都以为放得下；写完后空间的用量
+= 预留时的用量 + 它写的字节，只要期间仓库没有别的写（CountingStore.writes 记着本服务器对这个空间的每一次写），
+下一次检查就不必再走一遍几千个文件。不经过本服务器的写（别的进程直接改空间目录）：在那之后目录的戳变了就照常
+重数；恰好在一次导入写的同时发生的，要到目录下一次变动才数到（学生只能经过服务器写，这只关乎老师自己的工具）。
 
 Scope: 不做账号和登录（空间跟着浏览器走，清掉浏览器数据就换了一个空间）；教师密钥每次启动重新生成；
 限速只在本进程内有效（多进程部署需要共享的计数器）。
@@ -145,6 +149,38 @@ class ReadOnlyStore(SessionStore):
     empty_trash = purge = remove_orphan_chunks = save_many = _refuse   # 仓库以后加的写方法也先挡住
 
 
+def _counted(name: str) -> Callable:
+    """仓库的写方法 name → 调 SessionStore 的那个方法，做完（成功与否）都让 writes 加一。"""
+    def counted(self, *args, **kwargs):
+        try:
+            return getattr(super(CountingStore, self), name)(*args, **kwargs)
+        finally:
+            with self._writes_lock:
+                self.writes += 1
+    counted.__name__, counted.__doc__ = name, getattr(SessionStore, name).__doc__
+    return counted
+
+
+class CountingStore(SessionStore):
+    """学生空间的 SessionStore：每做完一次写（保存、删除、恢复、撤销……成功与否都算）writes 就加一。
+    限额据此知道上次数过之后有没有别人写过这个空间（见 Space.finish）。fork、converge、label、save_many
+    都经过 save()，所以也都算上。"""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.writes = 0
+        self._writes_lock = threading.Lock()
+
+    save = _counted("save")
+    delete = _counted("delete")
+    restore = _counted("restore")
+    empty_trash = _counted("empty_trash")
+    remove_orphan_chunks = _counted("remove_orphan_chunks")
+    undo = _counted("undo")
+    redo = _counted("redo")
+    revert = _counted("revert")
+
+
 class Space:
     """一个空间：space_id（公开的文件夹名）+ 它的 SessionStore + 是否只读。"""
 
@@ -156,10 +192,13 @@ class Space:
         self.folder = folder
         self.read_only = read_only
         self.limits = limits
-        self.store: SessionStore = (ReadOnlyStore if read_only else SessionStore)(folder)
+        self.store: SessionStore = (ReadOnlyStore if read_only else CountingStore)(folder)
         self._bucket = bucket
         self._address_bucket = address_bucket   # 当前请求的访客地址的令牌桶（没有请求时 None）
         self._scans = scans   # 限额统计的每层目录缓存（Spaces 所有空间共用一个，见 folder_usage）
+        self._quota_lock = threading.Lock()     # 限额的检查、预留、记下自己写完的样子，一次一个
+        self._held = Reservation(0, 0)          # 正在写的导入预留的 (会话数, 字节)：别的写入检查限额时算上它们
+        self._known: Optional[_Known] = None      # 本服务器一次导入写完时的用量：之后没人再写就照用（见 finish）
 
     def __repr__(self) -> str:
         return f"Space({self.space_id!r}{', 只读' if self.read_only else ''})"
@@ -167,18 +206,62 @@ class Space:
     # ── 限额 ────────────────────────────────────────────────────────────────
     def usage(self) -> Tuple[int, int]:
         """(会话个数, 目录总字节数)。字节数包括回收站：删掉的会话仍然占着磁盘。"""
-        return folder_usage(self.folder, self._scans)
+        with self._quota_lock:
+            return self._usage()
 
     def require_room(self, *, sessions: int = 1, nbytes: int = 0) -> None:
-        """再新建 sessions 个会话、写入 nbytes 字节之后仍在限额内，否则 SpaceError（什么都没写）。"""
+        """再新建 sessions 个会话、写入 nbytes 字节之后仍在限额内，否则 SpaceError（什么都没写）。
+        正在写的导入预留的会话数和字节（reserve）也算进去。"""
         self.writable()
-        count, used = self.usage()
+        with self._quota_lock:
+            self._check_room(self._usage(), sessions, nbytes)
+
+    def reserve(self, *, sessions: int, nbytes: int) -> "Reservation":
+        """导入写第一个字节之前：像 require_room 一样检查，再把这些会话数和字节记作“正在写”，直到 finish()。
+        两个同时进行的导入因此不会都以为空间还放得下（先检查的那个预留了，后一个检查时算上它）。"""
+        self.writable()
+        with self._quota_lock:
+            usage = self._usage()
+            self._check_room(usage, sessions, nbytes)
+            self._held = Reservation(self._held.sessions + sessions, self._held.nbytes + nbytes)
+            return Reservation(sessions, nbytes, usage, getattr(self.store, "writes", None))
+
+    def finish(self, reservation: "Reservation", saved: int, written: int) -> None:
+        """导入写完（或中途停下）：释放预留。它成功保存了 saved 次、让空间确切地多了 written 字节
+        （store.write_costs 算的，日志行也在内）。期间仓库再没有别的写、它自己也没有失败的保存（失败的保存可能
+        留下了块，writes 照样加一，所以 writes 正好多了 saved 次才算数）时，
+        空间的用量就是预留时的用量加上它写的（会话数宁多不少，见下）：
+        下一次检查不必再走一遍空间的每个文件和每层目录。"""
+        with self._quota_lock:
+            self._held = Reservation(self._held.sessions - reservation.sessions,
+                                     self._held.nbytes - reservation.nbytes)
+            writes = getattr(self.store, "writes", None)
+            self._known = None
+            if reservation.usage is not None and reservation.writes is not None and writes == reservation.writes + saved:
+                count, used = reservation.usage
+                new = min(reservation.sessions, saved)   # 新建的会话不多于预留的，也不多于保存的次数
+                self._known = _Known(writes, _folder_stamps(self.folder), (count + new, used + written))
+
+    def _usage(self) -> Tuple[int, int]:
+        """调用方握着 _quota_lock。finish() 记下的用量仍然成立（仓库的 writes 没变，空间目录和它的回收站、块、
+        旧版目录的戳都没变）就照用；否则照常走一遍（每层目录按戳缓存，见 folder_usage）。"""
+        known = self._known
+        if known is not None and known.writes == getattr(self.store, "writes", None) \
+                and known.stamps == _folder_stamps(self.folder):
+            return known.usage
+        self._known = None
+        return folder_usage(self.folder, self._scans)
+
+    def _check_room(self, usage: Tuple[int, int], sessions: int, nbytes: int) -> None:
+        count, used = usage
+        count, used = count + self._held.sessions, used + self._held.nbytes
         limits = self.limits
         if count + sessions > limits.max_sessions:
             raise SpaceError(f"空间 {self.space_id} 已有 {count} 个会话，上限是 {limits.max_sessions} 个："
                              "请先删除一些不要的会话")
         if used + nbytes > limits.max_bytes:
-            raise SpaceError(f"空间 {self.space_id} 已用 {human_size(used)}（含回收站），再写 {human_size(nbytes)} "
+            writing = "和正在进行的导入" if self._held.nbytes else ""
+            raise SpaceError(f"空间 {self.space_id} 已用 {human_size(used)}（含回收站{writing}），再写 {human_size(nbytes)} "
                              f"会超过上限 {human_size(limits.max_bytes)}：请先在「🗑️ 删除 / 恢复」里删除不要的会话"
                              "并清空回收站")
         self.require_disk(nbytes)
@@ -863,6 +946,37 @@ def _scan(folder: str, scans: Optional[BoundedCache] = None) -> _DirScan:
     if scans is not None:
         scans.put(folder, stamp, scan, mtime_ns=info.st_mtime_ns)
     return scan
+
+
+class Reservation(NamedTuple):
+    """Space.reserve() 预留的会话数和字节；usage、writes 是预留时空间的用量和仓库的写入次数（finish 用）。"""
+    sessions: int
+    nbytes: int
+    usage: Optional[Tuple[int, int]] = None
+    writes: Optional[int] = None
+
+
+class _Known(NamedTuple):
+    """本服务器一次导入写完时空间的用量（见 Space.finish）：writes 是那时仓库的写入次数，stamps 是空间目录
+    和它的回收站、块、旧版目录的戳。"""
+    writes: int
+    stamps: tuple
+    usage: Tuple[int, int]
+
+
+_STORE_FOLDERS = (".trash", ".chunks", ".history")   # 仓库在空间目录下建的几层（见 s11_session 的文档）
+
+
+def _folder_stamps(folder: str) -> tuple:
+    """空间目录和它下面仓库那几层目录的 (inode, 大小, 修改时间)；不在的是 None。别的进程在这里建、删、改名
+    文件，戳就变；更深一层（.history/<会话>/）只有仓库自己写，它的写都记在 CountingStore.writes 里。"""
+    stamps = []
+    for path in (folder, *(os.path.join(folder, name) for name in _STORE_FOLDERS)):
+        try:
+            stamps.append(stat_key(os.stat(path, follow_symlinks=False)))
+        except FileNotFoundError:
+            stamps.append(None)
+    return tuple(stamps)
 
 
 def last_activity(folder: str) -> float:
