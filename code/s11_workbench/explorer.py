@@ -64,8 +64,8 @@ from s11_tree import (
     root_of,
     walk,
 )
-from s11_workbench import downloads, fork_control
-from s11_workbench.bounded import BoundedCache, file_stamp
+from s11_workbench import downloads, fork_control, search_index
+from s11_workbench.bounded import BoundedCache, file_stamp, is_racy
 from s11_workbench.markdown import (
     command_chip,
     inert_markdown,
@@ -112,6 +112,8 @@ WARM_THREADS = 2           # 后台预读搜索正文的线程最多几个（每
 LISTING_CACHE_SPACES = 8   # 会话列表（摘要、树、列表的前 LIST_LIMIT 行）最多记住多少个空间：每个会话约 1 KB，2,000 个会话
                            # 的空间约 2 MB。没记住的空间每次重新分组（200 个会话约 1 ms）；一个班几十个空间都记住，内存就随全班
                            # 的会话数一直长
+INDEX_MIN_MISSES = 200     # 缓存里缺这么多个会话的正文时才读搜索索引：读一遍索引（2,000 个会话约 10 ms）约等于 load()
+                           # 200 个会话文件；缺得少（刚分叉、刚续写）就直接读那几个文件
 WARM_AGAIN_S = 60          # 同一个空间隔多久才再预读一次（其间改过的文件，搜索时再读）
 WARM_MIN_SESSIONS = 300    # 会话少于这么多的空间不预读：第一次搜索现读也只要十几毫秒（每个约 60 µs），
                            # 一个班几十个小空间也就不必把每位同学的正文都先读进内存
@@ -596,6 +598,7 @@ class Explorer:
         self._texts = BoundedCache(max_size=TEXT_CACHE_CHARS, size=_text_chars)
         self._warming: set = set()            # 正在后台预读正文的空间（仓库目录）
         self._warming_lock = threading.Lock()   # 处理函数在 gradio 的线程池里并发运行（还有后台预读）
+        self._indexing: set = set()           # 正在后台写搜索索引的空间（仓库目录）
         self._warmed = BoundedCache(CHECK_CACHE_SPACES)   # {仓库目录: 上次预读的时刻}
         # 体检结果：{仓库目录: 问题列表}，戳 = 仓库里每个文件的 (inode, 大小, 修改时间)
         self._checks = BoundedCache(CHECK_CACHE_SPACES)
@@ -1117,8 +1120,8 @@ class Explorer:
         「会话」一列用会话树里的名字（'🌿 分支 B.A：…'），同名的分支也分得清。"""
         words = str(query or "").casefold().split()
         hits, matched = [], 0
-        for summary in summaries:   # 最近创建的在前
-            for number, folded, text in self._texts_of(store, summary):
+        for summary, texts in zip(summaries, self._all_texts(store, summaries)):   # 最近创建的在前
+            for number, folded, text in texts:
                 if all(word in folded for word in words):
                     matched += 1
                     if len(hits) < SEARCH_HITS:
@@ -1130,28 +1133,57 @@ class Explorer:
                 else "🔎 消息正文里没有找到")
         return hits, note
 
-    def _texts_of(self, store, summary: dict) -> list:
-        """一个节点自己新增的每条消息 -> [(第几条, 小写正文, 正文)]。
-        按摘要缓存：摘要来自 store.list_sessions()，store 按文件的 (inode, 大小, 修改时间) 重读它，
-        所以文件一改，摘要里的修订号、消息数、标题、新增的第一句就跟着变，这里不必再 stat 每个文件一次。"""
+    def _all_texts(self, store, summaries: list[dict]) -> list:
+        """每个摘要自己新增的每条消息 [(第几条, 小写正文, 正文)]，与 summaries 一一对应。
+        先查内存里的缓存；没缓存住的很多（INDEX_MIN_MISSES 个以上：重启之后、空间被挤出了缓存）时先查空间的
+        搜索索引（search_index：一个文件，不必打开每个会话文件）；还没有的才 load() 会话文件。
+        读过的会话文件里有能存进索引的（不是刚改过的），就在后台重写索引。"""
+        keys = [self._text_key(store, summary) for summary in summaries]
+        found = [self._texts.get(path, key) if path else [] for path, key in keys]
+        misses = sum(texts is None for texts in found)
+        if not misses:
+            return found
+        index = search_index.read(store.storage_dir) if misses >= INDEX_MIN_MISSES else {}
+        news = 0
+        for at, (summary, (path, key)) in enumerate(zip(summaries, keys)):
+            if found[at] is None:
+                found[at] = self._indexed_texts(index, summary, path, key)
+            if found[at] is None:
+                found[at] = self._read_texts(store, summary, path, key)
+                news += found[at] is not None and key[-1] is not None and not is_racy(key[-1])
+        if news:
+            self._write_index(store.storage_dir, summaries, keys)
+        return [texts or [] for texts in found]
+
+    def _text_key(self, store, summary: dict) -> tuple:
+        """-> (会话文件的路径, 戳)；ID 不合法时 (None, None)。
+        戳 = 摘要的几个字段（store 按文件的 (inode, 大小, 修改时间) 重读摘要）+ 文件自己的 inode、大小、修改时间
+        （最后一项；读不到文件时这三项是 None）：手改了文件、修订号和长度都没变，也会重读。"""
         try:
             path = store.path_of(summary["session_id"])
         except SessionError:
-            return []
-        key = (summary.get("revision"), summary.get("message_count"), summary.get("created_ns"), summary.get("title"),
-               summary.get("first_added"), summary.get("fork_point"), file_stamp(path))
-        cached = self._texts.get(path, key)
-        if cached is not None:
-            return cached
-        return self._read_texts(store, summary, path, key)
+            return None, None
+        return path, (summary.get("revision"), summary.get("message_count"), summary.get("created_ns"),
+                      summary.get("title"), summary.get("first_added"), summary.get("fork_point"),
+                      *(file_stamp(path) or (None, None, None)))
 
-    def _read_texts(self, store, summary: dict, path: str, key: tuple) -> list:
+    def _indexed_texts(self, index: dict, summary: dict, path: str, key: tuple) -> list | None:
+        """索引里这个会话的正文（戳对得上才算），放进缓存；没有 -> None。"""
+        first = (summary.get("fork_point") or 0) + 1
+        texts = search_index.texts_for(index, summary["session_id"], key, first, summary.get("message_count") or 0)
+        if texts is None:
+            return None
+        folded = [(number, _folded(text), text) for number, text in texts]
+        return self._texts.put(path, key, folded, mtime_ns=key[-1])
+
+    def _read_texts(self, store, summary: dict, path: str, key: tuple) -> list | None:
+        """load() 这个会话，取它自己新增的每条消息的正文；读不了（坏文件、刚被删掉）-> None，不缓存。"""
         try:
             node = store.load(summary["session_id"])
         except (OSError, SessionError):
-            return []
+            return None
         if node is None:
-            return []
+            return None
         names = s11_export.tool_call_names(node.messages)
         texts = []
         for index in range(node.fork_point or 0, len(node.messages)):
@@ -1160,12 +1192,33 @@ class Explorer:
                 continue
             text = " ".join(" ".join(part.text.split()) for part in s11_export.message_parts(message, names))
             if text:
-                folded = text.casefold()
-                texts.append((index + 1, text if folded == text else folded, text))   # 相同就共用一个对象
-        return self._texts.put(path, key, texts, mtime_ns=key[-1][2] if key[-1] else None)
+                texts.append((index + 1, _folded(text), text))
+        return self._texts.put(path, key, texts, mtime_ns=key[-1])
+
+    def _write_index(self, folder: str, summaries: list[dict], keys: list) -> None:
+        """后台把这个空间现在缓存着的正文写成它的搜索索引（每个空间同时只一个线程在写）。"""
+        items = []
+        for summary, (path, key) in zip(summaries, keys):
+            texts = self._texts.get(path, key) if path else None
+            if texts is not None:
+                items.append((summary["session_id"], key, [(number, text) for number, _, text in texts]))
+        with self._warming_lock:
+            if folder in self._indexing:
+                return
+            self._indexing.add(folder)
+
+        def run():
+            try:
+                search_index.write(folder, items)
+            except Exception:   # 索引只是提速：写不成，下次搜索照常读会话文件
+                log.exception("explorer search index write failed")
+            finally:
+                with self._warming_lock:
+                    self._indexing.discard(folder)
+        threading.Thread(target=run, name="s11x-index", daemon=True).start()
 
     def _warm(self, store, summaries: list[dict]) -> None:
-        """后台把这个空间里还没缓存的正文读进来（一个空间同时只一个线程，全进程最多 WARM_THREADS 个；
+        """后台把这个空间里还没缓存的正文读进来（先读搜索索引；一个空间同时只一个线程，全进程最多 WARM_THREADS 个；
         只读有 WARM_MIN_SESSIONS 个以上会话的空间）。
         页面载入、选会话时就开始，读者第一次按回车搜索时正文已经在缓存里。"""
         if len(summaries) < WARM_MIN_SESSIONS:
@@ -1183,8 +1236,7 @@ class Explorer:
 
         def run():
             try:
-                for summary in items:
-                    self._texts_of(store, summary)
+                self._all_texts(store, items)
             except Exception:   # 预读只是提速：出了错，搜索时照常再读
                 log.exception("explorer warm-up failed")
             finally:
@@ -1570,12 +1622,19 @@ def _text_chars(texts: list) -> int:
     return sum(len(text) for _, _, text in texts)
 
 
+def _folded(text: str) -> str:
+    """搜索比对用的小写正文；与原文相同（中文、本来就是小写）时就是原文那个对象，缓存里只存一份。"""
+    folded = text.casefold()
+    return text if folded == text else folded
+
+
 def _folder_stamps(folder: str) -> dict:
     """仓库目录和它下面一层子目录（.trash、块目录）里每个条目的 (inode, 大小, 修改时间)：只 stat，不打开文件。
     （s11_storage.stat_key，与仓库的摘要缓存同一个键）。键是相对仓库目录的路径（'abc.json'、'.trash/abc.json'）：
     每个空间每个文件一格、一直留在缓存里，不必每格再存一遍长长的目录名。
     不进 .history/：留下的旧版只在换掉会话文件（或移进、移出回收站）的同时才多、才少，那个文件的戳已经变了；
-    每个会话一格旧版的戳只会让每个空间的这张表随续写过的会话一直长。"""
+    每个会话一格旧版的戳只会让每个空间的这张表随续写过的会话一直长。
+    不看 .search/：搜索索引是服务器自己的副本，体检不读它；写一次索引不该让下一次体检读遍整个空间。"""
     stamps: dict = {}
     pending = [folder]
     history = os.path.join(folder, s11_history.HISTORY_DIR)
@@ -1585,6 +1644,8 @@ def _folder_stamps(folder: str) -> dict:
         try:
             with os.scandir(current) as entries:
                 for entry in entries:
+                    if current == folder and entry.name == search_index.INDEX_DIR:
+                        continue
                     try:
                         info = entry.stat(follow_symlinks=False)
                     except OSError:
