@@ -155,7 +155,12 @@ def test_the_index_holds_no_racy_file_and_is_not_written_when_only_racy_files_we
     demo_tree_branching(spaces.open(token).store)      # files written just now: inside the racy window
     assert new_explorer(spaces, tmp_path).refresh(token, View(), "LRU").hits
     background_writes()
-    assert not os.path.exists(search_index.index_path(spaces.open(token).folder))
+    folder = spaces.open(token).folder
+    assert not os.path.exists(search_index.index_path(folder))
+    old, just_now = time.time_ns() - AN_HOUR, time.time_ns()
+    assert search_index.write(folder, [("old", (0, 1, 2, "t", "", None, 1, 2, old), [(1, "旧")]),
+                                       ("new", (0, 1, 2, "t", "", None, 1, 2, just_now), [(1, "新")])])
+    assert list(search_index.read(folder)) == ["old"]   # a file changed this clock tick may change again unseen
 
 
 QUERIES = ["LRU", "lru", "strasse", "STRASSE", "straße", "ss", "weakvaluedictionary", "grep", "bash", "lru src",
@@ -227,8 +232,8 @@ def first_entry(document):
 
 
 def damage_huge(path):
-    with open(path, "r+b") as handle:                  # a sparse file just over the bound: never read into memory
-        handle.truncate(search_index.MAX_BYTES + 1)
+    with open(path, "ab") as handle:                   # still a good index, padded with spaces past the bound
+        handle.write(b" " * (search_index.MAX_BYTES + 1 - os.path.getsize(path)))
 
 
 def damage_symlink(path):
@@ -352,7 +357,7 @@ def test_rewriting_the_index_is_not_the_students_activity(spaces, space, tmp_pat
     assert search_index.read(folder) and last_activity(folder) == before
 
 
-def test_a_teacher_s_search_of_a_student_space_never_shows_another_space_s_texts(spaces, space, tmp_path):
+def test_a_search_in_another_space_never_shows_this_space_s_indexed_texts(spaces, space, tmp_path):
     token, folder, ids = space
     index_written(spaces, token, tmp_path)
     stranger = spaces.new_token()
