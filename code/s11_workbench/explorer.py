@@ -1122,7 +1122,8 @@ class Explorer:
         hits, matched = [], 0
         for summary, texts in zip(summaries, self._all_texts(store, summaries)):   # 最近创建的在前
             for number, folded, text in texts:
-                if all(word in folded for word in words):
+                # 先只看第一个词：绝大多数消息里没有它，不必为每条消息再走一遍所有的词
+                if words[0] in folded and all(word in folded for word in words[1:]):
                     matched += 1
                     if len(hits) < SEARCH_HITS:
                         hits.append([summary, str(number), _context(text, folded, words[0]), summary["session_id"]])
@@ -1171,10 +1172,7 @@ class Explorer:
         """索引里这个会话的正文（戳对得上才算），放进缓存；没有 -> None。"""
         first = (summary.get("fork_point") or 0) + 1
         texts = search_index.texts_for(index, summary["session_id"], key, first, summary.get("message_count") or 0)
-        if texts is None:
-            return None
-        folded = [(number, _folded(text), text) for number, text in texts]
-        return self._texts.put(path, key, folded, mtime_ns=key[-1])
+        return None if texts is None else self._texts.put(path, key, texts, mtime_ns=key[-1])
 
     def _read_texts(self, store, summary: dict, path: str, key: tuple) -> list | None:
         """load() 这个会话，取它自己新增的每条消息的正文；读不了（坏文件、刚被删掉）-> None，不缓存。"""
@@ -1192,7 +1190,7 @@ class Explorer:
                 continue
             text = " ".join(" ".join(part.text.split()) for part in s11_export.message_parts(message, names))
             if text:
-                texts.append((index + 1, _folded(text), text))
+                texts.append((index + 1, search_index.folded(text), text))
         return self._texts.put(path, key, texts, mtime_ns=key[-1])
 
     def _write_index(self, folder: str, summaries: list[dict], keys: list) -> None:
@@ -1201,7 +1199,7 @@ class Explorer:
         for summary, (path, key) in zip(summaries, keys):
             texts = self._texts.get(path, key) if path else None
             if texts is not None:
-                items.append((summary["session_id"], key, [(number, text) for number, _, text in texts]))
+                items.append((summary["session_id"], key, texts))
         with self._warming_lock:
             if folder in self._indexing:
                 return
@@ -1620,12 +1618,6 @@ def _refuse(text: str) -> Callable:
 
 def _text_chars(texts: list) -> int:
     return sum(len(text) for _, _, text in texts)
-
-
-def _folded(text: str) -> str:
-    """搜索比对用的小写正文；与原文相同（中文、本来就是小写）时就是原文那个对象，缓存里只存一份。"""
-    folded = text.casefold()
-    return text if folded == text else folded
 
 
 def _folder_stamps(folder: str) -> dict:
