@@ -18,8 +18,8 @@ Safety: 会话文字（标题、消息、工具名、文件名）只以纯文本
 代码围栏，mermaid 标签用实体转义，树标签与表格单元格本身就是纯文本；从不进 gr.HTML。
 
 Scope: 不调用大模型（续写的一轮由读者输入）；搜索扫当前来源里每个节点新增的每条消息（继承来的前缀只算在
-它最早出现的那个节点里），正文按会话摘要（store 按文件的 inode、大小、修改时间重读它）缓存，改过的文件才重读，
-页面一打开就在后台预读；体检（check）与会话列表也按文件缓存，删除、取回只补算变了的那部分；
+它最早出现的那个节点里），正文按会话摘要和文件的 inode、大小、修改时间缓存，改过的文件才重读，
+页面一打开就在后台预读；重启之后从空间的搜索索引（search_index.py，一个文件）读回，不必打开每个会话文件；体检（check）与会话列表也按文件缓存，删除、取回只补算变了的那部分；
 5,000 条消息的会话按窗口显示（每页 PAGE_SIZE 条），超长文本折叠，全文请导出。
 """
 
@@ -594,10 +594,11 @@ class Explorer:
         self.spaces = spaces
         # 每空间的缓存都是 bounded.BoundedCache：有界、线程安全、刚改过的文件不算数（见那里的“racy”规则）。
         # 搜索用的正文：{文件的真实路径: [(第几条, 小写正文, 正文)]}，戳 = 摘要的几个字段 + 文件的 (inode, 大小, 修改时间)
+        # （缺得多时先从空间的搜索索引读回，见 search_index.py 与 _all_texts）
         # （手改了文件、修订号和长度都没变，也会重读）；只有验过令牌、能读那个空间的请求才会问到它
         self._texts = BoundedCache(max_size=TEXT_CACHE_CHARS, size=_text_chars)
         self._warming: set = set()            # 正在后台预读正文的空间（仓库目录）
-        self._warming_lock = threading.Lock()   # 处理函数在 gradio 的线程池里并发运行（还有后台预读）
+        self._warming_lock = threading.Lock()   # 处理函数在 gradio 的线程池里并发运行（还有后台预读、写索引）
         self._indexing: set = set()           # 正在后台写搜索索引的空间（仓库目录）
         self._warmed = BoundedCache(CHECK_CACHE_SPACES)   # {仓库目录: 上次预读的时刻}
         # 体检结果：{仓库目录: 问题列表}，戳 = 仓库里每个文件的 (inode, 大小, 修改时间)
@@ -982,6 +983,7 @@ class Explorer:
             else:
                 store.delete(target, purge=True)
                 what = f"🔥 已永久删除会话 {target}（{len(copies)} 份副本）"
+            search_index.discard(store.storage_dir)   # 永久删除的正文也不留在搜索索引里（下一次冷搜索重建）
             freed = max(0, before - folder_bytes(store.storage_dir))
             deleted = tuple(d for d in view.deleted if kind == "purge" and d[0] != target)
             return dataclasses.replace(view, pending=(), deleted=deleted), f"{what}，释放了 {human_size(freed)}", {}
@@ -1152,7 +1154,8 @@ class Explorer:
             if found[at] is None:
                 found[at] = self._read_texts(store, summary, path, key)
                 news += found[at] is not None and key[-1] is not None and not is_racy(key[-1])
-        if news:
+        gone = index.keys() - {summary["session_id"] for summary in summaries}   # 索引里还有已经不在的会话
+        if news or gone:
             self._write_index(store.storage_dir, summaries, keys)
         return [texts or [] for texts in found]
 
@@ -1194,7 +1197,8 @@ class Explorer:
         return self._texts.put(path, key, texts, mtime_ns=key[-1])
 
     def _write_index(self, folder: str, summaries: list[dict], keys: list) -> None:
-        """后台把这个空间现在缓存着的正文写成它的搜索索引（每个空间同时只一个线程在写）。"""
+        """后台把这个空间现在缓存着的正文写成它的搜索索引（每个空间同时只一个线程在写）。
+        会话少于 INDEX_MIN_MISSES 个的空间从不读索引：不写，原有的（空间变小之前写的）删掉。"""
         items = []
         for summary, (path, key) in zip(summaries, keys):
             texts = self._texts.get(path, key) if path else None
@@ -1207,7 +1211,10 @@ class Explorer:
 
         def run():
             try:
-                search_index.write(folder, items)
+                if len(summaries) < INDEX_MIN_MISSES:
+                    search_index.discard(folder)
+                else:
+                    search_index.write(folder, items)
             except Exception:   # 索引只是提速：写不成，下次搜索照常读会话文件
                 log.exception("explorer search index write failed")
             finally:

@@ -116,6 +116,12 @@ def texts_for(entries: dict, session_id: str, stamp, first: int, last: int) -> l
     return texts
 
 
+def discard(folder: str) -> None:
+    """删掉这个空间的索引（永久删除了会话：它的正文不该还留在索引里）；下一次从会话文件读过之后再写。"""
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        os.unlink(index_path(folder))
+
+
 def write(folder: str, items: list) -> bool:
     """把 [(会话 ID, 戳, [(第几条, 小写正文, 正文)])] 原子地写成索引（戳的修改时间太新的跳过，正文总共最多 MAX_CHARS 字）。
     -> 写了没有。写不了（磁盘快满、目录没了、没有权限）只是不写：搜索照样能从会话文件读。"""

@@ -384,3 +384,27 @@ def test_the_index_leaves_with_the_space(spaces, space, tmp_path):
     assert spaces.remove_idle(older_than_seconds=60) == [space_id]   # idle spaces move to spaces-trash/
     assert not os.path.exists(folder)
     assert not any(search_index.INDEX_DIR in dirs for _, dirs, _ in os.walk(spaces.spaces_dir))
+
+
+def test_a_purged_session_s_text_leaves_the_index_at_once(spaces, space, tmp_path):
+    """Permanent delete (🔥 / 🧹) through the explorer: the index may hold that session's words; it goes too."""
+    token, folder, ids = space
+    path = index_written(spaces, token, tmp_path)
+    explorer = new_explorer(spaces, tmp_path)
+    view = explorer.delete(token, explorer.select(token, View(), ids["odd"]).view).view
+    assert ids["odd"] in json.loads(open(path, encoding="utf-8").read())["entries"]
+    asked = explorer.ask_purge(token, view, ids["odd"])
+    done = explorer.confirm(token, asked.view)
+    assert "永久删除" in done.notice, done.notice
+    assert os.listdir(os.path.dirname(path)) == []     # no index, no temporary copy left behind
+
+
+def test_an_index_with_sessions_no_longer_listed_is_rewritten_without_them(spaces, space, tmp_path):
+    token, folder, ids = space
+    path = index_written(spaces, token, tmp_path)
+    store = spaces.open(token).store
+    store.delete(ids["odd"])                            # to the trash (by any path, not only the explorer)
+    new_explorer(spaces, tmp_path).refresh(token, View(), "LRU")
+    background_writes()
+    entries = json.loads(open(path, encoding="utf-8").read())["entries"]
+    assert ids["odd"] not in entries and entries.keys() == {s["session_id"] for s in store.list_sessions()} - {ids["broken"]}
