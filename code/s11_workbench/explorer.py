@@ -593,7 +593,7 @@ class Explorer:
     def __init__(self, spaces, *, export_root: str | None = None, upload_root: str | None = None):
         self.spaces = spaces
         # 每空间的缓存都是 bounded.BoundedCache：有界、线程安全、刚改过的文件不算数（见那里的“racy”规则）。
-        # 搜索用的正文：{文件的真实路径: [(第几条, 小写正文, 正文)]}，戳 = 摘要的几个字段 + 文件的 (inode, 大小, 修改时间)
+        # 搜索用的正文：{文件的真实路径: [(第几条, 小写正文, 正文)]}，戳 = 文件的 (inode, 大小, 修改时间)
         # （缺得多时先从空间的搜索索引读回，见 search_index.py 与 _all_texts）
         # （手改了文件、修订号和长度都没变，也会重读）；只有验过令牌、能读那个空间的请求才会问到它
         self._texts = BoundedCache(max_size=TEXT_CACHE_CHARS, size=_text_chars)
@@ -1153,29 +1153,26 @@ class Explorer:
                 found[at] = self._indexed_texts(index, summary, path, key)
             if found[at] is None:
                 found[at] = self._read_texts(store, summary, path, key)
-                news += found[at] is not None and key[-1] is not None and not is_racy(key[-1])
+                news += found[at] is not None and key is not None and not is_racy(key[2])
         gone = index.keys() - {summary["session_id"] for summary in summaries}   # 索引里还有已经不在的会话
         if news or gone:
             self._write_index(store.storage_dir, summaries, keys)
         return [texts or [] for texts in found]
 
     def _text_key(self, store, summary: dict) -> tuple:
-        """-> (会话文件的路径, 戳)；ID 不合法时 (None, None)。
-        戳 = 摘要的几个字段（store 按文件的 (inode, 大小, 修改时间) 重读摘要）+ 文件自己的 inode、大小、修改时间
-        （最后一项；读不到文件时这三项是 None）：手改了文件、修订号和长度都没变，也会重读。"""
+        """-> (会话文件的路径, 文件的 (inode, 大小, 修改时间))；ID 不合法时 (None, None)，文件读不到时戳是 None。
+        与 store 的摘要缓存同一个戳：续写、分叉、手工改过（哪怕修订号和长度都没变），戳就变，正文重读。"""
         try:
             path = store.path_of(summary["session_id"])
         except SessionError:
             return None, None
-        return path, (summary.get("revision"), summary.get("message_count"), summary.get("created_ns"),
-                      summary.get("title"), summary.get("first_added"), summary.get("fork_point"),
-                      *(file_stamp(path) or (None, None, None)))
+        return path, file_stamp(path)
 
     def _indexed_texts(self, index: dict, summary: dict, path: str, key: tuple) -> list | None:
         """索引里这个会话的正文（戳对得上才算），放进缓存；没有 -> None。"""
         first = (summary.get("fork_point") or 0) + 1
         texts = search_index.texts_for(index, summary["session_id"], key, first, summary.get("message_count") or 0)
-        return None if texts is None else self._texts.put(path, key, texts, mtime_ns=key[-1])
+        return None if texts is None else self._texts.put(path, key, texts, mtime_ns=key[2])
 
     def _read_texts(self, store, summary: dict, path: str, key: tuple) -> list | None:
         """load() 这个会话，取它自己新增的每条消息的正文；读不了（坏文件、刚被删掉）-> None，不缓存。"""
@@ -1194,7 +1191,9 @@ class Explorer:
             text = " ".join(" ".join(part.text.split()) for part in s11_export.message_parts(message, names))
             if text:
                 texts.append((index + 1, search_index.folded(text), text))
-        return self._texts.put(path, key, texts, mtime_ns=key[-1])
+        if key is None:   # 列出之后文件就没了（或读不了戳）：这次照用，不缓存
+            return texts
+        return self._texts.put(path, key, texts, mtime_ns=key[2])
 
     def _write_index(self, folder: str, summaries: list[dict], keys: list) -> None:
         """后台把这个空间现在缓存着的正文写成它的搜索索引（每个空间同时只一个线程在写）。

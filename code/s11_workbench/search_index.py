@@ -2,14 +2,15 @@
 
     <空间目录>/.search/index.json
     {"format": "s11-search-index", "version": 1, "folder": [目录的 st_dev, st_ino],
-     "entries": {"<会话 ID>": [[戳], [第几条, "正文", 第几条, "正文", …]], …}}
+     "entries": {"<会话 ID>": [[inode, 大小, 修改时间], [第几条, "正文", 第几条, "正文", …]], …}}
 
-    entries = search_index.read(folder)                  # 任何可疑之处 -> {}：调用方照常读会话文件
-    texts = search_index.texts_for(entries, session_id, stamp, 1, 9)   # 戳对得上 -> [(第几条, 小写正文, 正文)]，否则 None
-    search_index.write(folder, [(会话 ID, 戳, [(第几条, 小写正文, 正文), …]), …])
+    entries = search_index.read(folder)   # 任何可疑之处 -> {}：调用方照常读会话文件
+    texts = search_index.texts_for(entries, session_id, stamp, first, last)
+        # stamp = 文件的 (inode, 大小, 修改时间)；对得上、编号在 first…last 之内 -> [(第几条, 小写正文, 正文)]，否则 None
+    search_index.write(folder, [(会话 ID, stamp, [(第几条, 小写正文, 正文), …]), …])
 
 Key insight: 没有缓存时，全文搜索的代价随会话文件的个数增长（2,000 个文件各打开、解析、校验一遍）；索引把它变成
-读一个文件。每一条都带着它那个会话的戳（摘要的字段 + 文件的 inode、大小、修改时间，与内存里的正文缓存同一个戳，修改时间在最后），
+读一个文件。每一条都带着它那个会话文件的戳（inode、大小、修改时间：与内存里的正文缓存、store 的摘要缓存同一个戳），
 戳对不上的那一条就当没有：改过的会话照样从它自己的文件读，结果与不用索引时一字不差。
 
 不可信：文件是服务器自己写的，读时仍当外来输入——大小有上限，不跟随符号链接，形状逐项检查，folder 必须就是这个目录
@@ -108,7 +109,7 @@ def texts_for(entries: dict, session_id: str, stamp, first: int, last: int) -> l
     """这个会话在索引里的 [(第几条, 小写正文, 正文)]：戳对得上、编号都在 first…last（它自己新增的那几条）之内
     才给，否则 None。"""
     entry = entries.get(session_id)
-    if entry is None or entry[0] != list(stamp):
+    if entry is None or stamp is None or entry[0] != list(stamp):
         return None
     texts = entry[1]
     if texts and not (first <= texts[0][0] and texts[-1][0] <= last):
@@ -128,7 +129,7 @@ def write(folder: str, items: list) -> bool:
     entries, chars = {}, 0
     for session_id, stamp, texts in items:
         size = sum(len(text) for _, _, text in texts)
-        if stamp[-1] is None or is_racy(stamp[-1]) or chars + size > MAX_CHARS:
+        if stamp is None or is_racy(stamp[2]) or chars + size > MAX_CHARS:
             continue
         entries[session_id] = [list(stamp), [value for number, _, text in texts for value in (number, text)]]
         chars += size

@@ -158,8 +158,8 @@ def test_the_index_holds_no_racy_file_and_is_not_written_when_only_racy_files_we
     folder = spaces.open(token).folder
     assert not os.path.exists(search_index.index_path(folder))
     old, just_now = time.time_ns() - AN_HOUR, time.time_ns()
-    assert search_index.write(folder, [("old", (0, 1, 2, "t", "", None, 1, 2, old), [(1, "旧", "旧")]),
-                                       ("new", (0, 1, 2, "t", "", None, 1, 2, just_now), [(1, "新", "新")])])
+    assert search_index.write(folder, [("old", (1, 2, old), [(1, "旧", "旧")]),
+                                       ("new", (1, 2, just_now), [(1, "新", "新")])])
     assert list(search_index.read(folder)) == ["old"]   # a file changed this clock tick may change again unseen
 
 
@@ -358,7 +358,7 @@ def test_rewriting_the_index_is_not_the_students_activity(spaces, space, tmp_pat
     then = time.time_ns() - AN_HOUR
     os.utime(folder, ns=(then, then))
     before = last_activity(folder)
-    assert search_index.write(folder, [("abc", (0, 1, 2, "t", "", None, 1, 2, then), [(1, "正文", "正文")])])
+    assert search_index.write(folder, [("abc", (1, 2, then), [(1, "正文", "正文")])])
     later = time.time_ns() + AN_HOUR
     os.utime(path, ns=(later, later))
     assert search_index.read(folder) and last_activity(folder) == before
