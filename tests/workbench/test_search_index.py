@@ -408,3 +408,14 @@ def test_an_index_with_sessions_no_longer_listed_is_rewritten_without_them(space
     background_writes()
     entries = json.loads(open(path, encoding="utf-8").read())["entries"]
     assert ids["odd"] not in entries and entries.keys() == {s["session_id"] for s in store.list_sessions()} - {ids["broken"]}
+
+
+def test_a_nearly_full_disk_writes_no_index_and_search_still_answers(spaces, space, tmp_path, monkeypatch):
+    token, folder, ids = space
+    real = shutil.disk_usage
+    monkeypatch.setattr(search_index.shutil, "disk_usage",
+                        lambda path: real(path)._replace(free=search_index.MIN_FREE_BYTES))   # less than it needs
+    page = new_explorer(spaces, tmp_path).refresh(token, View(), "LRU")
+    background_writes()
+    assert page.hits and not page.notice.startswith("⚠️")
+    assert not os.path.exists(os.path.join(folder, search_index.INDEX_DIR))
