@@ -297,6 +297,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         c.report([c.Budget(f"explorer handler median on {count:,} sessions: {name}", float(median) / 1000,
                            TARGET_MEDIAN_S) for name, median, *_ in rows])
     finally:
+        background_writes()   # an index writer still running would leave files behind in the removed tree
         shutil.rmtree(root, ignore_errors=True)
     return 0
 

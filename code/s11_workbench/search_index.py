@@ -118,9 +118,14 @@ def texts_for(entries: dict, session_id: str, stamp, first: int, last: int) -> l
 
 
 def discard(folder: str) -> None:
-    """删掉这个空间的索引（永久删除了会话：它的正文不该还留在索引里）；下一次从会话文件读过之后再写。"""
-    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-        os.unlink(index_path(folder))
+    """删掉这个空间的整个 .search/（永久删除了会话：它的正文不该还留在索引里，也不该留在进程被杀时没写完的临时文件里）；
+    下一次从会话文件读过之后再写。"""
+    target = os.path.join(folder, INDEX_DIR)
+    with contextlib.suppress(OSError):   # 删不掉（没有了、没有权限）也不让删除会话的那个动作报错
+        if _real_folder(target):
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            os.unlink(target)   # 同名的文件或符号链接：只删这个名字，不跟过去
 
 
 def write(folder: str, items: list) -> bool:
