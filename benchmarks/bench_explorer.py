@@ -288,7 +288,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                       ["handler", "median", "p95", "CPU median"], rows,
                       note="each figure includes rendering the whole page (list, check(), tree, path, map); "
                            f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n"
-                           f"a cold search reads every session file: open + read + json.loads of all {count:,} "
+                           f"a search with no cache and no index reads every session file: open + read + json.loads of all {count:,} "
                            f"alone take {c.ms(floor, 1)} ms CPU (no checks, no texts, no page)\n"
                            f"the first search ever in the space (no cache, no search index yet, {len(first_ever)} runs) "
                            f"reads them all: median {c.ms(c.median([w for w, _ in first_ever]), 1)} ms, "
