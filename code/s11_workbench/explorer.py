@@ -18,8 +18,8 @@ Safety: 会话文字（标题、消息、工具名、文件名）只以纯文本
 代码围栏，mermaid 标签用实体转义，树标签与表格单元格本身就是纯文本；从不进 gr.HTML。
 
 Scope: 不调用大模型（续写的一轮由读者输入）；搜索扫当前来源里每个节点新增的每条消息（继承来的前缀只算在
-它最早出现的那个节点里），正文按会话摘要（store 按文件的 inode、大小、修改时间重读它）缓存，改过的文件才重读，
-页面一打开就在后台预读；体检（check）与会话列表也按文件缓存，删除、取回只补算变了的那部分；
+它最早出现的那个节点里），正文按会话摘要和文件的 inode、大小、修改时间缓存，改过的文件才重读，
+页面一打开就在后台预读；重启之后从空间的搜索索引（search_index.py，一个文件）读回，不必打开每个会话文件；体检（check）与会话列表也按文件缓存，删除、取回只补算变了的那部分；
 5,000 条消息的会话按窗口显示（每页 PAGE_SIZE 条），超长文本折叠，全文请导出。
 """
 
@@ -64,8 +64,8 @@ from s11_tree import (
     root_of,
     walk,
 )
-from s11_workbench import downloads, fork_control
-from s11_workbench.bounded import BoundedCache, file_stamp
+from s11_workbench import downloads, fork_control, search_index
+from s11_workbench.bounded import BoundedCache, file_stamp, is_racy
 from s11_workbench.markdown import (
     command_chip,
     inert_markdown,
@@ -112,6 +112,8 @@ WARM_THREADS = 2           # 后台预读搜索正文的线程最多几个（每
 LISTING_CACHE_SPACES = 8   # 会话列表（摘要、树、列表的前 LIST_LIMIT 行）最多记住多少个空间：每个会话约 1 KB，2,000 个会话
                            # 的空间约 2 MB。没记住的空间每次重新分组（200 个会话约 1 ms）；一个班几十个空间都记住，内存就随全班
                            # 的会话数一直长
+INDEX_MIN_MISSES = 200     # 缓存里缺这么多个会话的正文时才读搜索索引：读一遍索引（2,000 个会话约 10 ms）约等于 load()
+                           # 200 个会话文件；缺得少（刚分叉、刚续写）就直接读那几个文件
 WARM_AGAIN_S = 60          # 同一个空间隔多久才再预读一次（其间改过的文件，搜索时再读）
 WARM_MIN_SESSIONS = 300    # 会话少于这么多的空间不预读：第一次搜索现读也只要十几毫秒（每个约 60 µs），
                            # 一个班几十个小空间也就不必把每位同学的正文都先读进内存
@@ -591,11 +593,13 @@ class Explorer:
     def __init__(self, spaces, *, export_root: str | None = None, upload_root: str | None = None):
         self.spaces = spaces
         # 每空间的缓存都是 bounded.BoundedCache：有界、线程安全、刚改过的文件不算数（见那里的“racy”规则）。
-        # 搜索用的正文：{文件的真实路径: [(第几条, 小写正文, 正文)]}，戳 = 摘要的几个字段 + 文件的 (inode, 大小, 修改时间)
+        # 搜索用的正文：{文件的真实路径: [(第几条, 小写正文, 正文)]}，戳 = 文件的 (inode, 大小, 修改时间)
+        # （缺得多时先从空间的搜索索引读回，见 search_index.py 与 _all_texts）
         # （手改了文件、修订号和长度都没变，也会重读）；只有验过令牌、能读那个空间的请求才会问到它
         self._texts = BoundedCache(max_size=TEXT_CACHE_CHARS, size=_text_chars)
         self._warming: set = set()            # 正在后台预读正文的空间（仓库目录）
-        self._warming_lock = threading.Lock()   # 处理函数在 gradio 的线程池里并发运行（还有后台预读）
+        self._warming_lock = threading.Lock()   # 处理函数在 gradio 的线程池里并发运行（还有后台预读、写索引）
+        self._indexing: set = set()           # 正在后台写搜索索引的空间（仓库目录）
         self._warmed = BoundedCache(CHECK_CACHE_SPACES)   # {仓库目录: 上次预读的时刻}
         # 体检结果：{仓库目录: 问题列表}，戳 = 仓库里每个文件的 (inode, 大小, 修改时间)
         self._checks = BoundedCache(CHECK_CACHE_SPACES)
@@ -979,6 +983,7 @@ class Explorer:
             else:
                 store.delete(target, purge=True)
                 what = f"🔥 已永久删除会话 {target}（{len(copies)} 份副本）"
+            search_index.discard(store.storage_dir)   # 永久删除的正文也不留在搜索索引里（下一次冷搜索重建）
             freed = max(0, before - folder_bytes(store.storage_dir))
             deleted = tuple(d for d in view.deleted if kind == "purge" and d[0] != target)
             return dataclasses.replace(view, pending=(), deleted=deleted), f"{what}，释放了 {human_size(freed)}", {}
@@ -1117,9 +1122,10 @@ class Explorer:
         「会话」一列用会话树里的名字（'🌿 分支 B.A：…'），同名的分支也分得清。"""
         words = str(query or "").casefold().split()
         hits, matched = [], 0
-        for summary in summaries:   # 最近创建的在前
-            for number, folded, text in self._texts_of(store, summary):
-                if all(word in folded for word in words):
+        for summary, texts in zip(summaries, self._all_texts(store, summaries)):   # 最近创建的在前
+            for number, folded, text in texts:
+                # 先只看第一个词：绝大多数消息里没有它，不必为每条消息再走一遍所有的词
+                if words[0] in folded and all(word in folded for word in words[1:]):
                     matched += 1
                     if len(hits) < SEARCH_HITS:
                         hits.append([summary, str(number), _context(text, folded, words[0]), summary["session_id"]])
@@ -1130,28 +1136,52 @@ class Explorer:
                 else "🔎 消息正文里没有找到")
         return hits, note
 
-    def _texts_of(self, store, summary: dict) -> list:
-        """一个节点自己新增的每条消息 -> [(第几条, 小写正文, 正文)]。
-        按摘要缓存：摘要来自 store.list_sessions()，store 按文件的 (inode, 大小, 修改时间) 重读它，
-        所以文件一改，摘要里的修订号、消息数、标题、新增的第一句就跟着变，这里不必再 stat 每个文件一次。"""
+    def _all_texts(self, store, summaries: list[dict]) -> list:
+        """每个摘要自己新增的每条消息 [(第几条, 小写正文, 正文)]，与 summaries 一一对应。
+        先查内存里的缓存；没缓存住的很多（INDEX_MIN_MISSES 个以上：重启之后、空间被挤出了缓存）时先查空间的
+        搜索索引（search_index：一个文件，不必打开每个会话文件）；还没有的才 load() 会话文件。
+        读过的会话文件里有能存进索引的（不是刚改过的），就在后台重写索引。"""
+        keys = [self._text_key(store, summary) for summary in summaries]
+        found = [self._texts.get(path, key) if path else [] for path, key in keys]
+        misses = sum(texts is None for texts in found)
+        if not misses:
+            return found
+        index = search_index.read(store.storage_dir) if misses >= INDEX_MIN_MISSES else {}
+        news = 0
+        for at, (summary, (path, key)) in enumerate(zip(summaries, keys)):
+            if found[at] is None:
+                found[at] = self._indexed_texts(index, summary, path, key)
+            if found[at] is None:
+                found[at] = self._read_texts(store, summary, path, key)
+                news += found[at] is not None and key is not None and not is_racy(key[2])
+        gone = index.keys() - {summary["session_id"] for summary in summaries}   # 索引里还有已经不在的会话
+        if news or gone:
+            self._write_index(store.storage_dir, summaries, keys)
+        return [texts or [] for texts in found]
+
+    def _text_key(self, store, summary: dict) -> tuple:
+        """-> (会话文件的路径, 文件的 (inode, 大小, 修改时间))；ID 不合法时 (None, None)，文件读不到时戳是 None。
+        与 store 的摘要缓存同一个戳：续写、分叉、手工改过（哪怕修订号和长度都没变），戳就变，正文重读。"""
         try:
             path = store.path_of(summary["session_id"])
         except SessionError:
-            return []
-        key = (summary.get("revision"), summary.get("message_count"), summary.get("created_ns"), summary.get("title"),
-               summary.get("first_added"), summary.get("fork_point"), file_stamp(path))
-        cached = self._texts.get(path, key)
-        if cached is not None:
-            return cached
-        return self._read_texts(store, summary, path, key)
+            return None, None
+        return path, file_stamp(path)
 
-    def _read_texts(self, store, summary: dict, path: str, key: tuple) -> list:
+    def _indexed_texts(self, index: dict, summary: dict, path: str, key: tuple) -> list | None:
+        """索引里这个会话的正文（戳对得上才算），放进缓存；没有 -> None。"""
+        first = (summary.get("fork_point") or 0) + 1
+        texts = search_index.texts_for(index, summary["session_id"], key, first, summary.get("message_count") or 0)
+        return None if texts is None else self._texts.put(path, key, texts, mtime_ns=key[2])
+
+    def _read_texts(self, store, summary: dict, path: str, key: tuple) -> list | None:
+        """load() 这个会话，取它自己新增的每条消息的正文；读不了（坏文件、刚被删掉）-> None，不缓存。"""
         try:
             node = store.load(summary["session_id"])
         except (OSError, SessionError):
-            return []
+            return None
         if node is None:
-            return []
+            return None
         names = s11_export.tool_call_names(node.messages)
         texts = []
         for index in range(node.fork_point or 0, len(node.messages)):
@@ -1160,12 +1190,39 @@ class Explorer:
                 continue
             text = " ".join(" ".join(part.text.split()) for part in s11_export.message_parts(message, names))
             if text:
-                folded = text.casefold()
-                texts.append((index + 1, text if folded == text else folded, text))   # 相同就共用一个对象
-        return self._texts.put(path, key, texts, mtime_ns=key[-1][2] if key[-1] else None)
+                texts.append((index + 1, search_index.folded(text), text))
+        if key is None:   # 列出之后文件就没了（或读不了戳）：这次照用，不缓存
+            return texts
+        return self._texts.put(path, key, texts, mtime_ns=key[2])
+
+    def _write_index(self, folder: str, summaries: list[dict], keys: list) -> None:
+        """后台把这个空间现在缓存着的正文写成它的搜索索引（每个空间同时只一个线程在写）。
+        会话少于 INDEX_MIN_MISSES 个的空间从不读索引：不写，原有的（空间变小之前写的）删掉。"""
+        items = []
+        for summary, (path, key) in zip(summaries, keys):
+            texts = self._texts.get(path, key) if path else None
+            if texts is not None:
+                items.append((summary["session_id"], key, texts))
+        with self._warming_lock:
+            if folder in self._indexing:
+                return
+            self._indexing.add(folder)
+
+        def run():
+            try:
+                if len(summaries) < INDEX_MIN_MISSES:
+                    search_index.discard(folder)
+                else:
+                    search_index.write(folder, items)
+            except Exception:   # 索引只是提速：写不成，下次搜索照常读会话文件
+                log.exception("explorer search index write failed")
+            finally:
+                with self._warming_lock:
+                    self._indexing.discard(folder)
+        threading.Thread(target=run, name="s11x-index", daemon=True).start()
 
     def _warm(self, store, summaries: list[dict]) -> None:
-        """后台把这个空间里还没缓存的正文读进来（一个空间同时只一个线程，全进程最多 WARM_THREADS 个；
+        """后台把这个空间里还没缓存的正文读进来（先读搜索索引；一个空间同时只一个线程，全进程最多 WARM_THREADS 个；
         只读有 WARM_MIN_SESSIONS 个以上会话的空间）。
         页面载入、选会话时就开始，读者第一次按回车搜索时正文已经在缓存里。"""
         if len(summaries) < WARM_MIN_SESSIONS:
@@ -1183,8 +1240,7 @@ class Explorer:
 
         def run():
             try:
-                for summary in items:
-                    self._texts_of(store, summary)
+                self._all_texts(store, items)
             except Exception:   # 预读只是提速：出了错，搜索时照常再读
                 log.exception("explorer warm-up failed")
             finally:
@@ -1575,7 +1631,8 @@ def _folder_stamps(folder: str) -> dict:
     （s11_storage.stat_key，与仓库的摘要缓存同一个键）。键是相对仓库目录的路径（'abc.json'、'.trash/abc.json'）：
     每个空间每个文件一格、一直留在缓存里，不必每格再存一遍长长的目录名。
     不进 .history/：留下的旧版只在换掉会话文件（或移进、移出回收站）的同时才多、才少，那个文件的戳已经变了；
-    每个会话一格旧版的戳只会让每个空间的这张表随续写过的会话一直长。"""
+    每个会话一格旧版的戳只会让每个空间的这张表随续写过的会话一直长。
+    不看 .search/：搜索索引是服务器自己的副本，体检不读它；写一次索引不该让下一次体检读遍整个空间。"""
     stamps: dict = {}
     pending = [folder]
     history = os.path.join(folder, s11_history.HISTORY_DIR)
@@ -1585,6 +1642,8 @@ def _folder_stamps(folder: str) -> dict:
         try:
             with os.scandir(current) as entries:
                 for entry in entries:
+                    if current == folder and entry.name == search_index.INDEX_DIR:
+                        continue
                     try:
                         info = entry.stat(follow_symlinks=False)
                     except OSError:

@@ -56,6 +56,7 @@ from s11_session import ConflictError, SessionError, SessionNode, SessionNotFoun
 from s11_storage import PendingWrite, stat_key
 from s11_text import human_size, os_error_reason, public_name
 from s11_workbench.bounded import BoundedCache
+from s11_workbench.search_index import INDEX_DIR
 
 __all__ = ["SpaceError", "Limits", "Space", "Spaces", "TokenBucket", "ReadOnlyStore", "copy_lineage", "CopyResult",
            "redacted_copy",
@@ -866,7 +867,7 @@ def _subfolders(folder: str) -> Tuple[str, ...]:
         try:
             with os.scandir(stack.pop()) as entries:
                 for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
+                    if entry.is_dir(follow_symlinks=False) and entry.name != INDEX_DIR:
                         found.append(entry.path)
                         stack.append(entry.path)
         except FileNotFoundError:
@@ -933,6 +934,8 @@ def _scan(folder: str, scans: Optional[BoundedCache] = None) -> _DirScan:
         with os.scandir(folder) as entries:
             for entry in entries:
                 try:
+                    if entry.name == INDEX_DIR:   # 服务器自己的搜索索引（search_index.py）：有上限，不算进同学的限额
+                        continue
                     if entry.is_dir(follow_symlinks=False):
                         subdirs.append(entry.path)
                     elif entry.is_file(follow_symlinks=False):
@@ -986,6 +989,8 @@ def last_activity(folder: str) -> float:
         try:
             with os.scandir(sub) as entries:
                 for entry in entries:
+                    if entry.name == INDEX_DIR:   # 写搜索索引（老师只读查看时也会写）不算同学的活动
+                        continue
                     try:
                         latest = max(latest, entry.stat(follow_symlinks=False).st_mtime)
                     except FileNotFoundError:
