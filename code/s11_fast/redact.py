@@ -36,6 +36,13 @@ import re
 from collections.abc import Callable
 from types import ModuleType
 
+try:   # google-re2：一趟找齐所有必要条件。没装它时用本模块的几趟 re：挑出的行多一些，结果一样
+    from s11_fast.redact_re2 import UNSURE as _UNSURE_ROW
+    from s11_fast.redact_re2 import LineFinder
+except ImportError:
+    LineFinder = None
+    _UNSURE_ROW = "unsure"   # 不是规则名：字符串里有拿不准的字符，整个交给整张表
+
 # 每行规则的必要条件：(规则名, 正则)。正则的写法固定为：一个开头字节（条件里最不常见的那个字节），
 # 也许再跟一个别的字节，其余都是环视断言（"sk-" 写成 k-(?<=sk-)）。同一个开头字节的条件并成一个正则、一趟扫完：
 # re 对以固定字符开头的正则直接跳到那个字符，扫一遍的代价几乎只看这个字节有多常见。
@@ -180,13 +187,15 @@ class _Lines:
         return set().union(*self.lines.values())
 
 
-def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, int, str]]]]:
+def accelerate(plain: ModuleType, native: bool = True) -> Callable[[list[str]], list[list[tuple[int, int, str]]]]:
     """plain 是 s11_redact 模块本身（它在自己的最后一行调用这里：本模块从不 import 它，层次只有一个方向）。
-    返回它的 _find_all 的加速版：[plain.find(t) for t in texts]，只在挑出来的行上跑规则表。"""
+    返回它的 _find_all 的加速版：[plain.find(t) for t in texts]，只在挑出来的行上跑规则表。
+    native：装了 google-re2 就用它一趟找齐必要条件（redact_re2）；False 或没装 = 本模块的几趟 re，结果一样。"""
     built_in = tuple(plain.RULES)
     card_issuer = re.compile(plain._CARD_ISSUER.pattern.encode(), plain._CARD_ISSUER.flags & ~re.UNICODE)
-    covered = _covered()
-    if {rule.name for rule in built_in} != covered:   # 内置表里有一行这里不认识：不加速
+    finder = LineFinder(plain._CARD_ISSUER.pattern) if native and LineFinder is not None else None
+    names = {rule.name for rule in built_in}
+    if names != _covered() or (finder is not None and names != finder.names()):   # 有一行这里不认识：不加速
         return plain._find_all
 
     def rules_for(names: set[str]) -> list:
@@ -219,7 +228,7 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
     def scanned_claims(text: str) -> list[tuple[int, int, str]]:
         """plain._claims(text)，只跑在 text 里找得到必要条件的那几行规则（其余的行在这里什么也认领不到，
         跑不跑结果都一样）；拿不准的字符（全角数字等）在的时候跑整张表。"""
-        found = _scan([text], card_issuer).get(0)
+        found = _scan([text], card_issuer, finder).get(0)
         if found is None:
             return []
         if found.whole:
@@ -253,7 +262,7 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
     def find_all(texts: list[str]) -> list[list[tuple[int, int, str]]]:
         if tuple(plain.RULES) != built_in:   # 学生改过规则表：新行的必要条件这里不知道
             return [plain.find(text) for text in texts]
-        chosen = _candidates(texts, card_issuer)
+        chosen = _candidates(texts, card_issuer, finder)
         first = first_round(texts, chosen)
         return [[] if index not in chosen else plain.find(text) if chosen[index].whole
                 else plain.find(text, scanned_claims) if chosen[index].key   # 私钥跨行：整个字符串一起找
@@ -322,41 +331,58 @@ def _matches(pattern: re.Pattern[bytes], buffer: bytes):
         yield from pattern.finditer(buffer, position)
 
 
-def _candidates(texts: list[str], card_issuer: re.Pattern[bytes] | None = None) -> dict[int, _Lines]:
+def _candidates(texts: list[str], card_issuer: re.Pattern[bytes] | None = None, finder=None) -> dict[int, _Lines]:
     """可能有命中的字符串的下标 → 它里面出现了必要条件的那些行，和每行出现的是哪几行规则的条件。
     纯 ASCII 的字符串和其余的分开扫：ASCII 的连起来还是单字节的 str，编码只是复制；混在一起就整段变宽。"""
     chosen: dict[int, _Lines] = {}
     ascii_flags = [text.isascii() for text in texts]
     for plain_ascii in (True, False):
         indexes = [index for index, flag in enumerate(ascii_flags) if flag == plain_ascii]
-        found = _scan([texts[index] for index in indexes], card_issuer)
+        found = _scan([texts[index] for index in indexes], card_issuer, finder)
         chosen.update((indexes[number], lines) for number, lines in found.items())
     return chosen
 
 
-def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None) -> dict[int, _Lines]:
-    """_candidates 的一组字符串。"""
-    # 单字节副本：Latin-1 以外的字符变成 "?"，一个字符一个字节，位置不变。没有哪个必要条件含换行，
-    # 所以用 "\n" 连起来不会跨过两个字符串。
+def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None, finder=None) -> dict[int, _Lines]:
+    """_candidates 的一组字符串。finder：redact_re2.LineFinder（一趟 RE2 找齐所有条件）；None = 下面那几趟 re。
+    没有哪个必要条件含换行，所以用 "\n" 连起来不会跨过两个字符串。"""
     joined = "\n".join(texts)
-    encoded = joined.encode("latin-1", "replace")
     ends = list(itertools.accumulate(len(text) + 1 for text in texts))   # 各字符串之后那个换行的下一位
-    folded = encoded.lower()
     chosen: dict[int, _Lines] = {}
 
-    def take(position: int, names) -> int:
-        """position 所在的那一行记下这几行规则；返回行尾：同一行里的其余出现不必再找。"""
+    def take(position: int, names) -> None:
+        """position 所在的那一行记下这几行规则；私钥（跨行）和拿不准的字符记在整个字符串上。"""
         index = bisect.bisect_right(ends, position)
         begin = ends[index - 1] if index else 0
         lines = chosen.get(index) or chosen.setdefault(index, _Lines())
-        if _WHOLE_STRING in names:
-            lines.key = True
-            return ends[index]
-        line_start = folded.rfind(b"\n", begin, position) + 1 or begin
+        lines.key |= _WHOLE_STRING in names
+        lines.whole |= _UNSURE_ROW in names
+        line_start = joined.rfind("\n", begin, position) + 1 or begin
         lines.lines.setdefault(line_start - begin, set()).update(names)
-        line_end = folded.find(b"\n", position)
-        return len(folded) if line_end == -1 else line_end
 
+    if finder is not None:
+        for line_start, names in finder.lines(joined):
+            take(line_start, names)
+        return chosen
+    _find_conditions(joined, card_issuer, take)
+    # str.isascii() 不用扫描：只在含非 ASCII 字符的字符串里找全角数字和那几个字母
+    for index, text in enumerate([] if joined.isascii() else texts):
+        if text.isascii():
+            continue
+        begin = ends[index - 1] if index else 0     # "卡" 在单字节副本里成了 "?"：在原文里找
+        for match in _UNSURE_OR_CARD_WORD.finditer(text):
+            if match.group() != "卡":
+                take(begin + match.start(), (_UNSURE_ROW,))
+                break
+            take(begin + match.start(), ("bank_card_after_word",))
+    return chosen
+
+
+def _find_conditions(joined: str, card_issuer: re.Pattern[bytes] | None, take: Callable[[int, tuple], None]) -> None:
+    """没有 RE2 时的必要条件：每个开头字节一趟 re，再加数字骨架上的几趟；每处出现交给 take。"""
+    # 单字节副本：Latin-1 以外的字符变成 "?"，一个字符一个字节，位置不变
+    encoded = joined.encode("latin-1", "replace")
+    folded = encoded.lower()
     for buffer, combined in ((folded, _FOLDED), (encoded, _RAW)):
         for pattern, named in combined:
             for match in _matches(pattern, buffer):
@@ -371,14 +397,3 @@ def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None) -> dict[int, 
             take(match.start(), _NUMBER_RULES)
     for match in _MOBILE_AFTER_0086.finditer(folded):
         take(match.start(), ("cn_mobile",))
-    # str.isascii() 不用扫描：只在含非 ASCII 字符的字符串里找全角数字和那几个字母
-    for index, text in enumerate([] if joined.isascii() else texts):
-        if text.isascii():
-            continue
-        begin = ends[index - 1] if index else 0     # "卡" 在单字节副本里成了 "?"：在原文里找
-        for match in _UNSURE_OR_CARD_WORD.finditer(text):
-            if match.group() != "卡":
-                chosen.setdefault(index, _Lines()).whole = True
-                break
-            take(begin + match.start(), ("bank_card_after_word",))
-    return chosen
