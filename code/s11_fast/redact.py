@@ -1,6 +1,6 @@
 """s11_fast.redact — s11_redact 的加速：先用几趟便宜的扫描挑出“可能有秘密”的行，规则表只在这些行上跑
 
-    s11_redact.scan_value ──► _find_all(texts)  （accelerate() 给的；S11_PLAIN=1 时是 s11_redact 自己的 [find(t) …]）
+    s11_redact.scan_value ──► _find_all(texts)  （accelerate() 给的；S11_PLAIN=1 时是 s11_redact 自己的那个）
         所有字符串用 "\\n" 连成一段（纯 ASCII 的和其余的各一段）→ 单字节副本（Latin-1 以外的字符变成 "?"，位置不变）
         → 每行规则的“必要条件”：同一个开头字节的条件并成一个正则，一趟扫完（_FOLDED_CONDITIONS、_RAW_CONDITIONS）；
           数字骨架里长度和开头几位对得上的一整串数字、分好组的号码（_number_rows、_NUMBER_GROUPED）
@@ -187,9 +187,9 @@ class _Lines:
         return set().union(*self.lines.values())
 
 
-def accelerate(plain: ModuleType, native: bool = True) -> Callable[[list[str]], list[list[tuple[int, int, str]]]]:
+def accelerate(plain: ModuleType, native: bool = True) -> Callable[[list[str]], dict[int, list[tuple[int, int, str]]]]:
     """plain 是 s11_redact 模块本身（它在自己的最后一行调用这里：本模块从不 import 它，层次只有一个方向）。
-    返回它的 _find_all 的加速版：[plain.find(t) for t in texts]，只在挑出来的行上跑规则表。
+    返回它的 _find_all 的加速版：{下标: plain.find(t)}（只列出有命中的），只在挑出来的行上跑规则表。
     native：装了 google-re2 就用它一趟找齐必要条件（redact_re2）；False 或没装 = 本模块的几趟 re，结果一样。"""
     built_in = tuple(plain.RULES)
     card_issuer = re.compile(plain._CARD_ISSUER.pattern.encode(), plain._CARD_ISSUER.flags & ~re.UNICODE)
@@ -259,14 +259,20 @@ def accelerate(plain: ModuleType, native: bool = True) -> Callable[[list[str]], 
             return claims_in_lines([(masked, _marked_lines(masked, plain._MARKER_START))], None)[0]
         return plain.find(text, claims)
 
-    def find_all(texts: list[str]) -> list[list[tuple[int, int, str]]]:
+    def find_one(text: str, lines: _Lines, first: list[tuple[int, int, str]] | None) -> list[tuple[int, int, str]]:
+        if lines.whole:
+            return plain.find(text)
+        if lines.key:                          # 私钥跨行：整个字符串一起找
+            return plain.find(text, scanned_claims)
+        return find_in_lines(text, first or [])
+
+    def find_all(texts: list[str]) -> dict[int, list[tuple[int, int, str]]]:
         if tuple(plain.RULES) != built_in:   # 学生改过规则表：新行的必要条件这里不知道
-            return [plain.find(text) for text in texts]
+            return {index: found for index, text in enumerate(texts) if (found := plain.find(text))}
         chosen = _candidates(texts, card_issuer, finder)
         first = first_round(texts, chosen)
-        return [[] if index not in chosen else plain.find(text) if chosen[index].whole
-                else plain.find(text, scanned_claims) if chosen[index].key   # 私钥跨行：整个字符串一起找
-                else find_in_lines(text, first[index]) for index, text in enumerate(texts)]
+        found = {index: find_one(texts[index], chosen[index], first.get(index)) for index in sorted(chosen)}
+        return {index: spans for index, spans in found.items() if spans}
     return find_all
 
 
