@@ -10,6 +10,7 @@ Fake secrets are glued together at runtime; none of them is a real credential.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -196,6 +197,38 @@ def test_a_secret_whose_only_trigger_a_pre_filter_could_miss(way, number):
     texts = ["noise\n" + text + "\n更多 noise", text, "ok"]
     expected = plain(texts)
     assert 0 in expected and 1 in expected
+    assert PATHS[way](texts) == expected
+
+
+SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples"
+
+
+def _sample_texts(path: Path) -> list[str]:
+    """Every string the export's structured pass would look at in one real transcript, plus its raw lines and the
+    whole file as one string (a malformed line stays a string)."""
+    raw = path.read_text(encoding="utf-8", errors="replace")
+    texts = [raw, *raw.splitlines()]
+    for line in raw.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        texts += [text for _, _, text, _ in s11_redact.places(record)]
+    return texts
+
+
+@BOTH
+@pytest.mark.parametrize("name", sorted(path.name for path in SAMPLES.glob("*.jsonl")) if SAMPLES.is_dir() else [])
+def test_the_real_sample_transcripts_give_what_the_plain_module_gives(way, name):
+    texts = _sample_texts(SAMPLES / name)
+    # Real transcripts hold few secrets: plant the rule cases and the pre-filter traps in every fifth string,
+    # once in the middle of a line and once as a line of their own.
+    planted = [*UNDER_SELECTION, *EXAMPLES]
+    for number, text in enumerate(texts[::5]):
+        secret, middle = planted[number % len(planted)], len(text) // 2
+        texts += [text[:middle] + " " + secret + " " + text[middle:], text + "\n" + secret]
+    expected = plain(texts)
+    assert len(expected) > 50
     assert PATHS[way](texts) == expected
 
 
