@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+from collections import Counter
 from collections.abc import Callable
 from types import ModuleType
 
@@ -250,28 +251,41 @@ def accelerate(plain: ModuleType, native: bool = True) -> Callable[[list[str]], 
                 found[index] += claims
         return {index: sorted(claims) for index, claims in found.items()}
 
-    def find_in_lines(text: str, first: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-        """plain.find(text)，第一轮的命中已经有了（first_round）。后几轮只看有标记的行（别的行一个字都没变，
-        上一轮在它们里面什么也没找到，这一轮也一样），在这几行上只跑找得到必要条件的那几行规则。"""
+    def second_round(texts: list[str], first: dict[int, list]) -> dict[int, tuple[str, list[tuple[int, int, str]]]]:
+        """第一轮有命中的每个字符串：遮好的文字和它第二轮的命中（只看有标记的行，见 find_in_lines）。
+        所有字符串的这些行一起跑一次，而不是每个字符串各找一遍条件、各跑一遍规则。"""
+        masked = {index: plain._apply(texts[index], claims, Counter()) for index, claims in first.items() if claims}
+        places = [(text, _marked_lines(text, plain._MARKER_START)) for text in masked.values()]
+        return {index: (text, claims) for (index, text), claims in zip(masked.items(), claims_in_lines(places, None))}
+
+    def find_in_lines(text: str, first: list[tuple[int, int, str]],
+                      second: tuple[str, list[tuple[int, int, str]]] | None) -> list[tuple[int, int, str]]:
+        """plain.find(text)，第一轮的命中已经有了（first_round），第二轮的多半也有了（second_round）。后几轮只看
+        有标记的行（别的行一个字都没变，上一轮在它们里面什么也没找到，这一轮也一样），在这几行上只跑找得到
+        必要条件的那几行规则。"""
         def claims(masked: str) -> list[tuple[int, int, str]]:
             if masked is text:
                 return first
+            if second is not None and masked == second[0]:
+                return second[1]
             return claims_in_lines([(masked, _marked_lines(masked, plain._MARKER_START))], None)[0]
         return plain.find(text, claims)
 
-    def find_one(text: str, lines: _Lines, first: list[tuple[int, int, str]] | None) -> list[tuple[int, int, str]]:
+    def find_one(text: str, lines: _Lines, first: list | None, second: tuple | None) -> list[tuple[int, int, str]]:
         if lines.whole:
             return plain.find(text)
         if lines.key:                          # 私钥跨行：整个字符串一起找
             return plain.find(text, scanned_claims)
-        return find_in_lines(text, first or [])
+        return find_in_lines(text, first or [], second)
 
     def find_all(texts: list[str]) -> dict[int, list[tuple[int, int, str]]]:
         if tuple(plain.RULES) != built_in:   # 学生改过规则表：新行的必要条件这里不知道
             return {index: found for index, text in enumerate(texts) if (found := plain.find(text))}
         chosen = _candidates(texts, card_issuer, finder)
         first = first_round(texts, chosen)
-        found = {index: find_one(texts[index], chosen[index], first.get(index)) for index in sorted(chosen)}
+        second = second_round(texts, first)
+        found = {index: find_one(texts[index], chosen[index], first.get(index), second.get(index))
+                 for index in sorted(chosen)}
         return {index: spans for index, spans in found.items() if spans}
     return find_all
 
@@ -298,15 +312,18 @@ def _pieces(text: str, lines) -> list[tuple[int, int]]:
 
 
 def _marked_lines(text: str, marker: str) -> list[int]:
-    """含有 marker 的那些行的行首位置。
+    """含有 marker 的那些行的行首位置，以及紧跟其后、行首像卡号的那一行：卡号的校验往前看 12 个字符找
+    “订单号”字样，上一行遮过之后，这个字样可能已经不在了（'password="订单："' 整个是一处凭据）。
 
-    >>> _marked_lines("a\\nb [m] [m]\\nc\\n[m]", "[m")
-    [2, 14]
+    >>> _marked_lines("a\\nb [m] [m]\\nc\\n[m]\\n4111111111111111", "[m")
+    [2, 14, 18]
     """
     lines, position = [], text.find(marker)
     while position != -1:
         lines.append(text.rfind("\n", 0, position) + 1)
         end = text.find("\n", position)
+        if end != -1 and _CARD_AT_LINE_START.match(text, end + 1):
+            lines.append(end + 1)
         position = -1 if end == -1 else text.find(marker, end)
     return lines
 
@@ -341,10 +358,10 @@ def _candidates(texts: list[str], card_issuer: re.Pattern[bytes] | None = None, 
     """可能有命中的字符串的下标 → 它里面出现了必要条件的那些行，和每行出现的是哪几行规则的条件。
     纯 ASCII 的字符串和其余的分开扫：ASCII 的连起来还是单字节的 str，编码只是复制；混在一起就整段变宽。"""
     chosen: dict[int, _Lines] = {}
-    ascii_flags = [text.isascii() for text in texts]
-    for plain_ascii in (True, False):
-        indexes = [index for index, flag in enumerate(ascii_flags) if flag == plain_ascii]
-        found = _scan([texts[index] for index in indexes], card_issuer, finder)
+    ascii_flags = list(map(str.isascii, texts))
+    for flags in (ascii_flags, [not flag for flag in ascii_flags]):
+        indexes = list(itertools.compress(range(len(texts)), flags))
+        found = _scan(list(itertools.compress(texts, flags)), card_issuer, finder)
         chosen.update((indexes[number], lines) for number, lines in found.items())
     return chosen
 
@@ -353,6 +370,9 @@ def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None, finder=None) 
     """_candidates 的一组字符串。finder：redact_re2.LineFinder（一趟 RE2 找齐所有条件）；None = 下面那几趟 re。
     没有哪个必要条件含换行，所以用 "\n" 连起来不会跨过两个字符串。"""
     joined = "\n".join(texts)
+    found = None if finder is None else list(finder.lines(joined))
+    if found == []:      # 多数字符串一行也挑不出来：下面的下标表都不必建
+        return {}
     ends = list(itertools.accumulate(len(text) + 1 for text in texts))   # 各字符串之后那个换行的下一位
     chosen: dict[int, _Lines] = {}
 
@@ -366,8 +386,8 @@ def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None, finder=None) 
         line_start = joined.rfind("\n", begin, position) + 1 or begin
         lines.lines.setdefault(line_start - begin, set()).update(names)
 
-    if finder is not None:
-        for line_start, names in finder.lines(joined):
+    if found is not None:
+        for line_start, names in found:
             take(line_start, names)
         return chosen
     _find_conditions(joined, card_issuer, take)

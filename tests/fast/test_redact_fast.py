@@ -108,7 +108,8 @@ _noise = st.sampled_from(["", "ok", "def f(x):", "    return x  # done", "2026-0
 _numbers = st.sampled_from([
     "4111111111111111", "4111 1111 1111 1111", "订单号：", "order #", "卡号", "card no.", "13812345678", "+8613812345678",
     "008613812345678", "1234008613812345678", "11010519491231002X", "110105 1949 1231 002X", "1732867200123",
-    "1732867200.123456", "6011000990139424", "2024113012345678", "Tel", "id=", "sk-", ".", "-", ",", "0.", "0086"])
+    "1732867200.123456", "6011000990139424", "2024113012345678", "Tel", "id=", "sk-", ".", "-", ",", "0.", "0086",
+    'password="订单：', '"', "\\n"])
 _line = st.lists(_pieces | _numbers | _noise, max_size=4).map("".join)
 _multiline = st.lists(st.lists(_line, min_size=1, max_size=8).map("\n".join), min_size=1, max_size=3)
 
@@ -148,6 +149,9 @@ assert s11_redact.is_luhn_valid(ICBC_19) and not s11_redact._CARD_ISSUER.fullmat
     ("task-ABCDEFGHIJKLMNOPQRSTUV1234 sk-ABCDEFGHIJKLMNOPQRST", []),     # sk- inside a word; 17 characters after
     ("00000000-0000-0000-0000-000000000000 4111-1111-1111-1111", [(37, 56, "银行卡号")]),   # a card after a UUID
     ("loss=0.4111111111111111 lr=1.008613812345678", [(33, 44, "手机号")]),   # a fraction; a 0086 mobile in one
+    # the order-number word before the card is inside a credential: once that is masked, the card is a card
+    ('password="订单："\n4111111111111111', [(10, 13, "凭据"), (15, 31, "银行卡号")]),
+    ('x\nPASSWORD=订单：\n4111111111111111\n4111 1111', [(11, 14, "凭据"), (15, 31, "银行卡号")]),
 ])
 def test_the_cases_that_need_more_than_one_line_or_more_than_one_condition(way, text, expected):
     texts = ["noise\n" * 3 + text + "\nmore noise"]
