@@ -17,6 +17,7 @@ runs, so a busy shared machine moves them less than wall-clock time would.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -62,6 +63,7 @@ def transcript(megabytes: float, seed: int = 40) -> dict:
 def best_cpu(function: Callable[[], object], runs: int) -> float:
     times = []
     for _ in range(runs):
+        gc.collect()   # each run starts from the same collector state (as bench_export's best_of)
         started = time.process_time()
         function()
         times.append(time.process_time() - started)

@@ -180,7 +180,7 @@ class _Lines:
     key = 有私钥的条件：整个字符串交给规则表，但只跑条件出现了的那几行规则（加上 _KEY_NAMES）。"""
 
     def __init__(self) -> None:
-        self.lines: dict[int, set[str]] = {}
+        self.lines: dict[int, frozenset[str]] = {}
         self.whole = False
         self.key = False
 
@@ -370,37 +370,37 @@ def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None, finder=None) 
     """_candidates 的一组字符串。finder：redact_re2.LineFinder（一趟 RE2 找齐所有条件）；None = 下面那几趟 re。
     没有哪个必要条件含换行，所以用 "\n" 连起来不会跨过两个字符串。"""
     joined = "\n".join(texts)
-    found = None if finder is None else list(finder.lines(joined))
-    if found == []:      # 多数字符串一行也挑不出来：下面的下标表都不必建
-        return {}
-    ends = list(itertools.accumulate(len(text) + 1 for text in texts))   # 各字符串之后那个换行的下一位
+    ends: list[int] = []   # 各字符串之后那个换行的下一位；用到时才算（多数的组一行也挑不出来）
     chosen: dict[int, _Lines] = {}
 
     def take(position: int, names) -> None:
         """position 所在的那一行记下这几行规则；私钥（跨行）和拿不准的字符记在整个字符串上。"""
+        if not ends:
+            ends.extend(itertools.accumulate(len(text) + 1 for text in texts))
         index = bisect.bisect_right(ends, position)
         begin = ends[index - 1] if index else 0
         lines = chosen.get(index) or chosen.setdefault(index, _Lines())
         lines.key |= _WHOLE_STRING in names
         lines.whole |= _UNSURE_ROW in names
-        line_start = joined.rfind("\n", begin, position) + 1 or begin
-        lines.lines.setdefault(line_start - begin, set()).update(names)
+        line = (joined.rfind("\n", begin, position) + 1 or begin) - begin
+        before = lines.lines.get(line)
+        lines.lines[line] = frozenset(names) if before is None else before.union(names)
 
-    if found is not None:
-        for line_start, names in found:
+    if finder is not None:
+        for line_start, names in finder.lines(joined):
             take(line_start, names)
         return chosen
     _find_conditions(joined, card_issuer, take)
     # str.isascii() 不用扫描：只在含非 ASCII 字符的字符串里找全角数字和那几个字母
-    for index, text in enumerate([] if joined.isascii() else texts):
-        if text.isascii():
-            continue
-        begin = ends[index - 1] if index else 0     # "卡" 在单字节副本里成了 "?"：在原文里找
-        for match in _UNSURE_OR_CARD_WORD.finditer(text):
-            if match.group() != "卡":
-                take(begin + match.start(), (_UNSURE_ROW,))
-                break
-            take(begin + match.start(), ("bank_card_after_word",))
+    begin = 0                                       # 这个字符串在 joined 里从哪里开始
+    for text in [] if joined.isascii() else texts:
+        if not text.isascii():                      # "卡" 在单字节副本里成了 "?"：在原文里找
+            for match in _UNSURE_OR_CARD_WORD.finditer(text):
+                if match.group() != "卡":
+                    take(begin + match.start(), (_UNSURE_ROW,))
+                    break
+                take(begin + match.start(), ("bank_card_after_word",))
+        begin += len(text) + 1
     return chosen
 
 

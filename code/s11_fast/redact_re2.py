@@ -122,8 +122,9 @@ class LineFinder:
         """有条件的规则名。"""
         return {name for names in self._names for name in names} - {UNSURE}
 
-    def lines(self, joined: str) -> Iterator[tuple[int, set[str]]]:
+    def lines(self, joined: str) -> Iterator[tuple[int, frozenset[str]]]:
         buffer = joined.encode("ascii") if joined.isascii() else codecs.charmap_encode(joined, "replace", _SINGLE_BYTE)[0]
+        named: dict[tuple[int, ...], frozenset[str]] = {}   # 条件的组合不多：同一个组合共用一个集合
         # 条件都不跨行，所以一行里只要有一个条件，_any 就在这一行里找到一个匹配（前一个匹配在上一行里就结束了）。
         # 一行只看一次：同一行里后面的匹配跳过，这一行有哪些条件由 _every 一次说全。
         line_end = -1
@@ -136,5 +137,7 @@ class LineFinder:
             line_end = len(buffer) if line_end == -1 else line_end
             found = self._every.Match(buffer[line_start:line_end])
             # _any 和 _every 是同一组条件：这一行总有一个。万一没有，宁可让这一行跑所有的规则
-            numbers = range(len(self._names)) if found is None else found
-            yield line_start, {name for number in numbers for name in self._names[number]}
+            numbers = tuple(range(len(self._names)) if found is None else found)
+            if numbers not in named:
+                named[numbers] = frozenset(name for number in numbers for name in self._names[number])
+            yield line_start, named[numbers]
