@@ -571,7 +571,7 @@ def _number_text(number: int | float) -> str:
 
 def _is_credential_name(name: str) -> bool:
     """"password"、"api_key"、"clientSecret" 是凭据的名字；"token_type"、"max_tokens" 是关于凭据的元数据。"""
-    return (_NAME.fullmatch(name) is not None and _SENSITIVE_WORD.search(name) is not None
+    return (_SENSITIVE_WORD.search(name) is not None and _NAME.fullmatch(name) is not None
             and not name.lower().endswith(_METADATA_SUFFIXES))
 
 
