@@ -91,7 +91,6 @@ def _options() -> re2.Options:
     options.encoding = re2.Options.Encoding.LATIN1   # 一个字节一个字符，和单字节副本的位置一一对应
     options.never_capture = True
     options.log_errors = False
-    options.max_mem = 64 << 20                      # 几十个条件并成一个 DFA：给它足够的缓存，免得退回慢的 NFA
     return options
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -289,6 +290,45 @@ def test_fractions_of_floats_are_not_sent_to_the_number_rows_but_a_0086_mobile_i
     assert plain(texts) == {1: [(11, 22, "手机号")]}
     chosen = fast._candidates(texts, None, FINDERS[way])
     assert 0 not in chosen and sorted(chosen[1].lines) == [2]
+
+
+@BOTH
+@pytest.mark.parametrize("blob", [
+    "iVBORw0KGgo" * 3000, "token" * 20000 + "=", "1" * 60000, "1 " * 30000, "sk-" + "a-" * 30000, "a" * 60000 + "@",
+    "key" * 200000, "key=" * 50000, "a@b.io" * 20000, "4111111111111111\n" * 5000, "卡" * 50000 + "1",
+], ids=["base64", "token-names", "digit-run", "digit-groups", "sk-prefix", "endless-word-at", "key-names",
+        "key-signs", "e-mails", "card-lines", "card-words"])
+def test_pathological_input_gives_the_plain_result_without_hanging(way, blob):
+    # the pre-filter must stay linear too (RE2 is; the python way's passes are single regexes), and a picked line
+    # of 600,000 characters goes to the same rules the plain module runs; the alarm turns a hang into a failure
+    def hang(signum, frame):
+        raise AssertionError("加速的脱敏在病态输入上停不下来")
+
+    previous = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(60)
+    try:
+        texts = [blob, "ok " + blob[:1000]]
+        assert PATHS[way](texts) == plain(texts)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_long_run_of_card_lines_brings_along_one_line_each_not_all_the_lines_above(monkeypatch):
+    # Each line that starts like a card number needs the line before it (the order-number word can only be there).
+    # Walking further up while those lines start like cards too made 5,000 such lines cost 12.5 million checks.
+    checks = []
+
+    class Counting:
+        def match(self, text, position):
+            checks.append(position)
+            return fast._CARD_AT_LINE_START_PATTERN.match(text, position)
+    monkeypatch.setattr(fast, "_CARD_AT_LINE_START_PATTERN", fast._CARD_AT_LINE_START, raising=False)
+    monkeypatch.setattr(fast, "_CARD_AT_LINE_START", Counting())
+    text = "订单号：\n" + "4111111111111111\n" * 2000
+    lines = {position + 1 for position, char in enumerate(text) if char == "\n"}
+    assert fast._pieces(text, lines) == [(0, len(text))]
+    assert len(checks) <= len(lines)
 
 
 def test_the_python_ways_conditions_take_in_at_most_two_bytes_so_none_hides_the_start_of_another():
