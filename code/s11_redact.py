@@ -151,9 +151,8 @@ def _id_number_ok(match: re.Match[str]) -> bool:
     return is_valid_cn_id(compact)
 
 
-# 一串 15–19 位的裸数字，要有证据才算卡号（issue 里定下的）：常见的分组写法、长度对得上的
-# 已知发卡行前缀（本行），或者前面不远处有卡号字样（下一行）——而且一律要过 Luhn。
-# 订单号和 snowflake id 也是一串裸数字。
+# 一串 15–19 位的裸数字（订单号和 snowflake id 也是）要有证据才算卡号（issue 里定下的）：常见的分组写法、
+# 长度对得上的已知发卡行前缀（本行），或者前面不远处有卡号字样（下一行）——而且一律要过 Luhn。
 _CARD_ISSUER = re.compile(r"""
       4[0-9]{15}                                         # Visa
     | (?:5[1-5][0-9]{2}|222[1-9]|22[3-9][0-9]|2[3-6][0-9]{2}|27[01][0-9]|2720)[0-9]{12}   # Mastercard
@@ -524,7 +523,8 @@ def scan_value(value: Any) -> list[Finding]:
         spans = hits.get(index, ())
         if not spans and credential and text.strip() and not _is_reference(text.strip()) and _MARKER_START not in text:
             spans = [(0, len(text), _CREDENTIAL_LABEL)]   # 名字说它是凭据，值又不是引用：整个遮住
-        findings += [Finding(path, part, start, end, label, text) for start, end, label in spans]
+        if spans:   # 绝大多数位置什么也没有
+            findings += [Finding(path, part, start, end, label, text) for start, end, label in spans]
     return findings
 
 
