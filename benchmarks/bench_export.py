@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import random
 import shutil
 import sys
@@ -34,6 +35,7 @@ import _common as c  # noqa: E402
 
 c.setup_paths()
 import s11_export  # noqa: E402
+import s11_redact  # noqa: E402
 import s11_session  # noqa: E402
 
 TARGET_RATIO = 4.0   # issue 40: a redacted export costs at most 4× json.loads of the same bytes
@@ -184,6 +186,40 @@ def throughput_table(count: int, runs: int) -> List["c.Budget"]:
             for label in cases if label.startswith("redacted")]
 
 
+def prefilter() -> str:
+    """Which pre-filter picks the lines the redaction rules look at (s11_fast/redact.py, at s11_redact's seam)."""
+    if os.environ.get("S11_PLAIN"):
+        return "none: the plain module (S11_PLAIN=1)"
+    from s11_fast import redact as fast
+    return "google-re2 (s11_fast/redact_re2.py)" if fast.LineFinder else "pure Python (google-re2 not installed)"
+
+
+def breakdown_table(count: int, runs: int) -> None:
+    """Where a redacted Markdown export of a loaded node spends its time, part by part (CPU, best of the runs)."""
+    session = transcript_session(count)
+    messages = session["messages"]
+    data = json.dumps(session, ensure_ascii=False)
+    view = s11_export.prepare(session)
+    chunks = list(s11_export.markdown_chunks(view))
+    findings = s11_redact.scan_value(messages)
+    parse = best_of(lambda: json.loads(data), runs)
+    walk = best_of(lambda: s11_redact.places(messages), runs)
+    scan = best_of(lambda: s11_redact.scan_value(messages), runs)
+    parts = [("redaction: places() walk over every string, key and long number", walk),
+             ("redaction: rule search (scan_value − walk)", scan - walk),
+             ("redaction: the masked deep copy (mask_value)", best_of(lambda: s11_redact.mask_value(messages, findings), runs)),
+             ("prepare() in all (the three above, lineage, tool names)", best_of(lambda: s11_export.prepare(session), runs)),
+             ("render: markdown_chunks of the prepared view", best_of(lambda: list(s11_export.markdown_chunks(view)), runs)),
+             ("render: \"\".join of those chunks (emoji make it 4 bytes a char)", best_of(lambda: "".join(chunks), runs)),
+             ("render_markdown(session) end to end", best_of(lambda: s11_export.render_markdown(session), runs))]
+    rows = [["json.loads (yardstick)", c.ms(parse, 1), "1.00x"]]
+    rows += [[label, c.ms(seconds, 1), f"{seconds / parse:.2f}x"] for label, seconds in parts]
+    c.print_table(f"1b. where a redacted Markdown export of the {count:,}-message node spends its time (CPU, best of "
+                  f"{runs})", ["part", "ms", "× json.loads"], rows,
+                  note="the parts are timed one by one, so their sum differs from the end-to-end row by what the "
+                       "garbage collector does when they run together.")
+
+
 def memory_table(megabytes: float) -> None:
     session = session_of_size(megabytes)
     size = len(json.dumps(session, ensure_ascii=False).encode("utf-8"))
@@ -229,8 +265,10 @@ def main(argv: List[str] | None = None) -> int:
     count = args.messages or (500 if args.quick else 5000)
     memory_mb = args.memory_mb or (10 if args.quick else 100)
     c.print_header("bench_export — Markdown / HTML export of a big session vs json.loads",
-                   {"budget": f"a redacted export ≤ {TARGET_RATIO:g}× json.loads of the same data"})
+                   {"budget": f"a redacted export ≤ {TARGET_RATIO:g}× json.loads of the same data",
+                    "redaction pre-filter": prefilter()})
     budgets = throughput_table(count, runs=2 if args.quick else 3)
+    breakdown_table(count, runs=2 if args.quick else 3)
     memory_table(memory_mb)
     c.report(budgets)
     return 0

@@ -1,13 +1,15 @@
 """s11_fast.redact — s11_redact 的加速：先用几趟便宜的扫描挑出“可能有秘密”的行，规则表只在这些行上跑
 
-    s11_redact.scan_value ──► _find_all(texts)  （accelerate() 给的；S11_PLAIN=1 时是 s11_redact 自己的 [find(t) …]）
-        所有字符串用 "\\n" 连成一段（纯 ASCII 的和其余的各一段）→ 单字节副本（Latin-1 以外的字符变成 "?"，位置不变）
-        → 每行规则的“必要条件”：同一个开头字节的条件并成一个正则，一趟扫完（_FOLDED_CONDITIONS、_RAW_CONDITIONS）；
-          数字骨架里长度和开头几位对得上的一整串数字、分好组的号码（_number_rows、_NUMBER_GROUPED）
-        → 记下条件出现在哪个字符串的哪一行、是哪几行规则的条件
+    s11_redact.scan_value ──► _find_all(texts)  （accelerate() 给的；S11_PLAIN=1 时是 s11_redact 自己的那个）
+        所有字符串用 "\\n" 连成一段（纯 ASCII 的和其余的各一段）
+        → 挑行：装了 google-re2 时，redact_re2.LineFinder 一趟 RE2 找齐所有必要条件，re2.Set 说出每一行有哪几个；
+          没装时用本模块的几趟 re：单字节副本（Latin-1 以外的字符变成 "?"，位置不变）上，同一个开头字节的条件
+          并成一个正则（_FOLDED_CONDITIONS、_RAW_CONDITIONS），数字骨架里长度和开头几位对得上的一整串数字、
+          分好组的号码（_number_rows、_NUMBER_GROUPED），再在原文里找全角数字、İ ı ſ K 和 "卡"
+        → 记下条件出现在哪个字符串的哪一行、是哪几行规则的条件（两种挑法挑出的行可以不同，结果一样）
         → 所有字符串里条件相同的行（各带上它前面的 "\\n"，字符串的第一行补一个）拼成一段小文字，只跑一次这几行
-          规则（s11_redact._claims）；遮过之后的下一轮只看那个字符串里有标记的行，在这几行里再找一遍条件，只跑
-          找到的那几行规则；命中的位置换算回原来的字符串（find 本身还是 s11_redact.find）。
+          规则（s11_redact._claims）；遮过之后的第二轮，所有字符串有标记的行一起再找一遍条件、只跑找到的那几行
+          规则；命中的位置换算回原来的字符串（find 本身还是 s11_redact.find）。
 
 关键洞察：规则表的每一行（私钥除外）都不跨过换行（s11_redact 的文档这样保证），所以一行文字的结果只取决于
 这一行本身和它前面的那个 "\\n"：把挑出来的行单独拼起来跑，和在整个字符串上跑，得到的是同样的命中。
@@ -17,10 +19,12 @@
 - 私钥一行跨行（找的是 END 那一行）：条件 "private key" 出现的字符串整个交给 s11_redact.find，每一轮只跑
   在整个字符串里找得到条件的那几行规则（加上 _KEY_NAMES）；
 - 卡号的校验会往前看 12 个字符找“订单号”字样（re 的 $ 也认一个结尾的换行），
-  行首就是一串像卡号的数字时，上一行整个带上（上一行行首也是的话再往上）。
+  行首就是一串像卡号的数字时，上一行整个带上（字样和行尾之间不能有换行，所以再往上的行用不着；
+  一行一行往上追，一万行卡号就是平方级的）；遮过之后的下一轮，
+  有标记的行后面紧跟着这样一行时，这一行也再看一遍（字样可能被遮掉了）。
 
-保证：结果与 s11_redact 的 [find(t) for t in texts] 逐字相同（tests/fast/test_redact_fast.py 拿它作 oracle，
-hypothesis 在规则表的 CASES、数字和杂行拼成的多行字符串上核对）。每个必要条件都是“这一行规则能在这一行里
+保证：结果与 s11_redact._find_all 逐字相同，装没装 google-re2、装的哪个版本都一样（tests/fast/test_redact_fast.py
+拿它作 oracle，两种挑法都核对：hypothesis 在规则表的 CASES、数字和杂行拼成的多行字符串上，还有语料和真实的会话样本）。每个必要条件都是“这一行规则能在这一行里
 认领到东西，它就一定出现”：多数只看正则的固定部分；数字类的还用到校验函数的两条（裸卡号要有
 s11_redact._CARD_ISSUER 的发卡行前缀；手机号以 1[3-9] 开头）——改了这些，要同时改这里，oracle 测试会报出来。
 拿不准的字符串一律整个交给规则表：含全角数字的（规则表先换成半角，而且是整个字符串一起换），
@@ -33,8 +37,16 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+from collections import Counter
 from collections.abc import Callable
 from types import ModuleType
+
+try:   # google-re2：一趟找齐所有必要条件。没装它时用本模块的几趟 re：挑出的行多一些，结果一样
+    from s11_fast.redact_re2 import UNSURE as _UNSURE_ROW
+    from s11_fast.redact_re2 import LineFinder
+except ImportError:
+    LineFinder = None
+    _UNSURE_ROW = "unsure"   # 不是规则名：字符串里有拿不准的字符，整个交给整张表
 
 # 每行规则的必要条件：(规则名, 正则)。正则的写法固定为：一个开头字节（条件里最不常见的那个字节），
 # 也许再跟一个别的字节，其余都是环视断言（"sk-" 写成 k-(?<=sk-)）。同一个开头字节的条件并成一个正则、一趟扫完：
@@ -172,7 +184,7 @@ class _Lines:
     key = 有私钥的条件：整个字符串交给规则表，但只跑条件出现了的那几行规则（加上 _KEY_NAMES）。"""
 
     def __init__(self) -> None:
-        self.lines: dict[int, set[str]] = {}
+        self.lines: dict[int, frozenset[str]] = {}
         self.whole = False
         self.key = False
 
@@ -180,13 +192,15 @@ class _Lines:
         return set().union(*self.lines.values())
 
 
-def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, int, str]]]]:
+def accelerate(plain: ModuleType, native: bool = True) -> Callable[[list[str]], dict[int, list[tuple[int, int, str]]]]:
     """plain 是 s11_redact 模块本身（它在自己的最后一行调用这里：本模块从不 import 它，层次只有一个方向）。
-    返回它的 _find_all 的加速版：[plain.find(t) for t in texts]，只在挑出来的行上跑规则表。"""
+    返回它的 _find_all 的加速版：{下标: plain.find(t)}（只列出有命中的），只在挑出来的行上跑规则表。
+    native：装了 google-re2 就用它一趟找齐必要条件（redact_re2）；False 或没装 = 本模块的几趟 re，结果一样。"""
     built_in = tuple(plain.RULES)
     card_issuer = re.compile(plain._CARD_ISSUER.pattern.encode(), plain._CARD_ISSUER.flags & ~re.UNICODE)
-    covered = _covered()
-    if {rule.name for rule in built_in} != covered:   # 内置表里有一行这里不认识：不加速
+    finder = LineFinder(plain._CARD_ISSUER.pattern) if native and LineFinder is not None else None
+    names = {rule.name for rule in built_in}
+    if names != _covered() or (finder is not None and names != finder.names()):   # 有一行这里不认识：不加速
         return plain._find_all
 
     def rules_for(names: set[str]) -> list:
@@ -219,7 +233,7 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
     def scanned_claims(text: str) -> list[tuple[int, int, str]]:
         """plain._claims(text)，只跑在 text 里找得到必要条件的那几行规则（其余的行在这里什么也认领不到，
         跑不跑结果都一样）；拿不准的字符（全角数字等）在的时候跑整张表。"""
-        found = _scan([text], card_issuer).get(0)
+        found = _scan([text], card_issuer, finder).get(0)
         if found is None:
             return []
         if found.whole:
@@ -241,23 +255,42 @@ def accelerate(plain: ModuleType) -> Callable[[list[str]], list[list[tuple[int, 
                 found[index] += claims
         return {index: sorted(claims) for index, claims in found.items()}
 
-    def find_in_lines(text: str, first: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-        """plain.find(text)，第一轮的命中已经有了（first_round）。后几轮只看有标记的行（别的行一个字都没变，
-        上一轮在它们里面什么也没找到，这一轮也一样），在这几行上只跑找得到必要条件的那几行规则。"""
+    def second_round(texts: list[str], first: dict[int, list]) -> dict[int, tuple[str, list[tuple[int, int, str]]]]:
+        """第一轮有命中的每个字符串：遮好的文字和它第二轮的命中（只看有标记的行，见 find_in_lines）。
+        所有字符串的这些行一起跑一次，而不是每个字符串各找一遍条件、各跑一遍规则。"""
+        masked = {index: plain._apply(texts[index], claims, Counter()) for index, claims in first.items() if claims}
+        places = [(text, _marked_lines(text, plain._MARKER_START)) for text in masked.values()]
+        return {index: (text, claims) for (index, text), claims in zip(masked.items(), claims_in_lines(places, None))}
+
+    def find_in_lines(text: str, first: list[tuple[int, int, str]],
+                      second: tuple[str, list[tuple[int, int, str]]] | None) -> list[tuple[int, int, str]]:
+        """plain.find(text)，第一轮的命中已经有了（first_round），第二轮的多半也有了（second_round）。后几轮只看
+        有标记的行（别的行一个字都没变，上一轮在它们里面什么也没找到，这一轮也一样），在这几行上只跑找得到
+        必要条件的那几行规则。"""
         def claims(masked: str) -> list[tuple[int, int, str]]:
             if masked is text:
                 return first
+            if second is not None and masked == second[0]:
+                return second[1]
             return claims_in_lines([(masked, _marked_lines(masked, plain._MARKER_START))], None)[0]
         return plain.find(text, claims)
 
-    def find_all(texts: list[str]) -> list[list[tuple[int, int, str]]]:
+    def find_one(text: str, lines: _Lines, first: list | None, second: tuple | None) -> list[tuple[int, int, str]]:
+        if lines.whole:
+            return plain.find(text)
+        if lines.key:                          # 私钥跨行：整个字符串一起找
+            return plain.find(text, scanned_claims)
+        return find_in_lines(text, first or [], second)
+
+    def find_all(texts: list[str]) -> dict[int, list[tuple[int, int, str]]]:
         if tuple(plain.RULES) != built_in:   # 学生改过规则表：新行的必要条件这里不知道
-            return [plain.find(text) for text in texts]
-        chosen = _candidates(texts, card_issuer)
+            return {index: found for index, text in enumerate(texts) if (found := plain.find(text))}
+        chosen = _candidates(texts, card_issuer, finder)
         first = first_round(texts, chosen)
-        return [[] if index not in chosen else plain.find(text) if chosen[index].whole
-                else plain.find(text, scanned_claims) if chosen[index].key   # 私钥跨行：整个字符串一起找
-                else find_in_lines(text, first[index]) for index, text in enumerate(texts)]
+        second = second_round(texts, first)
+        found = {index: find_one(texts[index], chosen[index], first.get(index), second.get(index))
+                 for index in sorted(chosen)}
+        return {index: spans for index, spans in found.items() if spans}
     return find_all
 
 
@@ -271,7 +304,7 @@ def _pieces(text: str, lines) -> list[tuple[int, int]]:
     pieces: list[tuple[int, int]] = []
     for line in sorted(lines):
         first = line
-        while first > 0 and _CARD_AT_LINE_START.match(text, first):
+        if first > 0 and _CARD_AT_LINE_START.match(text, first):   # 只要上一行：字样后面不能再有换行
             first = text.rfind("\n", 0, first - 1) + 1
         start, end = max(first - 1, 0), text.find("\n", line)
         end = len(text) if end == -1 else end
@@ -283,15 +316,18 @@ def _pieces(text: str, lines) -> list[tuple[int, int]]:
 
 
 def _marked_lines(text: str, marker: str) -> list[int]:
-    """含有 marker 的那些行的行首位置。
+    """含有 marker 的那些行的行首位置，以及紧跟其后、行首像卡号的那一行：卡号的校验往前看 12 个字符找
+    “订单号”字样，上一行遮过之后，这个字样可能已经不在了（'password="订单："' 整个是一处凭据）。
 
-    >>> _marked_lines("a\\nb [m] [m]\\nc\\n[m]", "[m")
-    [2, 14]
+    >>> _marked_lines("a\\nb [m] [m]\\nc\\n[m]\\n4111111111111111", "[m")
+    [2, 14, 18]
     """
     lines, position = [], text.find(marker)
     while position != -1:
         lines.append(text.rfind("\n", 0, position) + 1)
         end = text.find("\n", position)
+        if end != -1 and _CARD_AT_LINE_START.match(text, end + 1):
+            lines.append(end + 1)
         position = -1 if end == -1 else text.find(marker, end)
     return lines
 
@@ -322,41 +358,61 @@ def _matches(pattern: re.Pattern[bytes], buffer: bytes):
         yield from pattern.finditer(buffer, position)
 
 
-def _candidates(texts: list[str], card_issuer: re.Pattern[bytes] | None = None) -> dict[int, _Lines]:
+def _candidates(texts: list[str], card_issuer: re.Pattern[bytes] | None = None, finder=None) -> dict[int, _Lines]:
     """可能有命中的字符串的下标 → 它里面出现了必要条件的那些行，和每行出现的是哪几行规则的条件。
     纯 ASCII 的字符串和其余的分开扫：ASCII 的连起来还是单字节的 str，编码只是复制；混在一起就整段变宽。"""
     chosen: dict[int, _Lines] = {}
-    ascii_flags = [text.isascii() for text in texts]
-    for plain_ascii in (True, False):
-        indexes = [index for index, flag in enumerate(ascii_flags) if flag == plain_ascii]
-        found = _scan([texts[index] for index in indexes], card_issuer)
+    ascii_flags = list(map(str.isascii, texts))
+    for flags in (ascii_flags, [not flag for flag in ascii_flags]):
+        indexes = list(itertools.compress(range(len(texts)), flags))
+        found = _scan(list(itertools.compress(texts, flags)), card_issuer, finder)
         chosen.update((indexes[number], lines) for number, lines in found.items())
     return chosen
 
 
-def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None) -> dict[int, _Lines]:
-    """_candidates 的一组字符串。"""
-    # 单字节副本：Latin-1 以外的字符变成 "?"，一个字符一个字节，位置不变。没有哪个必要条件含换行，
-    # 所以用 "\n" 连起来不会跨过两个字符串。
+def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None, finder=None) -> dict[int, _Lines]:
+    """_candidates 的一组字符串。finder：redact_re2.LineFinder（一趟 RE2 找齐所有条件）；None = 下面那几趟 re。
+    没有哪个必要条件含换行，所以用 "\n" 连起来不会跨过两个字符串。"""
     joined = "\n".join(texts)
-    encoded = joined.encode("latin-1", "replace")
-    ends = list(itertools.accumulate(len(text) + 1 for text in texts))   # 各字符串之后那个换行的下一位
-    folded = encoded.lower()
+    ends: list[int] = []   # 各字符串之后那个换行的下一位；用到时才算（多数的组一行也挑不出来）
     chosen: dict[int, _Lines] = {}
 
-    def take(position: int, names) -> int:
-        """position 所在的那一行记下这几行规则；返回行尾：同一行里的其余出现不必再找。"""
+    def take(position: int, names) -> None:
+        """position 所在的那一行记下这几行规则；私钥（跨行）和拿不准的字符记在整个字符串上。"""
+        if not ends:
+            ends.extend(itertools.accumulate(len(text) + 1 for text in texts))
         index = bisect.bisect_right(ends, position)
         begin = ends[index - 1] if index else 0
         lines = chosen.get(index) or chosen.setdefault(index, _Lines())
-        if _WHOLE_STRING in names:
-            lines.key = True
-            return ends[index]
-        line_start = folded.rfind(b"\n", begin, position) + 1 or begin
-        lines.lines.setdefault(line_start - begin, set()).update(names)
-        line_end = folded.find(b"\n", position)
-        return len(folded) if line_end == -1 else line_end
+        lines.key |= _WHOLE_STRING in names
+        lines.whole |= _UNSURE_ROW in names
+        line = (joined.rfind("\n", begin, position) + 1 or begin) - begin
+        before = lines.lines.get(line)
+        lines.lines[line] = frozenset(names) if before is None else before.union(names)
 
+    if finder is not None:
+        for line_start, names in finder.lines(joined):
+            take(line_start, names)
+        return chosen
+    _find_conditions(joined, card_issuer, take)
+    # str.isascii() 不用扫描：只在含非 ASCII 字符的字符串里找全角数字和那几个字母
+    begin = 0                                       # 这个字符串在 joined 里从哪里开始
+    for text in [] if joined.isascii() else texts:
+        if not text.isascii():                      # "卡" 在单字节副本里成了 "?"：在原文里找
+            for match in _UNSURE_OR_CARD_WORD.finditer(text):
+                if match.group() != "卡":
+                    take(begin + match.start(), (_UNSURE_ROW,))
+                    break
+                take(begin + match.start(), ("bank_card_after_word",))
+        begin += len(text) + 1
+    return chosen
+
+
+def _find_conditions(joined: str, card_issuer: re.Pattern[bytes] | None, take: Callable[[int, tuple], None]) -> None:
+    """没有 RE2 时的必要条件：每个开头字节一趟 re，再加数字骨架上的几趟；每处出现交给 take。"""
+    # 单字节副本：Latin-1 以外的字符变成 "?"，一个字符一个字节，位置不变
+    encoded = joined.encode("latin-1", "replace")
+    folded = encoded.lower()
     for buffer, combined in ((folded, _FOLDED), (encoded, _RAW)):
         for pattern, named in combined:
             for match in _matches(pattern, buffer):
@@ -371,14 +427,3 @@ def _scan(texts: list[str], card_issuer: re.Pattern[bytes] | None) -> dict[int, 
             take(match.start(), _NUMBER_RULES)
     for match in _MOBILE_AFTER_0086.finditer(folded):
         take(match.start(), ("cn_mobile",))
-    # str.isascii() 不用扫描：只在含非 ASCII 字符的字符串里找全角数字和那几个字母
-    for index, text in enumerate([] if joined.isascii() else texts):
-        if text.isascii():
-            continue
-        begin = ends[index - 1] if index else 0     # "卡" 在单字节副本里成了 "?"：在原文里找
-        for match in _UNSURE_OR_CARD_WORD.finditer(text):
-            if match.group() != "卡":
-                chosen.setdefault(index, _Lines()).whole = True
-                break
-            take(begin + match.start(), ("bank_card_after_word",))
-    return chosen
