@@ -190,6 +190,18 @@ def space_store(sessions: Path, space_id: str):
     return SessionStore(sessions / "spaces" / space_id)
 
 
+def with_demo(browser, url: str, sessions: Path, **options) -> tuple[Visitor, dict]:
+    """A visitor who ran the 8.11 demo and opened the explorer: (visitor, {message count: session id})."""
+    visitor = Visitor(browser, url, **options)
+    page = visitor.page
+    page.get_by_role("button", name="运行主会话").click()
+    page.locator("#s11-file-3 pre").first.wait_for(timeout=30_000)
+    visitor.open_explorer()
+    page.locator("#s11x-list-note").get_by_text("共 3 个会话").wait_for(timeout=15_000)
+    store = space_store(sessions, visitor.space_id())
+    return visitor, {s["message_count"]: s["session_id"] for s in store.list_sessions()}
+
+
 def digest(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
             if p.is_file() and p.name != ".lock"}
@@ -232,14 +244,9 @@ def walk(browser, server):
     """Student A: demo click → explorer → fork at message 3 → resume → export → delete → restore → import.
     Yields what the later tests need (A stays open: the second student and the teacher replay against it)."""
     url, sessions = server
-    a = Visitor(browser, url)
+    a, demo = with_demo(browser, url, sessions)
     page = a.page
-    page.get_by_role("button", name="运行主会话").click()
-    page.locator("#s11-file-3 pre").first.wait_for(timeout=30_000)
-    a.open_explorer()
-    page.locator("#s11x-list-note").get_by_text("共 3 个会话").wait_for(timeout=15_000)
     store = space_store(sessions, a.space_id())
-    demo = {s["message_count"]: s["session_id"] for s in store.list_sessions()}
     assert a.listed_ids() == set(demo.values())
 
     a.pick_row(demo[9])                                   # branch B, the resumed one
@@ -470,14 +477,8 @@ def reader(request, browser, server):
     below (a page load and a demo run cost seconds each): (visitor, {message count: session id}, scheme, width)."""
     url, sessions = server
     scheme, width = request.param
-    visitor = Visitor(browser, url, width=width, scheme=scheme)
-    page = visitor.page
-    page.get_by_role("button", name="运行主会话").click()
-    page.locator("#s11-file-3 pre").first.wait_for(timeout=30_000)
-    visitor.open_explorer()
-    page.locator("#s11x-list-note").get_by_text("共 3 个会话").wait_for(timeout=15_000)
-    store = space_store(sessions, visitor.space_id())
-    yield visitor, {s["message_count"]: s["session_id"] for s in store.list_sessions()}, scheme, width
+    visitor, demo = with_demo(browser, url, sessions, width=width, scheme=scheme)
+    yield visitor, demo, scheme, width
     visitor.close()
 
 

@@ -22,6 +22,7 @@ from test_explorer_browser import (
     no_horizontal_overflow,
     settle,
     space_store,
+    with_demo,
 )
 
 from browser_tabs import eventually, running_app
@@ -41,18 +42,6 @@ def server(tmp_path_factory):
     sessions = tmp_path_factory.mktemp("pick_sessions")
     with running_app(sessions, limits=Limits(max_upload_bytes=UPLOAD_LIMIT)) as url:
         yield url, sessions
-
-
-def with_demo(browser, url: str, sessions: Path, **options) -> tuple[Visitor, dict]:
-    """A visitor who ran the 8.11 demo and opened the explorer: (visitor, {message count: session id})."""
-    visitor = Visitor(browser, url, **options)
-    page = visitor.page
-    page.get_by_role("button", name="运行主会话").click()
-    page.locator("#s11-file-3 pre").first.wait_for(timeout=30_000)
-    visitor.open_explorer()
-    page.locator("#s11x-list-note").get_by_text("共 3 个会话").wait_for(timeout=15_000)
-    store = space_store(sessions, visitor.space_id())
-    return visitor, {s["message_count"]: s["session_id"] for s in store.list_sessions()}
 
 
 VIEWS = [("light", 1400), ("dark", 390)]   # both map layouts, both schemes
