@@ -5,6 +5,7 @@ decides which ones after the first render; under load that can take seconds. So 
 for the tab itself or for the menu, until `timeout` seconds have passed."""
 
 import contextlib
+import os
 import re
 import sys
 import time
@@ -13,6 +14,33 @@ from pathlib import Path
 from conftest import REPO, launch
 
 EXPLORER_TAB = "🌳 会话树浏览器"
+# S11_ALL_LOOKS=1: every parametrized walk at every look it lists (for screenshot runs); see looks()
+ALL_LOOKS = os.environ.get("S11_ALL_LOOKS") == "1"
+
+
+def looks(*pairs: tuple, keep: int = 1) -> list:
+    """The (width, scheme) pairs a walk runs at: the first `keep`, or all of them with S11_ALL_LOOKS=1.
+    A walk costs 10-40 CPU-seconds of chromium, and running every walk at every look took a fifth of the suite;
+    the files put different looks first, so the wide and the phone screen, light and dark, each keep walks of
+    their own, and fits_at() checks the other width's layout at a walk's checkpoints without walking again."""
+    return list(pairs if ALL_LOOKS else pairs[:keep])
+
+
+TWO_FRAMES_THEN_WIDTHS = """() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(
+    () => done([document.documentElement.scrollWidth, window.innerWidth]))))"""
+
+
+def fits_at(page, widths=(1400, 390)) -> None:
+    """The page has no horizontal overflow at each of `widths` (the viewport is resized, then put back)."""
+    size = page.viewport_size
+    try:
+        for width in widths:
+            page.set_viewport_size({"width": width, "height": size["height"]})
+            # two frames: what the page lays out in script after a resize (the tab bar's menu) has run by then
+            scroll, inner = page.evaluate(TWO_FRAMES_THEN_WIDTHS)
+            assert scroll <= inner, f"{scroll} px of page in a {inner} px wide window"
+    finally:
+        page.set_viewport_size(size)
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_tabs import open_tab, running_app
+from browser_tabs import fits_at, looks, open_tab, running_app
 from conftest import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -55,7 +55,7 @@ def digest(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("width, scheme", [(1400, "light"), (390, "dark")])
+@pytest.mark.parametrize("width, scheme", looks((390, "dark"), (1400, "light")))
 def test_a_reader_lists_imports_and_follows_their_own_session(browser, server, home, width, scheme):
     before = digest(home)
     context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
@@ -90,8 +90,7 @@ def test_a_reader_lists_imports_and_follows_their_own_session(browser, server, h
             out.write(json.dumps(grown, ensure_ascii=False) + "\n")
         expected = digest(home)
         page.locator("#s11x-import-result").get_by_text("已重新导入").wait_for(timeout=20_000)
-        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-        assert overflow <= 0
+        fits_at(page)
         assert page.locator("#s11x-agents img, #s11x-list img, #s11x-import-result img").count() == 0 and dialogs == []
         assert digest(home) == expected and set(expected) == set(before)   # we never wrote in the agent's folder
         shots = os.environ.get("S11_AGENT_SCREENSHOTS")

@@ -7,6 +7,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from browser_tabs import looks
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
@@ -159,8 +161,8 @@ def assert_tree_readable_on_a_phone(page, diagram) -> None:
     assert summary.bounding_box()["height"] - padding <= (lines + 0.5) * line_height
 
 
-# every width once and both schemes at the phone width (colours do not depend on the width, the layout does)
-@pytest.mark.parametrize(("width", "scheme"), [(1400, "light"), (1024, "dark"), (390, "light"), (390, "dark")])
+# the wide screen light and the phone dark; S11_ALL_LOOKS=1 adds a laptop dark and the phone light
+@pytest.mark.parametrize(("width", "scheme"), looks((1400, "light"), (390, "dark"), (1024, "dark"), (390, "light"), keep=2))
 def test_after_one_click_the_whole_story_is_on_screen_by_scrolling_the_page_alone(browser, app_server, width,
                                                                                   scheme):
     context, page, requests = open_page(browser, app_server, scheme, width)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_tabs import open_tab, wait_until_quiet
+from browser_tabs import looks, open_tab, wait_until_quiet
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -112,7 +112,7 @@ def mermaid_errors(page) -> int:
                          " + (document.body.innerText.includes('Syntax error in text') ? 1 : 0)")
 
 
-@pytest.mark.parametrize("width, scheme", [(1400, "light"), (390, "dark")], ids=["1400-light", "390-dark"])
+@pytest.mark.parametrize("width, scheme", looks((390, "dark"), (1400, "light")))
 def test_every_tab_speaks_chinese_and_the_console_stays_quiet(browser, server, width, scheme):
     context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
     page = context.new_page()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_tabs import open_explorer, running_app, space_store
+from browser_tabs import fits_at, looks, open_explorer, running_app, space_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -45,7 +45,7 @@ def shoot(locator, name: str) -> None:
         locator.screenshot(path=str(Path(folder) / name), type="png")
 
 
-@pytest.mark.parametrize("width, scheme", [(1400, "light"), (390, "dark")])
+@pytest.mark.parametrize("width, scheme", looks((1400, "light"), (390, "dark")))
 def test_compare_a_and_b_converge_into_b_and_export_the_card(browser, server, width, scheme):
     url, sessions = server
     context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme,
@@ -83,7 +83,7 @@ def test_compare_a_and_b_converge_into_b_and_export_the_card(browser, server, wi
         for box in (left, right):
             assert box["x"] >= 0 and box["x"] + box["width"] <= width + 1
         assert hidden_scrollers(page, "#s11c-panel") == []
-        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+        fits_at(page)
         shoot(page.locator("#s11c-panel"), f"converge-compare-{width}-{scheme}.png")
 
         # converge into B, carrying A's message 6
@@ -109,7 +109,7 @@ def test_compare_a_and_b_converge_into_b_and_export_the_card(browser, server, wi
             /dotted|dashed/.test(p.getAttribute('class') || '') ||
             (getComputedStyle(p).strokeDasharray || 'none') !== 'none').length""")
         assert dashed >= 1
-        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+        fits_at(page)
         shoot(page.locator("#s11x-map-accordion"), f"converge-tree-{width}-{scheme}.png")
 
         # export the converge node (now selected) and find the card
@@ -130,6 +130,6 @@ def test_compare_a_and_b_converge_into_b_and_export_the_card(browser, server, wi
         page.locator("#s11c-label-button").click()
         page.locator("#s11x-tree").get_by_text("🏷️ #10 LRU 上限也留着").wait_for(timeout=15_000)
         assert store.load(new_id).messages[9]["label"] == "LRU 上限也留着"
-        assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+        fits_at(page)
     finally:
         context.close()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from browser_tabs import fits_at, looks
 from conftest import launch
 from s11_export import render_html, render_markdown
 
@@ -186,6 +187,31 @@ def test_a_page_without_the_wrapping_rules_would_overflow(browser, page_files, t
         assert scroll_width > inner_width
     finally:
         opened.close()
+
+
+def test_the_other_width_check_can_fail(browser):
+    # fits_at() is what the walks use to check the other screen width without walking again: it must see a page
+    # that fits 1400 px but not a phone, and put the viewport back either way.
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        page.set_content('<div style="width: 800px">宽</div>')
+        fits_at(page, (1400,))
+        with pytest.raises(AssertionError, match=r"^8\d\d px of page in a 390 px wide window"):
+            fits_at(page, (1400, 390))
+        assert page.viewport_size == {"width": 1400, "height": 900}
+    finally:
+        page.close()
+
+
+def test_a_walk_runs_at_its_first_look_unless_all_are_asked_for(monkeypatch):
+    import browser_tabs
+
+    assert looks((1400, "light"), (390, "dark")) == ([(1400, "light"), (390, "dark")] if browser_tabs.ALL_LOOKS
+                                                     else [(1400, "light")])
+    monkeypatch.setattr(browser_tabs, "ALL_LOOKS", True)
+    assert looks(390, 1400, 1024, keep=2) == [390, 1400, 1024]
+    monkeypatch.setattr(browser_tabs, "ALL_LOOKS", False)
+    assert looks(390, 1400, 1024, keep=2) == [390, 1400]
 
 
 def markdown_viewer_page(markdown: str) -> str:

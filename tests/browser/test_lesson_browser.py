@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_tabs import eventually, open_tab, serving
+from browser_tabs import eventually, looks, open_tab, serving
 from conftest import REPO
 from s11_exercises import builtin_exercises
 
@@ -247,7 +247,7 @@ def shoot_shots(visitor: Visitor, name: str) -> None:
     visitor.page.set_viewport_size(size)
 
 
-@pytest.mark.parametrize("width", [1400, 390])
+@pytest.mark.parametrize("width", looks(390, 1400))
 def test_levels_2_and_3_by_clicking_only_with_the_fork_control_in_view(browser, server, width):
     """Issue 42 items 1 and 3: a student picks the fork position by clicking a message of the lesson's conversation
     (the control has no position box), sees the button name it without scrolling, and the control clears after the

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_tabs import open_explorer, running_app
+from browser_tabs import looks, open_explorer, running_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -154,7 +154,7 @@ def server(tmp_path_factory):
         yield url, sessions
 
 
-@pytest.mark.parametrize("width, scheme", [(1400, "light"), (390, "dark")])
+@pytest.mark.parametrize("width, scheme", looks((1400, "light"), (390, "dark")))
 def test_a_reader_reviews_unmasks_one_adds_a_string_and_downloads(browser, server, width, scheme):
     from s11_session import SessionStore
 

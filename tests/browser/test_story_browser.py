@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_tabs import running_app
+from browser_tabs import looks, running_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -55,8 +55,7 @@ def click(page, selector: str) -> None:
     page.locator(selector).click()
 
 
-@pytest.mark.parametrize("width, scheme", [(1400, "light"), (1400, "dark"), (390, "light"), (390, "dark")],
-                         ids=["1400-light", "1400-dark", "390-light", "390-dark"])
+@pytest.mark.parametrize("width, scheme", looks((1400, "light"), (390, "dark"), (1400, "dark"), (390, "light"), keep=2))
 def test_a_reader_steps_through_the_story_from_the_8_11_result(browser, server, width, scheme):
     url, sessions = server
     context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)

@@ -1,9 +1,11 @@
 """Undo in Debian's chromium, as a reader: run the 8.11 demo, open the explorer, then in its 📜 history panel undo a
 fork (the node leaves the list and goes to the trash), undo a resume and redo it, undo a delete, look at an old
 revision of branch B read-only and go back to it -- each result under the button that was clicked, the disk agreeing;
-on the read-only shelf the buttons are gone. At 1400 px and 390 px, light and dark, no horizontal overflow.
+on the read-only shelf the buttons are gone. No horizontal overflow at 1400 px or 390 px at
+each step (the walk runs light at 1400 px; S11_ALL_LOOKS=1 also walks it dark at 390 px).
 
-Set S11_UNDO_SCREENSHOTS=/some/folder to also write the panel's screenshots there (both widths, both schemes).
+Set S11_UNDO_SCREENSHOTS=/some/folder to also write the panel's screenshots there (both widths and schemes with
+S11_ALL_LOOKS=1).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_tabs import open_explorer, running_app, space_store
+from browser_tabs import fits_at, looks, open_explorer, running_app, space_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -56,11 +58,6 @@ def listed(page) -> set[str]:
     return {cell.strip() for cell in cells if re.fullmatch(r"[0-9a-f]{12}", cell.strip())}
 
 
-def fits(page) -> None:
-    widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
-    assert widths[0] <= widths[1], widths
-
-
 def shoot(page, name: str) -> None:
     folder = os.environ.get("S11_UNDO_SCREENSHOTS")
     if folder:
@@ -70,7 +67,7 @@ def shoot(page, name: str) -> None:
         page.locator("#s11h-panel").screenshot(path=str(Path(folder) / name), type="png")
 
 
-@pytest.mark.parametrize("width, scheme", [(1400, "light"), (390, "dark")])
+@pytest.mark.parametrize("width, scheme", looks((1400, "light"), (390, "dark")))
 def test_undo_a_fork_a_resume_and_a_delete_redo_one_and_go_back_to_a_revision(browser, server, width, scheme):
     url, sessions = server
     context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
@@ -103,7 +100,7 @@ def test_undo_a_fork_a_resume_and_a_delete_redo_one_and_go_back_to_a_revision(br
         assert page.get_by_role("option", name=re.compile(child)).count() == 1
         page.keyboard.press("Escape")
         timeline.get_by_text("↶ 已撤销").first.wait_for(timeout=15_000)
-        fits(page)
+        fits_at(page)
 
         # a resume of B, undone (the previous content saved as a new revision), then redone
         open_action(page, "resume")
@@ -126,7 +123,7 @@ def test_undo_a_fork_a_resume_and_a_delete_redo_one_and_go_back_to_a_revision(br
         result(page, "#s11h-undo-result", "撤销了第 11 步：删除了")
         page.wait_for_function(f"document.querySelector('#s11x-list').innerText.includes('{b}')")
         assert store.load(b) is not None
-        fits(page)
+        fits_at(page)
 
         # B's revisions: look at the first one read-only, then go back to it (a new revision, nothing lost)
         select(page, b)
@@ -138,7 +135,7 @@ def test_undo_a_fork_a_resume_and_a_delete_redo_one_and_go_back_to_a_revision(br
         note.get_by_text("只读：分支 B 的第 1 版，7 条消息").wait_for(timeout=15_000)
         assert "现在多了 3 条" in note.inner_text()
         page.locator("#s11h-looking").get_by_text("弱引用缓存").first.wait_for(timeout=15_000)
-        fits(page)
+        fits_at(page)
         shoot(page, f"undo-{width}-{scheme}.png")
         revision = store.load(b).revision
         click(page, "#s11h-back")
@@ -146,7 +143,7 @@ def test_undo_a_fork_a_resume_and_a_delete_redo_one_and_go_back_to_a_revision(br
         node = store.load(b)
         assert node.revision == revision + 1 and len(node.messages) == 7
         page.wait_for_function("!document.querySelector('#s11x-path').innerText.includes('监控上线后再看内存曲线')")
-        fits(page)
+        fits_at(page)
 
         # the read-only shelf: the panel reads, but offers no undo, redo or revert
         page.locator("#s11x-source").get_by_text("📚 共享书架").click()
@@ -161,7 +158,7 @@ def test_undo_a_fork_a_resume_and_a_delete_redo_one_and_go_back_to_a_revision(br
         page.goto(f"{url}/?__theme={other}")
         open_explorer(page)
         timeline.get_by_text("回到第 1 版").first.wait_for(timeout=15_000)
-        fits(page)
+        fits_at(page)
         shoot(page, f"undo-{width}-{other}.png")
     finally:
         context.close()
