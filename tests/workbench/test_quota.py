@@ -1,8 +1,11 @@
-"""The space quota (s11_workbench/spaces.py): imports reserve what they will write, and an import's own writes are
-counted by the server instead of re-stat'ing every session file — without ever counting a space short.
+"""The space quota (s11_workbench/spaces.py): imports, and the explorer's fork / resume / delete / restore, reserve
+what they will write, and the server counts its own writes instead of re-stat'ing every session file — without ever
+counting a space short. Walks are counted (spaces.folder_usage): after the first check in a process none of these
+walks the space; a foreign write, a failed or stale save, or a file the book's code wrote makes the next check walk.
 
-What happens to saved data in each case: a refused import writes nothing (the folder is byte for byte the same);
-an accepted one writes its nodes; nothing already saved is touched.
+What happens to saved data in each case: a refused import, fork, resume or restore writes nothing (the folder is
+byte for byte the same; a refused restore leaves the copy in the trash); an accepted one writes its nodes; a delete
+only moves the file into the trash (still counted in the bytes); nothing already saved is touched.
 """
 
 from __future__ import annotations
@@ -467,3 +470,20 @@ def test_a_fork_from_the_shelf_is_counted_without_walking(tmp_path, walks):
     walks.clear()
     assert explorer.fork(token, shelf, 30, "又一次").notice.startswith("✅")
     assert space.usage() == on_disk(space.folder) and walks == []
+
+
+def test_the_explorers_fork_writes_the_same_node_and_journal_line_as_store_fork(tmp_path):
+    spaces, token, space = filled_space(tmp_path, sessions=3)
+    parent_id = new_session(space)
+    explorer = explorer_of(spaces, tmp_path)
+    page = explorer.fork(token, explorer.select(token, View(), parent_id).view, 21, "新的一轮", "分支甲")
+    ours = space.store.load(page.view.session_id)
+    theirs = space.store.fork(parent_id, [{"role": "user", "content": "新的一轮"}], at=21, title="分支甲")
+    assert (ours.parent_id, ours.fork_point, ours.messages, ours.title, ours.revision) == \
+        (theirs.parent_id, theirs.fork_point, theirs.messages, theirs.title, theirs.revision)
+    lines = [json.loads(line) for line in Path(space.folder, ".journal.jsonl").read_text(encoding="utf-8").splitlines()]
+    ours_line, theirs_line = lines[-2], lines[-1]      # undo (s11_history) reads these: the same shape
+    for line in (ours_line, theirs_line):
+        del line["n"], line["at"], line["ns"], line["ids"]
+    assert ours_line == theirs_line and ours_line["op"] == "fork" and ours_line["parent"] == parent_id
+    assert space.usage() == on_disk(space.folder)
