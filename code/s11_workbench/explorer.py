@@ -828,9 +828,8 @@ class Explorer:
         new = [{"role": "user", "content": _turn_text(first_message)}] if str(first_message or "").strip() else []
         name = _title_text(title) or _branch_title(space, parent_id)
         own.writable().throttle()
-        if space is own:
-            own.require_room(sessions=1)
-            child = own.store.fork(parent_id, new, at=keep, title=name or None)
+        if space is own:   # 按确切的字节检查限额、预留，写完记下用量（Space.fork）
+            child = own.fork(parent_id, new, at=keep, title=name or None)
         else:   # 书架或老师查看：祖先链以原 ID 复制进自己的空间，再在自己的空间里分叉
             child = own.fork_from(space, parent_id, at=keep, new_messages=new, title=name or None)
         done = fork_control.result_line(keep, child.session_id, len(new), len(child.messages))
@@ -845,13 +844,12 @@ class Explorer:
                 raise ExplorerError(f"角色只能是 {' / '.join(ROLES)}")
             turn = {"role": role, "content": _turn_text(text)}
             space.writable().throttle()
-            space.require_room(sessions=0, nbytes=len(turn["content"].encode("utf-8")))
             node = space.store.load(session_id)
             if node is None:
                 raise SessionNotFound(f"未找到会话：{session_id}")
             node.revision = view.revision   # 用页面读入时的修订号保存：别人先存过就冲突，绝不覆盖
             node.messages.append(turn)
-            space.store.save(node)
+            space.save(node)   # 先按确切的字节（整个新文件）检查限额，写完记下用量
             done = (f"✅ 已恢复并续写保存：会话 {session_id} 现在有 {len(node.messages)} 条消息"
                     f"（修订 {node.revision}）")
             return dataclasses.replace(view, revision=node.revision, start=None, focus=None, end=None), done, \
@@ -896,7 +894,7 @@ class Explorer:
             session_id = self._selected(view)
             store = space.writable().store
             node = store.load(session_id)
-            if node is None or not store.delete(session_id):
+            if node is None or not space.delete(session_id):   # 经过空间：记下用量，下一次检查不必重数
                 raise SessionNotFound(f"未找到会话：{session_id}")
             deleted = ((session_id, node.title),) + tuple(d for d in view.deleted if d[0] != session_id)
             parent = node.parent_id if node.parent_id and store.load(node.parent_id) is not None else None
@@ -909,8 +907,7 @@ class Explorer:
         def action(space, own):
             validate_session_id(session_id)
             store = space.writable().store
-            space.require_room(sessions=1)
-            if not store.restore(session_id):
+            if not space.restore(session_id):   # 先看有没有多一个会话的位置
                 raise SessionNotFound(f"回收站里没有会话 {session_id}")
             deleted = tuple(d for d in view.deleted if d[0] != session_id)
             done = f"♻️ 已从回收站取回会话 {session_id}"

@@ -27,8 +27,11 @@ space_id 都没用；每个请求都重新验签，服务器不需要记住任�
 同一个访客地址领取新空间的速度也有上限，脚本不能靠不停换新空间绕过限额。
 导入先按确切的字节预留（Space.reserve），写完才释放：同时进行的两次导入不会都以为放得下；写完后空间的用量
 = 预留时的用量 + 它写的字节，只要期间仓库没有别的写（CountingStore.writes 记着本服务器对这个空间的每一次写），
-下一次检查就不必再走一遍几千个文件。不经过本服务器的写（别的进程直接改空间目录）：在那之后目录的戳变了就照常
-重数；恰好在一次导入写的同时发生的，要到目录下一次变动才数到（学生只能经过服务器写，这只关乎老师自己的工具）。
+下一次检查就不必再走一遍几千个文件。浏览器里的分叉、续写、删除、恢复也这样（Space.fork / save / delete / restore）：
+分叉、续写按 store.write_costs 的确切字节预留；删除只是把文件换名进回收站（回收站照样算字节），所以少一个会话、
+多日志的一行，恢复反过来（日志只往末尾追加：量它变长了多少）。所以进程里第一次检查走一遍空间，之后这几种写都不再走。
+不经过本服务器的写（别的进程直接改空间目录）：在那之后目录的戳变了就照常重数；恰好在本服务器一次写的同时发生的，
+要到目录下一次变动才数到（学生只能经过服务器写，这只关乎老师自己的工具）。
 
 Scope: 不做账号和登录（空间跟着浏览器走，清掉浏览器数据就换了一个空间）；教师密钥每次启动重新生成；
 限速只在本进程内有效（多进程部署需要共享的计数器）。
@@ -50,11 +53,12 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
+import s11_journal
 import s11_redact
 from s11_format import MAX_ID_LENGTH
 from s11_session import ConflictError, SessionError, SessionNode, SessionNotFound, SessionStore
 from s11_storage import PendingWrite, stat_key
-from s11_text import human_size, os_error_reason, public_name
+from s11_text import human_size, os_error_reason, printable, public_name
 from s11_workbench.bounded import BoundedCache
 from s11_workbench.search_index import INDEX_DIR
 
@@ -198,8 +202,9 @@ class Space:
         self._address_bucket = address_bucket   # 当前请求的访客地址的令牌桶（没有请求时 None）
         self._scans = scans   # 限额统计的每层目录缓存（Spaces 所有空间共用一个，见 folder_usage）
         self._quota_lock = threading.Lock()     # 限额的检查、预留、记下自己写完的样子，一次一个
-        self._held = Reservation(0, 0)          # 正在写的导入预留的 (会话数, 字节)：别的写入检查限额时算上它们
-        self._known: Optional[_Known] = None      # 本服务器一次导入写完时的用量：之后没人再写就照用（见 finish）
+        self._held = Reservation(0, 0)          # 正在写的预留的 (会话数, 字节)：别的写入检查限额时算上它们
+        self._importing = 0                     # 其中导入预留的字节（拒绝的消息据此说“和正在进行的导入”）
+        self._known: Optional[_Known] = None      # 本服务器自己一次写完时的用量：之后没人再写就照用（见 finish）
 
     def __repr__(self) -> str:
         return f"Space({self.space_id!r}{', 只读' if self.read_only else ''})"
@@ -220,38 +225,53 @@ class Space:
     def reserve(self, *, sessions: int, nbytes: int) -> "Reservation":
         """导入写第一个字节之前：像 require_room 一样检查，再把这些会话数和字节记作“正在写”，直到 finish()。
         两个同时进行的导入因此不会都以为空间还放得下（先检查的那个预留了，后一个检查时算上它）。"""
+        return self._reserve(sessions=sessions, nbytes=nbytes, importing=True)
+
+    def _reserve(self, *, sessions: int, nbytes: int, check: bool = True, importing: bool = False) -> "Reservation":
+        """reserve() 本身，也给本空间自己的分叉、续写、删除、恢复用。check=False（删除：满了也要删得了，才腾得出位置）：
+        不检查、不预留，也不为了记用量去走一遍空间——记下的用量已经不成立时，这次就不记（usage 为 None）。"""
         self.writable()
         with self._quota_lock:
+            if not check:
+                return Reservation(0, 0, self._recorded(), getattr(self.store, "writes", None))
             usage = self._usage()
             self._check_room(usage, sessions, nbytes)
             self._held = Reservation(self._held.sessions + sessions, self._held.nbytes + nbytes)
-            return Reservation(sessions, nbytes, usage, getattr(self.store, "writes", None))
+            self._importing += nbytes if importing else 0
+            return Reservation(sessions, nbytes, usage, getattr(self.store, "writes", None), importing)
 
-    def finish(self, reservation: "Reservation", saved: int, written: int) -> None:
-        """导入写完（或中途停下）：释放预留。它成功保存了 saved 次、让空间确切地多了 written 字节
-        （store.write_costs 算的，日志行也在内）。期间仓库再没有别的写、它自己也没有失败的保存（失败的保存可能
-        留下了块，writes 照样加一，所以 writes 正好多了 saved 次才算数）时，
-        空间的用量就是预留时的用量加上它写的（会话数宁多不少，见下）：
-        下一次检查不必再走一遍空间的每个文件和每层目录。"""
+    def finish(self, reservation: "Reservation", saved: int, written: int, *,
+               sessions: Optional[int] = None) -> None:
+        """写完（或中途停下）：释放预留。这次写让仓库的 writes 加了 saved 次（导入：成功保存的次数）、让空间确切地多了
+        written 字节（store.write_costs 算的，日志行也在内；删除、恢复量的是日志文件变长了多少）、会话数变了 sessions
+        （不给时按导入算：新建的会话不多于预留的，也不多于保存的次数——宁多不少）。期间仓库再没有别的写、
+        它自己也没有失败的写（失败的保存可能留下了块，writes 照样加一，所以 writes 正好多了 saved 次才算数）时，
+        空间的用量就是预留时的用量加上这些：下一次检查不必再走一遍空间的每个文件和每层目录。"""
         with self._quota_lock:
             self._held = Reservation(self._held.sessions - reservation.sessions,
                                      self._held.nbytes - reservation.nbytes)
+            self._importing -= reservation.nbytes if reservation.importing else 0
             writes = getattr(self.store, "writes", None)
             self._known = None
             if reservation.usage is not None and reservation.writes is not None and writes == reservation.writes + saved:
                 count, used = reservation.usage
-                new = min(reservation.sessions, saved)   # 新建的会话不多于预留的，也不多于保存的次数
+                new = min(reservation.sessions, saved) if sessions is None else sessions
                 self._known = _Known(writes, _folder_stamps(self.folder), (count + new, used + written))
 
     def _usage(self) -> Tuple[int, int]:
-        """调用方握着 _quota_lock。finish() 记下的用量仍然成立（仓库的 writes 没变，空间目录和它的回收站、块、
-        旧版目录的戳都没变）就照用；否则照常走一遍（每层目录按戳缓存，见 folder_usage）。"""
+        """调用方握着 _quota_lock。finish() 记下的用量仍然成立就照用；否则照常走一遍（每层目录按戳缓存，见 folder_usage）。"""
+        recorded = self._recorded()
+        return recorded if recorded is not None else folder_usage(self.folder, self._scans)
+
+    def _recorded(self) -> Optional[Tuple[int, int]]:
+        """调用方握着 _quota_lock。finish() 记下的用量，只要它仍然成立：仓库的 writes 没变，空间目录和它的回收站、块、
+        旧版目录的戳都没变。否则 None（并忘掉它）。"""
         known = self._known
         if known is not None and known.writes == getattr(self.store, "writes", None) \
                 and known.stamps == _folder_stamps(self.folder):
             return known.usage
         self._known = None
-        return folder_usage(self.folder, self._scans)
+        return None
 
     def _check_room(self, usage: Tuple[int, int], sessions: int, nbytes: int) -> None:
         count, used = usage
@@ -261,7 +281,7 @@ class Space:
             raise SpaceError(f"空间 {self.space_id} 已有 {count} 个会话，上限是 {limits.max_sessions} 个："
                              "请先删除一些不要的会话")
         if used + nbytes > limits.max_bytes:
-            writing = "和正在进行的导入" if self._held.nbytes else ""
+            writing = "和正在进行的导入" if self._importing else ""
             raise SpaceError(f"空间 {self.space_id} 已用 {human_size(used)}（含回收站{writing}），再写 {human_size(nbytes)} "
                              f"会超过上限 {human_size(limits.max_bytes)}：请先在「🗑️ 删除 / 恢复」里删除不要的会话"
                              "并清空回收站")
@@ -301,36 +321,113 @@ class Space:
             raise SpaceError(f"空间 {self.space_id} 是只读的（共享书架或教师查看）：想改动请先分叉到自己的空间")
         return self
 
+    # ── 本空间自己的写：分叉、续写、删除、恢复 ─────────────────────────────────────────────
+    # 每个都像导入一样先预留（按确切的字节检查限额：两个同时的写不会都以为放得下），写完用 finish() 记下用量，
+    # 下一次检查就不必走一遍空间。不限速——调用方按一次操作先调 throttle()。
+    def fork(self, parent_id: str, new_messages: Optional[list] = None, *, at: Optional[int] = None,
+             title: Optional[str] = None) -> SessionNode:
+        """在本空间里分叉：写下的节点和日志里的那一行都和 store.fork() 的一样。先按这次确切要写的字节
+        （新文件、新块、日志的一行）检查限额，放不下就一个字节都不写。"""
+        store = self.writable().store
+        parent = store.load(parent_id)
+        if parent is None:
+            raise SessionNotFound(f"❌ 未找到父会话: {parent_id}，无法分叉！")
+        child = _planned_child(parent, at, new_messages, title)
+        child._stored = parent._stored   # 继承的前缀就是父节点的块：不再编码（同 store.fork）
+        reservation, saved, nbytes = None, 0, 0
+        try:   # 字节在 fork 的那一行日志之内算：日志行的长短（带 parent、fork_point）也就算准了
+            with s11_journal.operation(store, "fork", parent=parent.session_id, fork_point=child.fork_point):
+                nbytes = sum(store.write_costs([child]))
+                reservation = self._reserve(sessions=1, nbytes=nbytes)
+                store.save(child)   # 新 ID、修订 0：分叉永远不会冲突
+                saved = 1
+        finally:   # 离开 operation 时那一行才写下：之后才记用量
+            if reservation is not None:
+                self.finish(reservation, saved, nbytes, sessions=saved)
+        return child
+
+    def save(self, node: SessionNode) -> None:
+        """保存本空间的一个节点（续写）：先按确切的字节（整个新文件、新块、日志的一行；换下的旧文件留在 .history/，
+        不腾出空间）检查限额，放不下就一个字节都不写。修订号过期照样 ConflictError（store.save）。"""
+        store = self.writable().store
+        nbytes = sum(store.write_costs([node]))
+        exists = os.path.lexists(store.path_of(node.session_id))
+        # 修订 0 而文件已在 = 要换掉的是书中代码写的、没有修订号的文件：日志那一行多记一项，write_costs 没算它——
+        # 这次不记用量（当作没写成：writes 对不上，下一次检查照常走一遍）
+        exact = not (exists and node.revision == 0)
+        reservation = self._reserve(sessions=0 if exists else 1, nbytes=nbytes)
+        saved = 0
+        try:
+            store.save(node)
+            saved = 1 if exact else 0
+        finally:
+            self.finish(reservation, saved, nbytes, sessions=0 if exists else saved)
+
+    def delete(self, session_id: str) -> bool:
+        """移进回收站（store.delete），返回删掉了没有。回收站算在字节里，所以字节只多了日志的一行（会话文件只是换了
+        个名字），会话少了一个。日志只往末尾追加：量它变长了多少，就是确切的字节。从不因为限额拒绝。"""
+        store = self.writable().store
+        reservation = self._reserve(sessions=0, nbytes=0, check=False)
+        journal = s11_journal.journal_path(self.folder)
+        before, removed, saved = _size(journal), False, 0
+        try:
+            removed = store.delete(session_id)
+            saved = 1
+        finally:
+            self.finish(reservation, saved, _size(journal) - before, sessions=-1 if removed else 0)
+        return removed
+
+    def restore(self, session_id: str) -> bool:
+        """从回收站放回（store.restore），返回放回了没有。要多一个会话的位置（字节不变：回收站本来就算着，
+        只多日志的一行，量它变长了多少）。"""
+        store = self.writable().store
+        reservation = self._reserve(sessions=1, nbytes=0)
+        journal = s11_journal.journal_path(self.folder)
+        before, restored, saved = _size(journal), False, 0
+        try:
+            restored = store.restore(session_id)
+            saved = 1
+        finally:
+            self.finish(reservation, saved, _size(journal) - before, sessions=1 if restored else 0)
+        return restored
+
     # ── 跨空间分叉（从书架开始）──────────────────────────────────────────────────
     def fork_from(self, source: "Space", session_id: str, *, at: Optional[int] = None,
                   new_messages: Optional[list] = None, title: Optional[str] = None) -> SessionNode:
         """把 source 里 session_id 的祖先链脱敏后复制进本空间（同样的 ID），再在本空间里 fork。
         本空间里同一 ID 的节点已经变了（自己续写过）时不覆盖它：这一份以新 ID 另存，从新 ID 分叉。
-        先检查限额和磁盘余量：用的是这次真正要写的字节（复制的节点 + 新分支，含分块存放的大消息的新块），
+        先检查限额和磁盘余量并预留：用的是这次真正要写的字节（复制的节点 + 新分支，含分块存放的大消息的新块），
         放不下就一个字节都不写。不限速——调用方按一次操作先调 throttle()。"""
         self.writable()
-        with self.store.batch():   # 算字节时编好的每条消息，随后保存这些节点时直接用（大会话不脱敏、不编码两遍）
-            plan = copy_lineage(source.store, session_id, self.store, redact=True, dry_run=True)
-            child = _planned_child(plan, at, new_messages, title)
-            nbytes = max(0, sum(self.store.write_costs(plan.to_write + [child])))
-            self.require_room(sessions=len(plan.to_write) + 1, nbytes=nbytes)
-            try:
-                for node in plan.to_write:
-                    self.store.save(node)   # 修订 0：算过之后正好有人建了同一个 ID 时 ConflictError，绝不覆盖
-            except ConflictError:           # 那就按 copy_lineage 的规矩重来一遍：同样内容的跳过，不同的换新 ID
-                copied = copy_lineage(source.store, session_id, self.store, redact=True)
-                return self.store.fork(copied.leaf_id, new_messages, at=at, title=title)
-            self.store.save(child)          # 就是 store.fork() 会建的那个节点（新 ID、修订 0）
-            return child
+        reservation, saved, nbytes = None, 0, 0
+        try:
+            with self.store.batch():   # 算字节时编好的每条消息，随后保存这些节点时直接用（大会话不脱敏、不编码两遍）
+                plan = copy_lineage(source.store, session_id, self.store, redact=True, dry_run=True)
+                child = _planned_child(plan.leaf, at, new_messages, title)
+                nbytes = sum(self.store.write_costs(plan.to_write + [child]))
+                reservation = self._reserve(sessions=len(plan.to_write) + 1, nbytes=nbytes)
+                try:
+                    for node in plan.to_write:
+                        self.store.save(node)   # 修订 0：算过之后正好有人建了同一个 ID 时 ConflictError，绝不覆盖
+                        saved += 1
+                except ConflictError:           # 那就按 copy_lineage 的规矩重来一遍：同样内容的跳过，不同的换新 ID
+                    copied = copy_lineage(source.store, session_id, self.store, redact=True)
+                    return self.store.fork(copied.leaf_id, new_messages, at=at, title=title)   # 用量下次重数
+                self.store.save(child)          # 就是 store.fork() 会建的那个节点（新 ID、修订 0）
+                saved += 1
+                return child
+        finally:   # 这一批的日志行在离开 batch() 时才写下：之后才记用量
+            if reservation is not None:
+                self.finish(reservation, saved, nbytes, sessions=saved)
 
 
-def _planned_child(plan: "CopyResult", at: Optional[int], new_messages: Optional[list],
+def _planned_child(parent: SessionNode, at: Optional[int], new_messages: Optional[list],
                    title: Optional[str]) -> SessionNode:
-    """fork_from 要建的新分支，和 store.fork(祖先链的末端, …) 建的一样；at 不对时 SessionError，什么都还没写。"""
-    parent = plan.leaf
+    """store.fork(parent, …) 会建的那个新分支（新 ID、修订 0），还没写；at 不对时 SessionError（与 store.fork 同一句话）。"""
     keep = len(parent.messages) if at is None else at
     if isinstance(keep, bool) or not isinstance(keep, int) or not 0 <= keep <= len(parent.messages):
-        raise SessionError(f"分叉位置 at={at!r} 无效：会话 {parent.session_id} 只有 {len(parent.messages)} 条消息")
+        raise SessionError(f"分叉位置 at={printable(repr(at)[:40])} 无效：会话 {parent.session_id} 有 "
+                           f"{len(parent.messages)} 条消息，at 必须是 0 到 {len(parent.messages)} 的整数")
     return SessionNode(title=title or f"{parent.title} · 分支", parent_id=parent.session_id,
                        messages=list(parent.messages[:keep]) + list(new_messages or []), fork_point=keep)
 
@@ -876,8 +973,9 @@ def _subfolders(folder: str) -> Tuple[str, ...]:
 
 
 def _size(path: str) -> int:
+    """一个文件的字节数，和走一遍空间时数的一样（不跟随符号链接）；不在时 0。"""
     try:
-        return os.stat(path).st_size
+        return os.stat(path, follow_symlinks=False).st_size
     except OSError:
         return 0
 
@@ -952,16 +1050,18 @@ def _scan(folder: str, scans: Optional[BoundedCache] = None) -> _DirScan:
 
 
 class Reservation(NamedTuple):
-    """Space.reserve() 预留的会话数和字节；usage、writes 是预留时空间的用量和仓库的写入次数（finish 用）。"""
+    """Space.reserve() 预留的会话数和字节；usage、writes 是预留时空间的用量和仓库的写入次数（finish 用）；
+    importing：这是一次导入的预留。"""
     sessions: int
     nbytes: int
     usage: Optional[Tuple[int, int]] = None
     writes: Optional[int] = None
+    importing: bool = False
 
 
 class _Known(NamedTuple):
-    """本服务器一次导入写完时空间的用量（见 Space.finish）：writes 是那时仓库的写入次数，stamps 是空间目录
-    和它的回收站、块、旧版目录的戳。"""
+    """本服务器自己的一次写（导入、分叉、续写、删除、恢复）写完时空间的用量（见 Space.finish）：writes 是那时仓库的
+    写入次数，stamps 是空间目录和它的回收站、块、旧版目录的戳。"""
     writes: int
     stamps: tuple
     usage: Tuple[int, int]
