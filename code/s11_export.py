@@ -78,7 +78,7 @@ def message_parts(message: dict, tool_names: dict[str, str] | None = None) -> li
     [Part(kind='tool_output', text='ok', caption='bash', is_error=False, truncated_from=0)]
     """
     content = message.get("content")
-    blocks = content if isinstance(content, list) else [content]
+    blocks = content if isinstance(content, (list, tuple)) else [content]
     parts = [_block_part(block) for block in blocks if block is not None]
     if message.get("role") in TOOL_ROLES:
         parts = _as_tool_output(parts, message)
@@ -96,7 +96,7 @@ def tool_call_names(messages: list[dict]) -> dict[str, str]:
     names = {}
     for message in messages:
         content = message.get("content")
-        for block in content if isinstance(content, list) else []:
+        for block in content if isinstance(content, (list, tuple)) else []:
             if isinstance(block, dict) and block.get("type") in ("tool_use", "toolCall") and block.get("id"):
                 names[str(block["id"])] = _as_text(block.get("name"))
     return names
@@ -153,7 +153,7 @@ def converge_card(messages: list[dict]) -> ConvergeCard | None:
         item = item if isinstance(item, dict) else {}
         return _one_line(item.get("session_id")), _one_line(item.get("title") or "未命名会话")
 
-    others = record.get("others") if isinstance(record.get("others"), list) else []
+    others = record.get("others") if isinstance(record.get("others"), (list, tuple)) else []
     carried = [(number, _origin_text(message["origin"])) for number, message in enumerate(messages, 1)
                if "origin" in message]
     decision = " ".join(part.text for part in message_parts(messages[found - 1]) if part.kind == "text")
@@ -212,7 +212,7 @@ def _original_length(block: dict) -> int:
 def _tool_result_part(block: dict) -> Part:
     # Claude 的 tool_result 的 content 要么是字符串，要么是内容块列表（text、image……）。
     content = block.get("content")
-    if isinstance(content, list):
+    if isinstance(content, (list, tuple)):
         text = "\n".join(_flat_text(_block_part(item)) for item in content)
     else:
         text = _as_text(content)
@@ -300,7 +300,8 @@ def _view(session: dict, lineage: list[dict] | None, redact: bool) -> _View:
     source = _source_sentence(session.get("source"))
     counts: dict[str, int] = {}
     if redact:
-        (title, messages, source), counts = s11_redact.redact_value([title, messages, source])
+        # share：没有命中的消息不拷贝，与传入的字典共用（导出只读它们；元组还是元组，下面当列表读）
+        (title, messages, source), counts = s11_redact.redact_value([title, messages, source], share=True)
         # 祖先会话的标题也要脱敏，但计数算在它们自己的导出里，不算在这一份里。路径只显示标题、ID 和条数：
         # 只留这几项
         fields = [s11_redact.redact(value) if isinstance(value, str) else value
