@@ -515,8 +515,8 @@ def scan_value(value: Any) -> list[Finding]:
     findings: list[Finding] = []
     found = places(value)
     hits = _find_all([text for _, _, text, _ in found])
-    named = [index for index, (*_, credential) in enumerate(found) if credential]
-    for index in sorted(hits.keys() | named):   # 绝大多数位置什么也没有：只看有命中的，和凭据名字下的字符串
+    named = [index for index, place in enumerate(found) if place[3]]   # 凭据名字下的字符串
+    for index in sorted(hits.keys() | named):   # 绝大多数位置什么也没有：只看这两种
         path, part, text, _ = found[index]
         spans = hits.get(index, ())
         if not spans and text.strip() and not _is_reference(text.strip()) and _MARKER_START not in text:
