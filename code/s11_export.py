@@ -388,7 +388,7 @@ _TOP_LEVEL_FENCE = re.compile(r"(`{3,})[^`]*$|(~{3,})")
 _BLANKS = re.compile(r"[ \t]*")
 _DIGITS = re.compile(r"[0-9]*")
 _HEADING_MARK = re.compile(r"#{1,6}(?:[ \t]|$)")
-_INLINE_SPECIALS = re.compile(r"([\\`*_\[\]<>&~|#])")
+_INLINE_SPECIALS = re.compile(r"[\\`*_\[\]<>&~|#]")
 
 
 def markdown_chunks(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> Iterator[str]:
@@ -660,8 +660,14 @@ _BACKTICKS = re.compile("`+")
 
 def _inline(text: str) -> str:
     # 标题和日期放在标题行或列表行里：让它们留在一行之内，不带标记、不带 HTML、不成图片
-    # （"![x](u)" 的 "[" 转义之后，读起来就只是文字）。
-    return _INLINE_SPECIALS.sub(r"\\\1", _one_line(str(text)))
+    # （"![x](u)" 的 "[" 转义之后，读起来就只是文字）。替换用函数而不用 r"\\\1" 这样的模板：
+    # re 每次调用都要回到 Python 里解析带反斜杠的模板，而函数只在真有要转义的字符时才调用。
+    return _INLINE_SPECIALS.sub(_backslashed, _one_line(str(text)))
+
+
+def _backslashed(match: re.Match[str]) -> str:
+    """'*' -> '\\*'"""
+    return "\\" + match.group()
 
 
 # ── HTML ────────────────────────────────────────────────────────────────────────────────────
