@@ -416,13 +416,16 @@ def markdown_chunks(session: dict, lineage: list[dict] | None = None, *, redact:
             yield f"\n> 🌿 {_inline(_divider_sentence(view))}\n"
 
 
-def _markdown_body(view: _View, message: dict) -> Iterator[str]:
+def _markdown_body(view: _View, message: dict) -> list[str]:
+    """一条消息标题之下的片段：标记一行（有的话），然后每个部分，之间空一行。"""
     marks = message_marks(message)
-    bodies = [[" · ".join(_inline(text) for _, text in marks)]] if marks else []
-    bodies += [_markdown_part(part) for part in message_parts(message, view.tool_names)]
-    for index, pieces in enumerate(bodies):
-        yield from ["\n\n", *pieces] if index else pieces
-    yield "\n"
+    pieces = [" · ".join(_inline(text) for _, text in marks)] if marks else []
+    for part in message_parts(message, view.tool_names):
+        if pieces:
+            pieces.append("\n\n")
+        pieces += _markdown_part(part)
+    pieces.append("\n")
+    return pieces
 
 
 def render_markdown(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> str:
