@@ -791,22 +791,25 @@ def _html_header(view: _View) -> str:
     return f'<header><h1>🗂️ 会话导出：{_escape(view.title)}</h1><dl class="facts">{rows}</dl></header>'
 
 
-def _html_message(view: _View, number: int, message: dict) -> Iterator[str]:
+def _html_message(view: _View, number: int, message: dict) -> list[str]:
+    """一条消息的 <section>，分成几个片段（长文本各自是一个片段，不和别的拼在一起）。"""
     role = str(message.get("role", "unknown"))
+    shown_role = _escape(role)
     marks = message_marks(message)
     classes = ["message", *(["inherited"] if number <= view.fork_point else []),
                *(kind for kind, _ in marks if kind in ("summary", "meta", "subagent"))]
-    yield (f'<section class="{" ".join(classes)}" data-role="{_escape(role)}" id="m{number}">\n'
-           f"<h2>{ROLE_ICONS.get(role, DEFAULT_ICON)} {number}. <code>{_escape(role)}</code></h2>\n")
+    pieces = [f'<section class="{" ".join(classes)}" data-role="{shown_role}" id="m{number}">\n'
+              f"<h2>{ROLE_ICONS.get(role, DEFAULT_ICON)} {number}. <code>{shown_role}</code></h2>\n"]
     if marks:
         items = "".join(f'<li class="mark-{kind}">{_escape(text)}</li>' for kind, text in marks)
-        yield f'<ul class="marks" aria-label="消息标记">{items}</ul>\n'
+        pieces.append(f'<ul class="marks" aria-label="消息标记">{items}</ul>\n')
     for part in message_parts(message, view.tool_names):
-        yield from _HTML_RENDERERS[part.kind](part)
+        pieces += _HTML_RENDERERS[part.kind](part)
         if part.truncated_from:
-            yield f'<p class="note">✂️ {_escape(truncation_note(part.truncated_from))}</p>'
-        yield "\n"
-    yield "</section>\n"
+            pieces.append(f'<p class="note">✂️ {_escape(truncation_note(part.truncated_from))}</p>')
+        pieces.append("\n")
+    pieces.append("</section>\n")
+    return pieces
 
 
 def _html_figure(css_class: str, label: str, part: Part) -> list[str]:
