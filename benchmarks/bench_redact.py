@@ -7,10 +7,12 @@
     timestamps, Chinese prose, JSON tool input; a planted secret every ~200 lines of tool output)
         ├─> json.loads(bytes)                        the yardstick: parsing the same data
         ├─> s11_redact.redact_value(messages)        the structured pass alone (scan_value + mask_value)
-        └─> s11_export.prepare(session)              what a 📤 redacted export computes before it renders
+        ├─> s11_export.prepare(session)              what a 📤 redacted export computes before it renders
+        └─> s11_export.render_markdown(session)      the whole redacted export: prepare + render (the budget row)
 
-Budget (issue 40 item 3, absolute): a redacted export ≤ 4× json.loads of the same bytes. The script prints
-the figure, the budget and PASS/MISS. Times are CPU seconds of this process (time.process_time), best of the
+Budget (issue 40 item 3, absolute): a redacted export ≤ 4× json.loads of the same bytes. The budget row is the
+whole export (render_markdown, as in bench_export), not prepare() alone: prepare is only the redaction half.
+The script prints the figure, the budget and PASS/MISS. Times are CPU seconds of this process (time.process_time), best of the
 runs, so a busy shared machine moves them less than wall-clock time would.
 """
 
@@ -89,8 +91,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     walk = best_cpu(lambda: s11_redact.places(session["messages"]), runs)
     scan = best_cpu(lambda: s11_redact.scan_value(session["messages"]), runs)
     findings = s11_redact.scan_value(session["messages"])
-    mask = best_cpu(lambda: s11_redact.mask_value(session["messages"], findings), runs)
-    export = best_cpu(lambda: s11_export.prepare(session), runs)
+    mask = best_cpu(lambda: s11_redact.mask_value(session["messages"], findings, share=True), runs)
+    prepared = best_cpu(lambda: s11_export.prepare(session), runs)
+    export = best_cpu(lambda: s11_export.render_markdown(session), runs)
     masks = sum(s11_export.prepare(session).counts.values())
     # the rule search alone, each way the accelerator can pick lines, on the same strings in this process
     texts = [text for _, _, text, _ in s11_redact.places(session["messages"])]
@@ -107,12 +110,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                       ["  of which places() walk", c.ms(walk, 1), "", f"{walk / parse:.2f}×", ""],
                       ["  of which scan_value (walk + rule search)", c.ms(scan, 1), "", f"{scan / parse:.2f}×", ""],
                       ["  so the rule search (scan_value − walk)", c.ms(scan - walk, 1), "", f"{(scan - walk) / parse:.2f}×", ""],
-                      ["  of which mask_value (the masked copy)", c.ms(mask, 1), "", f"{mask / parse:.2f}×", ""],
+                      ["  of which mask_value, sharing the unhit parts (share=True, as prepare does)", c.ms(mask, 1), "",
+                       f"{mask / parse:.2f}×", ""],
                       *way_rows,
-                      ["s11_export.prepare (redacted)", c.ms(export, 1), f"{megabytes / export:.1f}",
-                       f"{export / parse:.2f}×", verdict]])
+                      ["s11_export.prepare (redacted: the redaction half of an export)", c.ms(prepared, 1),
+                       f"{megabytes / prepared:.1f}", f"{prepared / parse:.2f}×", ""],
+                      ["s11_export.render_markdown (the whole redacted export)", c.ms(export, 1),
+                       f"{megabytes / export:.1f}", f"{export / parse:.2f}×", verdict]])
     print(f"{verdict}: redacted export {export / parse:.2f}× json.loads (budget ≤ {BUDGET:g}×)")
-    c.report([c.Budget("redacted export (s11_export.prepare), × json.loads of the same bytes", export / parse,
+    c.report([c.Budget("redacted export (s11_export.render_markdown), × json.loads of the same bytes", export / parse,
                        BUDGET, "x")])
     return 0
 

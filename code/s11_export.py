@@ -78,7 +78,7 @@ def message_parts(message: dict, tool_names: dict[str, str] | None = None) -> li
     [Part(kind='tool_output', text='ok', caption='bash', is_error=False, truncated_from=0)]
     """
     content = message.get("content")
-    blocks = content if isinstance(content, list) else [content]
+    blocks = content if isinstance(content, (list, tuple)) else [content]
     parts = [_block_part(block) for block in blocks if block is not None]
     if message.get("role") in TOOL_ROLES:
         parts = _as_tool_output(parts, message)
@@ -96,7 +96,7 @@ def tool_call_names(messages: list[dict]) -> dict[str, str]:
     names = {}
     for message in messages:
         content = message.get("content")
-        for block in content if isinstance(content, list) else []:
+        for block in content if isinstance(content, (list, tuple)) else []:
             if isinstance(block, dict) and block.get("type") in ("tool_use", "toolCall") and block.get("id"):
                 names[str(block["id"])] = _as_text(block.get("name"))
     return names
@@ -153,7 +153,7 @@ def converge_card(messages: list[dict]) -> ConvergeCard | None:
         item = item if isinstance(item, dict) else {}
         return _one_line(item.get("session_id")), _one_line(item.get("title") or "未命名会话")
 
-    others = record.get("others") if isinstance(record.get("others"), list) else []
+    others = record.get("others") if isinstance(record.get("others"), (list, tuple)) else []
     carried = [(number, _origin_text(message["origin"])) for number, message in enumerate(messages, 1)
                if "origin" in message]
     decision = " ".join(part.text for part in message_parts(messages[found - 1]) if part.kind == "text")
@@ -212,7 +212,7 @@ def _original_length(block: dict) -> int:
 def _tool_result_part(block: dict) -> Part:
     # Claude 的 tool_result 的 content 要么是字符串，要么是内容块列表（text、image……）。
     content = block.get("content")
-    if isinstance(content, list):
+    if isinstance(content, (list, tuple)):
         text = "\n".join(_flat_text(_block_part(item)) for item in content)
     else:
         text = _as_text(content)
@@ -300,7 +300,8 @@ def _view(session: dict, lineage: list[dict] | None, redact: bool) -> _View:
     source = _source_sentence(session.get("source"))
     counts: dict[str, int] = {}
     if redact:
-        (title, messages, source), counts = s11_redact.redact_value([title, messages, source])
+        # share：没有命中的消息不拷贝，与传入的字典共用（导出只读它们；元组还是元组，下面当列表读）
+        (title, messages, source), counts = s11_redact.redact_value([title, messages, source], share=True)
         # 祖先会话的标题也要脱敏，但计数算在它们自己的导出里，不算在这一份里。路径只显示标题、ID 和条数：
         # 只留这几项
         fields = [s11_redact.redact(value) if isinstance(value, str) else value
@@ -387,7 +388,7 @@ _TOP_LEVEL_FENCE = re.compile(r"(`{3,})[^`]*$|(~{3,})")
 _BLANKS = re.compile(r"[ \t]*")
 _DIGITS = re.compile(r"[0-9]*")
 _HEADING_MARK = re.compile(r"#{1,6}(?:[ \t]|$)")
-_INLINE_SPECIALS = re.compile(r"([\\`*_\[\]<>&~|#])")
+_INLINE_SPECIALS = re.compile(r"[\\`*_\[\]<>&~|#]")
 
 
 def markdown_chunks(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> Iterator[str]:
@@ -415,13 +416,16 @@ def markdown_chunks(session: dict, lineage: list[dict] | None = None, *, redact:
             yield f"\n> 🌿 {_inline(_divider_sentence(view))}\n"
 
 
-def _markdown_body(view: _View, message: dict) -> Iterator[str]:
+def _markdown_body(view: _View, message: dict) -> list[str]:
+    """一条消息标题之下的片段：标记一行（有的话），然后每个部分，之间空一行。"""
     marks = message_marks(message)
-    bodies = [[" · ".join(_inline(text) for _, text in marks)]] if marks else []
-    bodies += [_markdown_part(part) for part in message_parts(message, view.tool_names)]
-    for index, pieces in enumerate(bodies):
-        yield from ["\n\n", *pieces] if index else pieces
-    yield "\n"
+    pieces = [" · ".join(_inline(text) for _, text in marks)] if marks else []
+    for part in message_parts(message, view.tool_names):
+        if pieces:
+            pieces.append("\n\n")
+        pieces += _markdown_part(part)
+    pieces.append("\n")
+    return pieces
 
 
 def render_markdown(session: dict, lineage: list[dict] | None = None, *, redact: bool = True) -> str:
@@ -659,8 +663,14 @@ _BACKTICKS = re.compile("`+")
 
 def _inline(text: str) -> str:
     # 标题和日期放在标题行或列表行里：让它们留在一行之内，不带标记、不带 HTML、不成图片
-    # （"![x](u)" 的 "[" 转义之后，读起来就只是文字）。
-    return _INLINE_SPECIALS.sub(r"\\\1", _one_line(str(text)))
+    # （"![x](u)" 的 "[" 转义之后，读起来就只是文字）。替换用函数而不用 r"\\\1" 这样的模板：
+    # re 每次调用都要回到 Python 里解析带反斜杠的模板，而函数只在真有要转义的字符时才调用。
+    return _INLINE_SPECIALS.sub(_backslashed, _one_line(str(text)))
+
+
+def _backslashed(match: re.Match[str]) -> str:
+    """'*' -> '\\*'"""
+    return "\\" + match.group()
 
 
 # ── HTML ────────────────────────────────────────────────────────────────────────────────────
@@ -781,22 +791,25 @@ def _html_header(view: _View) -> str:
     return f'<header><h1>🗂️ 会话导出：{_escape(view.title)}</h1><dl class="facts">{rows}</dl></header>'
 
 
-def _html_message(view: _View, number: int, message: dict) -> Iterator[str]:
+def _html_message(view: _View, number: int, message: dict) -> list[str]:
+    """一条消息的 <section>，分成几个片段（长文本各自是一个片段，不和别的拼在一起）。"""
     role = str(message.get("role", "unknown"))
+    shown_role = _escape(role)
     marks = message_marks(message)
     classes = ["message", *(["inherited"] if number <= view.fork_point else []),
                *(kind for kind, _ in marks if kind in ("summary", "meta", "subagent"))]
-    yield (f'<section class="{" ".join(classes)}" data-role="{_escape(role)}" id="m{number}">\n'
-           f"<h2>{ROLE_ICONS.get(role, DEFAULT_ICON)} {number}. <code>{_escape(role)}</code></h2>\n")
+    pieces = [f'<section class="{" ".join(classes)}" data-role="{shown_role}" id="m{number}">\n'
+              f"<h2>{ROLE_ICONS.get(role, DEFAULT_ICON)} {number}. <code>{shown_role}</code></h2>\n"]
     if marks:
         items = "".join(f'<li class="mark-{kind}">{_escape(text)}</li>' for kind, text in marks)
-        yield f'<ul class="marks" aria-label="消息标记">{items}</ul>\n'
+        pieces.append(f'<ul class="marks" aria-label="消息标记">{items}</ul>\n')
     for part in message_parts(message, view.tool_names):
-        yield from _HTML_RENDERERS[part.kind](part)
+        pieces += _HTML_RENDERERS[part.kind](part)
         if part.truncated_from:
-            yield f'<p class="note">✂️ {_escape(truncation_note(part.truncated_from))}</p>'
-        yield "\n"
-    yield "</section>\n"
+            pieces.append(f'<p class="note">✂️ {_escape(truncation_note(part.truncated_from))}</p>')
+        pieces.append("\n")
+    pieces.append("</section>\n")
+    return pieces
 
 
 def _html_figure(css_class: str, label: str, part: Part) -> list[str]:

@@ -296,8 +296,7 @@ RULES: list[Rule] = [
         r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/-]{20,})")),
     Rule("discord_webhook", "Discord Webhook", re.compile(   # 遮住频道 id 和令牌，留下 discord.com/api/webhooks/
         r"discord(?:app)?\.com/api/webhooks/(?P<secret>[0-9]{17,20}/[A-Za-z0-9_-]{40,100})" + _WORD_END)),
-    Rule("sk_api_key", "API密钥", _token(                    # OpenAI、Anthropic（sk-ant-）、DeepSeek……
-        r"sk-[A-Za-z0-9_-]{20,}"), _random_secret),
+    Rule("sk_api_key", "API密钥", _token(r"sk-[A-Za-z0-9_-]{20,}"), _random_secret),   # OpenAI、Anthropic（sk-ant-）、DeepSeek……
     Rule("stripe_key", "Stripe密钥", _token(r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}")),
     Rule("aws_access_key", "AWS密钥", _token(r"A(?:KIA|SIA)[0-9A-Z]{16}(?![0-9A-Za-z])")),
     Rule("aws_secret_key", "AWS密钥", re.compile(            # (aws_)secret_access_key / aws_secret_key 后面的 40 个 base64 字符
@@ -311,13 +310,11 @@ RULES: list[Rule] = [
     Rule("huggingface_token", "Hugging Face令牌", _token(r"hf_[A-Za-z0-9]{30,}"), _random_secret),
     Rule("npm_token", "npm令牌", _token(r"npm_[A-Za-z0-9]{36}"), _random_secret),
     Rule("slack_token", "Slack令牌", _token(r"xox[abprs]-[A-Za-z0-9-]{15,}")),
-    Rule("twilio_api_key", "Twilio密钥", _token(r"SK(?P<tail>[0-9a-f]{32})(?![0-9A-Za-z])"),
-         _mixed_secret),
+    Rule("twilio_api_key", "Twilio密钥", _token(r"SK(?P<tail>[0-9a-f]{32})(?![0-9A-Za-z])"), _mixed_secret),
     Rule("digitalocean_token", "DigitalOcean令牌", _token(r"do[opr]_v1_[0-9a-f]{64}(?![0-9A-Za-z])")),
     Rule("telegram_bot_token", "Telegram令牌", re.compile(   # <机器人 id>:<35 个字符>；URL 里写成 /bot123…:AA…
         r"[0-9](?:(?<![0-9A-Za-z][0-9])|(?<=bot[0-9]))[0-9]{7,9}:(?P<tail>[A-Za-z0-9_-]{35})" + _WORD_END), _mixed_secret),
-    Rule("azure_key", "Azure密钥", re.compile(
-        r"(?:Account|SharedAccess)Key=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})")),
+    Rule("azure_key", "Azure密钥", re.compile(r"(?:Account|SharedAccess)Key=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})")),
     Rule("azure_sas", "Azure SAS签名", re.compile(          # ?sv=…&sig=<URL 编码的 base64>；先写 "sig="，re 能直接跳到它
         r"sig=(?<=[?&]sig=)(?P<secret>(?:[A-Za-z0-9+/]|%[0-9A-Fa-f]{2}){20,}={0,2})"), _mixed_secret),
     Rule("cookie", "Cookie", re.compile(                     # Cookie: / Set-Cookie: 后面的整串 name=value（到行尾或引号）
@@ -426,9 +423,8 @@ _HALFWIDTH = str.maketrans("０１２３４５６７８９Ｘｘ－", "012345678
 
 
 def _halfwidth(text: str) -> str:
-    if text.isascii() or not any(digit in text for digit in _FULLWIDTH_DIGITS):
-        return text
-    return text.translate(_HALFWIDTH)
+    has_digits = not text.isascii() and any(digit in text for digit in _FULLWIDTH_DIGITS)
+    return text.translate(_HALFWIDTH) if has_digits else text
 
 
 def _claims(text: str, rules: list[Rule] | None = None) -> list[tuple[int, int, str]]:
@@ -519,12 +515,13 @@ def scan_value(value: Any) -> list[Finding]:
     findings: list[Finding] = []
     found = places(value)
     hits = _find_all([text for _, _, text, _ in found])
-    for index, (path, part, text, credential) in enumerate(found):
+    named = [index for index, place in enumerate(found) if place[3]]   # 凭据名字下的字符串
+    for index in sorted(hits.keys() | named):   # 绝大多数位置什么也没有：只看这两种
+        path, part, text, _ = found[index]
         spans = hits.get(index, ())
-        if not spans and credential and text.strip() and not _is_reference(text.strip()) and _MARKER_START not in text:
+        if not spans and text.strip() and not _is_reference(text.strip()) and _MARKER_START not in text:
             spans = [(0, len(text), _CREDENTIAL_LABEL)]   # 名字说它是凭据，值又不是引用：整个遮住
-        if spans:   # 绝大多数位置什么也没有
-            findings += [Finding(path, part, start, end, label, text) for start, end, label in spans]
+        findings += [Finding(path, part, start, end, label, text) for start, end, label in spans]
     return findings
 
 
@@ -541,24 +538,26 @@ def places(value: Any) -> list[tuple[tuple, str, str, bool]]:
     [(('n',), 'key', 'n', False), (('n', 0), 'value', '13812345678', False), (('password',), 'key', 'password', False), (('password',), 'value', 'x', True)]
     """
     found: list[tuple[tuple, str, str, bool]] = []
-    _collect(value, [], False, found)
+    _collect(value, (), False, found, {})
     return found
 
 
-def _collect(item: Any, path: list, credential: bool, found: list) -> None:
+def _collect(item: Any, path: tuple, credential: bool, found: list, names: dict[str, bool]) -> None:
     if isinstance(item, str):
-        found.append((tuple(path), "value", item, credential))
-    elif isinstance(item, (dict, list, tuple)):
-        is_dict = isinstance(item, dict)
-        for key, child in item.items() if is_dict else enumerate(item):
-            path.append(key)
-            named = is_dict and isinstance(key, str)
+        found.append((path, "value", item, credential))
+    elif isinstance(item, dict):
+        for key, child in item.items():
+            child_path, named = path + (key,), isinstance(key, str)
             if named:
-                found.append((tuple(path), "key", key, False))
-            _collect(child, path, named and _is_credential_name(key), found)
-            path.pop()
+                found.append((child_path, "key", key, False))
+                if key not in names:   # names：这一趟里判断过的键名。每条消息都是那几个键，各只判断一次
+                    names[key] = _is_credential_name(key)
+            _collect(child, child_path, named and names[key], found, names)
+    elif isinstance(item, (list, tuple)):
+        for index, child in enumerate(item):
+            _collect(child, path + (index,), False, found, names)
     elif _is_big_number(item):
-        found.append((tuple(path), "value", _number_text(item), False))
+        found.append((path, "value", _number_text(item), False))
 
 
 def _is_big_number(item: Any) -> bool:
@@ -578,30 +577,31 @@ def _is_credential_name(name: str) -> bool:
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
-def mask_value(value: Any, findings: list[Finding]) -> tuple[Any, list[Finding]]:
+def mask_value(value: Any, findings: list[Finding], *, share: bool = False) -> tuple[Any, list[Finding]]:
     """value 的深拷贝（输入从不修改），findings 里的每一处换成它的标记；返回 (副本, 真正遮上的那些 Finding)。
     同一个位置上重叠的两处，排在前面的胜出、后面的不遮（调用方把规则的命中放在读者手动加的前面）。
-    数字命中了就换成字符串；键命中了就换掉键（撞上已有的键时加 " (2)" 这样的后缀，键的顺序不变）。"""
+    数字命中了就换成字符串；键命中了就换掉键（撞上已有的键时加 " (2)" 这样的后缀，键的顺序不变）。
+    share=True：只新建通向命中的那些容器，其余的子树不拷贝、与 value 共用（元组还是元组）——给只读的调用方（导出）。"""
     chosen: dict[tuple[tuple, str], list[Finding]] = {}
     for finding in findings:
         spans = chosen.setdefault((finding.path, finding.part), [])
         if not any(other.start < finding.end and finding.start < other.end for other in spans):
             spans.append(finding)
-    # 只有通向某处命中的容器才逐个看它的孩子；其余的整棵照抄
+    # 只有通向某处命中的容器才逐个看它的孩子；其余的整棵照抄（share 时原样共用）
     on_the_way = {finding.path[:depth] for finding in findings for depth in range(len(finding.path) + 1)}
     places = {place: sorted((f.start, f.end, f.label) for f in spans) for place, spans in chosen.items()}
     applied = [finding for spans in chosen.values() for finding in spans]
-    return _masked(value, (), places, on_the_way), applied
+    return _masked(value, (), places, on_the_way, (lambda item: item) if share else _copy), applied
 
 
-def _masked(item: Any, path: tuple, places: dict, on_the_way: set) -> Any:
+def _masked(item: Any, path: tuple, places: dict, on_the_way: set, copy_rest: Callable[[Any], Any]) -> Any:
     spans = places.get((path, "value"))
     if spans:   # 只有字符串和长数字的位置上有命中（places() 给出的那些）
         return _apply(item if isinstance(item, str) else _number_text(item), spans, Counter())
     if not isinstance(item, (dict, list, tuple)) or path not in on_the_way:
-        return _copy(item)
+        return copy_rest(item)
     if not isinstance(item, dict):
-        return [_masked(child, path + (index,), places, on_the_way) for index, child in enumerate(item)]
+        return [_masked(child, path + (index,), places, on_the_way, copy_rest) for index, child in enumerate(item)]
     copied: dict = {}
     for key, child in item.items():
         spans = places.get((path + (key,), "key"))
@@ -611,7 +611,7 @@ def _masked(item: Any, path: tuple, places: dict, on_the_way: set) -> Any:
             while f"{new_key} ({suffix})" in copied:
                 suffix += 1
             new_key = f"{new_key} ({suffix})"
-        copied[new_key] = _masked(child, path + (key,), places, on_the_way)
+        copied[new_key] = _masked(child, path + (key,), places, on_the_way, copy_rest)
     return copied
 
 
@@ -627,15 +627,15 @@ def _copy(item: Any) -> Any:
     return item if isinstance(item, str) else copy.deepcopy(item)
 
 
-def redact_value(value: Any) -> tuple[Any, dict[str, int]]:
-    """深拷贝类似 JSON 的数据，并遮住 scan_value 找到的每一处（mask_value）。
+def redact_value(value: Any, *, share: bool = False) -> tuple[Any, dict[str, int]]:
+    """深拷贝类似 JSON 的数据，并遮住 scan_value 找到的每一处（mask_value；share 的意思也同它）。
 
     >>> redact_value({"role": "user", "content": [{"type": "text", "text": "call 13812345678"}]})
     ({'role': 'user', 'content': [{'type': 'text', 'text': 'call [已脱敏:手机号]'}]}, {'手机号': 1})
     >>> redact_value({"phone": 13812345678, "a@example.com": 1, "password": "hunter2", "port": 8080})
     ({'phone': '[已脱敏:手机号]', '[已脱敏:邮箱]': 1, 'password': '[已脱敏:凭据]', 'port': 8080}, {'凭据': 1, '邮箱': 1, '手机号': 1})
     """
-    copied, applied = mask_value(value, scan_value(value))
+    copied, applied = mask_value(value, scan_value(value), share=share)
     return copied, _in_rule_order(Counter(finding.label for finding in applied))
 
 

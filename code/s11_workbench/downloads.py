@@ -1,7 +1,7 @@
 """downloads.py — 所有标签页共用的一个下载目录：本进程私有（0700），旧的导出过一会儿就删
 
     8.11 的 run_demo ─┐
-    浏览器的 export ──┴─> offer(session_id, markdown, html, owner=空间, key=内容指纹)
+    浏览器的 export ──┴─> offer(session_id, markdown, html, owner=空间, key=内容指纹)   内容：字符串，或一串片段
                            │ downloads_root()        第一次用到时 mkdtemp（0700、名字随机），进程退出时整个删掉
                            │ ensure_private_folder() 已存在的目录必须是本账号的、别人进不去的真实目录
                            │ prune_old_exports()     先删掉比 EXPORT_KEEP_SECONDS 更旧的 run-* 目录
@@ -133,7 +133,7 @@ def content_key(facts) -> str:
 
 
 def export_files(session_id: str, markdown, html) -> list:
-    """一次会话导出的两个文件：[(文件名, 内容)]。"""
+    """一次会话导出的两个文件：[(文件名, 内容)]；内容是字符串，或依次写出的一串字符串（见 write_text）。"""
     return [(f"session-{session_id}.md", markdown), (f"session-{session_id}.html", html)]
 
 
@@ -172,7 +172,8 @@ def cap_owner_exports(export_root: str, owner: str, cap: int, keep: str | None =
 
 
 def write_text(path: str, text) -> None:
-    """text：一个字符串，或依次写出的一串字符串（大文件不必先在内存里拼成一整个）。"""
+    """text：一个字符串，或依次写出的一串字符串（大文件不必先在内存里拼成一整个：每个片段各自编码成 UTF-8，
+    纯 ASCII 的片段编码只是复制；拼起来的字符串里只要有一个 emoji，每个字符就都占 4 字节）。"""
     with open(path, "w", encoding="utf-8") as handle:
         handle.writelines([text] if isinstance(text, str) else text)
 
@@ -193,15 +194,16 @@ def write_run(folder: str, files) -> tuple[str, ...]:
         raise
 
 
-def write_exports(session_id: str, markdown: str, html: str, export_root: str) -> tuple[str, str]:
+def write_exports(session_id: str, markdown, html, export_root: str) -> tuple[str, str]:
     """把两份导出写进 export_root 下一个全新的 run-* 目录，返回 (.md 路径, .html 路径)。"""
     return write_run(export_root, export_files(session_id, markdown, html))
 
 
-def offer(session_id: str, markdown: str, html: str, *, export_root: str | None = None,
+def offer(session_id: str, markdown, html, *, export_root: str | None = None,
           keep_seconds: float = EXPORT_KEEP_SECONDS, owner: str | None = None, key: str | None = None,
           cap: int = EXPORTS_PER_OWNER) -> tuple[str, str]:
     """一次导出的两个下载文件 (.md 路径, .html 路径)：先清掉旧的，再写进检查过的私有目录。
+    markdown、html：字符串，或一串片段（s11_export.markdown_chunks / html_chunks，边渲染边写）。
 
     给了 owner（空间）和 key（内容指纹，字母数字）时交给 offer_run()：同一个 key 只写一份，
     这个空间的导出超过 cap 份时删掉最旧的。

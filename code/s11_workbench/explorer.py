@@ -870,17 +870,16 @@ class Explorer:
             key = _digest([space.space_id, session_id, node.revision, stamp,
                            [(s["session_id"], s["title"], s["message_count"]) for s in lineage]])
             paths = downloads.reuse(session_id, own.space_id, key, export_root=self.export_root)
-            if paths is not None:
-                with open(paths[0], encoding="utf-8") as handle:
-                    markdown = handle.read(PREVIEW_CHARS + 1)
-                again = "，内容没变，用的是上次导出的文件"
-            else:
+            again = "，内容没变，用的是上次导出的文件"
+            if paths is None:
                 prepared = s11_export.prepare(node.to_dict(), lineage, redact=True)
-                markdown = "".join(s11_export.markdown_chunks(prepared))
-                html = "".join(s11_export.html_chunks(prepared))
-                paths = downloads.offer(session_id, markdown, html, export_root=self.export_root,
+                # 片段逐个编码、写进文件，不先拼成一整个字符串：一个 emoji 就让那个字符串每个字符占 4 字节
+                paths = downloads.offer(session_id, s11_export.markdown_chunks(prepared),
+                                        s11_export.html_chunks(prepared), export_root=self.export_root,
                                         owner=own.space_id, key=key)
                 again = ""
+            with open(paths[0], encoding="utf-8", newline="") as handle:   # 预览就是文件的开头，换行符原样
+                markdown = handle.read(PREVIEW_CHARS + 1)
             preview = markdown if len(markdown) <= PREVIEW_CHARS else (
                 markdown[:PREVIEW_CHARS] + f"\n\n…（预览只显示前 {PREVIEW_CHARS:,} 字符，完整内容请下载）")
             sizes = [human_size(os.path.getsize(path)) for path in paths]
