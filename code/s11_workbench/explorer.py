@@ -1161,12 +1161,14 @@ class Explorer:
 
     def _text_key(self, store, summary: dict) -> tuple:
         """-> (会话文件的路径, 文件的 (inode, 大小, 修改时间))；ID 不合法时 (None, None)，文件读不到时戳是 None。
-        与 store 的摘要缓存同一个戳：续写、分叉、手工改过（哪怕修订号和长度都没变），戳就变，正文重读。"""
+        戳就是 store 的摘要缓存的键（store.stamp_of）：这次 list_sessions() 刚 lstat 核对过，不再 lstat 一遍。
+        续写、分叉、手工改过（哪怕修订号和长度都没变），下一次列出时戳就变，正文重读；正文总在取戳之后才读，
+        所以缓存里一个戳下的正文只会比它新，不会比它旧。不在摘要缓存里（列出之后被删了）才自己 lstat。"""
         try:
             path = store.path_of(summary["session_id"])
         except SessionError:
             return None, None
-        return path, file_stamp(path)
+        return path, store.stamp_of(path) or file_stamp(path)
 
     def _indexed_texts(self, index: dict, summary: dict, path: str, key: tuple) -> list | None:
         """索引里这个会话的正文（戳对得上才算），放进缓存；没有 -> None。"""
