@@ -296,7 +296,8 @@ class SessionStore:
         return self._path(session_id)
 
     def stamp_of(self, path: str) -> Optional[Tuple[int, int, int]]:
-        """path_of() 那个文件的 (inode, 大小, 修改时间)，取自摘要缓存、不再 lstat：list_sessions() 每次都 lstat 核对它，load()、save() 记下刚读写的那一份；没见过 -> None。按文件缓存别的东西的调用方（工作台的全文搜索）紧跟着 list_sessions() 用它当键。"""
+        """path_of() 那个文件的 (inode, 大小, 修改时间)，取自摘要缓存、不再 lstat：list_sessions() 每次都 lstat 核对它，
+        load()、save() 记下刚读写的那一份；没见过 -> None。按文件缓存别的东西的（工作台的全文搜索）紧跟着 list_sessions() 拿它当键。"""
         cached = self._summary_cache.get(path)
         return cached[0] if cached else None
 
