@@ -335,6 +335,27 @@ def test_text_read_after_its_stamp_never_comes_back_as_old_text(explorer, spaces
     assert hit_ids(explorer.refresh(token, View(), "FIF")) == {ids["branch_a_id"]}
 
 
+def test_a_search_page_draws_only_the_rows_it_shows_and_the_plain_list_once(spaces, tmp_path, student, monkeypatch):
+    """The unfiltered list (every tree, with prefixes) is drawn the first time a page without a search shows it,
+    then reused while nothing changes; a page with a search shows its hits' rows and never draws it."""
+    token, ids = student
+    expected = Explorer(spaces, export_root=str(tmp_path / "other")).refresh(token, View())
+    drawn = []
+    original = explorer_module._list_rows
+
+    def counting(summaries, query, forest=None):
+        drawn.append(query)
+        return original(summaries, query, forest)
+    monkeypatch.setattr(explorer_module, "_list_rows", counting)
+    explorer = Explorer(spaces, export_root=str(tmp_path / "exports"))
+    searched = explorer.refresh(token, View(), "cache_store")   # in branch A's first added message
+    assert drawn == ["cache_store"] and [row[1] for row in searched.rows] == [ids["branch_a_id"]]
+    plain = explorer.refresh(token, View())
+    again = explorer.refresh(token, View())
+    assert drawn == ["cache_store", ""]                      # drawn once, then reused
+    assert plain.rows == again.rows == expected.rows and plain.list_note == expected.list_note
+
+
 def test_the_background_warm_up_fills_the_search_cache(explorer, spaces, student, monkeypatch):
     monkeypatch.setattr(explorer_module, "WARM_MIN_SESSIONS", 3)
     token, ids = student
