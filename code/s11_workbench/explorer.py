@@ -194,7 +194,7 @@ class ExplorerError(SessionError):
 @dataclass
 class Listing:
     """一个来源的会话列表：摘要、会话树，和没有搜索词时的列表行 rows（(行, 说明)）。rows 第一次用到时才画：
-    带搜索词的页面显示的是命中的那几行，用不到它（2,000 个会话时画它要几毫秒）。"""
+    带搜索词的页面显示的是命中的那几行，用不到它（画它要给每棵树排序、算前缀）。"""
     summaries: list
     forest: Forest
 
