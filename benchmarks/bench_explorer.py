@@ -244,6 +244,18 @@ def big_inputs(root: Path, explorer: Explorer, spaces: Spaces, runs: int) -> Lis
     return rows
 
 
+def cold_search_parts(handlers: Handlers, runs: int) -> str:
+    """CPU medians of the two biggest parts of a cold search, each timed alone on the same space right after the
+    table: the store's listing (one lstat per session file, summaries from its cache; the search texts are keyed
+    on the stamps it has just checked) and reading the space's search index. The rest of the row is putting the
+    texts into the cache, the search itself, the page, and the garbage collector."""
+    space = handlers.explorer.spaces.open(handlers.token)
+    listing = c.median(timed(space.store.list_sessions, runs)[1])
+    index = c.median(timed(lambda: search_index.read(space.folder), runs)[1])
+    return f"the cold search's biggest parts, CPU medians timed alone: list_sessions {c.ms(listing, 1)} ms, " \
+           f"reading the search index {c.ms(index, 1)} ms"
+
+
 def reading_floor(folder: str) -> float:
     """CPU seconds (median of 3) to open, read and json.loads every session file of the space, nothing else:
     what any search that reads the files itself costs at least (no checks, no text extraction, no page).
@@ -282,6 +294,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         handlers = Handlers(new_explorer, token, ids, uploads)
         first_ever = [handlers.search_first_ever() for _ in range(min(runs, 5))]   # on the 2,001 demo sessions
         rows = handler_table(handlers, runs)
+        parts = cold_search_parts(handlers, runs)
         if not args.quick:
             rows += big_inputs(root, new_explorer(), spaces, runs)
         c.print_table(f"handlers, {runs} runs each, space of {count:,} sessions (ms)",
@@ -289,7 +302,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                       note="each figure includes rendering the whole page (list, check(), tree, path, map); "
                            f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n"
                            f"a search with no cache and no index reads every session file: open + read + json.loads of all {count:,} "
-                           f"alone take {c.ms(floor, 1)} ms CPU (no checks, no texts, no page)\n"
+                           f"alone take {c.ms(floor, 1)} ms CPU (no checks, no texts, no page)\n{parts}\n"
                            f"the first search ever in the space (no cache, no search index yet, {len(first_ever)} runs) "
                            f"reads them all: median {c.ms(c.median([w for w, _ in first_ever]), 1)} ms, "
                            f"CPU {c.ms(c.median([u for _, u in first_ever]), 1)} ms (no budget: above the floor "

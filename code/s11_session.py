@@ -207,7 +207,8 @@ class SessionStore:
         with os.scandir(self.storage_dir) as entries:   # 最后按创建先后排序（ID 兜底，顺序唯一）
             found = [entry for entry in entries if is_session_name(entry.name)]
         if len(self._summary_cache) > len(found):   # 缓存有界：只留目录里现在还有的文件
-            self._prune({entry.path for entry in found})
+            for path in self._summary_cache.keys() - {entry.path for entry in found}:
+                self._summary_cache.pop(path, None)
         for entry in found:
             try:
                 summaries.append(self._summary(entry.path, entry))
@@ -257,7 +258,7 @@ class SessionStore:
                 s11_history.deleted(self, session_id, state, purge)   # 记进日志
             if removed and self.durable:
                 fsync_dir(self.storage_dir)
-        self._forget(path)
+        self._summary_cache.pop(path, None)   # 摘要缓存里不留删掉的文件
         return removed
 
     # ── 章节之外：对比与收敛、标签（逻辑在 s11_converge）────────────────────────────────────────
@@ -293,6 +294,12 @@ class SessionStore:
     def path_of(self, session_id: str) -> str:
         """会话文件的路径（ID 先经过检查）。"""
         return self._path(session_id)
+
+    def stamp_of(self, path: str) -> Optional[Tuple[int, int, int]]:
+        """path_of() 那个文件的 (inode, 大小, 修改时间)，取自摘要缓存、不再 lstat：list_sessions() 每次都 lstat 核对它，
+        load()、save() 记下刚读写的那一份；没见过 -> None。按文件缓存别的东西的（工作台的全文搜索）紧跟着 list_sessions() 拿它当键。"""
+        cached = self._summary_cache.get(path)
+        return cached[0] if cached else None
 
     def export_html(self, session_id: str, *, redact: bool = True) -> str:
         """📤 导出成单个离线 HTML 页面（内联 CSS、无脚本、无外链）"""
@@ -518,13 +525,6 @@ class SessionStore:
         summary = s11_tree.summary_of(data)   # 每个会话一条、一直留着，所以只存值（键按 SUMMARY_KEYS 的顺序），
         self._summary_cache[path] = (stat_key(info), tuple(tuple(v) if type(v) is list else v for v in summary.values()))
         return summary   # 列表存成元组（空元组不占地方）：一条不到字典的一半。list_sessions() 丢掉已不在的文件的条目
-
-    def _forget(self, path: str) -> None:
-        self._summary_cache.pop(path, None)
-
-    def _prune(self, present: set) -> None:
-        for path in [path for path in self._summary_cache if path not in present]:
-            self._forget(path)
 
     def _remove_live_file(self, path: str, session_id: str, purge: bool) -> bool:
         try:

@@ -26,6 +26,7 @@ Scope: 不调用大模型（续写的一轮由读者输入）；搜索扫当前�
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -188,6 +189,18 @@ class Page:
 
 class ExplorerError(SessionError):
     """读者的操作不成立（没选会话、空消息、只读来源……），消息是给读者看的中文。"""
+
+
+@dataclass
+class Listing:
+    """一个来源的会话列表：摘要、会话树，和没有搜索词时的列表行 rows（(行, 说明)）。rows 第一次用到时才画：
+    带搜索词的页面显示的是命中的那几行，用不到它（画它要给每棵树排序、算前缀）。"""
+    summaries: list
+    forest: Forest
+
+    @functools.cached_property
+    def rows(self) -> tuple:
+        return _list_rows(self.summaries, "", self.forest)
 
 
 # ── 文字 → 页面：会话文字一律按纯文本显示（转义在 markdown.py），太长的先折叠 ──────────────────────────
@@ -746,7 +759,7 @@ class Explorer:
             session_id = self._selected(view)
             listing = self._listing(space.store, space.read_only)
             self._local.listing = (space.store.storage_dir, listing)   # 画页面时接着用，不再读一遍
-            forest = listing[1]
+            forest = listing.forest
             node = forest.by_id.get(session_id)
             parent = node.get("parent_id") if node else None
             brothers = forest.children(parent) if parent in forest.by_id else []
@@ -1157,12 +1170,14 @@ class Explorer:
 
     def _text_key(self, store, summary: dict) -> tuple:
         """-> (会话文件的路径, 文件的 (inode, 大小, 修改时间))；ID 不合法时 (None, None)，文件读不到时戳是 None。
-        与 store 的摘要缓存同一个戳：续写、分叉、手工改过（哪怕修订号和长度都没变），戳就变，正文重读。"""
+        戳就是 store 的摘要缓存的键（store.stamp_of）：这次 list_sessions() 刚 lstat 核对过，不再 lstat 一遍。
+        续写、分叉、手工改过（哪怕修订号和长度都没变），下一次列出时戳就变，正文重读；正文总在取戳之后才读，
+        所以缓存里一个戳下的正文只会比它新，不会比它旧。不在摘要缓存里（列出之后被删了）才自己 lstat。"""
         try:
             path = store.path_of(summary["session_id"])
         except SessionError:
             return None, None
-        return path, file_stamp(path)
+        return path, store.stamp_of(path) or file_stamp(path)
 
     def _indexed_texts(self, index: dict, summary: dict, path: str, key: tuple) -> list | None:
         """索引里这个会话的正文（戳对得上才算），放进缓存；没有 -> None。"""
@@ -1244,8 +1259,8 @@ class Explorer:
                     self._warming.discard(folder)
         threading.Thread(target=run, name="s11x-warm", daemon=True).start()
 
-    def _listing(self, store, read_only: bool) -> tuple:
-        """(摘要, Forest, (列表行, 说明))。摘要每次都向 store 要（它按文件缓存）；树和列表行按摘要的指纹
+    def _listing(self, store, read_only: bool) -> Listing:
+        """Listing(摘要, Forest)，列表行用到时才画。摘要每次都向 store 要（它按文件缓存）；树和列表行按摘要的指纹
         （每个会话的 ID、修订号、父节点、消息数、创建时刻）缓存：什么都没变时不再重新分组、排序、画前缀。"""
         summaries = store.list_sessions()
         fingerprint = tuple((s["session_id"], s["revision"], s["parent_id"], s["message_count"], s.get("created_ns"),
@@ -1256,9 +1271,7 @@ class Explorer:
             return cached
         if read_only:   # 书架和老师查看：标题也脱敏（书架上的文件发布时已脱敏，这里再挡一次旧文件）
             summaries = _redacted_summaries(summaries)
-        forest = Forest(summaries)
-        rows = _list_rows(summaries, "", forest)
-        return self._listings.put(key, fingerprint, (summaries, forest, rows))
+        return self._listings.put(key, fingerprint, Listing(summaries, Forest(summaries)))
 
     def _check(self, store, summaries: list[dict], touched: tuple | None = None, full: bool = True) -> list | None:
         """store.check() 的结果，按仓库里每个文件的 (inode, 大小, 修改时间) 缓存：文件都没变就不再读遍它们。
@@ -1317,10 +1330,9 @@ class Explorer:
                 touched: tuple | None = None) -> Page:
         store = space.store
         memo = self._local.__dict__.pop("listing", None)
-        if memo is not None and memo[0] == store.storage_dir:
-            summaries, forest, rows = memo[1]
-        else:
-            summaries, forest, rows = self._listing(store, space.read_only)
+        listing = memo[1] if memo is not None and memo[0] == store.storage_dir else \
+            self._listing(store, space.read_only)
+        summaries, forest = listing.summaries, listing.forest
         node = store.load(view.session_id) if view.session_id in forest.by_id else None
         if node is None:
             view = dataclasses.replace(view, session_id=None, revision=0, start=None, chat_numbers=())
@@ -1329,8 +1341,8 @@ class Explorer:
         page = Page(notice=notice, view=view, read_only=bool(space.read_only), teacher=self._is_teacher(teacher),
                     space_label=_space_label(space, own, view), examples=_examples())
         page.source_choices = _source_choices(view, page.teacher)
-        page.rows, page.list_note = rows if not str(view.query or "").split() else _list_rows(summaries, view.query,
-                                                                                                forest)
+        page.rows, page.list_note = listing.rows if not str(view.query or "").split() else \
+            _list_rows(summaries, view.query, forest)
         if str(view.query or "").split():
             page.hits, page.hits_note = self._search(store, summaries, view.query, forest)
         else:   # 还没搜过：后台先把正文读进缓存，第一次搜索就不必读遍每个文件

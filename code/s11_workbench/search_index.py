@@ -64,7 +64,7 @@ def folded(text: str) -> str:
 
 
 def read(folder: str) -> dict:
-    """索引里的 {会话 ID: ([戳], [(第几条, 小写正文, 正文)])}；没有索引、读不了、太大、形状不对、属于别的目录 -> {}。"""
+    """索引里的 {会话 ID: ((戳), [(第几条, 小写正文, 正文)])}；没有索引、读不了、太大、形状不对、属于别的目录 -> {}。"""
     try:
         if not _real_folder(os.path.join(folder, INDEX_DIR)):   # .search 被换成了链接：不跟着它去别处读
             return {}
@@ -86,7 +86,7 @@ def read(folder: str) -> dict:
         texts = _texts_of(entry)
         if texts is None:
             return {}   # 有一处不对，整份都不信
-        entries[session_id] = (entry[0], texts)
+        entries[session_id] = (tuple(entry[0]), texts)   # 戳换成元组：texts_for 直接与文件的戳比
     return entries
 
 
@@ -109,7 +109,7 @@ def texts_for(entries: dict, session_id: str, stamp, first: int, last: int) -> l
     """这个会话在索引里的 [(第几条, 小写正文, 正文)]：戳对得上、编号都在 first…last（它自己新增的那几条）之内
     才给，否则 None。"""
     entry = entries.get(session_id)
-    if entry is None or stamp is None or entry[0] != list(stamp):
+    if entry is None or stamp is None or entry[0] != tuple(stamp):
         return None
     texts = entry[1]
     if texts and not (first <= texts[0][0] and texts[-1][0] <= last):

@@ -15,6 +15,7 @@ import pytest
 
 import s11_import
 from s11_session import SessionNode, demo_tree_branching
+from s11_storage import stat_key
 from s11_workbench import explorer as explorer_module
 from s11_workbench.explorer import Explorer, View
 from s11_workbench.spaces import Limits, Spaces
@@ -251,6 +252,108 @@ def test_search_sees_an_edit_in_the_same_clock_tick_as_the_save_it_replaced(expl
     path.write_text(path.read_text(encoding="utf-8").replace("LRU", "FIF"), encoding="utf-8")
     os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))   # same inode, size and time: only the bytes differ
     assert explorer.refresh(token, View(), "LRU").hits == []
+
+
+class SessionFileStats:
+    """Counts os.lstat / os.stat calls on the space's session files (the store's listing and anyone else)."""
+
+    def __init__(self, monkeypatch, folder: str):
+        self.calls: dict[str, int] = {}
+        for name in ("lstat", "stat"):
+            original = getattr(os, name)
+
+            def counting(path, *args, original=original, **kwargs):
+                text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else ""
+                if os.path.dirname(text) == folder and text.endswith(".json"):
+                    self.calls[os.path.basename(text)] = self.calls.get(os.path.basename(text), 0) + 1
+                return original(path, *args, **kwargs)
+            monkeypatch.setattr(os, name, counting)
+
+
+def aged(folder: str) -> None:
+    """Every session file an hour old: past the racy window, so the search cache trusts what it read."""
+    then = time.time_ns() - 3600 * 10**9
+    for path in Path(folder).glob("*.json"):
+        os.utime(path, ns=(then, then))
+
+
+def test_a_search_stats_each_session_file_once_the_listing_does_it(explorer, spaces, student, monkeypatch):
+    """Issue 40 budget: the search texts are keyed on the stamp the store's listing has just checked
+    (store.stamp_of), not on a second lstat of every file."""
+    token, ids = student
+    folder = spaces.open(token).store.storage_dir
+    aged(folder)
+    assert hit_ids(explorer.refresh(token, View(), "LRU")) == {ids["branch_a_id"]}   # the texts are cached now
+    stats = SessionFileStats(monkeypatch, folder)
+    assert hit_ids(explorer.refresh(token, View(), "LRU")) == {ids["branch_a_id"]}
+    assert stats.calls == {f"{ids[key]}.json": 1 for key in ("main_id", "branch_a_id", "branch_b_id")}
+
+
+def test_the_store_hands_out_the_stamp_its_listing_just_checked(spaces, student):
+    """store.stamp_of(path): the summary cache's key, which list_sessions() checks against the file every time —
+    after a hand edit that keeps the revision, the length and even the title, it is the file's new stat."""
+    token, ids = student
+    store = spaces.open(token).store
+    path = store.path_of(ids["branch_a_id"])
+    store.list_sessions()
+    before = store.stamp_of(path)
+    assert before == stat_key(os.lstat(path))
+    raw = Path(path).read_text(encoding="utf-8")
+    Path(path).write_text(raw.replace("LRU", "FIF"), encoding="utf-8")   # same length, same revision
+    os.utime(path, ns=(before[2] - 10**9, before[2] - 10**9))            # even an older modification time
+    store.list_sessions()
+    assert store.stamp_of(path) == stat_key(os.lstat(path)) != before
+    node = store.load(ids["branch_b_id"])
+    node.messages.append({"role": "user", "content": "再来一轮"})
+    store.save(node)                                                     # a save: a new file, a new stamp
+    assert store.stamp_of(store.path_of(ids["branch_b_id"])) == stat_key(os.lstat(store.path_of(ids["branch_b_id"])))
+    store.delete(ids["branch_b_id"])
+    assert store.stamp_of(store.path_of(ids["branch_b_id"])) is None     # deleted: no stamp to hand out
+    assert store.stamp_of(store.path_of("000000000000")) is None         # never seen
+
+
+def test_text_read_after_its_stamp_never_comes_back_as_old_text(explorer, spaces, student, monkeypatch):
+    """The stamp is taken (by the listing) before the file is read, so a file changed while it is read is cached
+    under the older stamp: the next search sees a new stamp and reads the new words. Taking the stamp after the
+    read would pair the new stamp with the old words for good."""
+    token, ids = student
+    store = spaces.open(token).store
+    aged(store.storage_dir)
+    path = Path(store.path_of(ids["branch_a_id"]))
+    original = type(store).load
+
+    def load_then_edit(self, session_id):
+        node = original(self, session_id)
+        if session_id == ids["branch_a_id"] and "LRU" in path.read_text(encoding="utf-8"):
+            stamp = path.stat()   # a hand edit just after the read: same length, one nanosecond later
+            path.write_text(path.read_text(encoding="utf-8").replace("LRU", "FIF"), encoding="utf-8")
+            os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1))
+        return node
+    monkeypatch.setattr(type(store), "load", load_then_edit)
+    assert hit_ids(explorer.refresh(token, View(), "LRU")) == {ids["branch_a_id"]}   # read just before the edit
+    assert explorer.refresh(token, View(), "LRU").hits == []
+    assert hit_ids(explorer.refresh(token, View(), "FIF")) == {ids["branch_a_id"]}
+
+
+def test_a_search_page_draws_only_the_rows_it_shows_and_the_plain_list_once(spaces, tmp_path, student, monkeypatch):
+    """The unfiltered list (every tree, with prefixes) is drawn the first time a page without a search shows it,
+    then reused while nothing changes; a page with a search shows its hits' rows and never draws it."""
+    token, ids = student
+    expected = Explorer(spaces, export_root=str(tmp_path / "other")).refresh(token, View())
+    drawn = []
+    original = explorer_module._list_rows
+
+    def counting(summaries, query, forest=None):
+        drawn.append(query)
+        return original(summaries, query, forest)
+    monkeypatch.setattr(explorer_module, "_list_rows", counting)
+    explorer = Explorer(spaces, export_root=str(tmp_path / "exports"))
+    searched = explorer.refresh(token, View(), "cache_store")   # in branch A's first added message
+    assert drawn == ["cache_store"] and [row[1] for row in searched.rows] == [ids["branch_a_id"]]
+    plain = explorer.refresh(token, View())
+    again = explorer.refresh(token, View())
+    assert drawn == ["cache_store", ""]                      # drawn once, then reused
+    assert plain.rows == again.rows == expected.rows and plain.list_note == expected.list_note
 
 
 def test_the_background_warm_up_fills_the_search_cache(explorer, spaces, student, monkeypatch):

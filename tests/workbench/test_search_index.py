@@ -15,6 +15,7 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_explorer_pick import SessionFileStats  # counts lstat / stat of the session files
 
 import s11_check
 from s11_session import SessionNode, demo_tree_branching
@@ -146,6 +147,18 @@ def test_a_cold_search_reads_the_index_not_the_session_files(spaces, space, tmp_
     assert reads.count == 1          # only the node load() refuses: it is never in the index, so it is tried again
     assert ids["broken"] not in {hit[3] for hit in hits}
     assert "找到" in note and hits
+
+
+def test_a_cold_search_through_the_index_stats_each_session_file_once(spaces, space, tmp_path, monkeypatch):
+    """The index entries are checked against the stamps the store's listing has just taken (store.stamp_of), not
+    against a second lstat of every file; only the node load() refuses is opened again (it is never in the index)."""
+    token, folder, ids = space
+    index_written(spaces, token, tmp_path)
+    listed = {f"{summary['session_id']}.json" for summary in spaces.open(token).store.list_sessions()}
+    stats = SessionFileStats(monkeypatch, folder)
+    reads = Reads(monkeypatch)
+    assert searched(new_explorer(spaces, tmp_path), token, "LRU")[0]
+    assert reads.count == 1 and stats.calls == {name: 2 if name == f"{ids['broken']}.json" else 1 for name in listed}
 
 
 def test_the_index_holds_no_racy_file_and_is_not_written_when_only_racy_files_were_read(spaces, tmp_path,
