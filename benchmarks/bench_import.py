@@ -495,6 +495,19 @@ def hostile_section(work: Path, sizes: List[float], memory_sizes: List[float]) -
     return budgets
 
 
+def encoder_in_use() -> str:
+    """Which compact-JSON encoder the store's seam picks (the same test as the end of s11_format.py)."""
+    if os.environ.get("S11_PLAIN"):
+        return "plain json (S11_PLAIN=1)"
+    try:
+        import orjson
+
+        import s11_fast.encode  # noqa: F401
+    except ImportError:
+        return "plain json (no orjson or no s11_fast.encode in this checkout)"
+    return f"s11_fast.encode (orjson {orjson.__version__} for plain-typed values, json for the rest)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 MB transcripts and 1 MB hostile shapes, one run each")
@@ -512,7 +525,8 @@ def main() -> None:
     memory_sizes = [0.5] if args.quick else [float(size) for size in args.memory_mb.split(",")]
     c.print_header("bench_import — Claude Code / Pi / Codex CLI / Gemini CLI transcripts → session tree",
                    {"sizes": f"{megabytes} MB each, median of {runs} run(s), fsync on",
-                    "code": os.path.dirname(os.path.dirname(s11_import.__file__))})
+                    "code": os.path.dirname(os.path.dirname(s11_import.__file__)),
+                    "encoder": encoder_in_use()})
     work = Path(tempfile.mkdtemp(prefix="bench-import-", dir=args.scratch or Path(__file__).resolve().parent))
     budgets: List[c.Budget] = []
     try:

@@ -40,7 +40,8 @@ FORMAT_VERSION 是本模块读得懂的最新版本，不是每个文件都写�
     “嵌套超过 N 层”，根本不交给 json.loads——所以 5,000 层深的文件与解析器的递归上限无关：列表跳过它、
     check() 报 corrupt、load() 拒绝，文件原样保留，保存时核对修订号也读不懂它，所以从不覆盖它。
 
-本模块只依赖标准库（json、re、itertools）和 s11_storage / s11_text（都在它之下）。
+本模块只依赖标准库（json、re、itertools）和 s11_storage / s11_text（都在它之下）；紧凑编码 _compact 在文件末尾
+一处换上 s11_fast.encode（S11_PLAIN=1 时不换；换不换，写下的字节和拒绝的理由都一样）。
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from __future__ import annotations
 import itertools
 import json
 import operator
+import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -451,3 +453,15 @@ def unreadable(path: str, exc: OSError) -> UnreadableSession:
     if isinstance(exc, NotRegularFile):
         return UnreadableSession(f"{path} 不是会话文件：它是{exc.kind}；仓库不打开、不覆盖它，请手动处理")
     return UnreadableSession(f"无法读取会话文件 {describe_os_error(exc)}")
+
+
+# 加速（像 heapq 换上 _heapq）：s11_fast.encode 把只由 JSON 基本类型组成的值交给 orjson，字节与上面的 _compact
+# 逐个相同，其余（浮点数、子类、拿不准的）仍由它编码（tests/fast 拿这里作 oracle）。S11_PLAIN=1 关掉它；
+# 没有 s11_fast 或没装 orjson 时就用上面的。
+if not os.environ.get("S11_PLAIN"):
+    try:
+        from s11_fast.encode import accelerate
+    except ImportError:
+        pass
+    else:
+        _compact = accelerate(_compact)
