@@ -1,6 +1,7 @@
 """encode_message_lines writes each message as one compact JSON line, exactly json.dumps's bytes (lone surrogates
 as \\udXXX escapes so they read back), or refuses the message naming its number. The standard library is the
-oracle; no other encoder is ever used (issue 40: the store's behaviour never depends on what else is installed)."""
+oracle: s11_fast.encode, swapped in at s11_format's seam, must give the same bytes and the same refusals
+(tests/fast/test_encode_fast.py), so the store's behaviour never depends on what else is installed (issue 40)."""
 
 import dataclasses
 import datetime
