@@ -19,13 +19,12 @@ from test_explorer_browser import (
     MARKUP,
     Visitor,
     assert_all_requests_local,
-    no_horizontal_overflow,
     settle,
     space_store,
     with_demo,
 )
 
-from browser_tabs import eventually, running_app
+from browser_tabs import eventually, fits_at, running_app
 from conftest import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -134,7 +133,7 @@ def test_a_map_click_selects_the_node_in_place_and_the_box_behind_it_rechecks_th
         assert page.locator("#s11x-map-result").locator(MARKUP).count() == 0
         assert demo[7] in page.locator("#s11x-details").inner_text()       # nothing changed
         assert page.url == before and navigations == []
-        no_horizontal_overflow(page)
+        fits_at(page, [page.viewport_size["width"]])
         assert visitor.dialogs == [] and "Traceback" not in page.locator("body").inner_text()
         assert_all_requests_local(visitor.requests)
     finally:
@@ -198,7 +197,7 @@ def test_too_large_and_wrong_type_uploads_are_refused_in_chinese(view):
     assert [u for u in visitor.requests if "/upload" in u] == uploads_before      # nothing was sent
     report = page.locator("#s11x-report textarea").input_value()
     assert report.startswith("⚠️") and "收到 笔记.txt" in report, report   # plain text: no Markdown escapes
-    no_horizontal_overflow(page)
+    fits_at(page, [page.viewport_size["width"]])
 
 
 def test_a_late_upload_check_never_wipes_the_import_result(browser, server, monkeypatch):
@@ -320,7 +319,7 @@ def test_a_deep_link_keeps_its_message_as_the_fork_position_and_a_reload_refuses
     child = re.search(r"新会话 ([0-9a-f]{12})", visitor.result("fork", "已在第 4 条之后分叉")).group(1)
     assert store.load(child).messages == store.load(demo[9]).messages[:4]
     assert fork_pick(page) == "" and "在选中的消息之后分叉" in page.locator("#s11x-fork").inner_text()
-    no_horizontal_overflow(page)
+    fits_at(page, [page.viewport_size["width"]])
 
     visitor.pick_row(demo[9])
     page.locator("#s11x-path").get_by_text("#6", exact=True).first.click()   # message 6 of branch B
@@ -328,7 +327,7 @@ def test_a_deep_link_keeps_its_message_as_the_fork_position_and_a_reload_refuses
     # the control is moved into view once its note has grown
     assert eventually(page, lambda: in_view(page, "#s11x-fork") and in_view(page, "#s11x-picked")), \
         "the fork button is out of view"
-    no_horizontal_overflow(page)
+    fits_at(page, [page.viewport_size["width"]])
     if width == 1400:
         shoot_all(page, "explorer-fork-picked")
 
@@ -346,7 +345,7 @@ def test_a_deep_link_keeps_its_message_as_the_fork_position_and_a_reload_refuses
     eventually(page, lambda: -2 <= path_top() < 900)   # a smooth scroll
     top = path_top()
     assert -2 <= top < 900, f"after a map click the conversation is at {top} px"   # (sub-pixel rounding)
-    no_horizontal_overflow(page)
+    fits_at(page, [page.viewport_size["width"]])
 
     page.goto(f"{url}/")   # a reload of the page without the link (reloading the link picks message 4 again)
     page.get_by_role("tab").first.wait_for()
@@ -357,7 +356,7 @@ def test_a_deep_link_keeps_its_message_as_the_fork_position_and_a_reload_refuses
     visitor.press("#s11x-fork")
     visitor.result("fork", "分叉位置还没选")
     assert sorted(s["session_id"] for s in store.list_sessions()) == before   # nothing forked
-    no_horizontal_overflow(page)
+    fits_at(page, [page.viewport_size["width"]])
     assert visitor.dialogs == []
 
 
