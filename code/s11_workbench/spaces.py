@@ -364,32 +364,26 @@ class Space:
             self.finish(reservation, saved, nbytes, sessions=0 if exists else saved)
 
     def delete(self, session_id: str) -> bool:
-        """移进回收站（store.delete），返回删掉了没有。回收站算在字节里，所以字节只多了日志的一行（会话文件只是换了
-        个名字），会话少了一个。日志只往末尾追加：量它变长了多少，就是确切的字节。从不因为限额拒绝。"""
-        store = self.writable().store
-        reservation = self._reserve(sessions=0, nbytes=0, check=False)
-        journal = s11_journal.journal_path(self.folder)
-        before, removed, saved = _size(journal), False, 0
-        try:
-            removed = store.delete(session_id)
-            saved = 1
-        finally:
-            self.finish(reservation, saved, _size(journal) - before, sessions=-1 if removed else 0)
-        return removed
+        """移进回收站（store.delete），返回删掉了没有。回收站算在字节里，所以会话只少了一个，从不因为限额拒绝。"""
+        return self._renamed(lambda store: store.delete(session_id), sessions=-1, check=False)
 
     def restore(self, session_id: str) -> bool:
-        """从回收站放回（store.restore），返回放回了没有。要多一个会话的位置（字节不变：回收站本来就算着，
-        只多日志的一行，量它变长了多少）。"""
+        """从回收站放回（store.restore），返回放回了没有。要多一个会话的位置（字节不变：回收站本来就算着）。"""
+        return self._renamed(lambda store: store.restore(session_id), sessions=1)
+
+    def _renamed(self, action, *, sessions: int, check: bool = True) -> bool:
+        """action(store) 只给会话文件换个名字（进出回收站），再往日志末尾追加一行：字节只多了日志变长的那一段，
+        量出来的，确切；做成了（action 返回 True）会话数变 sessions 个。"""
         store = self.writable().store
-        reservation = self._reserve(sessions=1, nbytes=0)
+        reservation = self._reserve(sessions=max(sessions, 0), nbytes=0, check=check)
         journal = s11_journal.journal_path(self.folder)
-        before, restored, saved = _size(journal), False, 0
+        before, done, saved = _size(journal), False, 0
         try:
-            restored = store.restore(session_id)
+            done = action(store)
             saved = 1
         finally:
-            self.finish(reservation, saved, _size(journal) - before, sessions=1 if restored else 0)
-        return restored
+            self.finish(reservation, saved, _size(journal) - before, sessions=sessions if done else 0)
+        return done
 
     # ── 跨空间分叉（从书架开始）──────────────────────────────────────────────────
     def fork_from(self, source: "Space", session_id: str, *, at: Optional[int] = None,

@@ -52,6 +52,43 @@ def snapshot(folder: str) -> dict:
             for root, _, names in os.walk(folder) for name in names if name != ".lock"}
 
 
+def race(monkeypatch, action) -> list:
+    """action(0) and action(1) at once, each held at its first save until the other has reached its own first save
+    or has finished without one (refused): both pass their checks before either writes. Returns both results."""
+    gate, arrived, local = threading.Condition(), [0], threading.local()
+    real_save = s11_session.SessionStore.save
+
+    def arrive():
+        with gate:
+            arrived[0] += 1
+            gate.notify_all()
+            gate.wait_for(lambda: arrived[0] >= 2, timeout=10)
+
+    def save(self, node):
+        if not getattr(local, "arrived", False):
+            local.arrived = True
+            arrive()
+        return real_save(self, node)
+
+    results = [None, None]
+
+    def run(index):
+        try:
+            results[index] = action(index)
+        finally:
+            if not getattr(local, "arrived", False):
+                arrive()   # refused before writing: let the other one go on
+
+    monkeypatch.setattr(s11_session.SessionStore, "save", save)
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    monkeypatch.setattr(s11_session.SessionStore, "save", real_save)
+    return results
+
+
 @pytest.fixture
 def planned_bytes(tmp_path):
     """What importing one of these transcripts writes into an empty space (dry run)."""
@@ -82,39 +119,8 @@ def test_two_uploads_racing_for_the_last_room_never_both_write(tmp_path, planned
     token = spaces.new_token()
     space = spaces.open(token)
     explorer = Explorer(spaces, export_root=str(tmp_path / "e"), upload_root=str(uploads))
-    # Both imports pass their check before either writes: each waits at its first save until the other one has
-    # reached its own first save or has finished (refused).
-    gate, arrived = threading.Condition(), [0]
-    real_save = s11_session.SessionStore.save
-
-    def arrive():
-        with gate:
-            arrived[0] += 1
-            gate.notify_all()
-            gate.wait_for(lambda: arrived[0] >= 2, timeout=10)
-
-    def save(self, node):
-        if not getattr(local, "saved", False):
-            local.saved = True
-            arrive()
-        return real_save(self, node)
-
-    local = threading.local()
-    monkeypatch.setattr(s11_session.SessionStore, "save", save)
-    pages = [None, None]
-
-    def run(index):
-        try:
-            pages[index] = explorer.import_upload(token, View(), str(files[index]))
-        finally:
-            if not getattr(local, "saved", False):
-                arrive()   # refused before writing: let the other one go on
-
-    threads = [threading.Thread(target=run, args=(index,)) for index in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
+    # Both imports pass their check before either writes.
+    pages = race(monkeypatch, lambda index: explorer.import_upload(token, View(), str(files[index])))
     notices = sorted(page.notice for page in pages)
     assert sum(notice.startswith("📥 已导入") for notice in notices) == 1
     assert sum("什么都没写" in notice for notice in notices) == 1     # the other one: a Chinese refusal
@@ -348,45 +354,14 @@ def test_two_forks_racing_for_the_last_room_never_both_write(tmp_path, monkeypat
     space = spaces.open(token)
     explorer = explorer_of(spaces, tmp_path)
     view = explorer.select(token, View(), parent.session_id).view
-    # Both forks pass their check before either writes: each waits at its first save until the other one has
-    # reached its own first save or has been refused.
-    gate, arrived, local = threading.Condition(), [0], threading.local()
-    real_save = s11_session.SessionStore.save
-
-    def arrive():
-        with gate:
-            arrived[0] += 1
-            gate.notify_all()
-            gate.wait_for(lambda: arrived[0] >= 2, timeout=10)
-
-    def save(self, node):
-        if not getattr(local, "arrived", False):
-            local.arrived = True
-            arrive()
-        return real_save(self, node)
-
-    monkeypatch.setattr(s11_session.SessionStore, "save", save)
-    pages = [None, None]
-
-    def run(index):
-        try:
-            pages[index] = explorer.fork(token, view, 30, "同时")
-        finally:
-            if not getattr(local, "arrived", False):
-                arrive()   # refused before writing: let the other one go on
-
-    threads = [threading.Thread(target=run, args=(index,)) for index in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
+    # Both forks pass their check before either writes.
+    pages = race(monkeypatch, lambda index: explorer.fork(token, view, 30, "同时"))
     notices = [page.notice for page in pages]
     assert sum(notice.startswith("✅") for notice in notices) == 1, notices
     refused = next(notice for notice in notices if not notice.startswith("✅"))
     count_after, used_after = on_disk(space.folder)
     assert count_after <= spaces.limits.max_sessions and used_after <= spaces.limits.max_bytes
     assert space.usage() == (count_after, used_after)
-    monkeypatch.setattr(s11_session.SessionStore, "save", real_save)
     plain = explorer.fork(token, view, 30, "同时").notice      # the same fork again, with nobody racing it
     assert plain.startswith("⚠️ 空间") and numbers_out(refused) == numbers_out(plain)   # the same sentence
 
