@@ -117,6 +117,47 @@ def test_a_deep_line_is_a_skipped_line_whichever_parser_reads(tmp_path):
     assert taken["plain"] == taken["fast"] == ([(1, "JSON 嵌套太深")], [2])
 
 
+def gemini_document(messages_json: str) -> bytes:
+    return ('{\n  "sessionId": "s1",\n  "projectHash": "p",\n  "startTime": "2026-01-01T00:00:00Z",\n'
+            f'  "messages": {messages_json}\n}}\n').encode()
+
+
+GOOD_MESSAGES = json.dumps([{"id": "u1", "type": "user", "content": "你好"},
+                            {"id": "g1", "type": "gemini", "content": "好的", "tokens": {"input": 3, "output": 2}}],
+                           ensure_ascii=False, indent=2)
+DOCUMENTS = {
+    "plain": gemini_document(GOOD_MESSAGES),
+    "floats": gemini_document(GOOD_MESSAGES.replace('"input": 3', '"input": 3.5')),
+    "big int": gemini_document(GOOD_MESSAGES.replace('"input": 3', '"input": 18446744073709551616')),
+    "lone surrogate": gemini_document(GOOD_MESSAGES.replace("好的", "\\ud800")),
+    "torn": gemini_document(GOOD_MESSAGES)[:-30],
+    "5000 deep": gemini_document("[" * 5000 + "]" * 5000),
+    "500 deep": gemini_document(GOOD_MESSAGES[:-1] + ", " + "[" * 500 + "]" * 500 + "]"),
+}
+
+
+@pytest.mark.parametrize("name", list(DOCUMENTS))
+def test_a_whole_json_document_imports_the_same_whichever_parser_reads(name, tmp_path):
+    """Gemini CLI's old session-*.json is one document: it goes through the same seam as a line."""
+    import s11_import
+    from s11_session import SessionStore
+    path = tmp_path / "session-x.json"
+    path.write_bytes(DOCUMENTS[name])
+    results = []
+    for parse in (PLAIN, FAST):
+        before, lines.parse_line = lines.parse_line, parse
+        try:
+            report = s11_import.import_file(path, SessionStore(tmp_path / "store"), dry_run=True)
+            results.append(("ok", report.skipped, report.warnings, report.messages, report.node_ids,
+                            report.bytes_planned))
+        except Exception as exc:
+            results.append(("refused", type(exc), str(exc)))
+        finally:
+            lines.parse_line = before
+    assert results[0] == results[1]
+    assert results[0][0] == ("refused" if name in ("torn", "5000 deep") else "ok")
+
+
 # ── any value, written any way, then torn or mutated ────────────────────────────────────────────────
 STRINGS = ["\ud800", "a\udc00b", "\ud83d\ude00", "\ud83d", "\u2028\u2029", "".join(map(chr, range(32))), "\x7f\x80",
            "\ufeff\uffff", '"\\/', "😀", "\U0010ffff", "缓存", ""]
