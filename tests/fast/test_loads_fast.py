@@ -205,7 +205,7 @@ def edited(raw: bytes, changes) -> bytes:
     return raw
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(objects, st.integers(0, 5), st.sampled_from([b"", b"\n", b"\r\n", b" \t\n", b"\n\n"]))
 @example({"role": "user", "content": [{"type": "text", "text": "hi", "n": 1, "ok": True, "x": None}]}, 0, b"\n")
 @example({"big": 2 ** 64}, 1, b"\n")
@@ -215,7 +215,7 @@ def test_any_object_written_any_way_reads_the_same(value, style, end):
     same(written(value, style) + end)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(objects, st.integers(0, 5), edits)
 @example({"a": 1}, 1, [("insert", 7, ord("{"))])
 @example({"a": "x"}, 1, [("cut", 6, 0)])
