@@ -508,6 +508,14 @@ def encoder_in_use() -> str:
     return f"s11_fast.encode (orjson {orjson.__version__} for plain-typed values, json for the rest)"
 
 
+def parser_in_use() -> str:
+    """Which line parser the importer's seam picked (the end of s11_import/lines.py): the module of parse_line."""
+    from s11_import import lines
+    if lines.parse_line.__module__ == "s11_fast.loads":
+        return "s11_fast.loads (orjson for lines without floats, nested ≤ 100; json.loads for the rest)"
+    return "plain json.loads (S11_PLAIN=1, no orjson, or no s11_fast.loads in this checkout)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 MB transcripts and 1 MB hostile shapes, one run each")
@@ -526,7 +534,7 @@ def main() -> None:
     c.print_header("bench_import — Claude Code / Pi / Codex CLI / Gemini CLI transcripts → session tree",
                    {"sizes": f"{megabytes} MB each, median of {runs} run(s), fsync on",
                     "code": os.path.dirname(os.path.dirname(s11_import.__file__)),
-                    "encoder": encoder_in_use()})
+                    "encoder": encoder_in_use(), "parser": parser_in_use()})
     work = Path(tempfile.mkdtemp(prefix="bench-import-", dir=args.scratch or Path(__file__).resolve().parent))
     budgets: List[c.Budget] = []
     try:
