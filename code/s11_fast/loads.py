@@ -17,9 +17,8 @@
 抛错的永远是朴素的那一个，跳过的原因和中文说明也就不变。
 
 保证：parse_line(raw) 与朴素的 parse_line(raw)（即 json.loads(raw)）给出相同的值（类型也相同），或抛相同的异常。
-唯一的例外在 json 自己的递归上限上：那一层随调用栈移动（调用者每多一帧，上限就少一层），交回朴素的时多了这里的一帧，
-所以恰好在上限那一层的行（约 1000 层，真实记录不到 20 层），朴素的读得出、这里抛 RecursionError（跳过，报“嵌套太深”）；
-朴素的 parse_line 比 json.loads 少两三帧，与它也差在这一处。100 层以内的值 json 总读得出（调用栈有几百帧余量）。装没装 orjson、装的哪个版本，导入的结果都一样
+json 自己的递归上限（约 1000 层减去调用栈上已有的帧）也一样：交回朴素的解析时，那几行朴素的正文就写在这里的同一帧里，
+扫描器所在的栈深与朴素的 parse_line 相同，恰好在上限那一层的行两边也是同一个结果（真实记录不到 20 层）。装没装 orjson、装的哪个版本，导入的结果都一样
 （tests/fast/test_loads_fast.py 拿朴素的 parse_line 作 oracle：hypothesis 造的各种值、各种写法、撕碎和改坏的字节，
 真实的会话样本；S11_PLAIN=1 和没有 orjson 的运行结果相同）。
 代价（benchmarks/bench_import.py 的 20 MB 记录，按 json.loads 同一文件的倍数）：朴素的 parse_line 约 0.75–0.85 倍，
@@ -29,6 +28,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +39,10 @@ except ImportError:
 
 __all__ = ["accelerate", "NESTING_LIMIT"]
 
+_LOADS = json.loads
+_SCAN = json.JSONDecoder().scan_once   # 与 s11_import.lines 用的同一个 C 扫描器、同样的设置
+_SPACE = json.decoder.WHITESPACE.match
+_REFUSED = object()
 NESTING_LIMIT = 100   # 不超过这么多层的值 json.loads 一定读得出（它的上限约是 1000 层减去调用栈上已有的帧）
 
 
@@ -48,14 +52,26 @@ def accelerate(plain: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
         return plain
 
     def parse_line(raw: bytes) -> Any:
-        if raw[:1] == b"{" and raw[1:2] != b"\x00":   # 同朴素的：这样的行 json.loads 按 UTF-8 读
-            try:
-                value = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                return plain(raw)   # 拒绝的理由（和是不是真的该拒绝）由朴素的说
-            if _exact(value):
-                return value
-        return plain(raw)
+        if raw[:1] != b"{" or raw[1:2] == b"\x00":   # 同朴素的：别的行交给 json.loads
+            return _LOADS(raw)
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            value = _REFUSED
+        if value is not _REFUSED and _exact(value):
+            return value
+        # 朴素的 parse_line 的正文，写在这一帧里（不调用它）：json 的递归上限随调用栈移动，多一帧就少一层；
+        # 这样交回朴素的解析时，扫描器所在的栈深与朴素的 parse_line 里的相同，在上限那一层也是同一个结果
+        text = raw.decode("utf-8", "surrogatepass")
+        try:
+            value, end = _SCAN(text, 0)
+        except StopIteration:   # 一个值开了头却没写完：json.loads 说它缺什么
+            return _LOADS(raw)
+        if end != len(text):
+            end = _SPACE(text, end).end()
+            if end != len(text):
+                raise json.JSONDecodeError("Extra data", text, end)
+        return value
 
     parse_line.__wrapped__ = plain   # tests/fast 拿它作 oracle
     return parse_line

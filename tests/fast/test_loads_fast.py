@@ -87,6 +87,18 @@ def test_nesting_at_any_depth_comes_out_as_the_plain_parser_reads_it(depth):
         assert quick == plain
 
 
+def test_at_jsons_own_recursion_limit_both_parsers_stop_at_the_same_level():
+    """json's limit moves with the stack (each frame above it costs a level). The fast parser hands a deep line back
+    with the plain body in its own frame, so at the exact level where the plain parser starts to refuse, called from
+    the same place, the fast one refuses too, and one level less is read by both."""
+    def line(depth: int) -> bytes:
+        return b'{"a":' + b"[" * depth + b"]" * depth + b"}"
+
+    refused = next(depth for depth in range(500, 5000) if outcome_of_depth(PLAIN, line(depth)) == "RecursionError")
+    for depth in range(refused - 3, refused + 3):
+        assert outcome_of_depth(FAST, line(depth)) == outcome_of_depth(PLAIN, line(depth)), depth
+
+
 def outcome_of_depth(parse, raw: bytes):
     """Deep values are compared by their shape (typed() would recurse as deep as they are)."""
     try:
