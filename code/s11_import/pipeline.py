@@ -203,6 +203,9 @@ def _read_compressed(path: str, t: Transcript, max_bytes: int) -> int:
     """Codex 的 .jsonl.zst：流式解压（解出的字节按同一个 max_bytes 计）到临时文件，再照常读。"""
     with compressed.unpacked(path, max_bytes) as (plain, complete):
         size = read_lines(plain, t, max_bytes, dispatch, dispatch_document)
+    if not complete and size == 0:   # 只有文件头就断了：不是“空文件”，是坏的压缩文件
+        raise UnsupportedFormat(f"{printable(os.path.basename(path))} 不是有效的 zstd 压缩文件（压缩流在开头就断了，"
+                                "解不出任何内容）；仓库没有任何改动")
     if not complete:
         t.warnings.append(f"{printable(os.path.basename(path))} 的压缩流在中途断了：只导入了解出来的前 "
                           f"{human_size(size)}（最后一行若不完整，已记进跳过的行）")

@@ -319,10 +319,19 @@ def test_other_files_of_these_agents_are_refused_by_name(tmp_path, store, name, 
     assert os.listdir(store.storage_dir) == []
 
 
-def test_a_broken_compressed_rollout_is_refused_and_names_the_file(tmp_path, store):
-    """Issue 44: valid .jsonl.zst files import now (tests/import/test_import_codex_zst.py); a broken one is refused."""
+BROKEN_ZSTD = {   # fixed bytes (random ones after the magic number can happen to decode into a few bytes)
+    "reserved-bit": b"\x28\xb5\x2f\xfd\x08" + b"\xff" * 100,        # a frame header with its reserved bit set
+    "corrupt-block": b"\x28\xb5\x2f\xfd\x00\x00\x07\x00\x00" + b"x" * 100,   # a block of the reserved type
+    "magic-only": b"\x28\xb5\x2f\xfd",                                # cut right after the magic number
+}
+
+
+@pytest.mark.parametrize("kind", list(BROKEN_ZSTD))
+def test_a_broken_compressed_rollout_is_refused_and_names_the_file(tmp_path, store, kind):
+    """Issue 44: valid .jsonl.zst files import now (tests/import/test_import_codex_zst.py); a broken one is refused
+    (a file cut after its magic number is not an "empty file" either); nothing is written."""
     path = tmp_path / "rollout.jsonl.zst"
-    path.write_bytes(b"\x28\xb5\x2f\xfd" + os.urandom(100))
+    path.write_bytes(BROKEN_ZSTD[kind])
     with pytest.raises(UnsupportedFormat, match="rollout.jsonl.zst 不是有效的 zstd 压缩文件"):
         import_file(path, store)
     assert store.list_sessions() == []
