@@ -3,6 +3,7 @@ imported messages shown with their marks, no remote image anywhere, and linear w
 
 import copy
 import doctest
+import html
 import json
 import re
 import subprocess
@@ -443,6 +444,13 @@ def test_attribute_values_from_the_session_cannot_break_out():
                "messages": [{"role": 'user" onclick="alert(1)', "content": "hi"}]}
     parser = audit(render_html(session))
     assert not [attr for attr in parser.attributes if attr[1].startswith("on")]
+
+
+@given(st.text(alphabet=st.sampled_from(list("&<>\"'a;#x27amp") + ["汉", "🤖", "\udc80", "\x00"]), max_size=40))
+def test_escaping_gives_what_html_escape_gives_for_any_text(text):
+    # _escape skips the replacements a text does not need; what it returns must be html.escape's, byte for byte
+    # ("&" first, so "&lt;" in the input becomes "&amp;lt;", never "&lt;" again).
+    assert s11_export._escape(text) == html.escape(text, quote=True)
 
 
 def test_a_leading_newline_in_tool_output_survives_the_pre_element():
