@@ -364,6 +364,18 @@ def test_the_re2_way_reads_the_card_issuer_table_as_re_does():
         assert bool(native.fullmatch(number.encode())) == bool(s11_redact._CARD_ISSUER.fullmatch(number)), number
 
 
+@NEEDS_RE2
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("a1?\n卡é\x85\x8e０９İıſ\u212a汉🤖\ud800\x00")), max_size=30))
+def test_the_single_byte_copy_is_the_code_table_one_whatever_the_text(text):
+    # Without a character that matters, re2's copy is encode("ascii", "replace"); it must be byte for byte the
+    # code table's copy (each non-ASCII character "?", the ones that matter their own byte), whichever way it was made.
+    import codecs
+
+    from s11_fast import redact_re2
+    assert redact_re2._single_byte(text) == codecs.charmap_encode(text, "replace", redact_re2._SINGLE_BYTE)[0]
+
+
 @BOTH
 def test_a_changed_rule_table_falls_back_to_the_plain_path(way, monkeypatch):
     acme = s11_redact.Rule("acme", "ACME密钥", re.compile(r"acme_[0-9a-f]{12}"))
