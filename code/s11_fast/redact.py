@@ -1,6 +1,7 @@
 """s11_fast.redact — s11_redact 的加速：先用几趟便宜的扫描挑出“可能有秘密”的行，规则表只在这些行上跑
 
     s11_redact.scan_value ──► _find_all(texts)  （accelerate() 给的；S11_PLAIN=1 时是 s11_redact 自己的那个）
+        scan_value 本身也换成 accelerate_scan() 给的：先只收文字，找到命中后才给那几处拼路径（见它的文档）
         所有字符串用 "\\n" 连成一段（纯 ASCII 的和其余的各一段）
         → 挑行：装了 google-re2 时，redact_re2.LineFinder 一趟 RE2 找齐所有必要条件，re2.Set 说出每一行有哪几个；
           没装时用本模块的几趟 re：单字节副本（Latin-1 以外的字符变成 "?"，位置不变）上，同一个开头字节的条件
@@ -292,6 +293,71 @@ def accelerate(plain: ModuleType, native: bool = True) -> Callable[[list[str]], 
                  for index in sorted(chosen)}
         return {index: spans for index, spans in found.items() if spans}
     return find_all
+
+
+def accelerated(plain: ModuleType) -> tuple[Callable, Callable]:
+    """s11_redact 在它的最后几行换上的两个函数：(_find_all, scan_value) 的加速版。"""
+    find_all = accelerate(plain)
+    return find_all, accelerate_scan(plain, find_all)
+
+
+def accelerate_scan(plain: ModuleType, find_all: Callable[[list[str]], dict]) -> Callable[[object], list]:
+    """plain.scan_value 的加速版（find_all 是上面 accelerate() 给的，或朴素的 _find_all）：结果逐项相同。
+
+    朴素的 scan_value 先用 places() 给每一处文字建好 (路径, 部分, 文字, 凭据) 和它的路径元组——一个 20 MB 的会话
+    有几万处，有命中的往往只有几十处。这里走两趟：第一趟只收文字（路径元组只给容器建，字符串的一个都不建），
+    第二趟只给有命中的那几处拼出路径。走的顺序、数的编号与 places() 一样（tests/fast 拿朴素的作 oracle）。"""
+    def scan_value(value: object) -> list:
+        texts, named, _ = _walk(value, ())
+        hits = find_all(texts)
+        for index in set(named) - hits.keys():   # 名字说它是凭据，值又不是引用：整个遮住（同 plain.scan_value）
+            text = texts[index]
+            if text.strip() and not plain._is_reference(text.strip()) and plain._MARKER_START not in text:
+                hits[index] = [(0, len(text), plain._CREDENTIAL_LABEL)]
+        hits = dict(sorted(hits.items()))
+        found = _walk(value, hits)[2] if hits else []
+        return [plain.Finding(path, part, start, end, label, text)
+                for (path, part, text, _), spans in zip(found, hits.values()) for start, end, label in spans]
+
+    def _walk(value: object, keep) -> tuple[list[str], list[int], list[tuple]]:
+        """(每处文字, 凭据名字下的字符串的编号, 编号在 keep 里的那些位置)，编号按 places() 的顺序数。"""
+        walk: tuple = ([], [], [], keep, {})
+        _collect(value, (), _HERE, False, walk)
+        return walk[:3]
+
+    def _collect(item: object, parent: tuple, step: object, credential: bool, walk: tuple) -> None:
+        # item 的路径是 parent + (step,)：只在要记下它时才拼。walk = (texts, named, found, keep, names)；
+        # names：这一趟里判断过的键名（每条消息都是那几个键，各只判断一次），与 plain._collect 一样。
+        texts, named, found, keep, names = walk
+        if isinstance(item, str):
+            if credential:
+                named.append(len(texts))
+            if len(texts) in keep:
+                found.append((parent if step is _HERE else parent + (step,), "value", item, credential))
+            texts.append(item)
+            return
+        path = parent if step is _HERE else parent + (step,)
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str):
+                    if len(texts) in keep:
+                        found.append((path + (key,), "key", key, False))
+                    texts.append(key)
+                    if key not in names:
+                        names[key] = plain._is_credential_name(key)
+                _collect(child, path, key, isinstance(key, str) and names[key], walk)
+        elif isinstance(item, (list, tuple)):
+            for index, child in enumerate(item):
+                _collect(child, path, index, False, walk)
+        elif plain._is_big_number(item):
+            if len(texts) in keep:
+                found.append((path, "value", plain._number_text(item), False))
+            texts.append(plain._number_text(item))
+
+    return scan_value
+
+
+_HERE = object()   # _collect 的 step：item 的路径就是 parent 本身（根）
 
 
 def _pieces(text: str, lines) -> list[tuple[int, int]]:
