@@ -367,6 +367,8 @@ def test_the_re2_way_reads_the_card_issuer_table_as_re_does():
 @NEEDS_RE2
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("a1?\n卡é\x85\x8e０９İıſ\u212a汉🤖\ud800\x00")), max_size=30))
+@example("卡" * 1001 + "１")                 # so many that the copy is made with the code table itself
+@example("x" * 5000 + "卡１İıſ\u212a" * 3)   # a few: patched one by one
 def test_the_single_byte_copy_is_the_code_table_one_whatever_the_text(text):
     # Without a character that matters, re2's copy is encode("ascii", "replace"); it must be byte for byte the
     # code table's copy (each non-ASCII character "?", the ones that matter their own byte), whichever way it was made.
