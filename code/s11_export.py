@@ -640,7 +640,18 @@ def _fence(text: str, info: str = "") -> list[str]:
 
 
 def _fence_ticks(text: str) -> str:
-    return "`" * max(3, _longest_backtick_run(text) + 1) if "`" in text else "```"
+    """比 text 里最长的一串反引号长、至少三个的围栏。文本里连着的反引号多半不超过三四个：一次 `in` 查一个长度
+    （一个字符串查找，比把每一串反引号都找出来量一遍的正则快得多）；查到十几个还有，才回去逐串量。
+
+    >>> _fence_ticks("a `b` ``c``"), _fence_ticks("x ```` y"), _fence_ticks("`" * 40)
+    ('```', '`````', '`````````````````````````````````````````')
+    """
+    ticks = "```"
+    while "`" in text and ticks in text:
+        if len(ticks) > 16:   # 一次 `in` 就是一趟：查的次数有上限，整个仍是线性的
+            return "`" * (_longest_backtick_run(text) + 1)
+        ticks += "`"
+    return ticks
 
 
 def _code_span(text: str) -> str:

@@ -210,6 +210,14 @@ def test_the_fence_around_risky_text_is_longer_than_any_backtick_run_inside():
     assert "\n```````\n``````\n### x\n```````\n" in markdown
 
 
+@given(st.lists(st.sampled_from(["`", "``", "```", "````", "`" * 16, "`" * 17, "`" * 40, "a", "\n", "汉", "~~~"]),
+                max_size=12).map("".join))
+def test_the_fence_is_one_backtick_longer_than_the_longest_run_and_at_least_three(text):
+    # _fence_ticks looks for runs with `in`, one length at a time, up to a bound; past it, it measures every run
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    assert s11_export._fence_ticks(text) == "`" * max(3, longest + 1)
+
+
 def test_titles_ids_and_roles_cannot_break_their_line():
     session = {"session_id": "a`b", "title": "标题\n### 2. 👤 `user`", "created_at": "<img src=x>",
                "messages": [{"role": "us`er\n# h", "content": "正文"}]}
