@@ -373,7 +373,8 @@ def _path_sentence(path: list[dict]) -> str:
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")   # CommonMark 认的换行符（str.splitlines 认得更多）
 # 下面每条规则都要用到其中某个字符；一个都不含的文本必然无害（快速通道）。_is_inert_markdown 用 8 次 str 的 `in`
-# 查这几个字符（比这个字符类的正则扫描快得多），测试拿这条正则核对两者一致。
+# 查这几个字符（每次都是 C 里的一趟查找，比这个字符类的正则逐字符地扫快几倍），测试拿这条正则核对两者一致。
+_STRUCTURE_CHARS = "<:!#=`~-"
 _MAYBE_STRUCTURE = re.compile(r"[<:!#=`~-]")
 _RAW_HTML = re.compile(r"<[A-Za-z/!?]")   # 标签、注释、声明，或 <scheme:…> 自动链接
 _IMAGE = "!["                              # ![alt](url)、![alt][ref]、![ref]：阅读器会去取那个 URL
@@ -522,9 +523,11 @@ def _is_inert_markdown(text: str) -> bool:
     >>> _is_inert_markdown("图：![](http://tracker.example/p.png)"), _is_inert_markdown("```mermaid\\ngraph TD\\n```")
     (False, False)
     """
-    if not _MAYBE_STRUCTURE.search(text):   # 没有任何一种结构会用到的字符
+    if not any(map(text.__contains__, _STRUCTURE_CHARS)):   # 没有任何一种结构会用到的字符
         return True
-    if _IMAGE in text or _RAW_HTML.search(text) or _SCRIPT_URL.search(text):
+    # 三种一出现就不行的写法：先用 `in` 查各自必有的那个字符（多数文本连它都没有），有才去找整个写法
+    if ("!" in text and _IMAGE in text) or ("<" in text and _RAW_HTML.search(text)) or \
+            (":" in text and _SCRIPT_URL.search(text)):
         return False
     if "\r" in text:
         text = _LINE_BREAK.sub("\n", text)   # 统一成一种换行：下面的每次查找都只找 "\n"

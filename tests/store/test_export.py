@@ -501,6 +501,21 @@ def test_the_linear_check_agrees_with_the_line_by_line_oracle(text):
     assert s11_export._is_inert_markdown(text) == line_by_line_oracle(text)
 
 
+def test_the_structure_characters_looked_for_with_in_are_the_regex_class():
+    # _is_inert_markdown looks for these 8 characters with `in`; the character class says which ones they must be
+    looked_for = {chr(code) for code in range(0x3100) if any(map(chr(code).__contains__, s11_export._STRUCTURE_CHARS))}
+    assert looked_for == {chr(code) for code in range(0x3100) if s11_export._MAYBE_STRUCTURE.search(chr(code))}
+    assert len(s11_export._STRUCTURE_CHARS) == 8
+
+
+@pytest.mark.parametrize(("text", "inert"), [
+    ("图 ![x](http://t.example/p.png)", False), ("a <b>x</b>", False), ("[x](javascript:alert(1))", False),
+    ("see: VBScript:run", False), ("a ! [not an image] < 3 : ok", True), ("plain -- text", True)])
+def test_the_three_always_risky_forms_are_found_behind_their_first_character(text, inert):
+    # each of the three checks first asks `in` for a character its form must hold ("!", "<" or ":")
+    assert s11_export._is_inert_markdown(text) is inert
+
+
 def unbounded_repeats_inside_unbounded_repeats(pattern):
     """Sub-patterns like (?:x[ \t]*)* — a loop inside a loop, the shape that backtracks super-linearly."""
     found = []
