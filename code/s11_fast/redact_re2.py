@@ -46,17 +46,12 @@ _NUMBER_END = rb"(?:$|[^0-9A-Za-z.,\n]|[.,](?:$|[^0-9\n]))"
 _CARD_GROUPED = (rb"[0-9]{4}[ .-][0-9]{4}[ .-][0-9]{4}[ .-][0-9]{4}(?:[ .-][0-9]{1,3})?"   # 4-4-4-4(-1..3)
                  rb"|[0-9]{4}[ .-][0-9]{6}[ .-][0-9]{5}")                                  # Amex 4-6-5
 _CARD_AFTER_WORD = rb"(?:(?i:card)|" + _CARD_WORD + rb")[^0-9\n]{0,20}[0-9]"
-# 凭据的值的开头：引号加一个不是这个引号的字符（"" 认领不到东西）；或者不带引号的一整串，后面紧跟着的不是 "(" 或 "["
-# （getpass.getpass()、os.environ["X"]：校验函数一律否决）。"$" 打头而后面不是数字的值是引用（$DB_PASSWORD、
-# ${{ secrets.X }}），校验函数也一律否决：这里只认 "$" 后面跟着数字（"?" 和 0x80 以上的字节可能是别的文字的数字，
-# str.isdigit 也认它们）。不带引号的一串在哪里结束，re 的 \s 比 RE2 的认得多（\v、\x1c-\x1f、"?" 可能是的
-# 各种空白）：串里容得下它们，串后面也认它们作结尾——宁可多挑。
+# 凭据的值的开头：引号加一个不是这个引号的字符（"" 认领不到东西），或者不带引号的第一个字符。"$" 打头而后面
+# 不是数字的值是引用（$DB_PASSWORD、${{ secrets.X }}），校验函数一律否决：这里只认 "$" 后面跟着数字（"?" 和
+# 0x80 以上的字节可能是别的文字的数字，str.isdigit 也认它们）。
 _NOT_A_REFERENCE = rb"\$[0-9?\x80-\xff]"
-_IN_VALUE = rb"""[^\t\n\v\f\r \x1c-\x1f"'`,;()\[\]{}]"""
-_AFTER_VALUE = rb"""(?:[\t\n\v\f\r \x1c-\x1f"'`,;)\]{}?\x80-\xff]|$)"""
 _CREDENTIAL_VALUE = (rb"""[ \t]*(?:"(?:[^"\n$]|""" + _NOT_A_REFERENCE + rb""")|'(?:[^'\n$]|""" + _NOT_A_REFERENCE
-                     + rb""")|`(?:[^`\n$]|""" + _NOT_A_REFERENCE + rb")|(?:" + _IN_VALUE[:-1] + rb"$]|"
-                     + _NOT_A_REFERENCE + rb")" + _IN_VALUE + rb"*" + _AFTER_VALUE + rb")")
+                     + rb""")|`(?:[^`\n$]|""" + _NOT_A_REFERENCE + rb""")|[^\s"'`,;()\[\]{}$]|""" + _NOT_A_REFERENCE + rb")")
 
 # (规则名, 条件)；"{issuer}" 换成 s11_redact._CARD_ISSUER（去掉注释和空白）。
 CONDITIONS: list[tuple[tuple[str, ...], bytes]] = [
