@@ -306,8 +306,8 @@ def accelerate_scan(plain: ModuleType, find_all: Callable[[list[str]], dict]) ->
 
     朴素的 scan_value 先用 places() 给每一处文字建好 (路径, 部分, 文字, 凭据) 和它的路径元组——一个 20 MB 的会话
     有几万处，有命中的往往只有几十处。这里走两趟：
-    1. _texts：只收文字（和凭据名字下的字符串的编号），一个元组也不建；每个容器记下它走完时数到了第几处文字、
-       第几个容器（ends，按进入的先后）；
+    1. _texts：只收文字（和凭据名字下的字符串的编号），不给字符串建任何元组；每个容器记下一对数：它走完时数到了
+       第几处文字、第几个容器（ends，按进入的先后）；
     2. _paths：再走一遍，只给有命中的那几处拼出路径；一个容器里没有要找的编号，就按 ends 整个跳过。
     走的顺序、数的编号都与 plain.places() 一样（tests/fast 在生成的值和真实样本上拿朴素的作 oracle）。"""
     def scan_value(value: object) -> list:
