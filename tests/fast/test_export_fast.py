@@ -53,7 +53,7 @@ FAST_SCAN = fast_redact.accelerate_scan(PLAIN_REDACT, PLAIN_REDACT._find_all)
 KEY = "sk-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv"
 HOSTILE = ["```", "````x\n```\n", "~~~\n", "# 标题", "a\n===", "<script>alert(1)</script>", "![](http://t.example/p)",
            "[x](javascript:alert(1))", "&amp; <b> \"q\" 'a'", "\x00\x1f\x7f", "\ud800 lone", "\u2028\u2029", "\r\n\r",
-           "x" * 5000, "`" * 40, "```mermaid\ngraph TD\n```", "a@example.com 13812345678 " + KEY, "> - 1. # h",
+           "x" * 200_000, "`" * 40, "a" + "`" * 3000 + "b\n```", "```mermaid\ngraph TD\n```", "a@example.com 13812345678 " + KEY, "> - 1. # h",
            "🤖 汉字 ｆｕｌｌ １３８１２３４５６７８"]
 
 
