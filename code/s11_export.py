@@ -8,7 +8,7 @@
                  ┌───────────────┴───────────────┐
           markdown_chunks()                  html_chunks()
           章节 export_markdown 的版式；      <!doctype html>、CSP、没有 <script>、没有 URL，
-          可疑文本 → 装进代码围栏            每个字符串都过 html.escape()
+          可疑文本 → 装进代码围栏            每个字符串都过 _escape()（即 html.escape）
                  │                                │
           render_markdown() = "".join        render_html() = "".join
 
@@ -28,9 +28,10 @@
 
 from __future__ import annotations
 
-import html
 import json
+import os
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -372,7 +373,8 @@ def _path_sentence(path: list[dict]) -> str:
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")   # CommonMark 认的换行符（str.splitlines 认得更多）
 # 下面每条规则都要用到其中某个字符；一个都不含的文本必然无害（快速通道）。_is_inert_markdown 用 8 次 str 的 `in`
-# 查这几个字符（比这个字符类的正则扫描快得多），测试拿这条正则核对两者一致。
+# 查这几个字符（每次都是 C 里的一趟查找，比这个字符类的正则逐字符地扫快几倍），测试拿这条正则核对两者一致。
+_STRUCTURE_CHARS = "<:!#=`~-"
 _MAYBE_STRUCTURE = re.compile(r"[<:!#=`~-]")
 _RAW_HTML = re.compile(r"<[A-Za-z/!?]")   # 标签、注释、声明，或 <scheme:…> 自动链接
 _IMAGE = "!["                              # ![alt](url)、![alt][ref]、![ref]：阅读器会去取那个 URL
@@ -521,9 +523,11 @@ def _is_inert_markdown(text: str) -> bool:
     >>> _is_inert_markdown("图：![](http://tracker.example/p.png)"), _is_inert_markdown("```mermaid\\ngraph TD\\n```")
     (False, False)
     """
-    if not _MAYBE_STRUCTURE.search(text):   # 没有任何一种结构会用到的字符
+    if not any(map(text.__contains__, _STRUCTURE_CHARS)):   # 没有任何一种结构会用到的字符
         return True
-    if _IMAGE in text or _RAW_HTML.search(text) or _SCRIPT_URL.search(text):
+    # 三种一出现就不行的写法：先用 `in` 查各自必有的那个字符（多数文本连它都没有），有才去找整个写法
+    if ("!" in text and _IMAGE in text) or ("<" in text and _RAW_HTML.search(text)) or \
+            (":" in text and _SCRIPT_URL.search(text)):
         return False
     if "\r" in text:
         text = _LINE_BREAK.sub("\n", text)   # 统一成一种换行：下面的每次查找都只找 "\n"
@@ -639,7 +643,18 @@ def _fence(text: str, info: str = "") -> list[str]:
 
 
 def _fence_ticks(text: str) -> str:
-    return "`" * max(3, _longest_backtick_run(text) + 1) if "`" in text else "```"
+    """比 text 里最长的一串反引号长、至少三个的围栏。文本里连着的反引号多半不超过三四个：一次 `in` 查一个长度
+    （一个字符串查找，比把每一串反引号都找出来量一遍的正则快得多）；查到十几个还有，才回去逐串量。
+
+    >>> _fence_ticks("a `b` ``c``"), _fence_ticks("x ```` y"), _fence_ticks("`" * 40)
+    ('```', '`````', '`````````````````````````````````````````')
+    """
+    ticks = "```"
+    while "`" in text and ticks in text:
+        if len(ticks) > 16:   # 一次 `in` 就是一趟：查的次数有上限，整个仍是线性的
+            return "`" * (_longest_backtick_run(text) + 1)
+        ticks += "`"
+    return ticks
 
 
 def _code_span(text: str) -> str:
@@ -655,7 +670,7 @@ def _longest_backtick_run(text: str) -> int:
     >>> _longest_backtick_run("a `b` ```c``` d"), _longest_backtick_run("none")
     (3, 0)
     """
-    return max(map(len, _BACKTICKS.findall(text)), default=0)
+    return max(map(len, _BACKTICKS.findall(text)), default=0) if "`" in text else 0
 
 
 _BACKTICKS = re.compile("`+")
@@ -764,7 +779,20 @@ def render_html(session: dict, lineage: list[dict] | None = None, *, redact: boo
 
 
 def _escape(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    """html.escape(value, quote=True)，只是不含的字符不去替换：str.replace 哪怕一处也没换，也要先数一遍整段文字，
+    而 `in` 找一个字符快得多——导出里的大段工具输出多半五个字符一个都不含。
+
+    >>> _escape("a < b & 'c'")
+    'a &lt; b &amp; &#x27;c&#x27;'
+    """
+    text = str(value)
+    for char, entity in _HTML_ENTITIES:   # 顺序同 html.escape："&" 必须最先换
+        if char in text:
+            text = text.replace(char, entity)
+    return text
+
+
+_HTML_ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ('"', "&quot;"), ("'", "&#x27;"))
 
 
 def _html_breadcrumb(path: list[dict]) -> str:
@@ -830,3 +858,14 @@ _HTML_RENDERERS = {
     "image": lambda part: [f'<p class="note">🖼️ {_escape(part.text)}</p>'],
     "unknown": lambda part: _html_figure("unknown", "📦 未知内容块", part),
 }
+
+
+# 加速（像 heapq 换上 _heapq）：s11_fast.export 就地读常见的内容块、用 orjson 排版工具参数，结果与上面的
+# message_parts 逐项相同（tests/fast 拿这里作 oracle）。S11_PLAIN=1 关掉它；没有 s11_fast 这个目录时就用上面的。
+if not os.environ.get("S11_PLAIN"):
+    try:
+        from s11_fast.export import accelerate
+    except ImportError:
+        pass
+    else:
+        message_parts = accelerate(sys.modules[__name__])

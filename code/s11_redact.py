@@ -639,12 +639,12 @@ def redact_value(value: Any, *, share: bool = False) -> tuple[Any, dict[str, int
     return copied, _in_rule_order(Counter(finding.label for finding in applied))
 
 
-# 加速（像 heapq 换上 _heapq）：s11_fast.redact 先挑出可能有秘密的字符串，结果与上面的 _find_all 相同
-# （tests/fast 拿这里作 oracle）。S11_PLAIN=1 关掉它；没有 s11_fast 这个目录时就用上面的。
+# 加速（像 heapq 换上 _heapq）：s11_fast.redact 先挑出可能有秘密的字符串、只给有命中的位置拼路径，结果与上面的
+# _find_all 和 scan_value 相同（tests/fast 拿这里作 oracle）。S11_PLAIN=1 关掉它；没有 s11_fast 这个目录时就用上面的。
 if not os.environ.get("S11_PLAIN"):
     try:
-        from s11_fast.redact import accelerate
+        from s11_fast.redact import accelerated
     except ImportError:
         pass
     else:
-        _find_all = accelerate(sys.modules[__name__])
+        _find_all, scan_value = accelerated(sys.modules[__name__])

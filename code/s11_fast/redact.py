@@ -1,6 +1,7 @@
 """s11_fast.redact — s11_redact 的加速：先用几趟便宜的扫描挑出“可能有秘密”的行，规则表只在这些行上跑
 
     s11_redact.scan_value ──► _find_all(texts)  （accelerate() 给的；S11_PLAIN=1 时是 s11_redact 自己的那个）
+        scan_value 本身也换成 accelerate_scan() 给的：先只收文字，找到命中后才给那几处拼路径（见它的文档）
         所有字符串用 "\\n" 连成一段（纯 ASCII 的和其余的各一段）
         → 挑行：装了 google-re2 时，redact_re2.LineFinder 一趟 RE2 找齐所有必要条件，re2.Set 说出每一行有哪几个；
           没装时用本模块的几趟 re：单字节副本（Latin-1 以外的字符变成 "?"，位置不变）上，同一个开头字节的条件
@@ -292,6 +293,100 @@ def accelerate(plain: ModuleType, native: bool = True) -> Callable[[list[str]], 
                  for index in sorted(chosen)}
         return {index: spans for index, spans in found.items() if spans}
     return find_all
+
+
+def accelerated(plain: ModuleType) -> tuple[Callable, Callable]:
+    """s11_redact 在它的最后几行换上的两个函数：(_find_all, scan_value) 的加速版。"""
+    find_all = accelerate(plain)
+    return find_all, accelerate_scan(plain, find_all)
+
+
+def accelerate_scan(plain: ModuleType, find_all: Callable[[list[str]], dict]) -> Callable[[object], list]:
+    """plain.scan_value 的加速版（find_all 是上面 accelerate() 给的，或朴素的 _find_all）：结果逐项相同。
+
+    朴素的 scan_value 先用 places() 给每一处文字建好 (路径, 部分, 文字, 凭据) 和它的路径元组——一个 20 MB 的会话
+    有几万处，有命中的往往只有几十处。这里走两趟：
+    1. _texts：只收文字（和凭据名字下的字符串的编号），不给字符串建任何元组；每个容器记下一对数：它走完时数到了
+       第几处文字、第几个容器（ends，按进入的先后）；
+    2. _paths：再走一遍，只给有命中的那几处拼出路径；一个容器里没有要找的编号，就按 ends 整个跳过。
+    走的顺序、数的编号都与 plain.places() 一样（tests/fast 在生成的值和真实样本上拿朴素的作 oracle）。"""
+    def scan_value(value: object) -> list:
+        texts: list[str] = []
+        named: list[int] = []
+        ends: list[tuple[int, int]] = []
+        _texts(value, False, texts, named, ends, {})
+        hits = find_all(texts)
+        for index in set(named) - hits.keys():   # 名字说它是凭据，值又不是引用：整个遮住（同 plain.scan_value）
+            text = texts[index]
+            if text.strip() and not plain._is_reference(text.strip()) and plain._MARKER_START not in text:
+                hits[index] = [(0, len(text), plain._CREDENTIAL_LABEL)]
+        if not hits:
+            return []
+        hits = dict(sorted(hits.items()))
+        found: list[tuple] = []
+        _paths(value, (), _HERE, False, [*hits, len(texts)], ends, [0, 0], found)   # 末尾一个永远数不到的编号
+        return [plain.Finding(path, part, start, end, label, text)
+                for (path, part, text, _), spans in zip(found, hits.values()) for start, end, label in spans]
+
+    def _texts(item: object, credential: bool, texts: list, named: list, ends: list, names: dict) -> None:
+        if isinstance(item, str):
+            if credential:
+                named.append(len(texts))
+            texts.append(item)
+        elif isinstance(item, dict):
+            number = len(ends)
+            ends.append((0, 0))
+            for key, child in item.items():
+                is_name = isinstance(key, str)
+                if is_name:
+                    texts.append(key)
+                    if key not in names:   # 这一趟里判断过的键名，各只判断一次（同 plain._collect）
+                        names[key] = plain._is_credential_name(key)
+                _texts(child, is_name and names[key], texts, named, ends, names)
+            ends[number] = (len(texts), len(ends))
+        elif isinstance(item, (list, tuple)):
+            number = len(ends)
+            ends.append((0, 0))
+            for child in item:
+                _texts(child, False, texts, named, ends, names)
+            ends[number] = (len(texts), len(ends))
+        elif plain._is_big_number(item):
+            texts.append(plain._number_text(item))
+
+    def _paths(item: object, parent: tuple, step: object, credential: bool, wanted: list[int], ends: list,
+               count: list[int], found: list) -> None:
+        """found 里依次放进编号在 wanted（排好序，最后一个是数不到的文字总数）里的那些位置；
+        count = [已数过的文字, 已进入的容器]。item 的路径 parent + (step,) 只在要用时才拼。"""
+        if isinstance(item, str) or (not isinstance(item, (dict, list, tuple)) and plain._is_big_number(item)):
+            if count[0] == wanted[len(found)]:
+                text = item if isinstance(item, str) else plain._number_text(item)
+                found.append((parent if step is _HERE else parent + (step,), "value", text,
+                              credential and isinstance(item, str)))
+            count[0] += 1
+            return
+        if not isinstance(item, (dict, list, tuple)):
+            return
+        text_end, container_end = ends[count[1]]
+        count[1] += 1
+        if wanted[len(found)] >= text_end:   # 这个容器里一处要找的都没有：整个跳过
+            count[0], count[1] = text_end, container_end
+            return
+        path = parent if step is _HERE else parent + (step,)
+        children = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, child in children:
+            is_name = isinstance(item, dict) and isinstance(key, str)
+            if is_name:
+                if count[0] == wanted[len(found)]:
+                    found.append((path + (key,), "key", key, False))
+                count[0] += 1
+            _paths(child, path, key, is_name and plain._is_credential_name(key), wanted, ends, count, found)
+            if len(found) == len(wanted) - 1:   # 全找到了：其余的不必再走（外面的各层也就此返回）
+                return
+
+    return scan_value
+
+
+_HERE = object()   # _paths 的 step：item 的路径就是 parent 本身（根）
 
 
 def _pieces(text: str, lines) -> list[tuple[int, int]]:

@@ -103,6 +103,14 @@ def _unverbose(pattern: str) -> bytes:
     return re.sub(r"#[^\n]*|\s+", "", pattern).encode()
 
 
+def _single_byte(joined: str) -> bytes:
+    """joined 的单字节副本。没有要紧的字符时，它就是 encode("ascii", "replace")（每个非 ASCII 字符都成 "?"）：
+    这条路在 C 里一口气做完，比逐字查编码表快一倍多，而查一遍那 15 个字符（`in`）很便宜。"""
+    if any(char in joined for char in _KEPT):
+        return codecs.charmap_encode(joined, "replace", _SINGLE_BYTE)[0]
+    return joined.encode("ascii", "replace")
+
+
 class LineFinder:
     """lines(joined)：joined 里含有某个条件的每一行 (行首位置, 条件出现了的规则名)；规则名里有 UNSURE 时，
     这一行有拿不准的字符。card_issuer：s11_redact._CARD_ISSUER 的写法（VERBOSE）。"""
@@ -122,7 +130,7 @@ class LineFinder:
         return {name for names in self._names for name in names} - {UNSURE}
 
     def lines(self, joined: str) -> Iterator[tuple[int, frozenset[str]]]:
-        buffer = joined.encode("ascii") if joined.isascii() else codecs.charmap_encode(joined, "replace", _SINGLE_BYTE)[0]
+        buffer = _single_byte(joined)
         named: dict[tuple[int, ...], frozenset[str]] = {}   # 条件的组合不多：同一个组合共用一个集合
         # 条件都不跨行，所以一行里只要有一个条件，_any 就在这一行里找到一个匹配（前一个匹配在上一行里就结束了）。
         # 一行只看一次：同一行里后面的匹配跳过，这一行有哪些条件由 _every 一次说全。

@@ -85,7 +85,9 @@ _pieces = st.sampled_from([
     "paſſword=hunter2x", "\u212aey=abc123XYZ", "İ", "ı", "ſ", "\u212a", "a@example.com13812345678", "bot", "12345678:",
     "\\\"", "sig=", "SK", "LTAI", "eyJ", "sk-", "xoxb-", "dop_v1_", "Cookie: ", "Bearer ", "卡号 ", "卡",
     # characters outside Latin-1 (the re2 way reads them as "?") and outside the BMP (one "?" each, positions kept)
-    "用户", "密码很长", "😀", "é", "\u3000", "://用户:", "@db", "password: \"", "sk-abcdefghijklmnopq", "１２３４"])
+    "用户", "密码很长", "😀", "é", "\u3000", "://用户:", "@db", "password: \"", "sk-abcdefghijklmnopq", "１２３４",
+    # where a credential's value ends, and values the validator turns down ("", "$X", followed by "(" or "[")
+    "(", "[", "\x0b", "\x1c", "\x85", "$", "$1", "\"\"", "''", "os.environ", "٣"])
 _texts = st.lists(st.lists(_pieces | st.text(max_size=6), max_size=6).map("".join), max_size=6)
 
 
@@ -362,6 +364,20 @@ def test_the_re2_way_reads_the_card_issuer_table_as_re_does():
                "27211234567890123", "9558801234567890128", "3528000000000000", "3600000000000000"]
     for number in numbers:
         assert bool(native.fullmatch(number.encode())) == bool(s11_redact._CARD_ISSUER.fullmatch(number)), number
+
+
+@NEEDS_RE2
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("a1?\n卡é\x85\x8e０９İıſ\u212a汉🤖\ud800\x00")), max_size=30))
+@example("卡" * 1001 + "１")                 # so many that the copy is made with the code table itself
+@example("x" * 5000 + "卡１İıſ\u212a" * 3)   # a few: patched one by one
+def test_the_single_byte_copy_is_the_code_table_one_whatever_the_text(text):
+    # Without a character that matters, re2's copy is encode("ascii", "replace"); it must be byte for byte the
+    # code table's copy (each non-ASCII character "?", the ones that matter their own byte), whichever way it was made.
+    import codecs
+
+    from s11_fast import redact_re2
+    assert redact_re2._single_byte(text) == codecs.charmap_encode(text, "replace", redact_re2._SINGLE_BYTE)[0]
 
 
 @BOTH

@@ -3,6 +3,7 @@ imported messages shown with their marks, no remote image anywhere, and linear w
 
 import copy
 import doctest
+import html
 import json
 import re
 import subprocess
@@ -207,6 +208,14 @@ def test_a_closed_code_fence_stays_markdown_instead_of_being_fenced_again():
 def test_the_fence_around_risky_text_is_longer_than_any_backtick_run_inside():
     markdown = render_markdown({"session_id": "s", "title": "t", "messages": [{"role": "user", "content": "``````\n### x"}]})
     assert "\n```````\n``````\n### x\n```````\n" in markdown
+
+
+@given(st.lists(st.sampled_from(["`", "``", "```", "````", "`" * 16, "`" * 17, "`" * 40, "a", "\n", "汉", "~~~"]),
+                max_size=12).map("".join))
+def test_the_fence_is_one_backtick_longer_than_the_longest_run_and_at_least_three(text):
+    # _fence_ticks looks for runs with `in`, one length at a time, up to a bound; past it, it measures every run
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    assert s11_export._fence_ticks(text) == "`" * max(3, longest + 1)
 
 
 def test_titles_ids_and_roles_cannot_break_their_line():
@@ -445,6 +454,13 @@ def test_attribute_values_from_the_session_cannot_break_out():
     assert not [attr for attr in parser.attributes if attr[1].startswith("on")]
 
 
+@given(st.text(alphabet=st.sampled_from(list("&<>\"'a;#x27amp") + ["汉", "🤖", "\udc80", "\x00"]), max_size=40))
+def test_escaping_gives_what_html_escape_gives_for_any_text(text):
+    # _escape skips the replacements a text does not need; what it returns must be html.escape's, byte for byte
+    # ("&" first, so "&lt;" in the input becomes "&amp;lt;", never "&lt;" again).
+    assert s11_export._escape(text) == html.escape(text, quote=True)
+
+
 def test_a_leading_newline_in_tool_output_survives_the_pre_element():
     message = {"role": "toolResult", "toolName": "bash", "content": [{"type": "text", "text": "\n空行开头"}]}
     parser = audit(render_html(as_session([message])))
@@ -483,6 +499,21 @@ MARKDOWN_TOKENS = ["-", "=", "#", "`", "~", ">", "*", "+", "1", "2.", "3)", "123
 @given(st.lists(st.sampled_from(MARKDOWN_TOKENS), max_size=18).map("".join))
 def test_the_linear_check_agrees_with_the_line_by_line_oracle(text):
     assert s11_export._is_inert_markdown(text) == line_by_line_oracle(text)
+
+
+def test_the_structure_characters_looked_for_with_in_are_the_regex_class():
+    # _is_inert_markdown looks for these 8 characters with `in`; the character class says which ones they must be
+    looked_for = {chr(code) for code in range(0x3100) if any(map(chr(code).__contains__, s11_export._STRUCTURE_CHARS))}
+    assert looked_for == {chr(code) for code in range(0x3100) if s11_export._MAYBE_STRUCTURE.search(chr(code))}
+    assert len(s11_export._STRUCTURE_CHARS) == 8
+
+
+@pytest.mark.parametrize(("text", "inert"), [
+    ("图 ![x](http://t.example/p.png)", False), ("a <b>x</b>", False), ("[x](javascript:alert(1))", False),
+    ("see: VBScript:run", False), ("a ! [not an image] < 3 : ok", True), ("plain -- text", True)])
+def test_the_three_always_risky_forms_are_found_behind_their_first_character(text, inert):
+    # each of the three checks first asks `in` for a character its form must hold ("!", "<" or ":")
+    assert s11_export._is_inert_markdown(text) is inert
 
 
 def unbounded_repeats_inside_unbounded_repeats(pattern):
