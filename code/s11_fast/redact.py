@@ -210,13 +210,14 @@ def accelerate(plain: ModuleType, native: bool = True) -> Callable[[list[str]], 
     def claims_in_lines(places: list[tuple[str, list[int]]], names: set[str] | None) -> list[list[tuple[int, int, str]]]:
         """对 places 里的每个 (text, lines)：plain._claims(text) 落在 lines（行首位置）那些行里的命中。
         所有这些行（和它们要带上的上文）拼成一段小文字，只跑一次规则表，再换算回各自 text 的位置。
-        每段都以一个 "\n" 开头（字符串开头的那段补一个），所以哪一段的规则都看不到前一段的文字。
+        每段都以一个 "\n" 开头（字符串开头的那段补两个：一个 "\n" 挡不住往前看的校验——正则的 $ 也在末尾的
+        "\n" 之前成立，卡号前 12 个字符里的“订单号”字样就会从前一段读过来），所以哪一段的规则都看不到前一段的文字。
         names：要跑的规则；None = 在拼好的这段文字里找一遍必要条件，只跑条件出现了的那几行（条件不跨行，
         所以在这段里找到的就是这些行里的）。"""
         pieces, starts, owners, size = [], [], [], 0      # owners：这一段属于 places 的第几个、位置差多少
         for number, (text, lines) in enumerate(places):
             for start, end in _pieces(text, lines):
-                prefix = "" if start else "\n"
+                prefix = "" if start else "\n\n"
                 pieces.append(prefix + text[start:end])
                 starts.append(size)
                 owners.append((number, start - len(prefix) - size))
