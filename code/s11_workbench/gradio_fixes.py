@@ -6,6 +6,7 @@
         safe_cache_cleanup()     下载缓存的定时清理不因处理函数同时加文件而停掉
         bound_page_sessions()    页面会话表满了先丢已关闭的页面
     app.py 导入 gradio 之前 ──> quiet_analytics()   不在每个事件之后重算监控统计
+    各标签页接事件 ──> listen(trigger, handler, outputs, ...)   输出多的事件：值在处理函数的线程里一次整理好
 
 在 gradio 6.31 上重新量过（把一个函数换成什么都不做，再跑 tests/workbench/test_server_hardening.py、
 tests/workbench/test_app_client.py 里对应的测试）：五处都还需要——6.x 的 #13756 修掉的是队列的事件表、
@@ -26,6 +27,7 @@ install() 会在启动时直接报错（AttributeError），而不是悄悄失�
 from __future__ import annotations
 
 import datetime
+import functools
 import os
 
 
@@ -136,3 +138,57 @@ def bound_page_sessions() -> None:
 
     update.s11_bounded = True
     StateHolder.update = update
+
+
+def listen(trigger, handler, outputs: list, **options):
+    """trigger(handler, outputs=outputs, **options)，只是每一格输出的整理（component.postprocess）在处理函数自己的
+    工作线程里一次做完，再以 postprocess=False 交给 gradio。为什么：gradio 6.31 的 postprocess_data 把每一格输出
+    单独交给线程池（anyio.to_thread.run_sync），一格一次线程往返；浏览器的一个事件有 45–66 格，全班同时点时
+    每次往返都要在事件循环上排一次队——课堂开场那一波里，服务器时间的九成是这些往返（load_classroom.py 的
+    postprocess 一列），不是整理本身。整理的规则和 gradio 的相同（_postprocessed），文件照旧由 gradio 搬进缓存。"""
+    return trigger(_postprocessed(handler, outputs), outputs=outputs, postprocess=False, **options)
+
+
+def _postprocessed(handler, outputs: list):
+    """handler 的包装：返回值按 outputs 逐格整理。functools.wraps：gradio 看签名和类型注解
+    （gr.EventData、gr.Request 参数）时看到的是 handler 自己的。"""
+    @functools.wraps(handler)
+    def run(*args, **kwargs):
+        values = handler(*args, **kwargs)
+        if len(outputs) == 1:
+            return _ready(outputs[0], values)
+        return [_ready(block, value) for block, value in zip(outputs, values)]
+    return run
+
+
+def _ready(block, value):
+    """一格输出交给 gradio 之前的样子，与 gradio 的 postprocess_data 相同：状态（gr.State）和没有值的更新原样；
+    带属性的更新（gr.Radio(choices=…)、gr.update(value=…)）里的值按更新之后的组件整理；普通值按组件整理。"""
+    from gradio import utils
+    from gradio.blocks import Block
+    if block.stateful or not hasattr(block, "postprocess"):
+        return value
+    if isinstance(value, Block):
+        args = value.constructor_args
+        if "value" in args:
+            args["value"] = _dumped(_updated(block, args).postprocess(args["value"]))
+        return value
+    if utils.is_prop_update(value):
+        if "value" not in value:
+            return value
+        return {**value, "value": _dumped(_updated(block, value).postprocess(value["value"]))}
+    return _dumped(block.postprocess(value))
+
+
+def _updated(block, props: dict):
+    """更新之后的组件（gradio 在页面状态里放的那个替身）：原来的属性加上这次更新的；只有属性变了才新建。"""
+    changed = {key: item for key, item in props.items() if key not in ("value", "__type__")}
+    if not changed:
+        return block
+    return type(block)(**{**block.constructor_args, **changed, "value": None, "render": False})
+
+
+def _dumped(value):
+    """整理的结果是 gradio 的数据模型（表格、对话、文件）时，转成它发给浏览器的普通字典。"""
+    from gradio.data_classes import GradioModel, GradioRootModel
+    return value.model_dump() if isinstance(value, (GradioModel, GradioRootModel)) else value
