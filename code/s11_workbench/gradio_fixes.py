@@ -155,10 +155,19 @@ def _postprocessed(handler, outputs: list):
     @functools.wraps(handler)
     def run(*args, **kwargs):
         values = handler(*args, **kwargs)
+        page = _page_blocks()
         if len(outputs) == 1:
-            return _ready(outputs[0], values)
-        return [_ready(block, value) for block, value in zip(outputs, values)]
+            return _ready(page.get(outputs[0]._id, outputs[0]), values)
+        return [_ready(page.get(block._id, block), value) for block, value in zip(outputs, values)]
     return run
+
+
+def _page_blocks() -> dict:
+    """这个页面自己的各组件（gradio 在处理函数的上下文里放着页面会话的 blocks_config）：上次带属性的更新换上的
+    替身在这里，比如选项已经换过的下拉框——按它整理，和 gradio 自己整理时用的是同一个。"""
+    from gradio.context import LocalContext
+    config = LocalContext.blocks_config.get(None)
+    return config.blocks if config is not None else {}
 
 
 def _ready(block, value):
@@ -181,7 +190,7 @@ def _ready(block, value):
 
 
 def _updated(block, props: dict):
-    """更新之后的组件（gradio 在页面状态里放的那个替身）：原来的属性加上这次更新的；只有属性变了才新建。"""
+    """更新之后的组件（gradio 在页面会话里换上的替身）：原来的属性加上这次更新的；只有属性变了才新建。"""
     changed = {key: item for key, item in props.items() if key not in ("value", "__type__")}
     if not changed:
         return block
