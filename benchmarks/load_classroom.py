@@ -570,6 +570,7 @@ def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[d
                                           ((server_ms(run, call), call) for call in picked)
                                           if s is not None or call.rtt is not None]
             waits = [s for s in (server_ms(run, call, "queue_wait_ms") for call in picked) if s is not None]
+            pre = [s for s in (server_ms(run, call, "preprocess_ms") for call in picked) if s is not None]
             handler = [s for s in (server_ms(run, call, "fn_call_ms") for call in picked) if s is not None]
             post = [s for s in (server_ms(run, call, "postprocess_ms") for call in picked) if s is not None]
             if not download:
@@ -580,18 +581,21 @@ def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[d
             def p95(values: List[float]) -> str:
                 return c.ms(c.percentile(values, 0.95), 0) if values else "-"
             rows.append([f"{phase}: {action}", len(picked), c.ms(c.median(server), 0) if server else "-",
-                         p95(server), p95(handler), p95(post), c.ms(max(server), 0) if server else "-", p95(waits),
+                         p95(server), p95(pre), p95(handler), p95(post), c.ms(max(server), 0) if server else "-", p95(waits),
                          c.ms(c.median(rtts), 0), p95(rtts)])
     c.print_table("1. per action: server-side time (gradio's own trace: preprocess + handler + postprocess), "
                   "queue wait, and the client's round trip (ms)",
-                  ["action", "n", "server p50", "server p95", "handler p95", "postprocess p95", "server max",
+                  ["action", "n", "server p50", "server p95", "preprocess p95", "handler p95", "postprocess p95",
+                   "server max",
                    "queue wait p95",
                    "round trip p50", "round trip p95"], rows,
                   note=f"burst = every student's first round released at once ({run.students} students, "
                        f"{run.marks.get('burst end', 0) - run.marks.get('burst start', 0):.1f} s); steady = rounds "
                        f"with {run.think:.0f} s ± 50 % think time between actions for {run.minutes:g} min; "
                        "downloads are plain GETs (no queue, no trace): round trip only; postprocess = gradio turning "
-                       "the handler's return values into the page's (a component update costs far more than a value)")
+                       "the handler's return values into the page's (a component update costs far more than a value;\n"
+                       "events wired with gradio_fixes.listen postprocess their values inside the handler, so that "
+                       "part counts as handler); preprocess = the inputs, one worker-thread hop each")
 
     rss = run.rss
     start_rss = rss[0][2] if rss else 0
