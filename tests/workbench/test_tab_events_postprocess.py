@@ -129,3 +129,20 @@ def test_the_page_receives_what_gradio_own_postprocess_sends(demo):
                     seen.add("chat")
     # plain text, component updates, a table (headers), the chat, a download moved into gradio's cache (url)
     assert {"str", "__type__", "headers", "chat", "url"} <= seen, seen
+
+
+def test_a_page_session_copies_no_page_config(demo):
+    """gradio copied every component's config into each new page session (for deep links, unused here): about
+    35 ms of event-loop CPU at a page's first event, and two more config builds per component update. The page
+    session now starts and stays without that copy, and its components and states still update."""
+    from gradio.state_holder import SessionState
+
+    state, token = SessionState(demo), demo.s11_spaces.new_token()
+    assert state.config_values == {}
+    run(demo, fn_named(demo, "run_demo"), state, [token])
+    fn = fn_named(demo, "explorer_source")   # the source switch replaces the source radio (new choices)
+    output = run(demo, fn, state, inputs(fn, [token, "shelf"]))["data"]
+    assert state.config_values == {}
+    view = next(block for block in fn.inputs if block.stateful and type(block).__name__ == "State")
+    assert state[view._id].source == "shelf"   # the page's gr.State did take the new view
+    assert any(isinstance(value, dict) and value.get("__type__") == "update" for value in output)
