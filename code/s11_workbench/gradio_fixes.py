@@ -167,22 +167,26 @@ def bound_page_sessions() -> None:
     StateHolder.update = update
 
 
-def listen(trigger, handler, outputs: list, **options):
-    """trigger(handler, outputs=outputs, **options)，只是每一格输出的整理（component.postprocess）在处理函数自己的
-    工作线程里一次做完，再以 postprocess=False 交给 gradio。为什么：gradio 6.31 的 postprocess_data 把每一格输出
-    单独交给线程池（anyio.to_thread.run_sync），一格一次线程往返；浏览器的一个事件有 45–66 格，全班同时点时
-    每次往返都要在事件循环上排一次队——课堂开场那一波里，服务器时间的九成是这些往返（load_classroom.py 的
-    postprocess 一列），不是整理本身。整理的规则和 gradio 的相同（_postprocessed），文件照旧由 gradio 搬进缓存。"""
-    return trigger(_postprocessed(handler, outputs), outputs=outputs, postprocess=False, **options)
+def listen(trigger, handler, outputs: list, *, inputs: list = (), **options):
+    """trigger(handler, inputs=inputs, outputs=outputs, **options)，只是输入的解读（component.preprocess）和输出的
+    整理（component.postprocess）都在处理函数自己的工作线程里一次做完，再以 preprocess=False、postprocess=False
+    交给 gradio。为什么：gradio 6.31 把每一格输入、每一格输出都单独交给线程池（anyio.to_thread.run_sync），一格
+    一次线程往返；浏览器的一个事件有 45–66 格输出，全班同时点时每次往返都要在事件循环上排队——课堂开场那一波里，
+    服务器时间的大半是这些往返（load_classroom.py 的 preprocess / postprocess 两列），不是解读、整理本身。
+    规则和 gradio 的相同（_taken、_ready，按这个页面自己的组件），文件照旧由 gradio 搬进、搬出缓存。
+    处理函数的 gr.EventData、gr.Request 参数要排在各输入之后（gradio 按参数的位置把它们插进来）。"""
+    return trigger(_in_handler(handler, list(inputs), outputs), inputs=list(inputs), outputs=outputs,
+                   preprocess=False, postprocess=False, **options)
 
 
-def _postprocessed(handler, outputs: list):
-    """handler 的包装：返回值按 outputs 逐格整理。functools.wraps：gradio 看签名和类型注解
-    （gr.EventData、gr.Request 参数）时看到的是 handler 自己的。"""
+def _in_handler(handler, inputs: list, outputs: list):
+    """handler 的包装：前 len(inputs) 个参数按 inputs 逐格解读，返回值按 outputs 逐格整理。functools.wraps：
+    gradio 看签名和类型注解（gr.EventData、gr.Request 参数）时看到的是 handler 自己的。"""
     @functools.wraps(handler)
     def run(*args, **kwargs):
-        values = handler(*args, **kwargs)
         page = _page_blocks()
+        taken = [_taken(page.get(block._id, block), value) for block, value in zip(inputs, args)]
+        values = handler(*taken, *args[len(inputs):], **kwargs)
         if len(outputs) == 1:
             return _ready(page.get(outputs[0]._id, outputs[0]), values)
         return [_ready(page.get(block._id, block), value) for block, value in zip(outputs, values)]
@@ -195,6 +199,17 @@ def _page_blocks() -> dict:
     from gradio.context import LocalContext
     config = LocalContext.blocks_config.get(None)
     return config.blocks if config is not None else {}
+
+
+def _taken(block, value):
+    """一格输入交给处理函数的样子，与 gradio 的 preprocess_data 相同：状态（gr.State）gradio 已从页面会话里取好；
+    文件这类有数据模型的组件先按模型核对（gradio 核对过、转成了字典），再由组件解读（比如单选框核对选项）。"""
+    if block.stateful:
+        return value
+    model = getattr(block, "data_model", None)
+    if model is not None and value is not None:
+        value = model.model_validate(value, context={"validate_meta": True})
+    return block.preprocess(value)
 
 
 def _ready(block, value):

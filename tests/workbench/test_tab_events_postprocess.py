@@ -1,11 +1,13 @@
-"""Issue 40 (50 students, server p95 ≤ 1 s): the tabs' many-output events postprocess their values in the handler.
+"""Issue 40 (50 students, server p95 ≤ 1 s): the tabs' many-output events pre- and postprocess in their handler.
 
-gradio 6.31 postprocesses each output of an event in its own worker-thread hop; an explorer event has 45–66 outputs,
-and in the class's opening burst those hops, queued on the event loop, were most of the server time. Events wired
-with gradio_fixes.listen() postprocess every value inside the handler's own thread and reach gradio with
-postprocess=False. Checked here, in-process through gradio's own process_api (no server, no timing):
+gradio 6.31 preprocesses each input and postprocesses each output of an event in its own worker-thread hop; an
+explorer event has 45–66 outputs, and in the class's opening burst those hops, queued on the event loop, were most
+of the server time. Events wired with gradio_fixes.listen() do both inside the handler's own thread and reach gradio
+with preprocess=False, postprocess=False. Checked here, in-process through gradio's own process_api (no server, no
+timing):
 
-- no output of an explorer / lesson / demo event goes through a worker thread of its own (old code: one hop each);
+- no input or output of an explorer / lesson / demo event goes through a worker thread of its own (old code: one
+  hop each): the handler is the event's one hop;
 - what the page receives is exactly what gradio's own postprocess sends for the same handler: plain values, the
   tree's new choices, the hits table shown with its headers, chats, dropdowns whose choices an earlier event
   replaced (postprocessed with the page's current component, so no "not in the list of choices" warning),
@@ -46,9 +48,9 @@ def fn_named(demo, api_name):
 
 
 def as_gradio_does(fn):
-    """The same event as plain gradio would run it: the unwrapped handler, gradio's own postprocess."""
+    """The same event as plain gradio would run it: the unwrapped handler, gradio's own pre- and postprocess."""
     plain = copy.copy(fn)
-    plain.fn, plain.postprocess = fn.fn.__wrapped__, True
+    plain.fn, plain.preprocess, plain.postprocess = fn.fn.__wrapped__, True, True
     return plain
 
 
@@ -66,12 +68,12 @@ def inputs(fn, values):
 def test_each_many_output_event_postprocesses_in_its_handler(demo):
     for name in MANY_OUTPUTS:
         fn = fn_named(demo, name)
-        assert fn.postprocess is False, name
+        assert fn.postprocess is False and fn.preprocess is False, name
         assert hasattr(fn.fn, "__wrapped__"), name
         assert len(fn.outputs) >= 8, name
 
 
-def test_no_output_takes_a_thread_hop_of_its_own(demo, monkeypatch):
+def test_no_input_or_output_takes_a_thread_hop_of_its_own(demo, monkeypatch):
     from gradio.state_holder import SessionState
 
     hops = []
@@ -90,8 +92,8 @@ def test_no_output_takes_a_thread_hop_of_its_own(demo, monkeypatch):
         hops.clear()
         output = run(demo, fn, state, inputs(fn, values))
         assert len(output["data"]) == len(fn.outputs), name
-        assert "postprocess" not in hops, (name, hops)   # old code: one "postprocess" hop per output (45–50 here)
-        assert len([hop for hop in hops if hop != "preprocess"]) == 1, (name, hops)   # the handler itself
+        # old code: a "preprocess" hop per input (2–4 here) and a "postprocess" hop per output (23–50)
+        assert len(hops) == 1, (name, hops)   # the handler itself
 
 
 def test_the_page_receives_what_gradio_own_postprocess_sends(demo):
