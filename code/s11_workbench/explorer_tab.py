@@ -321,9 +321,11 @@ def build(ctx) -> None:
 
     def wire(trigger, action, inputs, api_name, names=PAGE, **options):
         """每个事件的输入都以 (令牌, 视图, 老师密钥) 开头、以已显示的属性结尾；API 名字固定，脚本与测试按名字调用。
-        trigger_mode="once"：同一个页面上，前一次还没回来时再点不会再发一次（双击只分叉一次）。"""
-        return listen(trigger, PageEvent(action, names), targets(names), inputs=[visitor, view, teacher, *inputs, shown],
-                      api_name=api_name, concurrency_limit=8, trigger_mode="once", **options)
+        trigger_mode="once"：同一个页面上，前一次还没回来时再点不会再发一次（双击只分叉一次）。
+        listen（gradio_fixes.py）：几十格输入输出在处理函数的线程里一次解读、整理好，全班同时点时不为每一格排队。"""
+        return listen(trigger, PageEvent(action, names), targets(names),
+                      inputs=[visitor, view, teacher, *inputs, shown], api_name=api_name, concurrency_limit=8,
+                      trigger_mode="once", **options)
 
     wire(refresh.click, explorer.refresh, [search], "explorer_refresh", CHECKED)
     wire(map_pick.change, explorer.map_pick, [map_pick], "explorer_map_pick", PICKED)

@@ -1,12 +1,13 @@
 """gradio_fixes.py — 绕过 gradio 6.31 的几处行为，全在这一个文件里：每处一个函数，docstring 说它绕过什么
 
-    app.build_app() ──> install()   每个函数只改 gradio 的一个函数，装一次（再装什么都不做）
+    app.build_app() ──> install()   每个函数只改 gradio 的一处（一个函数或一个类的几个方法），装一次（再装什么都不做）
         forget_shown_values()    不给每个页面另存一份页面配置和输出的值（只供深链接用）
         keep_replacement_ids()   带属性的更新不再让页面状态每轮多一份组件
         safe_cache_cleanup()     下载缓存的定时清理不因处理函数同时加文件而停掉
         bound_page_sessions()    页面会话表满了先丢已关闭的页面
     app.py 导入 gradio 之前 ──> quiet_analytics()   不在每个事件之后重算监控统计
-    各标签页接事件 ──> listen(trigger, handler, outputs, ...)   输出多的事件：值在处理函数的线程里一次整理好
+    各标签页接事件 ──> listen(trigger, handler, outputs, inputs=…)   输入输出多的事件：在处理函数的线程里一次解读、
+                                                                   整理好，不为每一格各走一趟线程池
 
 在 gradio 6.31 上重新量过（把一个函数换成什么都不做，再跑 tests/workbench/test_server_hardening.py、
 tests/workbench/test_app_client.py 里对应的测试）：五处都还需要——6.x 的 #13756 修掉的是队列的事件表、
