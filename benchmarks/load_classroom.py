@@ -910,7 +910,9 @@ def postprocess_costs(pages: int, scratch: Path) -> None:
                    "event-loop CPU p50"],
                   rows, note="component updates = returned gr.X(...) / gr.update / gr.skip() values; each costs "
                              "gradio a new component on its event loop; event-loop CPU = the CPU time of the thread "
-                             "running postprocess (values are postprocessed in worker threads)")
+                             "running postprocess (values are postprocessed in worker threads);\n"
+                             "events wired with gradio_fixes.listen pre- and postprocess inside the handler: their "
+                             "'handler' includes that work and gradio's postprocess only moves files to its cache")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
