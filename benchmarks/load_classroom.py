@@ -312,6 +312,7 @@ class Run:
     calls: List[Call] = field(default_factory=list)
     traces: Dict[str, dict] = field(default_factory=dict)
     rss: List[tuple] = field(default_factory=list)      # (seconds since start, label, VmRSS bytes)
+    cpu: Dict[str, float] = field(default_factory=dict)  # the server's CPU seconds (user + system) at each mark
     sessions: List[tuple] = field(default_factory=list)  # (seconds since start, session files in all spaces)
     marks: Dict[str, float] = field(default_factory=dict)
     crashed: List[str] = field(default_factory=list)
@@ -447,6 +448,7 @@ async def drive(run: Run, url: str, pid: int, sessions_dir: Path, browser: Optio
             raise SystemExit(f"the page has no endpoint for {missing}: is the explorer tab in app.py?")
         await collect_traces(http, run)   # drop the traces of start-up, if any
         run.rss.append((0.0, "start (after HTTP 200)", c.proc_status(pid).get("VmRSS", 0)))
+        run.cpu["start"] = cpu_seconds(pid)
         stop = asyncio.Event()
         watcher = asyncio.create_task(watch(run, pid, http, started, stop, sessions_dir))
         pages = [Page(i, url, app, run.calls, run.timeout) for i in range(run.students)]
@@ -456,12 +458,14 @@ async def drive(run: Run, url: str, pid: int, sessions_dir: Path, browser: Optio
         while not all(p.entered for p in pages):
             await asyncio.sleep(0.05)
         run.marks["burst start"] = time.perf_counter() - started
+        run.cpu["burst start"] = cpu_seconds(pid)
         if run.minutes > 0:
             steady_until.append(time.perf_counter() + 60 * run.minutes)
         gate.set()
         while any(p.phase == "burst" for p in pages):
             await asyncio.sleep(0.05)
         run.marks["burst end"] = time.perf_counter() - started
+        run.cpu["burst end"] = cpu_seconds(pid)
         run.rss.append((run.marks["burst end"], "after the burst", c.proc_status(pid).get("VmRSS", 0)))
         if browser is not None and run.minutes > 0:
             browser["process"] = start_browsers(url, browser, 60 * run.minutes - 10)
@@ -471,6 +475,7 @@ async def drive(run: Run, url: str, pid: int, sessions_dir: Path, browser: Optio
             task.cancel()
             run.crashed.append("a student was still busy at the hard deadline")
         run.marks["steady end"] = time.perf_counter() - started
+        run.cpu["steady end"] = cpu_seconds(pid)
         run.rss.append((run.marks["steady end"], "end of the run", c.proc_status(pid).get("VmRSS", 0)))
         if browser is not None and browser.get("process") is not None:
             browser["result"] = finish_browsers(browser)
@@ -484,6 +489,13 @@ async def drive(run: Run, url: str, pid: int, sessions_dir: Path, browser: Optio
         run.rss.append((time.perf_counter() - started, "10 s later, idle", c.proc_status(pid).get("VmRSS", 0)))
         run.marks["peak"] = c.proc_status(pid).get("VmHWM", 0)
     return {"breaches": breaches, "cycles": sum(p.cycles for p in pages)}
+
+
+def cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far, user + system, all threads (/proc/<pid>/stat): the work the server did,
+    whatever else ran on the machine meanwhile (its wall-clock figures are not)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start_browsers(url: str, browser: dict, seconds: float) -> subprocess.Popen:
@@ -551,6 +563,27 @@ def server_ms(run: Run, call: Call, key: str = "total_ms") -> Optional[float]:
     return trace[key] / 1000 if trace and key in trace else None
 
 
+def print_server_cpu(run: Run, ok_calls: list) -> None:
+    """CPU seconds the server spent in each phase, per queued action (what a busy machine does not blur)."""
+    marks = [("pages opened (enter_space)", "start", "burst start", "enter_space", None),
+             ("burst", "burst start", "burst end", None, "burst"),
+             ("steady", "burst end", "steady end", None, "steady")]
+    rows = []
+    for label, begin, end, action, phase in marks:
+        if begin not in run.cpu or end not in run.cpu:
+            continue
+        calls = [call for call in ok_calls if (call.action == action if action else
+                                               call.phase == phase and call.action != "enter_space")
+                 and not call.action.startswith("download")]
+        if not calls:
+            continue
+        spent = run.cpu[end] - run.cpu[begin]
+        rows.append([label, f"{spent:.2f} s", len(calls), c.ms(spent / len(calls), 1)])
+    c.print_table("1b. the server's CPU time (user + system, all threads) per phase",
+                  ["phase", "server CPU", "queued actions", "CPU per action (ms)"], rows,
+                  note="downloads (plain GETs) are not counted as actions but their CPU is in the phase's total")
+
+
 def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[dict]) -> bool:
     ok_calls = [call for call in run.calls if call.error is None]
     errors = [call for call in run.calls if call.error is not None]
@@ -570,6 +603,7 @@ def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[d
                                           ((server_ms(run, call), call) for call in picked)
                                           if s is not None or call.rtt is not None]
             waits = [s for s in (server_ms(run, call, "queue_wait_ms") for call in picked) if s is not None]
+            pre = [s for s in (server_ms(run, call, "preprocess_ms") for call in picked) if s is not None]
             handler = [s for s in (server_ms(run, call, "fn_call_ms") for call in picked) if s is not None]
             post = [s for s in (server_ms(run, call, "postprocess_ms") for call in picked) if s is not None]
             if not download:
@@ -580,19 +614,23 @@ def report(run: Run, result: dict, checks: dict, temp: dict, browser: Optional[d
             def p95(values: List[float]) -> str:
                 return c.ms(c.percentile(values, 0.95), 0) if values else "-"
             rows.append([f"{phase}: {action}", len(picked), c.ms(c.median(server), 0) if server else "-",
-                         p95(server), p95(handler), p95(post), c.ms(max(server), 0) if server else "-", p95(waits),
+                         p95(server), p95(pre), p95(handler), p95(post), c.ms(max(server), 0) if server else "-", p95(waits),
                          c.ms(c.median(rtts), 0), p95(rtts)])
     c.print_table("1. per action: server-side time (gradio's own trace: preprocess + handler + postprocess), "
                   "queue wait, and the client's round trip (ms)",
-                  ["action", "n", "server p50", "server p95", "handler p95", "postprocess p95", "server max",
+                  ["action", "n", "server p50", "server p95", "preprocess p95", "handler p95", "postprocess p95",
+                   "server max",
                    "queue wait p95",
                    "round trip p50", "round trip p95"], rows,
                   note=f"burst = every student's first round released at once ({run.students} students, "
                        f"{run.marks.get('burst end', 0) - run.marks.get('burst start', 0):.1f} s); steady = rounds "
                        f"with {run.think:.0f} s ± 50 % think time between actions for {run.minutes:g} min; "
                        "downloads are plain GETs (no queue, no trace): round trip only; postprocess = gradio turning "
-                       "the handler's return values into the page's (a component update costs far more than a value)")
+                       "the handler's return values into the page's (a component update costs far more than a value;\n"
+                       "events wired with gradio_fixes.listen postprocess their values inside the handler, so that "
+                       "part counts as handler); preprocess = the inputs, one worker-thread hop each")
 
+    print_server_cpu(run, ok_calls)
     rss = run.rss
     start_rss = rss[0][2] if rss else 0
     peak = max((value for _, _, value in rss), default=0)
@@ -872,7 +910,9 @@ def postprocess_costs(pages: int, scratch: Path) -> None:
                    "event-loop CPU p50"],
                   rows, note="component updates = returned gr.X(...) / gr.update / gr.skip() values; each costs "
                              "gradio a new component on its event loop; event-loop CPU = the CPU time of the thread "
-                             "running postprocess (values are postprocessed in worker threads)")
+                             "running postprocess (values are postprocessed in worker threads);\n"
+                             "events wired with gradio_fixes.listen pre- and postprocess inside the handler: their "
+                             "'handler' includes that work and gradio's postprocess only moves files to its cache")
 
 
 def main(argv: Optional[List[str]] = None) -> int:

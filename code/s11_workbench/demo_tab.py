@@ -27,6 +27,7 @@ from gradio.context import Context
 
 from s11_text import public_name
 from s11_workbench.demo import explain_error, field_notes_markdown, files_markdown, run_demo_safely
+from s11_workbench.gradio_fixes import listen
 from s11_workbench.spaces import SpaceError
 
 log = logging.getLogger(__name__)
@@ -152,9 +153,8 @@ def build(ctx) -> None:
 
     # 每次点击互不依赖、可以并行（store 的写入是原子的），所以放开默认的“同一时刻只跑一个”。
     # API 只返回普通值（脚本拿到的是文件路径）；按钮是否可点由随后的私有事件决定。
-    run_button.click(
-        on_run, inputs=[ctx.visitor],
-        outputs=[status, tree, export, *file_views, markdown_download, html_download],
-        api_name="run_demo", concurrency_limit=16,
+    listen(
+        run_button.click, on_run, [status, tree, export, *file_views, markdown_download, html_download],
+        inputs=[ctx.visitor], api_name="run_demo", concurrency_limit=16,
     ).then(None, inputs=[status], outputs=[markdown_download, html_download], js=ENABLE_DOWNLOADS,
            api_visibility="private", queue=False)

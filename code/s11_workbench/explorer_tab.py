@@ -41,6 +41,7 @@ from s11_workbench.explorer import (
     Page,
     View,
 )
+from s11_workbench.gradio_fixes import listen
 from s11_workbench.shown import Shown, ShownEvent
 
 LABEL = "🌳 会话树浏览器"
@@ -320,10 +321,11 @@ def build(ctx) -> None:
 
     def wire(trigger, action, inputs, api_name, names=PAGE, **options):
         """每个事件的输入都以 (令牌, 视图, 老师密钥) 开头、以已显示的属性结尾；API 名字固定，脚本与测试按名字调用。
-        trigger_mode="once"：同一个页面上，前一次还没回来时再点不会再发一次（双击只分叉一次）。"""
-        return trigger(PageEvent(action, names), inputs=[visitor, view, teacher, *inputs, shown],
-                       outputs=targets(names), api_name=api_name, concurrency_limit=8, trigger_mode="once",
-                       **options)
+        trigger_mode="once"：同一个页面上，前一次还没回来时再点不会再发一次（双击只分叉一次）。
+        listen（gradio_fixes.py）：几十格输入输出在处理函数的线程里一次解读、整理好，全班同时点时不为每一格排队。"""
+        return listen(trigger, PageEvent(action, names), targets(names),
+                      inputs=[visitor, view, teacher, *inputs, shown], api_name=api_name, concurrency_limit=8,
+                      trigger_mode="once", **options)
 
     wire(refresh.click, explorer.refresh, [search], "explorer_refresh", CHECKED)
     wire(map_pick.change, explorer.map_pick, [map_pick], "explorer_map_pick", PICKED)
@@ -374,8 +376,8 @@ def build(ctx) -> None:
         page = explorer.select(token, current, row[ID_COLUMN] if len(row) > ID_COLUMN else None, secret)
         return page_outputs(page, PICKED, known)
 
-    table.select(on_row, inputs=[visitor, view, teacher, shown], outputs=targets(PICKED), api_visibility="private",
-                 concurrency_limit=8)
+    listen(table.select, on_row, targets(PICKED), inputs=[visitor, view, teacher, shown], api_visibility="private",
+           concurrency_limit=8)
 
     def on_hit(token, current, secret, known, evt: gr.EventData):
         row = _event_field(evt, "row_value")
@@ -383,16 +385,16 @@ def build(ctx) -> None:
             return [gr.skip()] * len(PICKED)
         return page_outputs(explorer.jump(token, current, row[3], row[1], secret), PICKED, known)
 
-    hits.select(on_hit, inputs=[visitor, view, teacher, shown], outputs=targets(PICKED), api_visibility="private",
-                concurrency_limit=8)
+    listen(hits.select, on_hit, targets(PICKED), inputs=[visitor, view, teacher, shown], api_visibility="private",
+           concurrency_limit=8)
 
     def on_student(token, current, secret, space_id, known):
         if not space_id:
             return [gr.skip()] * len(SOURCE)
         return page_outputs(explorer.open_space(token, current, space_id, secret), SOURCE, known)
 
-    student.input(on_student, inputs=[visitor, view, teacher, student, shown], outputs=targets(SOURCE),
-                  api_visibility="private", concurrency_limit=8)
+    listen(student.input, on_student, targets(SOURCE), inputs=[visitor, view, teacher, student, shown],
+           api_visibility="private", concurrency_limit=8)
 
     fork_control_tab.wire_picking(fork, chat, view)   # 点一条消息 / 「从头分叉」= 选位置
 
@@ -403,11 +405,11 @@ def build(ctx) -> None:
         return page_outputs(explorer.edit_fork(token, current, index, _event_field(evt, "value"), secret), PICKED,
                             known)
 
-    chat.edit(on_edit, inputs=[visitor, view, teacher, shown], outputs=targets(PICKED), api_visibility="private",
-              concurrency_limit=8, trigger_mode="once")
+    listen(chat.edit, on_edit, targets(PICKED), inputs=[visitor, view, teacher, shown], api_visibility="private",
+           concurrency_limit=8, trigger_mode="once")
     # Chatbot 自带的“清空”只清掉页面上的显示：立刻重画，免得读者以为会话被删了（删除在「🗑️ 回收站」里）
-    chat.clear(PageEvent(explorer.redraw), inputs=[visitor, view, teacher, shown], outputs=targets(PAGE),
-               api_visibility="private", concurrency_limit=8)
+    listen(chat.clear, PageEvent(explorer.redraw), targets(PAGE), inputs=[visitor, view, teacher, shown],
+           api_visibility="private", concurrency_limit=8)
 
     compare_tab.build(ctx, explorer, view, tree, outputs, page_outputs)   # ⚖️ 对比 / 🔀 收敛（compare_tab.py）
     history.wire(explorer, ctx, view, outputs, page_outputs)   # ↶ 撤销之后浏览器整页重画
@@ -423,9 +425,8 @@ def build(ctx) -> None:
         page = explorer.open_page(token, secret, session_id, query.get("m"), kept)
         return page_outputs(page, SOURCE, known) + ([jump] if tabs is not None else [])
 
-    ctx.ready.then(on_load, inputs=[visitor, teacher, remembered, shown],
-                   outputs=targets(SOURCE) + ([tabs] if tabs is not None else []), api_visibility="private",
-                   concurrency_limit=8)
+    listen(ctx.ready.then, on_load, targets(SOURCE) + ([tabs] if tabs is not None else []),
+           inputs=[visitor, teacher, remembered, shown], api_visibility="private", concurrency_limit=8)
     if isinstance(tab, gr.Tab):   # 从 8.11 标签页切过来时，刚跑的演示会话立刻出现在列表里
         def on_tab(token, current, secret, kept, known):
             if not token:   # 页面还在领令牌：交给随后的页面加载事件来画，免得晚到的“缺少令牌”盖住它
@@ -439,8 +440,8 @@ def build(ctx) -> None:
             page.area = None   # 提示与结果行保持原样：链接打开时的警告不会一闪就没
             return page_outputs(page, SOURCE, known)
 
-        tab.select(on_tab, inputs=[visitor, view, teacher, remembered, shown], outputs=targets(SOURCE),
-                   api_visibility="private", concurrency_limit=8)
+        listen(tab.select, on_tab, targets(SOURCE), inputs=[visitor, view, teacher, remembered, shown],
+               api_visibility="private", concurrency_limit=8)
 
 
 class _Controls:

@@ -1,18 +1,22 @@
 """gradio_fixes.py — 绕过 gradio 6.31 的几处行为，全在这一个文件里：每处一个函数，docstring 说它绕过什么
 
-    app.build_app() ──> install()   每个函数只改 gradio 的一个函数，装一次（再装什么都不做）
+    app.build_app() ──> install()   每个函数只改 gradio 的一处（一个函数或一个类的几个方法），装一次（再装什么都不做）
+        forget_shown_values()    不给每个页面另存一份页面配置和输出的值（只供深链接用）
         keep_replacement_ids()   带属性的更新不再让页面状态每轮多一份组件
-        forget_shown_values()    不给每个页面另存一份输出的值
         safe_cache_cleanup()     下载缓存的定时清理不因处理函数同时加文件而停掉
         bound_page_sessions()    页面会话表满了先丢已关闭的页面
     app.py 导入 gradio 之前 ──> quiet_analytics()   不在每个事件之后重算监控统计
+    各标签页接事件 ──> listen(trigger, handler, outputs, inputs=…)   输入输出多的事件：在处理函数的线程里一次解读、
+                                                                   整理好，不为每一格各走一趟线程池
 
 在 gradio 6.31 上重新量过（把一个函数换成什么都不做，再跑 tests/workbench/test_server_hardening.py、
 tests/workbench/test_app_client.py 里对应的测试）：五处都还需要——6.x 的 #13756 修掉的是队列的事件表、
 time_last_used 和 pending_streams 的累积，没碰这里的几处。
   keep_replacement_ids 关掉：同一页面 5 轮里组件表 368 → 372 → 376 → 380 → 384（每轮 +4，永不回落）
   forget_shown_values  关掉：页面会话里留着刚显示过的会话文字——每页多一份它最近收到的输出（不逐轮增长；
-                       量到的一页：输出 11 KB，多留 9.5 KB，页面配置本身约 310 KB）。五处里最可有可无的一处
+                       量到的一页：输出 11 KB，多留 9.5 KB），外加一整份页面配置（487 个组件，pickle 153 KB）；
+                       建这一份要在事件循环上花约 35 ms CPU（每个新页面的第一个事件，全班同时打开就是 50 × 35 ms），
+                       每个带属性的更新再算两次组件配置（更新的大半开销）
   safe_cache_cleanup   关掉：2,000 个缓存文件的清理抛 RuntimeError: Set changed size during iteration
   bound_page_sessions  关掉：会话表满时丢的是最久没点的开着的页面，已关闭的页面还留着
   quiet_analytics      6.31 每完成一个事件仍把最近 10,000 条记录建成 pandas 表（queueing.compute_analytics_summary）：
@@ -26,13 +30,15 @@ install() 会在启动时直接报错（AttributeError），而不是悄悄失�
 from __future__ import annotations
 
 import datetime
+import functools
 import os
 
 
 def install() -> None:
-    """装上所有的修补（build_app 每次都调；每个函数只装一次）。"""
-    keep_replacement_ids()
+    """装上所有的修补（build_app 每次都调；每个函数只装一次）。forget_shown_values 换掉 SessionState.__setitem__，
+    keep_replacement_ids 再包在它外面，所以先装前者。"""
     forget_shown_values()
+    keep_replacement_ids()
     safe_cache_cleanup()
     bound_page_sessions()
 
@@ -67,19 +73,43 @@ def keep_replacement_ids() -> None:
 
 
 def forget_shown_values() -> None:
-    """gradio 把每个页面会话里每个输出组件最近一次的值另存一份（SessionState.config_values，只供 gr.DeepLinkButton
-    的“深链接”用）。本工作台不用深链接，这一份只让服务器内存随每位同学看过的页面而长（树图、对话、列表、
-    全文搜索结果……上课时每个页面几百 KB），还把会话文字多留一份。这里让它不存；组件本身照旧更新。
-    只改 SessionState._update_value_in_config。"""
+    """gradio 给每个页面会话另存一整份页面配置（SessionState.config_values：每个组件的属性和最近一次输出的值），
+    只供 gr.DeepLinkButton 的“深链接”用。本工作台不用深链接，这一份却让服务器内存随每个打开过的页面而长
+    （还把会话文字多留一份），新页面第一个事件时在事件循环上现算（约 35 ms），每个带属性的更新和每次写 gr.State
+    又各重算一遍。这里让它一直是空的：建页面会话时不抄（_WithoutBlocks），写组件或状态时不算（__setitem__ 只做
+    gradio 的另一半：gr.State 记值和存活期，其余组件换进页面的组件表），两个更新它的函数什么也不做。
+    只改 SessionState 的 __init__、__setitem__、_update_config、_update_value_in_config。"""
+    from gradio.components import State
     from gradio.state_holder import SessionState
-    if getattr(SessionState._update_value_in_config, "s11_forgets", False):
+    if getattr(SessionState, "s11_forgets", False):
         return
+    original_init = SessionState.__init__
 
-    def update_value_in_config(self, key, value):
+    def __init__(self, blocks):
+        original_init(self, _WithoutBlocks(blocks))
+
+    def __setitem__(self, key, value):
+        block = self.blocks_config.blocks.get(key)
+        if isinstance(block, State):
+            self._state_ttl[key] = (block.time_to_live, datetime.datetime.now())
+            self.state_data[key] = value
+        else:
+            self.blocks_config.blocks[key] = value
+
+    def nothing(self, *args):
         return None
 
-    update_value_in_config.s11_forgets = True
-    SessionState._update_value_in_config = update_value_in_config
+    SessionState.__init__, SessionState.__setitem__ = __init__, __setitem__
+    SessionState._update_config = SessionState._update_value_in_config = nothing
+    SessionState.s11_forgets = True
+
+
+class _WithoutBlocks:
+    """交给 SessionState.__init__ 的 Blocks 替身：默认配置照旧（页面会话拿它的一份拷贝），组件表是空的——
+    __init__ 只为表里的组件抄配置，所以 config_values 从空开始。"""
+
+    def __init__(self, blocks):
+        self.default_config, self.blocks = blocks.default_config, {}
 
 
 def safe_cache_cleanup() -> None:
@@ -136,3 +166,81 @@ def bound_page_sessions() -> None:
 
     update.s11_bounded = True
     StateHolder.update = update
+
+
+def listen(trigger, handler, outputs: list, *, inputs: list = (), **options):
+    """trigger(handler, inputs=inputs, outputs=outputs, **options)，只是输入的解读（component.preprocess）和输出的
+    整理（component.postprocess）都在处理函数自己的工作线程里一次做完，再以 preprocess=False、postprocess=False
+    交给 gradio。为什么：gradio 6.31 把每一格输入、每一格输出都单独交给线程池（anyio.to_thread.run_sync），一格
+    一次线程往返；浏览器的一个事件有 45–66 格输出，全班同时点时每次往返都要在事件循环上排队——课堂开场那一波里，
+    服务器时间的大半是这些往返（load_classroom.py 的 preprocess / postprocess 两列），不是解读、整理本身。
+    规则和 gradio 的相同（_taken、_ready，按这个页面自己的组件），文件照旧由 gradio 搬进、搬出缓存。
+    处理函数的 gr.EventData、gr.Request 参数要排在各输入之后（gradio 按参数的位置把它们插进来）。"""
+    return trigger(_in_handler(handler, list(inputs), outputs), inputs=list(inputs), outputs=outputs,
+                   preprocess=False, postprocess=False, **options)
+
+
+def _in_handler(handler, inputs: list, outputs: list):
+    """handler 的包装：前 len(inputs) 个参数按 inputs 逐格解读，返回值按 outputs 逐格整理。functools.wraps：
+    gradio 看签名和类型注解（gr.EventData、gr.Request 参数）时看到的是 handler 自己的。"""
+    @functools.wraps(handler)
+    def run(*args, **kwargs):
+        page = _page_blocks()
+        taken = [_taken(page.get(block._id, block), value) for block, value in zip(inputs, args)]
+        values = handler(*taken, *args[len(inputs):], **kwargs)
+        if len(outputs) == 1:
+            return _ready(page.get(outputs[0]._id, outputs[0]), values)
+        return [_ready(page.get(block._id, block), value) for block, value in zip(outputs, values)]
+    return run
+
+
+def _page_blocks() -> dict:
+    """这个页面自己的各组件（gradio 在处理函数的上下文里放着页面会话的 blocks_config）：上次带属性的更新换上的
+    替身在这里，比如选项已经换过的下拉框——按它整理，和 gradio 自己整理时用的是同一个。"""
+    from gradio.context import LocalContext
+    config = LocalContext.blocks_config.get(None)
+    return config.blocks if config is not None else {}
+
+
+def _taken(block, value):
+    """一格输入交给处理函数的样子，与 gradio 的 preprocess_data 相同：状态（gr.State）gradio 已从页面会话里取好；
+    文件这类有数据模型的组件先按模型核对（gradio 核对过、转成了字典），再由组件解读（比如单选框核对选项）。"""
+    if block.stateful:
+        return value
+    model = getattr(block, "data_model", None)
+    if model is not None and value is not None:
+        value = model.model_validate(value, context={"validate_meta": True})
+    return block.preprocess(value)
+
+
+def _ready(block, value):
+    """一格输出交给 gradio 之前的样子，与 gradio 的 postprocess_data 相同：状态（gr.State）和没有值的更新原样；
+    带属性的更新（gr.Radio(choices=…)、gr.update(value=…)）里的值按更新之后的组件整理；普通值按组件整理。"""
+    from gradio import utils
+    from gradio.blocks import Block
+    if block.stateful or not hasattr(block, "postprocess"):
+        return value
+    if isinstance(value, Block):
+        args = value.constructor_args
+        if "value" in args:
+            args["value"] = _dumped(_updated(block, args).postprocess(args["value"]))
+        return value
+    if utils.is_prop_update(value):
+        if "value" not in value:
+            return value
+        return {**value, "value": _dumped(_updated(block, value).postprocess(value["value"]))}
+    return _dumped(block.postprocess(value))
+
+
+def _updated(block, props: dict):
+    """更新之后的组件（gradio 在页面会话里换上的替身）：原来的属性加上这次更新的；只有属性变了才新建。"""
+    changed = {key: item for key, item in props.items() if key not in ("value", "__type__")}
+    if not changed:
+        return block
+    return type(block)(**{**block.constructor_args, **changed, "value": None, "render": False})
+
+
+def _dumped(value):
+    """整理的结果是 gradio 的数据模型（表格、对话、文件）时，转成它发给浏览器的普通字典。"""
+    from gradio.data_classes import GradioModel, GradioRootModel
+    return value.model_dump() if isinstance(value, (GradioModel, GradioRootModel)) else value

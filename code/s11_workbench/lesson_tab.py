@@ -26,6 +26,7 @@ from gradio.context import Context
 
 from s11_workbench import fork_control_tab
 from s11_workbench.explorer import ROLES, Explorer
+from s11_workbench.gradio_fixes import listen
 from s11_workbench.lesson import Lesson, LessonPage, LessonView, refresh_seconds
 from s11_workbench.shown import Shown, ShownEvent
 
@@ -236,8 +237,8 @@ def build(ctx) -> None:
                   "fork_result": fork.result, **dict(zip(fork_control_tab.FORM, fork.form()))}
 
     def wire(trigger, action, inputs, api_name, names=PAGE):
-        return trigger(LessonEvent(action, names), inputs=[visitor, view, teacher, *inputs, shown],
-                       outputs=[components[key] for key in names], api_name=api_name, concurrency_limit=8)
+        return listen(trigger, LessonEvent(action, names), [components[key] for key in names],
+                      inputs=[visitor, view, teacher, *inputs, shown], api_name=api_name, concurrency_limit=8)
 
     wire(levels.input, lesson.pick, [levels], "lesson_pick", LEVEL)
     wire(start_button.click, lesson.start, [levels], "lesson_start", LEVEL)
@@ -245,8 +246,8 @@ def build(ctx) -> None:
     wire(fork.button.click, lesson.fork, [fork.at, fork.text, fork.title], "lesson_fork")
     fork_control_tab.wire_picking(fork, chat, view)   # 点一条消息 / 「从头分叉」= 选位置
     # 对话框自带的“清空”只清掉页面上的显示：立刻重画，免得同学以为会话被删了
-    chat.clear(LessonEvent(lesson.render), inputs=[visitor, view, teacher, shown],
-               outputs=[components[key] for key in PAGE], api_visibility="private", concurrency_limit=8)
+    listen(chat.clear, LessonEvent(lesson.render), [components[key] for key in PAGE],
+           inputs=[visitor, view, teacher, shown], api_visibility="private", concurrency_limit=8)
     wire(resume_button.click, lesson.resume, [resume_text, role], "lesson_resume", PAGE + ("resume_text",))
     wire(converge_button.click, lesson.converge, [others, decision], "lesson_converge")
     wire(doctor_button.click, lesson.doctor, [], "lesson_doctor")
@@ -285,8 +286,8 @@ def build(ctx) -> None:
     class_seen, class_changed = gr.State(None), gr.State(None)
     ctx.ready.then(lambda: lesson.class_stamp(), inputs=None, outputs=[class_seen], api_visibility="private",
                    queue=False)
-    ctx.ready.then(on_load, inputs=[visitor, teacher, shown], outputs=[components[key] for key in LOAD],
-                   api_visibility="private", concurrency_limit=8)
+    listen(ctx.ready.then, on_load, [components[key] for key in LOAD], inputs=[visitor, teacher, shown],
+           api_visibility="private", concurrency_limit=8)
     clock = gr.Timer(refresh_seconds())
 
     def on_tick(seen):
@@ -301,9 +302,9 @@ def build(ctx) -> None:
             return [gr.skip()] * (len(LEVEL) + 1)
         return [*page_outputs(lesson.follow_class(token, current, secret), LEVEL, known), stamp]
 
-    class_changed.change(on_class_change, inputs=[visitor, view, teacher, class_changed, shown],
-                         outputs=[components[key] for key in LEVEL] + [class_seen], api_visibility="private",
-                         concurrency_limit=8, show_progress="hidden")
+    listen(class_changed.change, on_class_change, [components[key] for key in LEVEL] + [class_seen],
+           inputs=[visitor, view, teacher, class_changed, shown], api_visibility="private",
+           concurrency_limit=8, show_progress="hidden")
 
     # 老师的出题区：打开时就把编辑框里的关卡（一开始是示例）检查一遍，不必先改一个字
     author.expand(on_check, inputs=[level_text], outputs=[level_check, level_map], api_visibility="private",
@@ -315,5 +316,5 @@ def build(ctx) -> None:
                 return [gr.skip()] * len(REOPEN)
             return page_outputs(lesson.render(token, current, secret, counts="progress"), REOPEN, known)
 
-        tab.select(on_tab, inputs=[visitor, view, teacher, shown], outputs=[components[key] for key in REOPEN],
-                   api_visibility="private", concurrency_limit=8)
+        listen(tab.select, on_tab, [components[key] for key in REOPEN], inputs=[visitor, view, teacher, shown],
+               api_visibility="private", concurrency_limit=8)

@@ -10,8 +10,8 @@
     gr.Radio(choices=…)，shown 记成 {"tree": ("a", "b", "c")}。
 
 Key insight: gradio 处理一个带属性的更新（gr.Radio(choices=…)、gr.DownloadButton(…)，连 gr.skip() 也算）要在
-事件循环里新建一个组件、重算它的配置，每个 1–6 ms，全班同时点时所有页面都在那里排队；只回值的那一格约 0.2 ms，
-还不占事件循环（load_classroom.py 量过）。所以每个页面在一个 gr.State 里记着它已有的属性。
+事件循环里新建一个组件，全班同时点时所有页面都在那里排队；只回值的那一格在处理函数的线程里整理好
+（gradio_fixes.listen），不占事件循环（load_classroom.py 量过）。所以每个页面在一个 gr.State 里记着它已有的属性。
 """
 
 from __future__ import annotations
