@@ -51,6 +51,21 @@ def setup_paths() -> None:
 
 # ---------------------------------------------------------------- machine
 
+def rule_search() -> Callable[[list], dict]:
+    """The redaction rule search over a batch of strings, as s11_redact runs it, through public names only:
+    s11_fast.redact.accelerate(s11_redact) (what s11_redact swaps in at its seam) unless S11_PLAIN=1, else
+    s11_redact.find() on each string. Built once (the accelerator compiles its RE2 set), then timed."""
+    import s11_redact
+    if not os.environ.get("S11_PLAIN"):
+        try:
+            from s11_fast import redact as fast
+        except ImportError:
+            pass
+        else:
+            return fast.accelerate(s11_redact)
+    return lambda texts: {index: found for index, text in enumerate(texts) if (found := s11_redact.find(text))}
+
+
 def cpu_model() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as handle:

@@ -235,14 +235,15 @@ def breakdown_table(count: int, runs: int) -> None:
     texts = [text for _, _, text, _ in s11_redact.places(messages)]
     parse = best_of(lambda: json.loads(data), runs)
     scan = best_of(lambda: s11_redact.scan_value(messages), runs)
-    search = best_of(lambda: s11_redact._find_all(texts), runs)
+    find_all = c.rule_search()
+    search = best_of(lambda: find_all(texts), runs)
     try:
         to_file(target, chunks)
         write = best_of(lambda: to_file(target, chunks), runs)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     parts = [("redaction: scan_value (walk every string, key and long number; rule search; paths of the hits)", scan),
-             ("redaction:   of which the rule search alone (_find_all over all those texts)", search),
+             ("redaction:   of which the rule search alone (over all those texts)", search),
              ("redaction:   so the walks (scan_value − rule search)", scan - search),
              ("redaction: masking, sharing the unhit parts (mask_value share=True, as prepare does)",
               best_of(lambda: s11_redact.mask_value(messages, findings, share=True), runs)),

@@ -20,6 +20,7 @@ import asyncio
 import copy
 import sys
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import anyio
 import pytest
@@ -56,7 +57,10 @@ def as_gradio_does(fn):
 
 def run(demo, fn, state, data):
     from gradio.utils import get_function_with_locals  # noqa: F401  (gradio's own call path sets the page context)
-    return asyncio.run(demo.process_api(fn, list(data), state=state, session_hash=None, in_event_listener=True))
+    call = demo.process_api(fn, list(data), state=state, session_hash=None, in_event_listener=True)
+    # in a thread of its own: after a browser test on the same worker, Playwright's event loop runs in this one
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, call).result()
 
 
 def inputs(fn, values):
