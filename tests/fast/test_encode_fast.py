@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
-import importlib.util
 import json
 import os
 import subprocess
@@ -27,29 +26,14 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from plain_copy import plain_copy
 from s11_fast import encode as fast
 
 CODE = Path(__file__).resolve().parents[2] / "code"
 SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples"
 
 
-def plain_format():
-    """A fresh copy of s11_format with the seam switched off: its _compact is the plain encoder."""
-    before = os.environ.get("S11_PLAIN")
-    os.environ["S11_PLAIN"] = "1"
-    try:
-        spec = importlib.util.spec_from_file_location("s11_format_plain_oracle", CODE / "s11_format.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        if before is None:
-            del os.environ["S11_PLAIN"]
-        else:
-            os.environ["S11_PLAIN"] = before
-    return module
-
-
-PLAIN = plain_format()._compact
+PLAIN = plain_copy("s11_format")._compact
 FAST = fast.accelerate(PLAIN)
 
 

@@ -8,7 +8,6 @@ Fake secrets are glued together at runtime; none of them is a real credential.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -21,6 +20,7 @@ from hypothesis import strategies as st
 
 import s11_export
 import s11_redact
+from plain_copy import plain_copy
 from s11_fast import export as fast_export
 from s11_fast import redact as fast_redact
 
@@ -29,24 +29,8 @@ SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples"
 SAMPLE_FILES = sorted(path.name for path in SAMPLES.glob("*.jsonl")) if SAMPLES.is_dir() else []
 
 
-def _plain_copy(name: str):
-    """A second copy of a code module, imported with S11_PLAIN=1: its functions are the plain ones (the oracle)."""
-    spec = importlib.util.spec_from_file_location(f"{name}_plain_oracle", CODE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    saved = os.environ.get("S11_PLAIN")
-    os.environ["S11_PLAIN"] = "1"
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        if saved is None:
-            del os.environ["S11_PLAIN"]
-        else:
-            os.environ["S11_PLAIN"] = saved
-    return module
-
-
-PLAIN_REDACT = _plain_copy("s11_redact")
-PLAIN_EXPORT = _plain_copy("s11_export")
+PLAIN_REDACT = plain_copy("s11_redact")
+PLAIN_EXPORT = plain_copy("s11_export")
 # Built directly (not through the seams), so these tests compare fast with plain even when S11_PLAIN=1 is set.
 FAST_PARTS = fast_export.accelerate(PLAIN_EXPORT)
 FAST_SCAN = fast_redact.accelerate_scan(PLAIN_REDACT, PLAIN_REDACT._find_all)
