@@ -162,6 +162,14 @@ def test_a_projected_class_view_keeps_itself_current_and_runs_the_class(browser,
         # the first student starts level 2; the teacher restarts it for them (their sessions go to their trash)
         students[0].page.locator("#s11l-start").click()
         students[0].wait_text("s11l-notice", "已开始「第 2 关")
+        # the table's next tick shows the start (latest activity first: the rows may swap on that tick); a click
+        # before it could land on the other student's row as it moves
+        teacher.page.wait_for_function(
+            "([name, level, status]) => [...document.querySelectorAll('#s11c-class .virtual-row')].some(row => {"
+            " const cell = column => row.querySelector(`[data-col=\"${column}\"]`);"
+            " return row.innerText.includes(name) && cell(level) && cell(level).innerText.includes('第 2 关')"
+            " && cell(status) && cell(status).innerText.includes('做题中'); })",
+            arg=[NAMES[0], CLASS_HEADERS.index("当前关卡"), CLASS_HEADERS.index("状态")], timeout=20_000)
         row_of(table, NAMES[0]).locator(".body-cell").first.click()
         teacher.page.locator("#s11c-restart").wait_for(state="visible", timeout=20_000)
         teacher.page.locator("#s11c-restart").click()
