@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from browser_tabs import looks, running_app
 
@@ -81,8 +82,8 @@ def test_a_reader_steps_through_the_story_from_the_8_11_result(browser, server, 
         click(page, "#s11s-next-0")
         shown_step(page, 1)
         shoot(page, f"story-{width}-{scheme}-1.png")
-        files = page.locator("#s11s-files-1").inner_text()
-        assert "🆕 新出现" in files and ".journal.jsonl" in files
+        for text in ("🆕 新出现", ".journal.jsonl"):   # the step's files panel is drawn just after its heading
+            expect(page.locator("#s11s-files-1")).to_contain_text(text, timeout=15_000)
         for number in range(2, STEPS):
             click(page, f"#s11s-next-{number - 1}")
             shown_step(page, number)
@@ -101,7 +102,8 @@ def test_a_reader_steps_through_the_story_from_the_8_11_result(browser, server, 
         # back one step, then restart: step 1 again, waiting for a fresh run
         click(page, "#s11s-back-6")
         shown_step(page, 5)
-        assert "✏️ 变了" in page.locator("#s11s-files-5").inner_text()
+        # the step comes back into view before its files panel is drawn again: wait for the text, do not read once
+        expect(page.locator("#s11s-files-5")).to_contain_text("✏️ 变了", timeout=15_000)
         click(page, "#s11s-restart-5")
         shown_step(page, 0)
         assert "点 下一步 ▶" in page.locator("#s11s-head-0").inner_text()
