@@ -10,7 +10,7 @@
 
 Key insight: 面板对学生永远是隐藏的、空的——数据只在老师密钥验过之后才填进去，学生的页面上
 没有任何别人的名字、空间或进度；每个事件都重新验令牌和老师密钥（classroom.py）。
-定时器只在老师的页面上开（载入时验过密钥才 active），表、书架列表、画过的分叉图没变时只回 gr.skip()。
+定时器只在老师的页面上开（载入时验过密钥才载入面板、才 active），表、书架列表、画过的分叉图没变时只回 gr.skip()。
 """
 
 from __future__ import annotations
@@ -115,8 +115,14 @@ def build(ctx, seconds: float | None = None) -> None:
                 classroom.archive_rows(token, secret), gr.Timer(active=True), classroom.class_level(), known)
 
     load_outputs = [panel, notice, note, table, shelf, archives, clock, class_level, seen]
-    ctx.ready.then(on_load, inputs=[visitor, teacher], outputs=load_outputs, api_visibility="private",
-                   concurrency_limit=4)
+    # 页面载入时只验老师密钥，写进一个 State；验过了它才变，它的 change 才载入面板。学生的页面从不跑 on_load：
+    # 页面加载时每多一个事件输出（尤其是面板这一整列），浏览器以后每点一下都要多重读它一次
+    # （gradio_fixes.open_tab_js 说了为什么）
+    is_teacher = gr.State(False)
+    ctx.ready.then(lambda token, secret: bool(token and ctx.spaces.is_teacher(secret)) or gr.skip(),
+                   inputs=[visitor, teacher], outputs=[is_teacher], api_visibility="private")
+    is_teacher.change(on_load, inputs=[visitor, teacher], outputs=load_outputs, api_visibility="private",
+                      concurrency_limit=4)
     refresh.click(on_load, inputs=[visitor, teacher], outputs=load_outputs, api_name="class_refresh",
                   concurrency_limit=4)
 

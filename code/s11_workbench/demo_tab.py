@@ -27,7 +27,8 @@ from gradio.context import Context
 
 from s11_text import public_name
 from s11_workbench.demo import explain_error, field_notes_markdown, files_markdown, run_demo_safely
-from s11_workbench.gradio_fixes import listen
+from s11_workbench import story_tab
+from s11_workbench.gradio_fixes import listen, open_tab_js
 from s11_workbench.spaces import SpaceError
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,6 @@ TREE_PLACEHOLDER = ("#### 🌳 会话树\n\n👆 点击上方按钮，这里会�
 EXPORT_PLACEHOLDER = ("#### 📤 Markdown 导出预览\n\n运行后，这里显示恢复定稿的分支 B 导出的 Markdown 报告，"
                       "按 继承 / 分叉新增 / 恢复后追加 分成三组。")
 FILE_NAMES = ("① 🌱 主会话", "② 🌿 分支 A", "③ 🌿 分支 B")
-STORY_TAB = "story_tab"   # app.py 给每一页的 id 是它的模块名
 STORY_LINK = "👣 一步一步看：每一步之后，会话目录里多了什么、变了什么"
 
 
@@ -88,7 +88,7 @@ def story_link(tab) -> None:
     if not isinstance(tabs, gr.Tabs):
         return
     link = gr.Button(STORY_LINK, size="sm", variant="secondary", elem_id="s11-to-story")
-    link.click(lambda: gr.Tabs(selected=STORY_TAB), outputs=tabs, api_visibility="private", queue=False)
+    link.click(None, js=open_tab_js(story_tab.LABEL))   # 在浏览器里切：gr.Tabs 不当输出（见 open_tab_js）
 
 
 def enable_run_button():

@@ -414,19 +414,17 @@ def build(ctx) -> None:
     compare_tab.build(ctx, explorer, view, tree, outputs, page_outputs)   # ⚖️ 对比 / 🔀 收敛（compare_tab.py）
     history.wire(explorer, ctx, view, outputs, page_outputs)   # ↶ 撤销之后浏览器整页重画
     tab = Context.block
-    tabs = tab.parent if isinstance(tab, gr.Tab) and tab.id is not None else None   # app.py 的 gr.Tabs
 
     def on_load(token, secret, kept, known, request: gr.Request):
-        """页面加载（接在 app.py 领取令牌之后）：?session=<id>[&m=<k>] 在自己的空间里选中它（并突出第 k 条），
-        切到本页；没有链接时回到这个浏览器上次选中的会话（kept）。"""
+        """页面加载（接在 app.py 领取令牌之后）：?session=<id>[&m=<k>] 在自己的空间里选中它（并突出第 k 条；
+        切到本页的是 HEAD 里的脚本，gr.Tabs 不当输出，见 gradio_fixes.open_tab_js）；
+        没有链接时回到这个浏览器上次选中的会话（kept）。"""
         query = request.query_params if request is not None else {}
-        session_id = query.get("session")
-        jump = gr.Tabs(selected=tab.id) if session_id else gr.skip()
-        page = explorer.open_page(token, secret, session_id, query.get("m"), kept)
-        return page_outputs(page, SOURCE, known) + ([jump] if tabs is not None else [])
+        page = explorer.open_page(token, secret, query.get("session"), query.get("m"), kept)
+        return page_outputs(page, SOURCE, known)
 
-    listen(ctx.ready.then, on_load, targets(SOURCE) + ([tabs] if tabs is not None else []),
-           inputs=[visitor, teacher, remembered, shown], api_visibility="private", concurrency_limit=8)
+    listen(ctx.ready.then, on_load, targets(SOURCE), inputs=[visitor, teacher, remembered, shown],
+           api_visibility="private", concurrency_limit=8)
     if isinstance(tab, gr.Tab):   # 从 8.11 标签页切过来时，刚跑的演示会话立刻出现在列表里
         def on_tab(token, current, secret, kept, known):
             if not token:   # 页面还在领令牌：交给随后的页面加载事件来画，免得晚到的“缺少令牌”盖住它

@@ -8,6 +8,7 @@
     app.py 导入 gradio 之前 ──> quiet_analytics()   不在每个事件之后重算监控统计
     各标签页接事件 ──> listen(trigger, handler, outputs, inputs=…)   输入输出多的事件：在处理函数的线程里一次解读、
                                                                    整理好，不为每一格各走一趟线程池
+    切换标签页的按钮 ──> open_tab_js(label)   在浏览器里点那个标签，不让 gr.Tabs 当任何事件的输出
 
 在 gradio 6.31 上重新量过（把一个函数换成什么都不做，再跑 tests/workbench/test_server_hardening.py、
 tests/workbench/test_app_client.py 里对应的测试）：五处都还需要——6.x 的 #13756 修掉的是队列的事件表、
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import json
 import os
 
 
@@ -178,6 +180,17 @@ def listen(trigger, handler, outputs: list, *, inputs: list = (), **options):
     处理函数的 gr.EventData、gr.Request 参数要排在各输入之后（gradio 按参数的位置把它们插进来）。"""
     return trigger(_in_handler(handler, list(inputs), outputs), inputs=list(inputs), outputs=outputs,
                    preprocess=False, postprocess=False, **options)
+
+
+def open_tab_js(label: str) -> str:
+    """事件的 js=：在浏览器里点名字含 label 的标签页（app.py 的 gr.Tabs），代替把 gr.Tabs 放进事件的输出。
+    为什么：gradio 6.31 的页面把每个事件的每个输出记进一张“加载状态”表，从此以后，任何事件的每一次状态变化
+    （排队、开始、完成）都把表里的每个组件连同它的所有子组件重读一遍（取值、深拷贝、在组件树里逐个查找）。
+    gr.Tabs 的子组件就是整个页面（446 个）：它当过一次输出，之后页面上每点一下，浏览器都要把整页的值拷贝几遍
+    （量到的：浏览器里选一个会话 0.9 s 主线程时间，大半花在这里）。所以大容器（Tabs、整块的 Column）不当输出。"""
+    return ("() => { const tab = Array.from(document.querySelectorAll('button[role=tab]'))"
+            f".find((button) => button.textContent.includes({json.dumps(label, ensure_ascii=False)}));"
+            " if (tab && tab.getAttribute('aria-selected') !== 'true') tab.click(); }")
 
 
 def _in_handler(handler, inputs: list, outputs: list):

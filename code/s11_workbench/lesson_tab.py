@@ -278,17 +278,11 @@ def build(ctx) -> None:
     publish_button.click(on_publish, inputs=[visitor, teacher, level_text], outputs=[level_check],
                          api_name="lesson_publish", concurrency_limit=4)
 
-    def on_load(token, secret, known):
-        return page_outputs(lesson.open_page(token, secret), LOAD, known)
-
-    # 老师定的「全班做第 N 关」：载入时记下 class.json 的版本（class_seen）；定时器每次只看一眼它的修改时间，
+    # 老师定的「全班做第 N 关」：第一次打开这一页时记下 class.json 的版本（class_seen）；定时器每次只看一眼它的修改时间，
     # 变了才把新版本写进 class_changed（一个 State：不变时 gr.skip() 什么都不建），它的 change 事件才重画 LEVEL 这一组
     class_seen, class_changed = gr.State(None), gr.State(None)
-    ctx.ready.then(lambda: lesson.class_stamp(), inputs=None, outputs=[class_seen], api_visibility="private",
-                   queue=False)
-    listen(ctx.ready.then, on_load, [components[key] for key in LOAD], inputs=[visitor, teacher, shown],
-           api_visibility="private", concurrency_limit=8)
-    clock = gr.Timer(refresh_seconds())
+    # 定时器等第一次打开这一页才开（on_tab）：没点开练习的页面从不轮询
+    clock = gr.Timer(refresh_seconds(), active=False)
 
     def on_tick(seen):
         stamp = lesson.class_stamp()
@@ -310,11 +304,25 @@ def build(ctx) -> None:
     author.expand(on_check, inputs=[level_text], outputs=[level_check, level_map], api_visibility="private",
                   concurrency_limit=4)
     tab = Context.block
-    if isinstance(tab, gr.Tab):   # 从会话树浏览器切回来：在那里做的动作也立刻判一次
+    if isinstance(tab, gr.Tab):
+        # 第一次打开这一页才载入（回到上次做的那一关、填上名字、开定时器），不在页面载入时做：页面加载时每多
+        # 一个事件输出，浏览器以后每点一下都要多重读一格（gradio_fixes.open_tab_js 说了为什么），没打开练习的
+        # 读者不该为它付。再切回来：这一关重画，老师的出题区也再判一次（在会话树浏览器里做的动作也立刻判）
         def on_tab(token, current, secret, known):
             if not token:
-                return [gr.skip()] * len(REOPEN)
-            return page_outputs(lesson.render(token, current, secret, counts="progress"), REOPEN, known)
+                return [gr.skip()] * (len(LOAD) + 2)
+            if current == LessonView():
+                opened = page_outputs(lesson.open_page(token, secret), LOAD, known)
+                return [*opened, lesson.class_stamp(), gr.Timer(active=True)]
+            page = lesson.render(token, current, secret, counts="progress")
+            return [*page_outputs(page, LOAD, known), gr.skip(), gr.skip()]
 
-        listen(tab.select, on_tab, [components[key] for key in REOPEN], inputs=[visitor, view, teacher, shown],
-               api_visibility="private", concurrency_limit=8)
+        listen(tab.select, on_tab, [components[key] for key in LOAD] + [class_seen, clock],
+               inputs=[visitor, view, teacher, shown], api_visibility="private", concurrency_limit=8)
+    else:   # 单独搭这一页（没有标签栏）：页面载入时就打开
+        def on_load(token, secret, known):
+            return [*page_outputs(lesson.open_page(token, secret), LOAD, known), lesson.class_stamp(),
+                    gr.Timer(active=True)]
+
+        listen(ctx.ready.then, on_load, [components[key] for key in LOAD] + [class_seen, clock],
+               inputs=[visitor, teacher, shown], api_visibility="private", concurrency_limit=8)

@@ -92,11 +92,11 @@ def test_a_class_view_leaves_nothing_in_the_teachers_browser(browser, server):
     try:
         page.goto(f"{url}/?teacher={TEACHER}")
         table = page.locator("#s11c-class")
-        table.get_by_text(STUDENT_NAME).first.wait_for(timeout=30_000)
+        table.get_by_text(STUDENT_NAME).locator("visible=true").first.wait_for(timeout=30_000)
         page.locator("#s11c-refresh").click()   # the public /class_refresh endpoint: what run history recorded
         wait_until_quiet(page, timeout=5)   # that run has finished (not an assertion: storage has had time to fill)
-        table.get_by_text(STUDENT_NAME).first.wait_for(timeout=30_000)
-        table.get_by_text(STUDENT_NAME).first.click()
+        table.get_by_text(STUDENT_NAME).locator("visible=true").first.wait_for(timeout=30_000)
+        table.get_by_text(STUDENT_NAME).locator("visible=true").first.click()
         page.locator("#s11c-student").get_by_text(title[:6]).first.wait_for(timeout=15_000)
         page.wait_for_function("!location.search.includes('teacher=')", timeout=30_000)   # it left the address bar
         kept = storage(page)
