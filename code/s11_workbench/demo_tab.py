@@ -26,8 +26,8 @@ import gradio as gr
 from gradio.context import Context
 
 from s11_text import public_name
-from s11_workbench.demo import explain_error, field_notes_markdown, files_markdown, run_demo_safely
 from s11_workbench import story_tab
+from s11_workbench.demo import explain_error, field_notes_markdown, files_markdown, run_demo_safely
 from s11_workbench.gradio_fixes import listen, open_tab_js
 from s11_workbench.spaces import SpaceError
 
