@@ -136,9 +136,10 @@ def build(ctx, explorer, view, tree, outputs: list, page_outputs) -> None:
                        api_name="explorer_label", concurrency_limit=8)
     panel.expand(pickers, inputs=[visitor, view, pick_a, pick_b], outputs=picker_outputs, **common)
     tree.change(from_tree, inputs=[visitor, view, pick_a, pick_b], outputs=picker_outputs, **common)
-    ctx.ready.then(fresh, inputs=[visitor, view], outputs=picker_outputs, **common)
-    if isinstance(tab, gr.Tab):   # 从 8.11 标签页跑完演示切过来：A / B 已经是分支 A / 分支 B
-        tab.select(fresh, inputs=[visitor, view], outputs=picker_outputs, **common)
+    if isinstance(tab, gr.Tab):   # 切到这一页时（从 8.11 标签页跑完演示切过来：A / B 已经是分支 A / 分支 B）；
+        tab.select(fresh, inputs=[visitor, view], outputs=picker_outputs, **common)   # 页面载入时不做
+    else:
+        ctx.ready.then(fresh, inputs=[visitor, view], outputs=picker_outputs, **common)
     to_a.click(take("a"), inputs=[visitor, view, pick_a, pick_b], outputs=picker_outputs, **common)
     to_b.click(take("b"), inputs=[visitor, view, pick_a, pick_b], outputs=picker_outputs, **common)
     compare_button.click(compare, inputs=[visitor, view, pick_a, pick_b],

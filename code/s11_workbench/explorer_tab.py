@@ -416,30 +416,31 @@ def build(ctx) -> None:
     tab = Context.block
 
     def on_load(token, secret, kept, known, request: gr.Request):
-        """页面加载（接在 app.py 领取令牌之后）：?session=<id>[&m=<k>] 在自己的空间里选中它（并突出第 k 条；
-        切到本页的是 HEAD 里的脚本，gr.Tabs 不当输出，见 gradio_fixes.open_tab_js）；
+        """打开这一页：?session=<id>[&m=<k>] 在自己的空间里选中它（并突出第 k 条；切到本页的是 HEAD 里的脚本）；
         没有链接时回到这个浏览器上次选中的会话（kept）。"""
         query = request.query_params if request is not None else {}
         page = explorer.open_page(token, secret, query.get("session"), query.get("m"), kept)
         return page_outputs(page, SOURCE, known)
 
-    listen(ctx.ready.then, on_load, targets(SOURCE), inputs=[visitor, teacher, remembered, shown],
-           api_visibility="private", concurrency_limit=8)
-    if isinstance(tab, gr.Tab):   # 从 8.11 标签页切过来时，刚跑的演示会话立刻出现在列表里
-        def on_tab(token, current, secret, kept, known):
-            if not token:   # 页面还在领令牌：交给随后的页面加载事件来画，免得晚到的“缺少令牌”盖住它
-                return [gr.skip()] * len(SOURCE)
-            if current == View() and kept:
-                # 重新载入后马上切过来：页面加载事件（on_load）可能还没回来，这里拿到的还是空视图。
-                # 照它的做法回到上次选中的会话，谁先回来结果都一样（否则空视图会盖掉刚恢复的选择）
-                page = explorer.open_page(token, secret, None, None, kept)
-            else:
-                page = explorer.render(token, current, secret)
-            page.area = None   # 提示与结果行保持原样：链接打开时的警告不会一闪就没
-            return page_outputs(page, SOURCE, known)
-
-        listen(tab.select, on_tab, targets(SOURCE), inputs=[visitor, view, teacher, remembered, shown],
+    if not isinstance(tab, gr.Tab):   # 单独搭这一页（没有标签栏）：页面载入时就画
+        listen(ctx.ready.then, on_load, targets(SOURCE), inputs=[visitor, teacher, remembered, shown],
                api_visibility="private", concurrency_limit=8)
+        return
+    # 在标签栏里：页面载入时不画这一页，第一次切过来（on_tab）才画。页面加载时每多一个事件输出，浏览器以后
+    # 每点一下都要多重读一格（为什么见 gradio_fixes.open_tab_js），只看 8.11 的读者不该为这一页的几十格付。
+    # ?session= 链接也一样：HEAD 里的脚本一开始就切过来，on_tab 第一次画时照着链接选中它
+    def on_tab(token, current, secret, kept, known, request: gr.Request):
+        if not token:   # 还没领到令牌：画不了（先点这一页、页面载入的事件晚回来时，这个事件到达时也已带着令牌：
+            #               tests/browser/test_explorer_pick_browser.py 扣住页面的事件再点这一页，量过）
+            return [gr.skip()] * len(SOURCE)
+        if current == View():   # 第一次切过来：和 on_load 一样（链接、上次选中的会话），谁先回来结果都一样
+            return on_load(token, secret, kept, known, request)
+        page = explorer.render(token, current, secret)
+        page.area = None   # 提示与结果行保持原样：链接打开时的警告不会一闪就没
+        return page_outputs(page, SOURCE, known)
+
+    listen(tab.select, on_tab, targets(SOURCE), inputs=[visitor, view, teacher, remembered, shown],
+           api_visibility="private", concurrency_limit=8)
 
 
 class _Controls:

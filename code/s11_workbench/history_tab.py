@@ -91,10 +91,11 @@ class _Panel:
         quiet = {"concurrency_limit": 8, "api_visibility": "private", "show_progress": "hidden"}
         refresh_inputs = [visitor, view, teacher, self.revisions, self.looked]
         view.change(show, inputs=refresh_inputs, outputs=mine, trigger_mode="always_last", **quiet)
-        ctx.ready.then(show, inputs=refresh_inputs, outputs=mine, **quiet)
         tab = Context.block   # wire() 在 explorer_tab.build() 的最后调用：这时就是浏览器所在的 gr.Tab
-        if isinstance(tab, gr.Tab):   # 从别的标签页切回来（比如 8.11 标签页刚跑完演示）
-            tab.select(show, inputs=refresh_inputs, outputs=mine, **quiet)
+        if isinstance(tab, gr.Tab):   # 切到这一页时画（第一次打开、从 8.11 标签页刚跑完演示切回来）；页面载入时不画
+            tab.select(show, inputs=refresh_inputs, outputs=mine, **quiet)   # （链接打开时 view.change 会画）
+        else:
+            ctx.ready.then(show, inputs=refresh_inputs, outputs=mine, **quiet)
 
 
 def panel() -> _Panel:

@@ -385,3 +385,35 @@ def test_a_deep_link_is_on_the_explorer_tab_before_the_server_has_answered_anyth
         for route in held:
             route.continue_()
         context.close()
+
+
+def test_the_explorer_opened_before_the_page_has_its_space_is_drawn_once_the_space_arrives(browser, server):
+    """The explorer is drawn when its tab opens, not at page load. A reader who opens it before the page has been
+    given its space (a first visit, the server busy) sends a tab event without a token, which can draw nothing;
+    when the space arrives, the page sees that the explorer is the open tab and draws it, with no further click."""
+    url, _ = server
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    held, holding = [], [True]
+    context.route(re.compile(r".*/gradio_api/(queue/join|run/).*"),
+                  lambda route: held.append(route) if holding[0] else route.continue_())
+    try:
+        page = context.new_page()
+        page.goto(url)
+        explorer_tab = page.get_by_role("tab", name="🌳 会话树浏览器")
+        explorer_tab.click(timeout=15_000)
+        for _ in range(150):   # the page's first event (the one that hands out the space) is held back
+            if len(held) >= 2:
+                break
+            page.wait_for_timeout(100)
+        assert held and explorer_tab.get_attribute("aria-selected") == "true"
+        assert "空间" not in page.locator("#s11x-space").inner_text()   # nothing drawn yet
+        holding[0] = False
+        for route in held:
+            route.continue_()
+        held.clear()
+        page.locator("#s11x-space").get_by_text("空间").wait_for(timeout=20_000)
+        assert "8.11" not in page.locator("#s11x-notice").inner_text()
+    finally:
+        for route in held:
+            route.continue_()
+        context.close()
