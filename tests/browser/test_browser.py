@@ -7,7 +7,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from browser_tabs import looks
+from browser_tabs import looks, open_explorer, open_tab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -227,8 +227,9 @@ def test_errors_show_a_chinese_message_naming_the_folder_not_a_stack_trace(brows
     context, page, _ = open_page(browser, app_server, "light")
     moved = None
     try:
-        page.wait_for_function("() => true")
-        for _ in range(100):   # the page load gives this browser its own space folder
+        open_explorer(page)   # opening the explorer gives this browser its own space folder (a page load does not)
+        open_tab(page, "8.11 会话持久化与多分支")
+        for _ in range(100):
             fresh = set(spaces.iterdir()) - before
             if fresh:
                 break
