@@ -107,7 +107,7 @@ ALL = ("notice", "confirm_box", "confirm_text", "view", "space_label", "source",
 PAGE = tuple(name for name in ALL if name not in ("problems", "teacher_box", "report", "resume_text", *FORK_FORM))
 CHECKED = PAGE + ("problems",)                   # 顺便体检的动作（check=True）：体检结果那一格
 PICKED = PAGE + FORK_FORM                        # 可能换了选中的会话：分叉表单清空
-SOURCE = CHECKED + ("teacher_box",) + FORK_FORM  # 换来源、页面载入、切回本页：老师区要不要显示；链接选好的位置
+SOURCE = CHECKED + ("teacher_box",) + FORK_FORM  # 换来源、打开或切回本页：老师区要不要显示；链接选好的位置
 IMPORTED = PAGE + FORK_FORM + ("report",)        # 导入：报告框
 # 新页面上各控件的属性就是 build() 搭出来的样子：第一次事件也不必为它们发整个组件
 BUILT = {"source": ((("📁 我的空间", MINE), ("📚 共享书架", SHELF))), "tree": (), "writable": True,

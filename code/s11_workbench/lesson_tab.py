@@ -13,7 +13,7 @@
 Key insight: 每个事件把 (令牌, 视图, 老师密钥, *控件的值) 交给 Lesson 的一个方法，拿回整页 LessonPage，
 由 page_outputs() 摊到各控件上；关卡作者和同学写的文字只进转义过的 Markdown、Radio、Code，从不进 gr.HTML。
 
-全班做第 N 关：页面上一个 gr.Timer 每隔一会儿看一眼 <会话目录>/class.json 的修改时间（一次 stat）；
+全班做第 N 关：第一次打开这一页之后，一个 gr.Timer 每隔一会儿看一眼 <会话目录>/class.json 的修改时间（一次 stat）；
 老师改过时这一页切到那一关，关卡列表里后面的关卡标 🔒（选了只得到一句说明，服务器端拒绝）。
 
 对话和分叉控件与会话树浏览器是同一个（fork_control_tab.py）：点消息选位置，不用填数字，分叉成功后控件清空。
@@ -73,10 +73,9 @@ PAGE = ("notice", "view", "shown", "levels", "mine", "tree", "verdict", "hint", 
         "others", "doctor", "second", "preview", "download_md", "download_html", "chat", "fork_result",
         *fork_control_tab.FORM)
 LEVEL = PAGE + ("instructions", "goal", "goal_list", "tools", "class_note")   # 换了一关：说明、目标树也要重画
-LOAD = LEVEL + ("author", "name")                                  # 页面载入：老师的出题区、自己的名字
-# 切回这个标签页：这一关重画，老师的出题区也再判一次——页面载入那一次没能送到（全班同时载入时）或出了错，
-# 老师不必刷新页面；没变时只回 gr.skip()
-REOPEN = LEVEL + ("author",)
+# 打开、切回这个标签页：这一关重画，老师的出题区、自己的名字（第一次打开时）；出题区每次都再判一次——上一次
+# 没能送到（全班同时打开时）或出了错，老师不必刷新页面；没变时只回 gr.skip()
+LOAD = LEVEL + ("author", "name")
 
 
 class LessonEvent(ShownEvent):
@@ -156,7 +155,7 @@ def build(ctx) -> None:
         name_button = gr.Button("💾 保存名字", scale=1, min_width=110, elem_id="s11l-name-save")
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=240):
-            # 一开始就列出内置关卡（没有 ✓）：页面载入时再换成带进度的那一份
+            # 一开始就列出内置关卡（没有 ✓）：第一次打开这一页时再换成带进度的那一份
             levels = gr.Radio(lesson.level_choices(), label="关卡（✅ 做完 · ▶ 做到一半 · 🧑‍🏫 老师出的）", elem_id="s11l-levels")
             start_button = gr.Button("🚀 开始这一关（重新开始会另写一份起点）", variant="primary",
                                      elem_id="s11l-start")

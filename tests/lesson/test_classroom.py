@@ -337,27 +337,27 @@ def test_level_converge_solved_through_the_page(room):
 
 
 def test_reopening_the_lesson_tab_brings_back_a_teachers_authoring_area(room):
-    """The authoring area is shown by the page-load event; when that event's result never reached the page (or
-    it rendered an error page without the teacher flag), opening the tab again shows it, without a reload."""
+    """The authoring area is shown when the lesson tab first opens; when that event's result never reached the page
+    (or it rendered an error page without the teacher flag), opening the tab again shows it, without a reload."""
     import gradio as gr
 
-    from s11_workbench.lesson_tab import LOAD, REOPEN, page_outputs
+    from s11_workbench.lesson_tab import LOAD, page_outputs
 
     spaces, lesson, _ = room
     token = spaces.new_token()
     teacher = lesson.render(token, LessonView(), spaces.teacher_secret)
     student = lesson.render(token, LessonView(), None)
     assert teacher.teacher and not student.teacher
-    author = REOPEN.index("author")
-    lost_load = page_outputs(teacher, REOPEN, {})                      # the load never arrived: nothing shown
-    error_load = page_outputs(teacher, REOPEN, {"author": False})      # the load rendered a page without it
+    author = LOAD.index("author")
+    lost_load = page_outputs(teacher, LOAD, {})                      # the load never arrived: nothing shown
+    error_load = page_outputs(teacher, LOAD, {"author": False})      # the load rendered a page without it
     for outputs in (lost_load, error_load):
         assert isinstance(outputs[author], gr.Accordion) and outputs[author].visible is True
-        assert outputs[REOPEN.index("shown")]["author"] is True
+        assert outputs[LOAD.index("shown")]["author"] is True
     shown = page_outputs(teacher, LOAD, {})[LOAD.index("shown")]       # a normal load: the tab sends nothing new
     assert shown["author"] is True
-    assert page_outputs(teacher, REOPEN, shown)[author] == gr.skip()
-    hidden = page_outputs(student, REOPEN, page_outputs(student, LOAD, {})[LOAD.index("shown")])
+    assert page_outputs(teacher, LOAD, shown)[author] == gr.skip()
+    hidden = page_outputs(student, LOAD, page_outputs(student, LOAD, {})[LOAD.index("shown")])
     assert hidden[author] == gr.skip()                                 # a student's page never gets it
     assert page_outputs(student, LOAD, {})[LOAD.index("author")].visible is False
 
