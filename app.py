@@ -201,6 +201,7 @@ def build_app(sessions_dir: str | os.PathLike = DEFAULT_SESSIONS_DIR, *, teacher
                 # id：页面加载时（如 ?session= 链接）可以直接切到这一页（explorer_tab 从 gr.Tab 上读它）
                 with gr.Tab(tab.LABEL, id=tab.__name__.rpartition(".")[2]):
                     tab.build(ctx)
+    gradio_fixes.progress_on_few(demo)   # 每个事件的“处理中”只盖一格（为什么见这个函数）
     QueueGuard(spaces).install(demo._queue)   # Blocks 退出 with 时才建好队列
     demo.s11_spaces = spaces
     return demo

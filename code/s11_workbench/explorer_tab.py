@@ -319,19 +319,21 @@ def build(ctx) -> None:
     def targets(names: tuple) -> list:
         return [components[name] for name in names]
 
-    def wire(trigger, action, inputs, api_name, names=PAGE, **options):
+    def wire(trigger, action, inputs, api_name, names=PAGE, progress="chat", **options):
         """每个事件的输入都以 (令牌, 视图, 老师密钥) 开头、以已显示的属性结尾；API 名字固定，脚本与测试按名字调用。
         trigger_mode="once"：同一个页面上，前一次还没回来时再点不会再发一次（双击只分叉一次）。
-        listen（gradio_fixes.py）：几十格输入输出在处理函数的线程里一次解读、整理好，全班同时点时不为每一格排队。"""
+        listen（gradio_fixes.py）：几十格输入输出在处理函数的线程里一次解读、整理好，全班同时点时不为每一格排队。
+        progress：“处理中”只盖在这一格上（读者在这块区域里等结果的那一格），不盖满几十格输出
+        （为什么见 gradio_fixes.progress_on_few）。"""
         return listen(trigger, PageEvent(action, names), targets(names),
                       inputs=[visitor, view, teacher, *inputs, shown], api_name=api_name, concurrency_limit=8,
-                      trigger_mode="once", **options)
+                      trigger_mode="once", show_progress_on=[components[progress]], **options)
 
-    wire(refresh.click, explorer.refresh, [search], "explorer_refresh", CHECKED)
-    wire(map_pick.change, explorer.map_pick, [map_pick], "explorer_map_pick", PICKED)
-    wire(imports.refused.change, explorer.refuse_upload, [imports.refused], "explorer_upload_refused", IMPORTED)
-    wire(search.submit, explorer.refresh, [search], "explorer_search", CHECKED)
-    wire(source.input, explorer.switch_source, [source], "explorer_source", SOURCE)
+    wire(refresh.click, explorer.refresh, [search], "explorer_refresh", CHECKED, "table")
+    wire(map_pick.change, explorer.map_pick, [map_pick], "explorer_map_pick", PICKED, "map")
+    wire(imports.refused.change, explorer.refuse_upload, [imports.refused], "explorer_upload_refused", IMPORTED, "report")
+    wire(search.submit, explorer.refresh, [search], "explorer_search", CHECKED, "table")
+    wire(source.input, explorer.switch_source, [source], "explorer_source", SOURCE, "table")
     wire(tree.input, explorer.select, [tree], "explorer_select", PICKED)
     wire(earlier.click, explorer.earlier, [], "explorer_earlier")
     wire(start.submit, explorer.window, [start], "explorer_window")
@@ -342,18 +344,18 @@ def build(ctx) -> None:
     wire(fork.button.click, explorer.fork, [fork.at, fork.text, fork.title], "explorer_fork", PICKED)
     wire(resume.button.click, explorer.resume, [resume.text, resume.role], "explorer_resume",
          PAGE + ("resume_text",))
-    wire(export.button.click, explorer.export, [], "explorer_export")
-    wire(trash.delete.click, explorer.delete, [], "explorer_delete", CHECKED)
-    wire(trash.restore.click, explorer.restore, [trash.choices], "explorer_restore", CHECKED + FORK_FORM)
-    wire(trash.purge.click, explorer.ask_purge, [trash.choices], "explorer_purge")
-    wire(trash.empty.click, explorer.ask_empty_trash, [], "explorer_empty_trash")
-    wire(confirm_button.click, explorer.confirm, [], "explorer_confirm", CHECKED)
-    wire(cancel_button.click, explorer.cancel, [], "explorer_cancel")
-    wire(imports.button.click, explorer.import_upload, [imports.upload], "explorer_import", IMPORTED)
+    wire(export.button.click, explorer.export, [], "explorer_export", progress="preview")
+    wire(trash.delete.click, explorer.delete, [], "explorer_delete", CHECKED, "trash")
+    wire(trash.restore.click, explorer.restore, [trash.choices], "explorer_restore", CHECKED + FORK_FORM, "trash")
+    wire(trash.purge.click, explorer.ask_purge, [trash.choices], "explorer_purge", progress="trash")
+    wire(trash.empty.click, explorer.ask_empty_trash, [], "explorer_empty_trash", progress="trash")
+    wire(confirm_button.click, explorer.confirm, [], "explorer_confirm", CHECKED, "table")
+    wire(cancel_button.click, explorer.cancel, [], "explorer_cancel", progress="confirm_text")
+    wire(imports.button.click, explorer.import_upload, [imports.upload], "explorer_import", IMPORTED, "report")
     wire(imports.example_button.click, explorer.import_example, [imports.examples], "explorer_import_example",
-         IMPORTED)
-    wire(publish_button.click, explorer.publish, [], "explorer_publish")
-    wire(unpublish_button.click, explorer.unpublish, [], "explorer_unpublish", CHECKED)
+         IMPORTED, "report")
+    wire(publish_button.click, explorer.publish, [], "explorer_publish", progress="table")
+    wire(unpublish_button.click, explorer.unpublish, [], "explorer_unpublish", CHECKED, "table")
 
     def on_upload(token, path):
         """文件一传上来就检查后缀和大小：不行就清掉它，原因写在导入按钮下面（中文）。
@@ -377,7 +379,7 @@ def build(ctx) -> None:
         return page_outputs(page, PICKED, known)
 
     listen(table.select, on_row, targets(PICKED), inputs=[visitor, view, teacher, shown], api_visibility="private",
-           concurrency_limit=8)
+           concurrency_limit=8, show_progress_on=[chat])
 
     def on_hit(token, current, secret, known, evt: gr.EventData):
         row = _event_field(evt, "row_value")
@@ -386,7 +388,7 @@ def build(ctx) -> None:
         return page_outputs(explorer.jump(token, current, row[3], row[1], secret), PICKED, known)
 
     listen(hits.select, on_hit, targets(PICKED), inputs=[visitor, view, teacher, shown], api_visibility="private",
-           concurrency_limit=8)
+           concurrency_limit=8, show_progress_on=[chat])
 
     def on_student(token, current, secret, space_id, known):
         if not space_id:
@@ -394,7 +396,7 @@ def build(ctx) -> None:
         return page_outputs(explorer.open_space(token, current, space_id, secret), SOURCE, known)
 
     listen(student.input, on_student, targets(SOURCE), inputs=[visitor, view, teacher, student, shown],
-           api_visibility="private", concurrency_limit=8)
+           api_visibility="private", concurrency_limit=8, show_progress_on=[table])
 
     fork_control_tab.wire_picking(fork, chat, view)   # 点一条消息 / 「从头分叉」= 选位置
 
@@ -406,10 +408,10 @@ def build(ctx) -> None:
                             known)
 
     listen(chat.edit, on_edit, targets(PICKED), inputs=[visitor, view, teacher, shown], api_visibility="private",
-           concurrency_limit=8, trigger_mode="once")
+           concurrency_limit=8, trigger_mode="once", show_progress_on=[chat])
     # Chatbot 自带的“清空”只清掉页面上的显示：立刻重画，免得读者以为会话被删了（删除在「🗑️ 回收站」里）
     listen(chat.clear, PageEvent(explorer.redraw), targets(PAGE), inputs=[visitor, view, teacher, shown],
-           api_visibility="private", concurrency_limit=8)
+           api_visibility="private", concurrency_limit=8, show_progress_on=[chat])
 
     compare_tab.build(ctx, explorer, view, tree, outputs, page_outputs)   # ⚖️ 对比 / 🔀 收敛（compare_tab.py）
     history.wire(explorer, ctx, view, outputs, page_outputs)   # ↶ 撤销之后浏览器整页重画
@@ -424,7 +426,7 @@ def build(ctx) -> None:
 
     if not isinstance(tab, gr.Tab):   # 单独搭这一页（没有标签栏）：页面载入时就画
         listen(ctx.ready.then, on_load, targets(SOURCE), inputs=[visitor, teacher, remembered, shown],
-               api_visibility="private", concurrency_limit=8)
+               api_visibility="private", concurrency_limit=8, show_progress_on=[table])
         return
     # 在标签栏里：页面载入时不画这一页，第一次切过来（on_tab）才画。页面加载时每多一个事件输出，浏览器以后
     # 每点一下都要多重读一格（为什么见 gradio_fixes.open_tab_js），只看 8.11 的读者不该为这一页的几十格付。
@@ -440,7 +442,7 @@ def build(ctx) -> None:
         return page_outputs(page, SOURCE, known)
 
     listen(tab.select, on_tab, targets(SOURCE), inputs=[visitor, view, teacher, remembered, shown],
-           api_visibility="private", concurrency_limit=8)
+           api_visibility="private", concurrency_limit=8, show_progress_on=[table])
 
 
 class _Controls:

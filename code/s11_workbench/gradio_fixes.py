@@ -9,6 +9,7 @@
     各标签页接事件 ──> listen(trigger, handler, outputs, inputs=…)   输入输出多的事件：在处理函数的线程里一次解读、
                                                                    整理好，不为每一格各走一趟线程池
     切换标签页的按钮 ──> open_tab_js(label)   在浏览器里点那个标签，不让 gr.Tabs 当任何事件的输出
+    app.build_app() 搭完 ──> progress_on_few(demo)   没指定的事件，“处理中”只盖在一格输出上，不盖满几十格
 
 在 gradio 6.31 上重新量过（把一个函数换成什么都不做，再跑 tests/workbench/test_server_hardening.py、
 tests/workbench/test_app_client.py 里对应的测试）：五处都还需要——6.x 的 #13756 修掉的是队列的事件表、
@@ -191,6 +192,25 @@ def open_tab_js(label: str) -> str:
     return ("() => { const tab = Array.from(document.querySelectorAll('button[role=tab]'))"
             f".find((button) => button.textContent.includes({json.dumps(label, ensure_ascii=False)}));"
             " if (tab && tab.getAttribute('aria-selected') !== 'true') tab.click(); }")
+
+
+def progress_on_few(demo) -> None:
+    """页面搭完后调一次：没有自己指定 show_progress_on 的事件，“处理中”只盖在它第一格看得见的输出组件上
+    （gr.State、gr.BrowserState 和布局块不算：布局块的每个子组件也要重读；一格也没有就不盖）；
+    show_progress="hidden" 的事件一格也不记。
+    为什么：gradio 6.31 的页面把每个事件的“进度目标”（不指定时 = 它的全部输出）记进加载状态表，从此任何事件的
+    每一次状态变化（排队、开始、完成），都把表里的每一格在组件树里找一遍、取值、深拷贝一遍（open_tab_js 说的
+    同一张表）。会话浏览器的一个事件有 45–66 格输出：量到的，浏览器里选一个会话主线程约 1.2 s → 0.5 s
+    （CDP 采样，一次选中）。一闪而过的“处理中”盖在一格上还是几十格上，读者看到的差不多；要盖在读者正看着的
+    那一格，事件自己指定 show_progress_on（会话浏览器按动作区指定，explorer_tab.wire）。"""
+    import gradio as gr
+
+    for fn in demo.fns.values():
+        if fn.show_progress_on is not None:
+            continue
+        shown = [block for block in fn.outputs if isinstance(block, gr.components.Component)
+                 and not isinstance(block, (gr.State, gr.BrowserState))]
+        fn.show_progress_on = [] if fn.show_progress == "hidden" else shown[:1]
 
 
 def _in_handler(handler, inputs: list, outputs: list):

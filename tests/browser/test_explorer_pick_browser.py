@@ -251,6 +251,43 @@ def test_a_late_upload_check_never_wipes_the_import_result(browser, server, monk
         visitor.close()
 
 
+SHOWN_TRACKERS = """() => Array.from(document.querySelectorAll('[data-testid=status-tracker]'))
+    .filter(tracker => !tracker.classList.contains('hide') && tracker.getBoundingClientRect().height > 0)
+    .map(tracker => (tracker.closest('[id]') || {}).id || '?')"""
+
+
+def test_an_import_on_its_way_shows_its_progress_on_the_import_report_alone(browser, server):
+    """An event's "处理中" is drawn on the one component the reader waits on (gradio_fixes.progress_on_few): while the
+    import's request is held back, the import report shows it and no other block of the page does."""
+    url, sessions = server
+    visitor = Visitor(browser, url)
+    held, holding = [], [False]
+    visitor.context.route(re.compile(r".*/gradio_api/queue/join.*"),
+                          lambda route: held.append(route) if holding[0] else route.continue_())
+    try:
+        page = visitor.page
+        visitor.open_explorer()
+        visitor.action_tab("import")
+        page.locator("#s11x-examples input").click()
+        page.get_by_role("option").first.click()
+        holding[0] = True
+        visitor.press("#s11x-import-example")
+        assert eventually(page, lambda: bool(held), timeout=15)
+        page.wait_for_function(f"({SHOWN_TRACKERS})().length > 0", timeout=15_000)
+        assert page.evaluate(SHOWN_TRACKERS) == ["s11x-report"]
+        holding[0] = False
+        for route in held:
+            route.continue_()
+        held.clear()
+        page.locator("#s11x-import-result").get_by_text("已导入").wait_for(timeout=15_000)
+        page.wait_for_function(f"({SHOWN_TRACKERS})().length === 0", timeout=15_000)
+        assert space_store(sessions, visitor.space_id()).list_sessions() != []
+    finally:
+        for route in held:
+            route.continue_()
+        visitor.close()
+
+
 def test_a_reload_keeps_the_selected_session(browser, server):
     url, sessions = server
     visitor, demo = with_demo(browser, url, sessions, width=1400)

@@ -1,10 +1,12 @@
 """What a page pays in the browser for each event's outputs.
 
-gradio 6.31's page keeps a loading-status entry for every component that has been an output of any event it ran,
-and after every status change of every later event it re-reads each entry and all of that entry's children
-(gradio_fixes.open_tab_js says more). So two things decide how heavy every click is in the reader's browser:
-no event may list a block that holds much of the page (gr.Tabs holds all of it), and the events a page runs
-by itself when it opens (the load event and what it chains) should list only what the reader sees first.
+gradio 6.31's page keeps a loading-status entry for every component that has been a progress target of any event
+it ran (an event's progress targets are its show_progress_on, or all of its outputs when that is not set), and after
+every status change of every later event it re-reads each entry and all of that entry's children
+(gradio_fixes.open_tab_js and gradio_fixes.progress_on_few say more). So three things decide how heavy every click
+is in the reader's browser: each event shows its progress on one component at most, no event may list a block that
+holds much of the page (gr.Tabs holds all of it), and the events a page runs by itself when it opens (the load
+event and what it chains) should list only what the reader sees first.
 These checks read the app's own page config, the one gradio sends to the browser.
 """
 
@@ -101,3 +103,26 @@ def test_the_class_panel_is_loaded_by_a_teacher_check_not_by_the_page_load(page_
     triggers = {(components[target[0]]["type"] if target[0] in components else None, target[1])
                 for event in loaders for target in event["targets"]}
     assert ("state", "change") in triggers   # fired only when the check finds the teacher's key
+
+
+def test_every_event_shows_its_progress_on_one_component_at_most_and_never_on_a_layout(page_config):
+    components = {component["id"]: component for component in page_config["components"]}
+    events = page_config["dependencies"]
+    targets = {event.get("api_name") or str(event["id"]): event["show_progress_on"] for event in events}
+    assert all(shown is not None for shown in targets.values())   # none falls back to all of its outputs
+    assert max(len(shown) for shown in targets.values()) == 1
+    kinds = {components[block]["type"] for shown in targets.values() for block in shown}
+    assert kinds.isdisjoint(LAYOUTS | {"state", "browserstate"})
+    assert all(event["show_progress_on"] == [] for event in events if event.get("show_progress") == "hidden")
+    # the whole page's progress targets together: what the browser re-reads at every status change at most
+    assert len({block for shown in targets.values() for block in shown}) <= 60
+
+
+@pytest.mark.parametrize("api_name, place", [
+    ("explorer_select", "s11x-path"), ("explorer_fork", "s11x-path"), ("explorer_search", "s11x-list"),
+    ("explorer_import", "s11x-report"), ("explorer_import_example", "s11x-report"),
+    ("explorer_export", "s11x-preview"), ("explorer_delete", "s11x-trash"), ("explorer_map_pick", "s11x-map")])
+def test_an_explorer_action_shows_its_progress_where_the_reader_waits_for_its_result(page_config, api_name, place):
+    components = {component["id"]: component for component in page_config["components"]}
+    event = next(event for event in page_config["dependencies"] if event.get("api_name") == api_name)
+    assert [components[block]["props"].get("elem_id") for block in event["show_progress_on"]] == [place]
