@@ -386,6 +386,30 @@ def test_the_page_session_table_drops_closed_pages_first(server):
         holder.capacity = keep
 
 
+def test_an_idle_queue_looks_for_work_at_most_about_a_hundred_times_a_second(server, monkeypatch):
+    """gradio's queue polls for new events every 1 ms when it has none (about 6 % of a core for a server doing
+    nothing); gradio_fixes.calm_queue makes that 10 ms. Counted: the queue's own sleeps during one idle second,
+    and an event still runs right after it."""
+    import asyncio
+
+    import gradio.queueing
+    queueing_file = gradio.queueing.__file__
+    original, naps = asyncio.sleep, []
+
+    def counted(delay, *args, **kwargs):
+        if sys._getframe(1).f_code.co_filename == queueing_file:
+            naps.append(delay)
+        return original(delay, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "sleep", counted)
+    time.sleep(1.0)
+    monkeypatch.undo()
+    assert naps and min(naps) >= 0.01
+    assert len(naps) <= 300, f"the idle queue woke {len(naps)} times in one second"
+    token = Page(server, "127.0.0.63").run("enter_space", [None])
+    assert token
+
+
 # ── 18.12 temp folders go on SIGTERM and SIGHUP; leftovers of earlier runs at start-up ───
 def owner(folder: Path, pid: int, sessions: Path, started=None) -> Path:
     folder.mkdir()
