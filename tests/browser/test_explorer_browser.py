@@ -98,9 +98,11 @@ class Visitor:
         assert in_viewport(self.page, f"#s11x-{area}-result"), (area, box(self.page, f"#s11x-{area}-result"))
         return line.inner_text()
 
-    def pick_row(self, text: str) -> None:
-        self.page.locator("#s11x-list").get_by_text(text, exact=True).locator("visible=true").first.click()
-        self.page.locator("#s11x-details").get_by_text(text).wait_for(timeout=15_000)
+    def pick_row(self, session_id: str) -> None:
+        """Click the session's row and wait until the details show it: its own id line, since a child's details
+        name its parent too (a parent picked while its child is shown would otherwise count as picked at once)."""
+        self.page.locator("#s11x-list").get_by_text(session_id, exact=True).locator("visible=true").first.click()
+        self.page.locator("#s11x-details").get_by_text(f"🆔 {session_id}").wait_for(timeout=15_000)
 
     def action_tab(self, name: str) -> None:
         """Open one action area (stacked accordions, each with its label in sight); open ones stay open."""
