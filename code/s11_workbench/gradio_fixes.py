@@ -208,8 +208,9 @@ def listen(trigger, handler, outputs: list, *, inputs: list = (), **options):
 
 def open_tab_js(label: str) -> str:
     """事件的 js=：在浏览器里点名字含 label 的标签页（app.py 的 gr.Tabs），代替把 gr.Tabs 放进事件的输出。
-    为什么：gradio 6.31 的页面把每个事件的每个输出（准确地说：进度目标，见 progress_on_few）记进一张“加载状态”表，从此以后，任何事件的每一次状态变化
-    （排队、开始、完成）都把表里的每个组件连同它的所有子组件重读一遍（取值、深拷贝、在组件树里逐个查找）。
+    为什么：gradio 6.31 的页面把当过事件“进度目标”的每个组件（事件没指定 show_progress_on 时就是它的全部输出，
+    见 progress_on_few）记进一张“加载状态”表，从此以后，任何事件的每一次状态变化（排队、开始、完成）都把表里的
+    每个组件连同它的所有子组件重读一遍（取值、深拷贝、在组件树里逐个查找）。
     gr.Tabs 的子组件就是整个页面（446 个）：它当过一次输出，之后页面上每点一下，浏览器都要把整页的值拷贝几遍
     （量到的：浏览器里选一个会话 0.9 s 主线程时间，大半花在这里）。所以大容器（Tabs、整块的 Column）不当输出。"""
     return ("() => { const tab = Array.from(document.querySelectorAll('button[role=tab]'))"
