@@ -139,3 +139,26 @@ def eventually(page, check, timeout: float = 5) -> bool:
             return False
         page.wait_for_timeout(100)
     return True
+
+
+LABEL_STILL = """([where, text, quiet]) => {
+  const walk = document.createTreeWalker(document.querySelector(where), NodeFilter.SHOW_TEXT);
+  let node = walk.nextNode();
+  while (node && node.data.trim() !== text) node = walk.nextNode();
+  const seen = window.__s11_still || (window.__s11_still = {key: null, since: 0});
+  const box = node && node.parentElement.getBoundingClientRect();
+  const key = box && box.height > 0 ? `${box.left},${box.top},${box.width}` : null, now = performance.now();
+  if (key === null || seen.key !== key) { seen.key = key; seen.since = now; return false; }
+  return now - seen.since >= quiet;
+}"""
+
+
+def click_message(page, number: int, where: str = "#s11x-path") -> None:
+    """Click message `number` ("#6") in a conversation once its label has kept its place for 0.3 s. Right after a
+    select the chatbot is still drawing and scrolling its messages: a click then (seen once under load) can land on
+    the message that has just moved under the pointer, which picks another position or none."""
+    label = page.locator(where).get_by_text(f"#{number}", exact=True).first
+    label.scroll_into_view_if_needed()
+    page.wait_for_function(LABEL_STILL, arg=[where, f"#{number}", 300], polling=100, timeout=15_000)
+    page.evaluate("delete window.__s11_still")
+    label.click()

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from browser_tabs import eventually, fits_at, looks, running_app, wait_until_quiet
+from browser_tabs import click_message, eventually, fits_at, looks, running_app, wait_until_quiet
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -252,7 +252,7 @@ def walk(browser, server):
     page.locator("#s11x-path").get_by_role("button", name="清空").click()   # the chatbot's own "clear" button (named in Chinese by aria_zh.js) redraws
     page.locator("#s11x-path").get_by_text("#9").wait_for()
     assert store.load(demo[9]) is not None and len(store.load(demo[9]).messages) == 9
-    page.locator("#s11x-path").get_by_text("#3", exact=True).click()   # pick message 3 in the path view
+    click_message(page, 3)   # pick message 3 in the path view
     page.locator("#s11x-fork").get_by_text("第 3 条").wait_for()   # the button says where it forks
     page.locator("#s11x-fork-text textarea").fill("换个思路：先加监控")
     a.press("#s11x-fork")
@@ -408,7 +408,7 @@ def test_the_teacher_sees_both_spaces_read_only_and_publishes_for_everyone(brows
             page.locator("#s11x-space").get_by_text("共享书架").wait_for(timeout=15_000)
             student.pick_row(branch_b)
             assert student.cannot_change()
-            page.locator("#s11x-path").get_by_text("#4", exact=True).click()   # a click picks the position
+            click_message(page, 4)   # a click picks the position
             page.locator("#s11x-fork").get_by_text("第 4 条").wait_for()
             student.press("#s11x-fork")
             copy_id = re.search(r"新会话 ([0-9a-f]{12})", student.result("fork", "已在第 4 条之后分叉")).group(1)
@@ -494,7 +494,7 @@ def test_a_reader_forks_from_message_3_switches_branches_and_finds_a_tool_result
     assert "分支 A" in shown_map and "方案 A" in shown_map and "分支 B" in shown_map and "方案 B" in shown_map
     assert map_text_px(page) >= 12
     # fork from message 3 by acting on it; a double click makes one fork
-    page.locator("#s11x-path").get_by_text("#3", exact=True).click()
+    click_message(page, 3)
     page.locator("#s11x-fork").get_by_text("第 3 条").wait_for()
     visitor.press("#s11x-fork", double=True)
     visitor.result("fork", "已在第 3 条之后分叉")
@@ -594,7 +594,7 @@ def test_hostile_content_renders_literally_and_the_page_fits(server, reader):
     assert "不加粗 [链接](javascript:alert(3))" in path_text
     assert page.locator("#s11x-path strong", has_text="不加粗").count() == 1
     # new surfaces: the picked-message note, a full-text hit, the sibling line, a hostile message link
-    page.locator("#s11x-path").get_by_text("#1", exact=True).click()
+    click_message(page, 1)
     page.locator("#s11x-picked").get_by_text("已选中第 1 条").wait_for(timeout=10_000)
     search.fill("onerror")
     search.press("Enter")

@@ -24,7 +24,7 @@ from test_explorer_browser import (
     with_demo,
 )
 
-from browser_tabs import eventually, fits_at, running_app
+from browser_tabs import click_message, eventually, fits_at, running_app
 from conftest import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -359,7 +359,7 @@ def test_a_deep_link_keeps_its_message_as_the_fork_position_and_a_reload_refuses
     fits_at(page, [page.viewport_size["width"]])
 
     visitor.pick_row(demo[9])
-    page.locator("#s11x-path").get_by_text("#6", exact=True).first.click()   # message 6 of branch B
+    click_message(page, 6)   # message 6 of branch B
     page.locator("#s11x-fork").get_by_text("第 6 条").wait_for(timeout=15_000)
     # the control is moved into view once its note has grown
     assert eventually(page, lambda: in_view(page, "#s11x-fork") and in_view(page, "#s11x-picked")), \

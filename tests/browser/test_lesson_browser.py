@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_tabs import eventually, looks, open_tab, serving
+from browser_tabs import click_message, eventually, looks, open_tab, serving
 from conftest import REPO
 from s11_exercises import builtin_exercises
 
@@ -99,7 +99,7 @@ class Visitor:
         """Fork the way a student does: click message `at` in the conversation (no position is typed; the control has
         no box for one), see the button name it, optionally write the new branch's first message, click the button.
         The result shows under the button, and the control is cleared."""
-        self.page.locator("#s11l-path").get_by_text(f"#{at}", exact=True).first.click()
+        click_message(self.page, at, "#s11l-path")
         self.page.locator("#s11l-fork").get_by_text(f"第 {at} 条").wait_for(timeout=15_000)
         self.clicks += 2
         if first_message:
@@ -268,7 +268,7 @@ def test_levels_2_and_3_by_clicking_only_with_the_fork_control_in_view(browser, 
         # the fork button stays refused until a message is picked: never a silent fork at 0
         refused = student.begin(lambda: page.locator("#s11l-fork").click(), "分叉位置还没选", "s11l-fork-result")
         refused()
-        page.locator("#s11l-path").get_by_text("#3", exact=True).first.click()
+        click_message(page, 3, "#s11l-path")
         page.locator("#s11l-fork").get_by_text("第 3 条").wait_for(timeout=15_000)
         # the control is scrolled into view once its note has grown
         assert eventually(page, lambda: in_view(page, "#s11l-fork") and in_view(page, "#s11l-picked")), \

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_tabs import fits_at, looks, open_explorer, running_app, space_store
+from browser_tabs import click_message, fits_at, looks, open_explorer, running_app, space_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -84,7 +84,7 @@ def test_undo_a_fork_a_resume_and_a_delete_redo_one_and_go_back_to_a_revision(br
 
         # a fork from branch B, undone: it leaves the list and the tree, and sits in the trash
         select(page, b)
-        page.locator("#s11x-path").get_by_text("#6", exact=True).click()   # a click on message 6 picks the position
+        click_message(page, 6)   # a click on message 6 picks the position
         page.locator("#s11x-fork").get_by_text("第 6 条").wait_for()
         page.locator("#s11x-fork-text textarea").fill("换个思路：先加监控")
         click(page, "#s11x-fork")
