@@ -12,6 +12,7 @@ is left with a long file at the end.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import sys
@@ -53,6 +54,34 @@ def launch(demo, host: str = "127.0.0.1", **options) -> str:
             if attempt == 2:
                 raise
     raise AssertionError("unreachable")
+
+
+@functools.cache
+def tls_context():
+    """One SSL context per process for every test client. httpx builds one for each client it makes, even for plain
+    http, by reading the whole CA bundle (about 35 ms here), and httpx.get() / post() / stream() make a new client per
+    call: the security sweeps spent seconds of CPU on contexts no request used."""
+    import httpx
+    return httpx.create_ssl_context()
+
+
+def local_http(**options):
+    """An httpx.Client for this machine's test servers (plain http on 127.0.0.0/8), sharing tls_context()."""
+    import httpx
+    return httpx.Client(verify=tls_context(), **options)
+
+
+def local_transport(source: str):
+    """An httpx transport that sends from the loopback address `source` (each its own connection pool)."""
+    import httpx
+    return httpx.HTTPTransport(local_address=source, verify=tls_context())
+
+
+def gradio_client(url: str, **options):
+    """gradio_client.Client for a test server on this machine. The URL is plain http, so there is no certificate to
+    check; ssl_verify=False only stops it building a default SSL context (the CA bundle again) for each request."""
+    from gradio_client import Client
+    return Client(url, verbose=False, ssl_verify=False, **options)
 
 
 @pytest.fixture(scope="session")

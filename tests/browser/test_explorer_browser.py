@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 import pytest
 
 from browser_tabs import click_message, eventually, fits_at, looks, running_app, wait_until_quiet
+from conftest import tls_context
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -208,11 +209,11 @@ def replay(url: str, body: dict) -> dict:
     """Send one queued event the way the page does and wait for its result (a fresh page session)."""
     import httpx
     body = {**body, "session_hash": secrets.token_hex(8)}
-    joined = httpx.post(f"{url}/gradio_api/queue/join", json=body, timeout=30)
+    joined = httpx.post(f"{url}/gradio_api/queue/join", json=body, timeout=30, verify=tls_context())
     assert joined.status_code == 200, joined.text
     event_id = joined.json()["event_id"]
     with httpx.stream("GET", f"{url}/gradio_api/queue/data", params={"session_hash": body["session_hash"]},
-                      timeout=30) as stream:
+                      timeout=30, verify=tls_context()) as stream:
         for line in stream.iter_lines():
             if line.startswith("data:"):
                 message = json.loads(line[5:])
@@ -342,7 +343,7 @@ def test_another_student_sees_none_of_it_and_replayed_requests_are_refused(brows
         before = digest(a_folder)
         a_ids = {s["session_id"] for s in walk["store"].list_sessions()}
         import httpx
-        config = httpx.get(f"{url}/config", timeout=10).json()
+        config = httpx.get(f"{url}/config", timeout=10, verify=tls_context()).json()
         names = {dep["id"]: dep.get("api_name") for dep in config["dependencies"]}
         list_id = next(c["id"] for c in config["components"] if c.get("props", {}).get("elem_id") == "s11x-list")
         list_at = next(dep for dep in config["dependencies"] if dep.get("api_name") == "explorer_refresh")[

@@ -18,14 +18,14 @@ pytestmark = pytest.mark.slow
 
 
 def test_run_demo_endpoint_returns_tree_preview_files_and_downloads(app_server, sessions_dir):
-    from gradio_client import Client
+    from conftest import gradio_client
 
     def session_files():   # the kept revisions (.history/) and the trash are the store's own, beside the nodes
         return {path for path in Path(sessions_dir).rglob("*.json")
                 if not any(part.startswith(".") for part in path.relative_to(sessions_dir).parts)}
 
     before = session_files()
-    client = Client(app_server, verbose=False)
+    client = gradio_client(app_server)
     token = client.predict(None, api_name="/enter_space")   # a script first gets its own private space
     outputs = client.predict(token, api_name="/run_demo")
     status, tree, preview, *cards, markdown_file, html_file = outputs
@@ -57,9 +57,9 @@ def test_run_demo_endpoint_returns_tree_preview_files_and_downloads(app_server, 
 
 
 def test_api_lists_run_demo_under_its_stable_name(app_server):
-    from gradio_client import Client
+    from conftest import gradio_client
 
-    endpoints = Client(app_server, verbose=False).view_api(print_info=False, return_format="dict")
+    endpoints = gradio_client(app_server).view_api(print_info=False, return_format="dict")
     assert "/run_demo" in endpoints["named_endpoints"]
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, launch
+from conftest import REPO, launch, tls_context
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +42,7 @@ def app(tmp_path_factory):
     launch(demo, **app_module.launch_options(demo))
     url = demo.local_url.rstrip("/")
     try:
-        config = httpx.get(f"{url}/config", timeout=TIMEOUT).json()
+        config = httpx.get(f"{url}/config", timeout=TIMEOUT, verify=tls_context()).json()
         ids = {c["id"]: c.get("props", {}).get("elem_id") or "" for c in config["components"]}
         ELEM_IDS.update(ids)
         yield demo, url, config
@@ -64,11 +64,11 @@ def call(url: str, dep: dict, data: list, session: str, *, event_data=None) -> d
     body = {"data": data, "fn_index": dep["id"], "session_hash": session, "event_data": event_data,
             "trigger_id": None}
     joined = httpx.post(f"{url}/gradio_api/queue/join", content=json.dumps(body, allow_nan=True),
-                        headers={"content-type": "application/json"}, timeout=TIMEOUT)
+                        headers={"content-type": "application/json"}, timeout=TIMEOUT, verify=tls_context())
     assert joined.status_code == 200, joined.text
     event_id = joined.json()["event_id"]
     with httpx.stream("GET", f"{url}/gradio_api/queue/data", params={"session_hash": session},
-                      timeout=TIMEOUT) as stream:
+                      timeout=TIMEOUT, verify=tls_context()) as stream:
         for line in stream.iter_lines():
             if line.startswith("data:"):
                 message = json.loads(line[5:])

@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, launch
+from conftest import REPO, gradio_client, launch, local_http, tls_context
 
 httpx = pytest.importorskip("httpx")
 pytestmark = pytest.mark.slow
@@ -68,7 +68,7 @@ def classroom(tmp_path_factory, home):
 
 
 def get(port: int, path: str, host: str) -> httpx.Response:
-    return httpx.get(f"http://127.0.0.1:{port}{path}", headers={"Host": host}, timeout=30)
+    return httpx.get(f"http://127.0.0.1:{port}{path}", headers={"Host": host}, timeout=30, verify=tls_context())
 
 
 def raw(port: int, request: bytes) -> tuple[int, str]:
@@ -104,10 +104,10 @@ def test_a_loopback_app_answers_no_other_name(local, host):
         response = get(port, path, name)
         assert refused(response.status_code, response.text), (path, response.status_code, response.text[:200])
     call = httpx.post(f"http://127.0.0.1:{port}/gradio_api/call/enter_space", json={"data": [None]},
-                      headers={"Host": name}, timeout=30)
+                      headers={"Host": name}, timeout=30, verify=tls_context())
     assert refused(call.status_code, call.text)
     join = httpx.post(f"http://127.0.0.1:{port}/gradio_api/queue/join", headers={"Host": name}, timeout=30,
-                      json={"data": [None], "fn_index": 0, "session_hash": "x" * 10, "event_data": None})
+                      json={"data": [None], "fn_index": 0, "session_hash": "x" * 10, "event_data": None}, verify=tls_context())
     assert refused(join.status_code, join.text)
 
 
@@ -130,11 +130,10 @@ def test_raw_requests_without_a_host_or_with_two_are_refused(local):
 
 
 def test_gradio_client_through_a_foreign_name_gets_nothing(local):
-    from gradio_client import Client
     _, port = local
     with pytest.raises(Exception):   # noqa: B017 (the refusal surfaces as whatever the client makes of a 421)
-        Client(f"http://127.0.0.1:{port}/", headers={"Host": f"evil.example:{port}"}, verbose=False)
-    client = Client(f"http://127.0.0.1:{port}/", verbose=False)   # the same client under the real name works
+        gradio_client(f"http://127.0.0.1:{port}/", headers={"Host": f"evil.example:{port}"})
+    client = gradio_client(f"http://127.0.0.1:{port}/")   # the same client under the real name works
     assert client.predict(None, api_name="/enter_space")
 
 
@@ -163,7 +162,7 @@ def agents_list(demo, port: int, host: str, origin: str | None, key: str | None)
     fn = next(d["id"] for d in config["dependencies"] if (button, "click") in map(tuple, d["targets"]))
     session = secrets.token_hex(8)
     headers = {"Host": host, **({"Origin": origin} if origin else {})}
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30) as http:
+    with local_http(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30) as http:
         joined = http.post("/gradio_api/queue/join", json={"data": ["", key], "fn_index": fn, "session_hash": session,
                                                            "event_data": None, "trigger_id": button})
         assert joined.status_code == 200, joined.text
@@ -232,10 +231,10 @@ def test_an_app_on_another_loopback_address_starts_and_answers_under_it(tmp_path
     demo = app.build_app(tmp_path / "sessions")
     port = int(launch(demo, "127.0.0.2", **app.launch_options(demo, hosts=allowed_hosts("127.0.0.2"))).rsplit(":", 1)[1])
     try:
-        answer = httpx.get(f"http://127.0.0.2:{port}/config", timeout=30)
+        answer = httpx.get(f"http://127.0.0.2:{port}/config", timeout=30, verify=tls_context())
         assert answer.status_code == 200
         refused_answer = httpx.get(f"http://127.0.0.2:{port}/config", headers={"Host": f"evil.example:{port}"},
-                                   timeout=30)
+                                   timeout=30, verify=tls_context())
         assert refused(refused_answer.status_code, refused_answer.text)
     finally:
         demo.close()

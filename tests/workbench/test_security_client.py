@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO, launch
+from conftest import REPO, gradio_client, launch, local_http
 
 pytestmark = pytest.mark.slow
 
@@ -111,7 +111,7 @@ def world(tmp_path_factory):
 
 def pooled_client():
     """Thread-safe and keeps its connections: the sweeps share it across their worker threads."""
-    return httpx.Client(timeout=CALL_TIMEOUT, limits=httpx.Limits(max_connections=16, max_keepalive_connections=16))
+    return local_http(timeout=CALL_TIMEOUT, limits=httpx.Limits(max_connections=16, max_keepalive_connections=16))
 
 
 # ── calling an event the way the page does (any fn_index, public or private) ───────────────
@@ -439,10 +439,9 @@ def test_the_teacher_secret_in_state_cannot_be_forged_from_the_browser(world):
 
 
 def test_named_endpoints_through_gradio_client_refuse_forged_tokens_cleanly(world):
-    from gradio_client import Client
     from gradio_client.exceptions import AppError
 
-    client = Client(world.url, verbose=False)
+    client = gradio_client(world.url)
     api = client.view_api(print_info=False, return_format="dict")
     problems, called = [], 0
     for name, info in api["named_endpoints"].items():

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, free_port, launch
+from conftest import REPO, free_port, launch, local_transport, tls_context
 
 httpx = pytest.importorskip("httpx")
 
@@ -48,7 +48,7 @@ def server(tmp_path_factory):
                     queued_bytes_per_visitor=6 * MB)
     demo = app.build_app(root, teacher_secret="t-" + secrets.token_hex(8), limits=limits)
     port = int(launch(demo, **app.launch_options(demo)).rsplit(":", 1)[1])
-    config = httpx.get(f"http://127.0.0.1:{port}/config", timeout=30).json()
+    config = httpx.get(f"http://127.0.0.1:{port}/config", timeout=30, verify=tls_context()).json()
     fns = {dep.get("api_name"): index for index, dep in enumerate(config["dependencies"])}
     fns.update({dep.get("api_name"): dep["id"] for dep in config["dependencies"] if "id" in dep})
     try:
@@ -109,7 +109,7 @@ def multipart(content: bytes, name: str = "notes.jsonl") -> tuple[str, bytes]:
 
 
 def client(source: str) -> httpx.Client:
-    return httpx.Client(transport=httpx.HTTPTransport(local_address=source), timeout=60)
+    return httpx.Client(transport=local_transport(source), timeout=60)
 
 
 def call(http: httpx.Client, url: str, api_name: str, data: list):
@@ -208,7 +208,7 @@ def test_every_upload_framing_meets_the_size_and_rate_rules(server):
 # ── 18.6 per-visitor bound on the queue; the one-at-a-time lab is served in turn ─────────
 def cancel(port: int, fn_index: int, event_id: str, session_hash: str) -> None:
     httpx.post(f"http://127.0.0.1:{port}/gradio_api/cancel",
-               json={"session_hash": session_hash, "fn_index": fn_index, "event_id": event_id}, timeout=30)
+               json={"session_hash": session_hash, "fn_index": fn_index, "event_id": event_id}, timeout=30, verify=tls_context())
 
 
 def test_one_visitor_cannot_fill_the_queue(server):
