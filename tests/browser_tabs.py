@@ -26,8 +26,13 @@ def looks(*pairs: tuple, keep: int = 1) -> list:
     return list(pairs if ALL_LOOKS else pairs[:keep])
 
 
-TWO_FRAMES_THEN_WIDTHS = """() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(
-    () => done([document.documentElement.scrollWidth, window.innerWidth]))))"""
+# Two frames, or 2 s if the page draws no frames: page.evaluate() has no timeout of its own, and a full run once hung
+# for minutes inside a test that calls fits_at() (the widths are read either way; reading scrollWidth lays out).
+TWO_FRAMES_THEN_WIDTHS = """() => new Promise(done => {
+    const widths = () => done([document.documentElement.scrollWidth, window.innerWidth]);
+    requestAnimationFrame(() => requestAnimationFrame(widths));
+    setTimeout(widths, 2000);
+})"""
 
 
 def fits_at(page, widths=(1400, 390)) -> None:
