@@ -107,7 +107,8 @@ def test_a_loopback_app_answers_no_other_name(local, host):
                       headers={"Host": name}, timeout=30, verify=tls_context())
     assert refused(call.status_code, call.text)
     join = httpx.post(f"http://127.0.0.1:{port}/gradio_api/queue/join", headers={"Host": name}, timeout=30,
-                      json={"data": [None], "fn_index": 0, "session_hash": "x" * 10, "event_data": None}, verify=tls_context())
+                      json={"data": [None], "fn_index": 0, "session_hash": "x" * 10, "event_data": None},
+                      verify=tls_context())
     assert refused(join.status_code, join.text)
 
 

@@ -208,7 +208,8 @@ def test_every_upload_framing_meets_the_size_and_rate_rules(server):
 # ── 18.6 per-visitor bound on the queue; the one-at-a-time lab is served in turn ─────────
 def cancel(port: int, fn_index: int, event_id: str, session_hash: str) -> None:
     httpx.post(f"http://127.0.0.1:{port}/gradio_api/cancel",
-               json={"session_hash": session_hash, "fn_index": fn_index, "event_id": event_id}, timeout=30, verify=tls_context())
+               json={"session_hash": session_hash, "fn_index": fn_index, "event_id": event_id}, timeout=30,
+               verify=tls_context())
 
 
 def test_one_visitor_cannot_fill_the_queue(server):
